@@ -1,0 +1,52 @@
+# dpkit — two commands: `make run` and `make test`. `make help` lists all targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.dpkit-installed
+RESULTS := results
+export MPLBACKEND := Agg
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.DEFAULT_GOAL := help
+.PHONY: help venv run test test-fast lab bench bench-quick batch data-list clean distclean
+
+help: ## list targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[all]"
+	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn" 
+	@touch $(STAMP)
+
+venv: $(STAMP) ## create .venv and install dpkit with notebook, test and baseline extras
+
+run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDBC -> results/quickstart/
+	$(BIN)/python -m dpkit.batch notebook notebooks/00_quickstart.ipynb --output $(RESULTS)/quickstart
+	@echo "executed notebook, metrics.json and figures in $(RESULTS)/quickstart/"
+
+test: $(STAMP) ## run the whole test suite (statistical, notebooks in QUICK mode)
+	$(BIN)/python -m pytest -n 2 -q --durations=15
+
+test-fast: $(STAMP) ## unit tests only (skip notebook executions)
+	$(BIN)/python -m pytest -n 2 -q -m "not notebook"
+
+lab: $(STAMP) ## open JupyterLab with working widgets in this environment
+	$(BIN)/jupyter lab notebooks/
+
+bench: $(STAMP) ## full benchmarks -> results/bench.json and results/bench.md
+	$(BIN)/python -m dpkit.bench --out $(RESULTS)
+
+bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.json
+	$(BIN)/python -m dpkit.bench --quick --out $(RESULTS)
+
+data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
+	$(BIN)/python -m dpkit.data list
+
+clean: ## remove run outputs (results/)
+	rm -rf $(RESULTS) .pytest_cache
+
+distclean: clean ## also remove the virtual environment
+	rm -rf $(VENV)

@@ -1,0 +1,162 @@
+"""Parameter validation: every bad input gets an error naming the parameter and range."""
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "check_epsilon",
+    "check_delta",
+    "check_sensitivity",
+    "check_positive_int",
+    "check_int_in_range",
+    "check_real_in_range",
+    "check_probability",
+    "check_finite_array",
+    "check_in_unit_cube",
+    "check_choice",
+]
+
+
+def _is_real(x: Any) -> bool:
+    return isinstance(x, (Real, np.floating, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def check_epsilon(epsilon: Any, *, allow_inf: bool = False, name: str = "epsilon") -> float:
+    """Validate a privacy parameter ε.
+
+    ε must be a finite real number > 0. ``allow_inf=True`` additionally admits
+    ``math.inf``, which by convention means *no noise* (a non-private reference run);
+    only functions that document it pass ``allow_inf=True``.
+    """
+    if not _is_real(epsilon):
+        raise TypeError(f"{name} must be a real number; got {type(epsilon).__name__}")
+    eps = float(epsilon)
+    if math.isnan(eps):
+        raise ValueError(f"{name} must be a number in (0, inf); got nan")
+    if math.isinf(eps):
+        if allow_inf and eps > 0:
+            return eps
+        allowed = "(0, inf]" if allow_inf else "(0, inf) (finite)"
+        raise ValueError(f"{name} must be in {allowed}; got {eps}")
+    if eps <= 0:
+        raise ValueError(f"{name} must be > 0 (allowed range (0, inf)); got {eps}")
+    return eps
+
+
+def check_delta(delta: Any, *, allow_zero: bool = True, name: str = "delta") -> float:
+    """Validate δ ∈ [0, 1) (or (0, 1) with ``allow_zero=False``)."""
+    if not _is_real(delta):
+        raise TypeError(f"{name} must be a real number; got {type(delta).__name__}")
+    d = float(delta)
+    lo = "[0, 1)" if allow_zero else "(0, 1)"
+    if math.isnan(d) or d < 0 or d >= 1 or (not allow_zero and d == 0):
+        raise ValueError(f"{name} must be in {lo}; got {d}")
+    return d
+
+
+def check_sensitivity(sensitivity: Any, *, name: str = "sensitivity") -> float:
+    """Validate a sensitivity: finite and > 0."""
+    if not _is_real(sensitivity):
+        raise TypeError(f"{name} must be a real number; got {type(sensitivity).__name__}")
+    s = float(sensitivity)
+    if not math.isfinite(s) or s <= 0:
+        raise ValueError(f"{name} must be finite and > 0 (allowed range (0, inf)); got {s}")
+    return s
+
+
+def check_int_in_range(value: Any, *, name: str, low: int | None = None, high: int | None = None) -> int:
+    """Validate an integer in ``[low, high]`` (either end may be open with ``None``)."""
+    if not isinstance(value, (Integral, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__}")
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        lo = "-inf" if low is None else str(low)
+        hi = "inf" if high is None else str(high)
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {v}")
+    return v
+
+
+def check_positive_int(value: Any, *, name: str) -> int:
+    """Validate an integer ≥ 1."""
+    return check_int_in_range(value, name=name, low=1)
+
+
+def check_real_in_range(
+    value: Any,
+    *,
+    name: str,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """Validate a finite real number in the given interval."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
+    v = float(value)
+    lb = "[" if low_inclusive else "("
+    rb = "]" if high_inclusive else ")"
+    ok = not math.isnan(v)
+    ok = ok and (v >= low if low_inclusive else v > low)
+    ok = ok and (v <= high if high_inclusive else v < high)
+    ok = ok and (math.isfinite(v) or (math.isinf(v) and (v == low or v == high)))
+    if not ok:
+        raise ValueError(f"{name} must be in {lb}{low}, {high}{rb}; got {v}")
+    return v
+
+
+def check_probability(value: Any, *, name: str, open_ends: bool = True) -> float:
+    """Validate a probability in (0, 1) (or [0, 1] with ``open_ends=False``)."""
+    return check_real_in_range(
+        value, name=name, low=0.0, high=1.0, low_inclusive=not open_ends, high_inclusive=not open_ends
+    )
+
+
+def check_finite_array(
+    x: Any,
+    *,
+    name: str = "x",
+    ndim: int | tuple[int, ...] | None = None,
+    dtype: Any = float,
+    min_rows: int = 0,
+) -> np.ndarray:
+    """Convert ``x`` to an array, checking it is numeric, finite and of the right rank."""
+    try:
+        arr = np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array; {exc}") from None
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            raise ValueError(f"{name} must have ndim in {allowed}; got shape {arr.shape}")
+    if arr.size and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite; it has {bad} non-finite entries (nan or inf)")
+    if arr.ndim >= 1 and arr.shape[0] < min_rows:
+        raise ValueError(f"{name} must have at least {min_rows} rows; got {arr.shape[0]}")
+    return arr
+
+
+def check_in_unit_cube(x: Any, *, name: str = "data", tol: float = 1e-12) -> np.ndarray:
+    """Validate an (n, d) data matrix in [-1, 1]^d (the thesis's domain X)."""
+    arr = check_finite_array(x, name=name, ndim=2, min_rows=1)
+    if arr.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one column; got shape {arr.shape}")
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < -1 - tol or hi > 1 + tol:
+        raise ValueError(
+            f"{name} must lie in [-1, 1]^d (the domain X of the thesis); got values in [{lo:.6g}, {hi:.6g}]. "
+            "Rescale with dpkit.data (public bounds) first."
+        )
+    return np.clip(arr, -1.0, 1.0)
+
+
+def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
+    """Validate a string option."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}")
+    return value

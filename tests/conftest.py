@@ -1,0 +1,28 @@
+"""Shared test fixtures: run notebooks headless in QUICK mode and read their metrics."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+
+@pytest.fixture
+def run_notebook(tmp_path):
+    """Execute ``notebooks/<name>`` with papermill (QUICK, non-interactive); return its metrics dict."""
+    from dpkit.batch import execute_notebook
+    from dpkit.report import read_metrics
+
+    def _run(name: str, **params):
+        out = tmp_path / Path(name).stem
+        params.setdefault("QUICK", True)
+        params.setdefault("INTERACTIVE", False)
+        execute_notebook(NOTEBOOKS / name, out, parameters=params)
+        return read_metrics(out / "metrics.json")
+
+    return _run
