@@ -1,0 +1,95 @@
+"""Batch runner: keys, resume, failure capture, collect, and a two-worker local Dask cluster."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dpkit import batch
+
+FIXTURE = Path(__file__).parent / "fixtures" / "batch_fixture.ipynb"
+
+
+def _manifest(tmp_path: Path, grid: dict, parameters: dict | None = None) -> Path:
+    nb = tmp_path / "batch_fixture.ipynb"
+    shutil.copy(FIXTURE, nb)
+    import yaml
+
+    m = {"name": "t", "output": "out", "defaults": {"QUICK": True},
+         "runs": [{"notebook": "batch_fixture.ipynb", "parameters": parameters or {}, "grid": grid}]}
+    p = tmp_path / "m.yaml"
+    p.write_text(yaml.safe_dump(m))
+    return p
+
+
+def test_run_key_ignores_output_dir_and_depends_on_params():
+    a = batch.run_key("x.ipynb", {"SEED": 1, "OUTPUT_DIR": "a"})
+    assert a == batch.run_key("x.ipynb", {"SEED": 1, "OUTPUT_DIR": "b", "INTERACTIVE": False})
+    assert a != batch.run_key("x.ipynb", {"SEED": 2})
+    assert a != batch.run_key("y.ipynb", {"SEED": 1})
+
+
+def test_expand_grid_is_cartesian(tmp_path):
+    m = batch.load_manifest(_manifest(tmp_path, {"SEED": [0, 1, 2], "X": [1.0, 2.0]}))
+    specs = batch.expand_manifest(m)
+    assert len(specs) == 6
+    assert len({s.key for s in specs}) == 6
+    assert all(s.parameters["QUICK"] is True for s in specs)
+
+
+@pytest.mark.parametrize("bad, msg", [
+    ({"runs": []}, "non-empty list 'runs'"),
+    ({"runs": [{"parameters": {}}]}, "'notebook' key"),
+    ({"runs": [{"notebook": "a.ipynb", "grid": {"SEED": []}}]}, "non-empty list"),
+    ({"runs": [{"notebook": "a.ipynb", "grdi": {}}]}, "unknown keys"),
+])
+def test_bad_manifests(tmp_path, bad, msg):
+    import yaml
+
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(bad))
+    with pytest.raises(ValueError, match=msg):
+        batch.load_manifest(p)
+
+
+@pytest.mark.notebook
+def test_sync_resume_failure_and_collect(tmp_path):
+    mpath = _manifest(tmp_path, {"SEED": [0, 1], "FAIL": [False, True]})
+    res = batch.run_manifest(mpath, scheduler="sync")
+    status = sorted(r["status"] for r in res)
+    assert status == ["failed", "failed", "ok", "ok"]
+    out = tmp_path / "out"
+    failed = [r for r in res if r["status"] == "failed"]
+    for r in failed:
+        folder = Path(r["folder"])
+        assert "deliberate failure" in (folder / "error.txt").read_text()
+        assert json.loads((folder / "run.json").read_text())["status"] == "failed"
+    # no temporary folders are left behind
+    assert not list(out.glob("*/.*tmp*"))
+    # second run: the finished runs are skipped, the failed ones are tried again
+    res2 = batch.run_manifest(mpath, scheduler="sync")
+    assert sorted(r["status"] for r in res2) == ["failed", "failed", "skipped", "skipped"]
+    table, checks = batch.collect(out)
+    assert len(table) == 2 and set(table["param_SEED"]) == {0, 1}
+    assert (checks["verdict"] == "PASS").all()
+    assert (out / "collected.csv").is_file()
+
+
+@pytest.mark.notebook
+def test_cli_exit_code_nonzero_on_failure(tmp_path):
+    mpath = _manifest(tmp_path, {"FAIL": [True]})
+    assert batch.main(["run", str(mpath), "--scheduler", "sync"]) == 1
+    mpath2 = _manifest(tmp_path / "b" if (tmp_path / "b").mkdir() is None else tmp_path, {"FAIL": [False]})
+    assert batch.main(["run", str(mpath2), "--scheduler", "sync"]) == 0
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_two_worker_local_dask_cluster(tmp_path):
+    mpath = _manifest(tmp_path, {"SEED": [0, 1, 2]})
+    res = batch.run_manifest(mpath, scheduler="local", workers=2)
+    assert sorted(r["status"] for r in res) == ["ok", "ok", "ok"]
+    again = batch.run_manifest(mpath, scheduler="local", workers=2)
+    assert all(r["status"] == "skipped" for r in again)

@@ -1,0 +1,71 @@
+"""The metrics.json contract and the one exporter."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from dpkit.plotting import export_figure, new_figure, rc_params
+from dpkit.report import Report, check, read_metrics, to_jsonable
+
+
+def test_check_verdicts_follow_relation():
+    assert check("a", "x<=1", 0.5, 1.0).verdict == "PASS"
+    assert check("a", "x<=1", 1.5, 1.0).verdict == "FAIL"
+    assert check("a", "x>=1", 1.5, 1.0, relation=">=").verdict == "PASS"
+    c = check("neg", "broken variant is caught", 2.0, 1.0, expected="FAIL")
+    assert c.verdict == "FAIL" and c.consistent
+    with pytest.raises(ValueError, match="relation"):
+        check("a", "", 0, 0, relation="~")
+    with pytest.raises(ValueError, match="verdict"):
+        check("a", "", 0, 0, holds=True).__class__(id="a", claim="", statistic=0, bound=0, confidence=None, verdict="OK")
+
+
+def test_report_writes_contract(tmp_path):
+    rep = Report(tmp_path / "run", params={"SEED": 3, "EPS": math.inf})
+    rep.check("c1", "claim", 0.1, 0.2, confidence=0.95)
+    rep.check("c2", "negative control", 0.3, 0.2, expected="FAIL")
+    rep.row(dataset="WDBC", sigma=2.0, abs_mean=float("nan"))
+    with pytest.raises(ValueError, match="duplicate"):
+        rep.check("c1", "again", 0, 1)
+    path = rep.write()
+    m = read_metrics(path.parent)
+    assert m["all_consistent"] is True
+    assert [c["id"] for c in m["checks"]] == ["c1", "c2"]
+    assert set(m["checks"][0]) >= {"id", "claim", "statistic", "bound", "confidence", "verdict", "expected"}
+    assert m["table"][0]["abs_mean"] is None  # NaN is not valid JSON
+    assert m["params"]["EPS"] == "inf"
+    json.loads(path.read_text())  # strict JSON
+
+
+def test_inconsistent_report_is_flagged(tmp_path):
+    rep = Report(tmp_path)
+    rep.check("c", "claim", 2.0, 1.0)  # expected PASS, measured FAIL
+    assert not rep.all_consistent
+    assert "UNEXPECTED" in rep.summary()
+
+
+def test_to_jsonable_numpy():
+    import numpy as np
+
+    assert to_jsonable({"a": np.float32(1.5), "b": np.arange(3)}) == {"a": 1.5, "b": [0, 1, 2]}
+
+
+def test_exporter_writes_pdf_with_embedded_truetype_and_png(tmp_path):
+    fig, ax = new_figure(width="double")
+    ax.plot([0, 1], [0, 1], label="x")
+    ax.set_xlabel("n")
+    paths = export_figure(fig, "fig_a", tmp_path)
+    assert [p.suffix for p in paths] == [".pdf", ".png"]
+    pdf = paths[0].read_bytes()
+    assert pdf.startswith(b"%PDF")
+    assert b"/FontFile2" in pdf  # TrueType font program embedded (pdf.fonttype 42)
+    assert paths[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert rc_params()["pdf.fonttype"] == 42
+    with pytest.raises(ValueError, match="bare file stem"):
+        export_figure(fig, "a/b.pdf", tmp_path)
+    with pytest.raises(ValueError, match="notebook"):
+        export_figure(fig, "a", tmp_path, paper=True)
+    with pytest.raises(ValueError, match="width"):
+        new_figure(width="triple")
