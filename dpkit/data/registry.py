@@ -1,0 +1,182 @@
+"""The data registry: ``data/registry.yaml`` read into small frozen objects.
+
+The YAML file is the human-readable source of truth (UCI id and page, official URLs,
+expected files with sizes and sha256, licence, preprocessing recipe, the thesis's
+Table 3.1 shape, public rescaling bounds). This module only reads and checks it.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import RegistryError, UnknownDatasetError
+
+__all__ = ["FileVariant", "FileSpec", "DatasetSpec", "registry_path", "repo_root", "load_registry", "get_spec"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileVariant:
+    """One accepted byte-exact version of a file."""
+
+    size: int
+    sha256: str
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileSpec:
+    """An expected raw file, relative to ``<search dir>/<CODE>/``."""
+
+    role: str
+    name: str
+    url: str | None = None
+    optional: bool = False
+    rows: int | None = None
+    variants: tuple[FileVariant, ...] = ()
+    note: str = ""
+
+    @property
+    def has_checksum(self) -> bool:
+        return bool(self.variants)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetSpec:
+    """One registry entry (see ``data/registry.yaml`` for the meaning of each field)."""
+
+    code: str
+    title: str
+    recipe: str
+    uci_id: int | None = None
+    page: str | None = None
+    archive: str | None = None
+    archive_prefix: str = ""
+    citation: str = ""
+    licence: str = ""
+    thesis_n: int | None = None
+    thesis_d: int | None = None
+    files: tuple[FileSpec, ...] = ()
+    preprocessing: str = ""
+    public_bounds: tuple[float, float] | None = None
+    bounds_reference: str = ""
+    synthetic: bool = False
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def thesis_shape(self) -> tuple[int, int] | None:
+        if self.thesis_n is None or self.thesis_d is None:
+            return None
+        return (self.thesis_n, self.thesis_d)
+
+    def file(self, role: str) -> FileSpec:
+        for f in self.files:
+            if f.role == role:
+                return f
+        raise RegistryError(f"registry entry {self.code!r} has no file with role {role!r}")
+
+    @property
+    def required_files(self) -> tuple[FileSpec, ...]:
+        return tuple(f for f in self.files if not f.optional)
+
+
+def repo_root() -> Path | None:
+    """The source tree holding ``dpkit/`` and ``data/registry.yaml`` (None for a non-editable install)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "data" / "registry.yaml").is_file() and (parent / "dpkit").is_dir():
+            return parent
+    return None
+
+
+def registry_path() -> Path:
+    """Path of the registry: ``$DPKIT_REGISTRY`` if set, else ``<repo>/data/registry.yaml``."""
+    env = os.environ.get("DPKIT_REGISTRY")
+    if env:
+        return Path(env)
+    root = repo_root()
+    if root is None:
+        raise RegistryError(
+            "data/registry.yaml not found next to the dpkit package; install dpkit in editable mode "
+            "(pip install -e .) or point DPKIT_REGISTRY at a copy of data/registry.yaml"
+        )
+    return root / "data" / "registry.yaml"
+
+
+def _parse_entry(code: str, e: Mapping[str, Any]) -> DatasetSpec:
+    try:
+        files = []
+        for role, f in (e.get("files") or {}).items():
+            variants = tuple(
+                FileVariant(size=int(v["size"]), sha256=str(v["sha256"]).lower(), note=str(v.get("note", "")))
+                for v in (f.get("variants") or ())
+            )
+            files.append(
+                FileSpec(
+                    role=str(role),
+                    name=str(f["name"]),
+                    url=f.get("url"),
+                    optional=bool(f.get("optional", False)),
+                    rows=None if f.get("rows") is None else int(f["rows"]),
+                    variants=variants,
+                    note=str(f.get("note", "")).strip(),
+                )
+            )
+        b = e.get("bounds")
+        thesis = e.get("thesis") or {}
+        return DatasetSpec(
+            code=code,
+            title=str(e["title"]),
+            recipe=str(e["recipe"]),
+            uci_id=e.get("uci_id"),
+            page=e.get("page"),
+            archive=e.get("archive"),
+            archive_prefix=str(e.get("archive_prefix", "")),
+            citation=str(e.get("citation", "")),
+            licence=str(e.get("licence", "")),
+            thesis_n=thesis.get("n"),
+            thesis_d=thesis.get("d"),
+            files=tuple(files),
+            preprocessing=" ".join(str(e.get("preprocessing", "")).split()),
+            public_bounds=None if b is None else (float(b["lower"]), float(b["upper"])),
+            bounds_reference="" if b is None else " ".join(str(b.get("reference", "")).split()),
+            synthetic=bool(e.get("synthetic", False)),
+            raw=dict(e),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RegistryError(f"registry entry {code!r} is malformed ({type(exc).__name__}: {exc})") from exc
+
+
+@functools.lru_cache(maxsize=4)
+def _load_registry_cached(path: str, mtime_ns: int) -> dict[str, DatasetSpec]:
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict):
+        raise RegistryError(f"{path}: expected a mapping with a 'datasets' key")
+    return {str(code): _parse_entry(str(code), e) for code, e in doc["datasets"].items()}
+
+
+def load_registry() -> dict[str, DatasetSpec]:
+    """All registry entries by code (cached per file modification time)."""
+    p = registry_path()
+    if not p.is_file():
+        raise RegistryError(f"registry file {p} does not exist")
+    return _load_registry_cached(str(p), p.stat().st_mtime_ns)
+
+
+def get_spec(name: str) -> DatasetSpec:
+    """The registry entry for ``name`` (case-insensitive), or :class:`UnknownDatasetError` listing the valid names."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str; got {type(name).__name__}")
+    reg = load_registry()
+    for code, spec in reg.items():
+        if code.lower() == name.strip().lower():
+            return spec
+    raise UnknownDatasetError(
+        f"unknown data set {name!r}; known: {', '.join(reg)} (registry: {registry_path()}). "
+        "To add one, see data/README.md."
+    )
