@@ -179,17 +179,39 @@ def dataset_info(name: str) -> DatasetSpec:
     return get_spec(name)
 
 
-def fetch(name: str, *, dest: str | os.PathLike | None = None, progress: bool = False, include_optional: bool = True):
+def fetch(
+    name: str,
+    *,
+    dest: str | os.PathLike | None = None,
+    progress: bool = False,
+    include_optional: bool = True,
+    missing_only: bool = True,
+):
     """Download ``name``'s files from UCI into ``dest`` (default ``$DPKIT_DATA_DIR`` or ``data/raw``), verified.
 
+    Each file is checked (registry size and sha256, or a full strict parse for the CSN training
+    file, which has no published checksum) in a temporary folder and only then renamed into place.
+    With ``missing_only`` (default) files already found in a search location are skipped.
     Returns the list of installed :class:`~dpkit.data.files.FoundFile`. Offline this raises
     :class:`DataNotFoundError` with what to download and where to put it.
     """
     spec = get_spec(name)
     if spec.synthetic:
         return []
-    roles = [f.role for f in spec.files if include_optional or not f.optional]
-    return _fetch_files(spec, roles=roles, dest=dest, progress=progress)
+    roles = [f.role for f in spec.files if (include_optional or not f.optional)
+             and not (missing_only and find_file(spec.code, f) is not None)]
+    if not roles:
+        return []
+    return _fetch_files(spec, roles=roles, dest=dest, progress=progress, structure_check=_structure_check(spec))
+
+
+def _structure_check(spec: DatasetSpec):
+    """A full strict parse of a downloaded file that has no registry checksum (expects the registry's row count)."""
+
+    def check(fs, p: Path) -> None:
+        parse(spec, {fs.role: p}, {fs.role: True})
+
+    return check
 
 
 # --------------------------------------------------------------------------- file resolution
@@ -249,8 +271,14 @@ def _locate(spec: DatasetSpec, roles: list[str], path, download: bool | None) ->
         specs = [spec.file(r) for r in missing]
         if not _downloads_allowed(download):
             raise DataNotFoundError(missing_message(spec, specs, reason="downloads disabled (download=False or DPKIT_OFFLINE=1)"))
-        for ff in _fetch_files(spec, roles=missing):
+        for ff in _fetch_files(spec, roles=missing, structure_check=_structure_check(spec)):
             found[ff.spec.role] = ff
+    if spec.recipe == "csn" and "train" not in found and download is True:
+        try:  # optional file, no published checksum: only on explicit request
+            for ff in _fetch_files(spec, roles=["train"], structure_check=_structure_check(spec)):
+                found[ff.spec.role] = ff
+        except DataNotFoundError:
+            pass  # offline: the test split stands in (stated in the provenance notes)
     return found
 
 

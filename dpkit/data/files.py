@@ -212,10 +212,21 @@ def download_url(url: str, dest: Path, *, progress: bool = False) -> None:
     )
 
 
-def _install_verified(code: str, spec: FileSpec, tmp_file: Path, target: Path) -> FoundFile:
-    """Verify a downloaded temporary file, then atomically move it into place (never cache a bad one)."""
+def _install_verified(code: str, spec: FileSpec, tmp_file: Path, target: Path, structure_check=None) -> FoundFile:
+    """Verify a downloaded temporary file, then atomically move it into place (never cache a bad one).
+
+    Files with a registry checksum must match it; files without one (the CSN training file) must
+    pass ``structure_check(spec, path)`` (a full strict parse with the expected row count).
+    """
     try:
         sha, variant = verify_file(code, spec, tmp_file)
+        if variant is None:
+            if structure_check is None:
+                raise ChecksumError(f"[{code}] {spec.name} has no registry checksum and no structure check; refusing to keep it")
+            try:
+                structure_check(spec, tmp_file)
+            except Exception as exc:
+                raise ChecksumError(f"[{code}] {spec.name} failed its structure check: {exc}") from exc
     except ChecksumError as exc:
         tmp_file.unlink(missing_ok=True)
         raise ChecksumError(f"download of {spec.url or spec.name} was corrupt and was discarded: {exc}") from exc
@@ -231,6 +242,7 @@ def fetch(
     dest: str | os.PathLike | None = None,
     progress: bool = False,
     downloader: Callable[..., None] | None = None,
+    structure_check: Callable[[FileSpec, Path], object] | None = None,
 ) -> list[FoundFile]:
     """Download the files of ``ds`` (all, or ``roles``) into ``dest/CODE/``, verifying each.
 
@@ -253,7 +265,7 @@ def fetch(
     target_dir.mkdir(parents=True, exist_ok=True)
     out: list[FoundFile] = []
     try:
-        _fetch_into(ds, specs, target_dir, dl, progress, out)
+        _fetch_into(ds, specs, target_dir, dl, progress, out, structure_check)
     finally:
         if created and not out:
             try:
@@ -263,7 +275,7 @@ def fetch(
     return out
 
 
-def _fetch_into(ds: DatasetSpec, specs: list[FileSpec], target_dir: Path, dl, progress: bool, out: list[FoundFile]) -> None:
+def _fetch_into(ds: DatasetSpec, specs: list[FileSpec], target_dir: Path, dl, progress: bool, out: list[FoundFile], structure_check) -> None:
     with tempfile.TemporaryDirectory(prefix=".dpkit-download-", dir=target_dir) as tmp:
         tmpdir = Path(tmp)
         direct = [f for f in specs if f.url]
@@ -276,7 +288,7 @@ def _fetch_into(ds: DatasetSpec, specs: list[FileSpec], target_dir: Path, dl, pr
                 raise
             except Exception as exc:  # network, HTTP, disk
                 raise DataNotFoundError(missing_message(ds, [f], reason=f"download failed ({type(exc).__name__}: {exc})")) from exc
-            out.append(_install_verified(ds.code, f, tmp_file, target_dir / f.name))
+            out.append(_install_verified(ds.code, f, tmp_file, target_dir / f.name, structure_check))
         if via_archive:
             if not ds.archive:
                 raise DataNotFoundError(missing_message(ds, via_archive, reason="no download URL in the registry"))
@@ -295,7 +307,7 @@ def _fetch_into(ds: DatasetSpec, specs: list[FileSpec], target_dir: Path, dl, pr
                                 shutil.copyfileobj(src, dst, 1 << 20)
                         except KeyError as exc:
                             raise ChecksumError(f"[{ds.code}] archive {ds.archive} has no member {member}") from exc
-                        out.append(_install_verified(ds.code, f, tmp_file, target_dir / f.name))
+                        out.append(_install_verified(ds.code, f, tmp_file, target_dir / f.name, structure_check))
             except zipfile.BadZipFile as exc:
                 raise ChecksumError(f"[{ds.code}] download of {ds.archive} is not a valid zip (corrupt or truncated); nothing was kept") from exc
 
@@ -314,13 +326,21 @@ def missing_message(ds: DatasetSpec, missing: list[FileSpec], *, reason: str = "
     lines.append("  Searched (in order): explicit path argument, then")
     lines.append(where)
     lines.append("  What to download:")
-    for f in missing:
-        size = f" ({f.variants[0].size:,} bytes, sha256 {f.variants[0].sha256})" if f.variants else ""
-        src = f.url or (f"{ds.archive} (member {ds.archive_prefix}{f.name})" if ds.archive else "see " + str(ds.page))
-        lines.append(f"    - {f.name}{size} from {src}")
+    direct = [f for f in missing if f.url]
+    packed = [f for f in missing if not f.url]
+    for f in direct:
+        size = f" ({f.variants[0].size:,} bytes, sha256 {f.variants[0].sha256})" if f.variants else " (no published checksum)"
+        lines.append(f"    - {f.name}{size} from {f.url}")
+    if packed:
+        src = ds.archive or f"the data set page {ds.page}"
+        lines.append(f"    - {src}; unzip it and keep these member(s) of {ds.archive_prefix or 'the archive'} (bytes, sha256):")
+        for f in packed:
+            v = f"{f.variants[0].size:,}  {f.variants[0].sha256}" if f.variants else "no published checksum"
+            lines.append(f"        {f.name}  ({v})")
     if ds.page:
         lines.append(f"  Data set page: {ds.page}")
-    lines.append(f"  Where to put it: {target}/ (keeping the names above; data/raw/ is gitignored),")
+    lines.append(f"  Where to put it: {target}/ keeping the relative names above, e.g. {target / missing[0].name}")
+    lines.append("  (the repo's data/raw/ is gitignored: never commit raw data),")
     lines.append("  or any folder named by DPKIT_DATA_DIR as <DPKIT_DATA_DIR>/" + ds.code + "/,")
     lines.append(f"  or run `python -m dpkit.data fetch {ds.code}` on a machine with network, then `python -m dpkit.data verify`.")
     return "\n".join(lines)

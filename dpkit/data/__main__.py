@@ -1,0 +1,116 @@
+"""``python -m dpkit.data list|verify|fetch [NAME ...]``: the status of every data set.
+
+- ``list``: registry entries, where each file was found (no hashing, no parsing);
+- ``verify``: also checks every found file's size and sha256 and loads the data set, comparing
+  its shape with the thesis's Table 3.1 (exit status 1 if a found file is corrupt or a data set
+  that has its files fails to load; a data set whose files are simply absent, like PAM here, is
+  reported as MISSING with what to download and where, and does not fail the command);
+- ``fetch``: downloads missing files from UCI, verified before they are kept (offline: says so).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from ..exceptions import PrivacyLeakWarning
+from . import DataError, fetch, list_datasets, status
+from .registry import get_spec
+from .files import search_locations, sha256_file
+from .registry import registry_path
+
+
+def _shape(s) -> str:
+    return "-" if s is None else f"({s[0]}, {s[1]})"
+
+
+def _print_files(st: dict, show_checksum: bool) -> None:
+    for f in st["files"]:
+        where = f"{f['found_in']}: {f['path']}" if f["found_in"] else "not found"
+        opt = " (optional)" if f["optional"] else ""
+        ck = f"  checksum {f['checksum']}" if show_checksum and f["found_in"] else ""
+        print(f"    {f['name']}{opt}: {where}{ck}")
+
+
+def cmd_list(names: list[str]) -> int:
+    print(f"registry: {registry_path()}")
+    print("search order: path argument, " + ", ".join(f"{loc.label} ({loc.folder})" for loc in search_locations()) + ", download")
+    for code in names:
+        spec = get_spec(code)
+        if spec.synthetic:
+            print(f"{spec.code:5s} {spec.title} (synthetic, no files)")
+            continue
+        st = status(code, load_data=False)
+        req = [f for f in st["files"] if not f["optional"]]
+        found = sum(1 for f in req if f["found_in"])
+        extra = " + scikit-learn bundled copy" if spec.code == "WDBC" else ""
+        print(f"{spec.code:5s} {spec.title}; thesis {_shape(spec.thesis_shape)}; UCI {spec.uci_id}; "
+              f"required files found {found}/{len(req)}{extra}")
+        _print_files(st, show_checksum=False)
+    return 0
+
+
+def cmd_verify(names: list[str]) -> int:
+    bad = 0
+    print(f"{'code':5s} {'status':16s} {'ours':14s} {'thesis':14s} source")
+    for code in names:
+        st = status(code)
+        print(f"{st['name']:5s} {st['status']:16s} {_shape(st['shape']):14s} {_shape(st['thesis_shape']):14s} {st['source'] or ''}")
+        _print_files(st, show_checksum=True)
+        if st["message"]:
+            print("    " + st["message"].replace("\n", "\n    "))
+        if st["status"] in ("BAD CHECKSUM", "MALFORMED", "ERROR", "SHAPE DIFFERS") or any(f["checksum"] == "MISMATCH" for f in st["files"]):
+            bad += 1
+    print("all found files verified" if not bad else f"{bad} data set(s) with corrupt files or failed loads")
+    return 1 if bad else 0
+
+
+def cmd_fetch(names: list[str], dest: str | None) -> int:
+    failed = 0
+    for code in names:
+        spec = get_spec(code)
+        if spec.synthetic:
+            continue
+        st = status(code, load_data=False)
+        missing = [f["name"] for f in st["files"] if not f["found_in"]]
+        if not missing:
+            print(f"{spec.code}: all files present")
+            continue
+        try:
+            got = fetch(code, dest=dest, progress=sys.stderr.isatty())
+            for ff in got:
+                print(f"{spec.code}: downloaded and verified {ff.path} (sha256 {ff.sha256})")
+        except DataError as exc:
+            failed += int(any(not f["optional"] and not f["found_in"] for f in st["files"]))
+            print(f"{spec.code}: could not fetch {', '.join(missing)}\n    " + str(exc).replace("\n", "\n    "))
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dpkit.data", description=__doc__.splitlines()[0])
+    ap.add_argument("command", choices=["list", "verify", "fetch", "hash"])
+    ap.add_argument("names", nargs="*", help="data set codes (default: all)")
+    ap.add_argument("--dest", default=None, help="fetch: download folder (default $DPKIT_DATA_DIR or <repo>/data/raw)")
+    args = ap.parse_args(argv)
+    try:
+        if args.command == "hash":  # helper for adding a data set: sha256 and size of files
+            for p in args.names:
+                import os
+
+                print(f"{sha256_file(p)}  {os.path.getsize(p)}  {p}")
+            return 0
+        names = [get_spec(n).code for n in args.names] or list_datasets()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            if args.command == "list":
+                return cmd_list(names)
+            if args.command == "verify":
+                return cmd_verify(names)
+            return cmd_fetch(names, args.dest)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
