@@ -93,6 +93,7 @@ def alternating_projection(
     err_norm: float | None = None,
     change_norm: float | None = None,
     invariants: tuple[Any, Any] | None = None,
+    metrics: dict[str, Callable[[np.ndarray], float]] | None = None,
     progress: bool = False,
 ) -> AlternatingResult:
     """Run eq. (8): cycles ``x ← f_k(…f_1(x))`` until a stopping rule fires.
@@ -124,6 +125,8 @@ def alternating_projection(
     invariants : (p1, p2), optional
         Two points consistent with the whole system; enables the Sec. 6 traces ``fejer``,
         ``telescope`` and ``inner``.
+    metrics : dict of callables, optional
+        Extra per-cycle traces ``name -> f(x_s)`` (e.g. the leaf-only error).
     progress : bool
         Show a tqdm bar.
 
@@ -176,6 +179,8 @@ def alternating_projection(
             tr.setdefault("fejer", []).append(fe)
             tr.setdefault("telescope", []).append(fe0 - fe - steps_sq)
             tr.setdefault("inner", []).append(float(np.vdot(p1 - p2, z - p2)))
+        for name, fn in (metrics or {}).items():
+            tr.setdefault(name, []).append(float(fn(z)))
 
     steps_sq = 0.0
     fe0 = float(np.sum(np.square(x - p1))) if invariants is not None else 0.0

@@ -318,6 +318,7 @@ def algorithm1(
     x_ref: Any = None,
     track: bool = True,
     combo: str = "leaves",
+    metrics: dict | None = None,
     progress: bool = False,
 ) -> AlternatingResult:
     """Algorithm 1 of seed 004 (spec §2.4): alternate Boosting on all trees and ``Π`` on each day's leaves.
@@ -342,6 +343,8 @@ def algorithm1(
     combo : {"leaves", "all-nodes"}
         ``"leaves"`` is Algorithm 1; ``"all-nodes"`` is the ablation that also projects internal
         nodes (converges in one cycle, spec §5 item 5).
+    metrics : dict of callables, optional
+        Extra per-cycle traces (see :func:`alternating_projection`).
 
     Notes
     -----
@@ -367,5 +370,6 @@ def algorithm1(
         mse_norm=c * T,
         err_norm=c * tree.n_nodes,
         change_norm=c * tree.n_nodes,
+        metrics=metrics if track else None,
         progress=progress,
     )
