@@ -165,7 +165,7 @@ def rescale(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[n
         raise ValueError(f"bounds must satisfy upper > lower for every column; violated at columns {bad.tolist()}")
     outside = (v < lo) | (v > hi)
     X = 2.0 * (np.clip(v, lo, hi) - lo) / (hi - lo) - 1.0
-    np.clip(X, -1.0, 1.0, out=X)  # rounding
+    X = np.ascontiguousarray(np.clip(X, -1.0, 1.0))  # clip: rounding; C order for the mechanisms
     return X, int(outside.sum())
 
 
