@@ -1,0 +1,26 @@
+"""Every theorem-check notebook, headless in QUICK mode: claims PASS, negative controls FAIL.
+
+Each entry lists check ids that must be present with their expected verdict; the notebook's own
+``all_consistent`` (every verdict equals its expected verdict) is asserted too.
+"""
+import pytest
+
+NOTEBOOKS = {
+    "53_reconstruction.ipynb": {
+        "PASS": ["Thm 1.4", "Thm 1.4 (tight)", "Thm 1.4 (LP)", "DN LP (small noise)", "Fund. law (DP)"],
+        "FAIL": ["Fund. law (per-answer ε)"],
+    },
+}
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", sorted(NOTEBOOKS))
+def test_theorem_notebook(run_notebook, name):
+    metrics = run_notebook(name)
+    checks = {c["id"]: c for c in metrics["checks"]}
+    for expected, ids in NOTEBOOKS[name].items():
+        for cid in ids:
+            assert cid in checks, f"{name}: check {cid!r} missing"
+            assert checks[cid]["expected"] == expected, f"{name}: {cid!r} should be expected {expected}"
+            assert checks[cid]["verdict"] == expected, f"{name}: {cid!r} gave {checks[cid]['verdict']}: {checks[cid]}"
+    assert metrics["all_consistent"], [c for c in metrics["checks"] if c["verdict"] != c["expected"]]
