@@ -1,0 +1,159 @@
+"""The L1 moment-matching LP of thesis Alg 4 step 6 / Alg 9 step 7.
+
+    min_u ‖W u − b̂‖₁   s.t.  u ≥ 0,  1ᵀu = 1
+
+in the standard form (2.7): variables (u, v, w) ≥ 0,
+
+    W u + v − w = b̂,   1ᵀu = 1,   minimise 1ᵀv + 1ᵀw,
+
+with W of shape (R, C) (R moments, C candidate points). The identity blocks are stored
+sparse (``scipy.sparse``), so the constraint matrix has R·C + 2R + C non-zeros. It is solved
+by HiGHS through :func:`scipy.optimize.linprog`; the default method is the dual simplex
+(``"highs-ds"``) without presolve: on the thesis's sizes (R = 50, C = 10⁴, d ∈ {8, 28, 101})
+it took 0.23–0.25 s against 0.38 s with presolve and 0.46–0.60 s for the interior-point method
+(``"highs-ipm"``) in our profiling on the 2-core machine, and it returns a basic (vertex)
+solution, so at most R + 1 weights are non-zero. A failed or non-optimal solve raises :class:`LPError` carrying the
+solver's status and message — there is never a silent fallback.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from ..exceptions import DPKitError
+from ..validation import check_choice, check_finite_array
+
+__all__ = ["LPError", "LPSolution", "solve_l1_lp", "LP_METHODS"]
+
+LP_METHODS = ("highs-ds", "highs-ipm", "highs")
+
+
+class LPError(DPKitError):
+    """The LP solver did not return an optimal solution.
+
+    Attributes
+    ----------
+    status : int
+        ``scipy.optimize.linprog`` status (1 iteration limit, 2 infeasible, 3 unbounded, 4 numerical).
+    message : str
+        The solver's message.
+    """
+
+    def __init__(self, status: int, message: str, n_vars: int, n_constraints: int) -> None:
+        self.status = int(status)
+        self.message = str(message)
+        super().__init__(
+            f"L1 moment LP (n_vars={n_vars}, n_constraints={n_constraints}) failed with HiGHS status "
+            f"{status}: {message}"
+        )
+
+
+@dataclass(frozen=True)
+class LPSolution:
+    """Optimal weights and solver record.
+
+    ``u`` is the distribution over the C candidates (clipped at 0 and renormalised; the
+    clipping removes only solver round-off, ≤ the primal feasibility tolerance).
+    """
+
+    u: np.ndarray
+    objective: float
+    status: int
+    message: str
+    n_vars: int
+    n_constraints: int
+    support_size: int
+    method: str
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "objective": self.objective,
+            "support_size": self.support_size,
+            "n_vars": self.n_vars,
+            "n_constraints": self.n_constraints,
+            "method": self.method,
+            "seconds": self.seconds,
+        }
+
+
+def build_standard_form(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, sp.csc_matrix, np.ndarray]:
+    """(c, A_eq, b_eq) of (2.7) for ``W`` (R, C) and ``b`` (R,). A_eq is sparse CSC."""
+    R, C = W.shape
+    I = sp.identity(R, format="csc")
+    top = sp.hstack([sp.csc_matrix(W), I, -I], format="csc")
+    bottom = sp.hstack([sp.csc_matrix(np.ones((1, C))), sp.csc_matrix((1, 2 * R))], format="csc")
+    A_eq = sp.vstack([top, bottom], format="csc")
+    c = np.concatenate([np.zeros(C), np.ones(2 * R)])
+    b_eq = np.concatenate([b, [1.0]])
+    return c, A_eq, b_eq
+
+
+def solve_l1_lp(
+    W: np.ndarray,
+    b: np.ndarray,
+    *,
+    method: str = "highs-ds",
+    presolve: bool = False,
+    support_tol: float = 1e-12,
+) -> LPSolution:
+    """Solve min_u ‖W u − b‖₁ over the probability simplex (thesis (2.7)) with HiGHS.
+
+    Parameters
+    ----------
+    W : array, shape (R, C)
+        W_{r,a} = φ_r(a) for the candidate points a (optionally lattice-rounded).
+    b : array, shape (R,)
+        Noisy moments b̂.
+    method : {"highs-ds", "highs-ipm", "highs"}
+        HiGHS algorithm (dual simplex by default; see module docstring).
+    presolve : bool
+        Run HiGHS presolve (off by default: it costs more than it saves on this LP).
+    support_tol : float
+        Weights ≤ this are treated as 0 when counting the support.
+
+    Raises
+    ------
+    LPError
+        If HiGHS does not report an optimal solution (status ≠ 0).
+    """
+    W = check_finite_array(W, name="W", ndim=2)
+    b = check_finite_array(b, name="b", ndim=1)
+    method = check_choice(method, name="method", choices=LP_METHODS)
+    R, C = W.shape
+    if b.shape[0] != R:
+        raise ValueError(f"b has {b.shape[0]} entries but W has R = {R} rows")
+    if C < 1:
+        raise ValueError("W must have at least one column (candidate point)")
+    c, A_eq, b_eq = build_standard_form(W, b)
+    n_vars, n_cons = C + 2 * R, R + 1
+    t0 = time.perf_counter()
+    res = linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method=method, options={"presolve": bool(presolve)})
+    secs = time.perf_counter() - t0
+    if res.status != 0 or res.x is None:
+        raise LPError(res.status, res.message, n_vars, n_cons)
+    u = np.clip(res.x[:C], 0.0, None)
+    s = u.sum()
+    if not np.isfinite(s) or s <= 0:
+        raise LPError(4, f"solution weights sum to {s}", n_vars, n_cons)
+    u = u / s
+    u[u <= support_tol] = 0.0
+    u = u / u.sum()
+    return LPSolution(
+        u=u,
+        objective=float(res.fun),
+        status=int(res.status),
+        message=str(res.message),
+        n_vars=n_vars,
+        n_constraints=n_cons,
+        support_size=int(np.count_nonzero(u)),
+        method=method,
+        seconds=secs,
+    )
