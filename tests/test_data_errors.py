@@ -1,0 +1,265 @@
+"""dpkit.data bad input: every case is a clear error naming the file and the fix; nothing half-loads.
+
+Corrupted copies are made in tmp_path from the shared raw files (skipped with that reason if
+``shared/data/raw`` is absent); synthetic files are used where no real file is needed.
+"""
+from __future__ import annotations
+
+import gzip
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpkit.data as dd
+import dpkit.data.files as dfiles
+from dpkit.data import ChecksumError, DataNotFoundError, MalformedDataError, UnknownDatasetError, load
+from dpkit.exceptions import PrivacyLeakWarning
+
+SHARED = dfiles.shared_raw_dir()
+needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data/raw (../shared beside the clone) is absent")
+
+
+@pytest.fixture
+def no_files(tmp_path, monkeypatch):
+    """No raw files anywhere; downloads fail as offline (and are recorded)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("DPKIT_DATA_DIR", str(empty))
+    monkeypatch.setattr(dfiles, "shared_raw_dir", lambda: None)
+    monkeypatch.setattr(dfiles, "repo_raw_dir", lambda: tmp_path / "no-repo-raw")
+    calls = []
+
+    def offline(url, dest, progress=False):
+        calls.append(url)
+        raise ConnectionError(f"offline test: no route to {url}")
+
+    monkeypatch.setattr(dfiles, "download_url", offline)
+    return calls
+
+
+def _copy(code: str, name: str, dest: Path) -> Path:
+    (dest / code).mkdir(parents=True, exist_ok=True)
+    out = dest / code / name
+    shutil.copy(SHARED / code / name, out)
+    out.chmod(0o644)
+    return out
+
+
+def _load(*a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return load(*a, **k)
+
+
+def test_unknown_name_lists_known_ones():
+    with pytest.raises(UnknownDatasetError, match=r"unknown data set 'ADULT'.*CRM, CSN, CTG, PAM, PKS, WDBC, mock"):
+        load("ADULT")
+    with pytest.raises(TypeError):
+        load(3)
+
+
+def test_missing_file_says_what_and_where(no_files, tmp_path):
+    with pytest.raises(DataNotFoundError) as ei:
+        load("CRM", download=False)
+    msg = str(ei.value)
+    assert "communities.data" in msg and "1,102,815 bytes" in msg
+    assert "machine-learning-databases/communities/communities.data" in msg
+    assert "DPKIT_DATA_DIR" in msg and "fetch CRM" in msg and str(tmp_path / "empty") in msg
+    with pytest.raises(DataNotFoundError, match="does not exist"):
+        load("PKS", path=tmp_path / "nope.data")
+    assert no_files == []  # download=False: no attempt
+
+
+def test_pam_offline_clear_message(no_files, tmp_path):
+    with pytest.raises(DataNotFoundError) as ei:
+        load("PAM")  # default: tries the download, which fails offline
+    msg = str(ei.value)
+    assert no_files == ["https://archive.ics.uci.edu/ml/machine-learning-databases/00231/PAMAP2_Dataset.zip"]
+    assert "download failed (ConnectionError" in msg
+    for s in ("PAMAP2_Dataset.zip", "Protocol/subject101.dat", "141,698,539", "Protocol/subject109.dat",
+              "PAM/Protocol/subject101.dat", "DPKIT_DATA_DIR", "fetch PAM", "pamap2"):
+        assert s in msg, s
+    assert list((tmp_path / "empty").iterdir()) == []  # a failed download leaves nothing behind
+    with pytest.raises(ValueError, match="subjects"):
+        load("PAM", subjects=[110])
+
+
+@needs_shared
+def test_truncated_file_is_a_checksum_error(tmp_path):
+    p = _copy("CRM", "communities.data", tmp_path)
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ChecksumError) as ei:
+        load("CRM", path=p)
+    msg = str(ei.value)
+    assert str(p) in msg and "truncated" in msg and "communities.data" in msg and "fetch CRM" in msg
+
+
+@needs_shared
+def test_same_size_edit_is_a_checksum_error_and_cache_notices_changes(tmp_path):
+    p = _copy("PKS", "parkinsons_updrs.data", tmp_path)
+    assert _load("PKS", path=p).shape == (5875, 19)  # hash now cached for this (size, mtime)
+    data = bytearray(p.read_bytes())
+    i = data.index(b"72,0,5.6431")
+    data[i:i + 2] = b"73"  # one digit changed, same size
+    p.write_bytes(bytes(data))
+    with pytest.raises(ChecksumError, match="content differs") as ei:
+        load("PKS", path=p)
+    assert str(p) in str(ei.value)
+
+
+@needs_shared
+def test_lf_variant_of_crm_is_accepted(tmp_path):
+    p = _copy("CRM", "communities.data", tmp_path)
+    p.write_bytes(p.read_bytes().replace(b"\r\n", b"\n"))
+    ds = load("CRM", path=p)
+    assert ds.shape == (1993, 101) and "LF" in ds.provenance["files"][0]["check"]
+
+
+@needs_shared
+def test_corrupt_copy_in_earlier_location_is_not_skipped(tmp_path, monkeypatch):
+    """A bad file in $DPKIT_DATA_DIR is an error even though a good copy exists later in the search order."""
+    p = _copy("WDBC", "wdbc.data", tmp_path)
+    p.write_bytes(p.read_bytes()[:-100])
+    monkeypatch.setenv("DPKIT_DATA_DIR", str(tmp_path))
+    with pytest.raises(ChecksumError, match=str(p)):
+        load("WDBC")
+
+
+@needs_shared
+def test_malformed_rows_name_the_line(tmp_path):
+    p = _copy("WDBC", "wdbc.data", tmp_path)
+    lines = p.read_text().splitlines(keepends=True)
+    bad = lines[9].split(",")
+    bad[5] = "1.2.3"
+    lines[9] = ",".join(bad)
+    p.write_text("".join(lines))
+    with pytest.raises(ChecksumError):
+        load("WDBC", path=p)  # verified by default
+    with pytest.raises(MalformedDataError, match=r"line 10: column 5 holds '1.2.3'") as ei:
+        load("WDBC", path=p, verify=False)
+    assert str(p) in str(ei.value)
+    # a short line (last field lost)
+    lines = p.read_text().splitlines(keepends=True)
+    lines[9] = _copy("WDBC", "wdbc.data", tmp_path / "x").read_text().splitlines(keepends=True)[9]
+    lines[20] = lines[20].rsplit(",", 1)[0] + "\n"
+    p.write_text("".join(lines))
+    with pytest.raises(MalformedDataError, match=r"line 21: field 32 of 32 is empty"):
+        load("WDBC", path=p, verify=False)
+    # an extra field
+    lines[20] = lines[9].rstrip("\n") + ",9.9\n"
+    p.write_text("".join(lines))
+    with pytest.raises(MalformedDataError, match="Expected 32 fields"):
+        load("WDBC", path=p, verify=False)
+
+
+@needs_shared
+def test_dropped_column_crm_and_pks(tmp_path):
+    p = _copy("CRM", "communities.data", tmp_path)
+    out = [",".join(line.split(",")[:-1]) for line in p.read_text().splitlines()]  # last column gone everywhere
+    p.write_text("\n".join(out) + "\n")
+    with pytest.raises(MalformedDataError, match=r"127 fields per line, expected 128 \(a column is missing"):
+        load("CRM", path=p, verify=False)
+    q = _copy("PKS", "parkinsons_updrs.data", tmp_path)
+    rows = [line.split(",") for line in q.read_text().splitlines()]
+    j = rows[0].index("HNR")
+    q.write_text("\n".join(",".join(r[:j] + r[j + 1:]) for r in rows) + "\n")
+    with pytest.raises(MalformedDataError, match="22 expected|fields per line, expected 22"):
+        load("PKS", path=q, verify=False)
+    # same count but a renamed column: the header check names the missing one
+    rows[0][j] = "HNR2"
+    q.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    with pytest.raises(MalformedDataError, match=r"missing column\(s\) \['HNR'\]"):
+        load("PKS", path=q, verify=False)
+
+
+@needs_shared
+def test_truncated_gzip_and_corrupt_xls(tmp_path):
+    p = _copy("CSN", "census-income.test.gz", tmp_path)
+    p.write_bytes(p.read_bytes()[:200_000])
+    with pytest.raises(ChecksumError, match="truncated"):
+        load("CSN", path=p)
+    with pytest.raises(MalformedDataError, match="truncated or corrupt gzip") as ei:
+        load("CSN", path=p, verify=False)
+    assert str(p) in str(ei.value)
+    x = _copy("CTG", "CTG.xls", tmp_path)
+    x.write_bytes(x.read_bytes()[:4096])
+    with pytest.raises(MalformedDataError, match="not a readable Excel"):
+        load("CTG", path=x, verify=False)
+
+
+def test_csn_shifted_fields_and_empty_file(tmp_path):
+    d = tmp_path / "CSN"
+    d.mkdir()
+    good = ", ".join(["38"] + ["x"] * 39 + ["95", "- 50000."])
+    shifted = ", ".join(["38"] + ["x"] * 38 + ["95", "- 50000.", "extra?"])
+    with gzip.open(d / "census-income.test.gz", "wt") as fh:
+        fh.write(good + "\n" + shifted + "\n")
+    with pytest.raises(MalformedDataError, match=r"line 2: label 'extra\?'"):
+        load("CSN", path=d / "census-income.test.gz", verify=False)
+    e = tmp_path / "empty.data"
+    e.write_text("")
+    with pytest.raises(MalformedDataError, match="empty"):
+        load("WDBC", path=e, verify=False)
+
+
+def test_pam_recipe_on_a_synthetic_subject_file(tmp_path):
+    """The PAM parser (not verifiable on real data here) on a tiny file in the documented 54-column layout."""
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(50, 54))
+    rows[:, 0] = np.arange(50) / 100
+    rows[:, 1] = np.where(np.arange(50) < 10, 0, 4)  # 10 transient rows (activityID 0)
+    rows[::2, 2] = np.nan  # heart rate at a lower rate
+    d = tmp_path / "PAM" / "Protocol"
+    d.mkdir(parents=True)
+    np.savetxt(d / "subject109.dat", rows, fmt="%.6f", delimiter=" ")
+    with pytest.raises(ChecksumError, match="subject109.dat"):
+        load("PAM", path=tmp_path, subjects=[109])
+    ds = _load("PAM", path=tmp_path, subjects=[109], verify=False)
+    assert ds.shape == (20, 28) and ds.raw_shape == (50, 54)  # 40 non-transient rows, half with heart rate
+    assert ds.columns[0] == "heart_rate" and ds.columns[-1] == "ankle_mag_z"
+    assert "NOT verified" in ds.provenance["files"][0]["check"]
+    txt = (d / "subject109.dat").read_text().splitlines()
+    txt[30] = " ".join(txt[30].split()[:40])  # truncated line
+    (d / "subject109.dat").write_text("\n".join(txt) + "\n")
+    with pytest.raises(MalformedDataError, match="line 31: truncated line"):
+        load("PAM", path=tmp_path, subjects=[109], verify=False)
+
+
+@needs_shared
+def test_corrupt_download_is_never_kept(no_files, monkeypatch, tmp_path):
+    good = (SHARED / "PKS" / "parkinsons_updrs.data").read_bytes()
+
+    def bad_download(url, dest, progress=False):
+        dest.write_bytes(good[:1000])  # an interrupted transfer
+
+    monkeypatch.setattr(dfiles, "download_url", bad_download)
+    with pytest.raises(ChecksumError, match="corrupt and was discarded"):
+        load("PKS")
+    target = tmp_path / "empty" / "PKS"
+    assert not (target / "parkinsons_updrs.data").exists()
+    assert not target.exists() or not any(target.rglob("*"))  # no temp files left either
+
+    def good_download(url, dest, progress=False):
+        assert dest.parent != target  # downloads land in a temp folder first
+        dest.write_bytes(good)
+
+    monkeypatch.setattr(dfiles, "download_url", good_download)
+    ds = _load("PKS")
+    assert ds.shape == (5875, 19) and ds.provenance["files"][0]["found_in"] == "downloaded"
+    assert (target / "parkinsons_updrs.data").read_bytes() == good
+    assert _load("PKS").provenance["files"][0]["found_in"] == "$DPKIT_DATA_DIR"  # kept and found next time
+
+
+def test_csn_training_download_without_checksum_needs_structure(no_files, monkeypatch, tmp_path):
+    def junk(url, dest, progress=False):
+        with gzip.open(dest, "wb") as fh:
+            fh.write(b"not, census, data\n")
+
+    monkeypatch.setattr(dfiles, "download_url", junk)
+    with pytest.raises(ChecksumError, match="failed its structure check"):
+        dd.fetch("CSN", include_optional=True)
+    assert not (tmp_path / "empty" / "CSN" / "census-income.data.gz").exists()
