@@ -9,7 +9,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test test-fast lab bench bench-quick batch data-list clean distclean
+.PHONY: help venv run test test-fast lab bench bench-quick smoke reproduce collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,13 @@ bench: $(STAMP) ## full benchmarks -> results/bench.json and results/bench.md
 
 bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.json
 	$(BIN)/python -m dpkit.bench --quick --out $(RESULTS)
+
+smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a few minutes)
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/smoke.yaml
+
+reproduce: $(STAMP) ## reproduce everything (full.yaml) on a local Dask cluster; resumable
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml
+	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full
 
 data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
 	$(BIN)/python -m dpkit.data list
