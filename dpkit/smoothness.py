@@ -37,6 +37,8 @@ __all__ = [
     "prop22_bound",
     "hermite_sup",
     "grid_points",
+    "hermite_inequality_ratio",
+    "critical_order",
 ]
 
 
@@ -173,3 +175,30 @@ def prop22_bound(sigma: float, K: int) -> float:
     K = check_int_in_range(K, name="K", low=0)
     ks = np.arange(K + 1)
     return float(np.max(np.exp(0.5 * special.gammaln(ks + 1) - ks * math.log(sigma))))
+
+
+def hermite_inequality_ratio(k_max: int, *, n_grid: int = 40001, width: float = 40.0) -> np.ndarray:
+    """``max_u |He_k(u)| e^{−u²/4} / √(k!)`` for ``k = 0..k_max`` on a fine grid (≤ 1 is the inequality Prop 2.2 uses).
+
+    In physicists' form this is the thesis's ``|H_k(x)| ≤ (2^k k!)^{1/2} e^{x²/2}`` (Indritz/Cramér:
+    normalised Hermite functions are bounded by ``π^{−1/4}``).
+    """
+    k_max = check_int_in_range(k_max, name="k_max", low=0)
+    u = np.linspace(-width, width, n_grid)
+    return np.array([
+        float(np.max(np.abs(special.eval_hermitenorm(k, u)) * np.exp(-0.25 * u * u - 0.5 * special.gammaln(k + 1))))
+        for k in range(k_max + 1)
+    ])
+
+
+def critical_order(sigma: float, *, k_max: int = 400) -> int:
+    """The smallest order ``K`` at which a single kernel's ``K``-th derivative exceeds 1 in sup norm.
+
+    Exact in the sense of :func:`hermite_sup` (``sup |He_K(u) e^{−u²/2}| / σ^K``); Prop 2.2
+    guarantees ``critical_order(σ) > σ²``.
+    """
+    sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
+    for K in range(1, k_max + 1):
+        if hermite_sup(K) / sigma**K > 1.0:
+            return K
+    raise ValueError(f"no order up to k_max={k_max} exceeds 1 for sigma={sigma}")

@@ -6,6 +6,10 @@ Each entry lists check ids that must be present with their expected verdict; the
 import pytest
 
 NOTEBOOKS = {
+    "54_smoothness.ipynb": {
+        "PASS": ["Prop 2.2 (Hermite ineq.)", "Hermite derivatives", "Prop 2.2 (proof chain)", "Prop 2.2", "Prop 2.2 (order margin)"],
+        "FAIL": ["Prop 2.2 beyond σ² (K = 3σ²)"],
+    },
     "53_reconstruction.ipynb": {
         "PASS": ["Thm 1.4", "Thm 1.4 (tight)", "Thm 1.4 (LP)", "DN LP (small noise)", "Fund. law (DP)"],
         "FAIL": ["Fund. law (per-answer ε)"],
