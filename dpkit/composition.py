@@ -94,8 +94,8 @@ def advanced_composition(
 
     Examples
     --------
-    >>> round(advanced_composition(0.1, 0.0, 100, 1e-5)[0], 3)
-    5.850
+    >>> f"{advanced_composition(0.1, 0.0, 100, 1e-5)[0]:.3f}"
+    '5.850'
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)

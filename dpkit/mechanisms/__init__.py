@@ -1,5 +1,34 @@
 """Mechanisms of thesis Chapter 1 (and the building blocks of Chapter 2)."""
 from .base import Mechanism
+from .exponential import Exponential, ReportNoisyMax
+from .gaussian import Gaussian, analytic_gaussian_sigma, gaussian_exact_delta
 from .laplace import Laplace
+from .multiquery import (
+    LaplaceI,
+    LaplaceII,
+    laplace_I,
+    laplace_I_error_bound,
+    laplace_II_error_bound,
+    laplace_max_error_bound,
+)
+from .net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 
-__all__ = ["Mechanism", "Laplace"]
+__all__ = [
+    "Mechanism",
+    "Laplace",
+    "Gaussian",
+    "gaussian_exact_delta",
+    "analytic_gaussian_sigma",
+    "Exponential",
+    "ReportNoisyMax",
+    "LaplaceI",
+    "LaplaceII",
+    "laplace_I",
+    "laplace_max_error_bound",
+    "laplace_I_error_bound",
+    "laplace_II_error_bound",
+    "NetMechanism",
+    "count_databases",
+    "enumerate_databases",
+    "MAX_CANDIDATES",
+]
