@@ -6,6 +6,11 @@ Each entry lists check ids that must be present with their expected verdict; the
 import pytest
 
 NOTEBOOKS = {
+    "51_composition.ipynb": {
+        "PASS": ["Thm 1.6 / Prop 1.7", "Lemma 1.8", "Thm 1.11", "KOV optimal", "KOV ≤ Thm 1.11", "PLD vs Monte Carlo",
+                 "Prop 1.12 (exact PLD)", "D-R Cor 3.21", "D-R Ex 3.7 (exact inverse)"],
+        "FAIL": ["Prop 1.12 (printed proof)", "D-R Ex 3.7 (printed 1/801)"],
+    },
     "54_smoothness.ipynb": {
         "PASS": ["Prop 2.2 (Hermite ineq.)", "Hermite derivatives", "Prop 2.2 (proof chain)", "Prop 2.2", "Prop 2.2 (order margin)"],
         "FAIL": ["Prop 2.2 beyond σ² (K = 3σ²)"],
