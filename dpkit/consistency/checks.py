@@ -11,10 +11,10 @@ import numpy as np
 
 from ..rng import RNGLike, resolve_rng
 from .alternating import alternating_projection, block_projectors
-from .constraints import ConstraintSystem, random_partition
+from .constraints import ConstraintSystem, random_consistent_system, random_partition
 from .general import GeneralProjector
 
-__all__ = ["pinv_property_residuals", "theorem_residuals", "partition_convergence", "consistent_point"]
+__all__ = ["pinv_property_residuals", "theorem_residuals", "partition_convergence", "consistent_point", "random_system_suite"]
 
 
 def consistent_point(system: ConstraintSystem, *, rng: RNGLike = None, scale: float = 1.0) -> np.ndarray:
@@ -126,3 +126,39 @@ def partition_convergence(
         "n_iter": float(res.n_iter),
         "converged": float(res.converged),
     }
+
+
+def random_system_suite(n_systems: int, *, max_size: int = 12, rng: RNGLike = None) -> dict[str, float]:
+    """Worst case over ``n_systems`` random consistent systems of Properties 1–3, Theorems 1–5 and Sec. 6.
+
+    Each system has ``m, n ∈ [1, max_size]`` and a random rank (so rank-deficient and
+    over-determined systems occur); Sec. 6 uses a random partition into ``k ∈ {1, …, m}`` blocks
+    in random order. Returns the maximum of every relative residual (``thm1_objective_margin``:
+    the minimum; ``sec6_converged``: the fraction of runs that met the stop rule).
+    """
+    from ..validation import check_positive_int
+
+    n_systems = check_positive_int(n_systems, name="n_systems")
+    g = resolve_rng(rng)
+    worst: dict[str, float] = {}
+    conv = []
+    for _ in range(n_systems):
+        m, n = (int(v) for v in g.integers(1, max_size + 1, size=2))
+        r = int(g.integers(1, min(m, n) + 1))
+        S, _ = random_consistent_system(m, n, rank=r, rng=g)
+        x = g.standard_normal(n) * 3
+        stats = {**pinv_property_residuals(S.M), **theorem_residuals(S, x, rng=g)}
+        k = int(g.integers(1, m + 1))
+        sec6 = partition_convergence(S, x, k=k, rng=g)
+        conv.append(sec6.pop("converged"))
+        sec6.pop("n_iter")
+        stats.update({f"sec6_{key}": v for key, v in sec6.items()})
+        for key, v in stats.items():
+            if key in ("prop3_norm_P", "prop3_norm_I_minus_P"):
+                continue
+            if key == "thm1_objective_margin":
+                worst[key] = min(worst.get(key, np.inf), v)
+            else:
+                worst[key] = max(worst.get(key, -np.inf), v)
+    worst["sec6_converged"] = float(np.mean(conv))
+    return worst
