@@ -262,7 +262,11 @@ class LevelSetDensity:
 
     def pdf(self, r: Any) -> np.ndarray:
         """``p(r) = e^{−ℓ(r)ε}/α``."""
-        return np.exp(-self.epsilon * self.level(r)) / self.alpha
+        return np.exp(self.logpdf(r))
+
+    def logpdf(self, r: Any) -> np.ndarray:
+        """``ln p(r) = −ℓ(r)ε − ln α`` (no underflow far in the tail)."""
+        return -self.epsilon * self.level(r) - math.log(self.alpha)
 
     def cdf(self, x: Any) -> np.ndarray | float:
         """Exact piecewise-linear CDF (finite shells) with the closed-form geometric tails."""

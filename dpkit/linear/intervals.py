@@ -93,7 +93,7 @@ def merge(iv: np.ndarray, tol: float = 0.0) -> np.ndarray:
     iv = np.asarray(iv, dtype=float).reshape(-1, 2)
     if iv.shape[0] <= 1:
         return iv.copy()
-    order = np.lexsort((iv[:, 1], iv[:, 0]))
+    order = np.argsort(iv[:, 0], kind="stable")  # ties need no order: ends are max-accumulated
     s = iv[order, 0]
     e = iv[order, 1]
     run_end = np.maximum.accumulate(e)
