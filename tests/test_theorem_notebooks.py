@@ -6,6 +6,11 @@ Each entry lists check ids that must be present with their expected verdict; the
 import pytest
 
 NOTEBOOKS = {
+    "52_exponential_net.ipynb": {
+        "PASS": ["Thm 1.14", "Thm 1.14 (tight)", "Thm 1.15", "RNM (general, Lap(2Δ/ε))", "D-R Claim 3.5", "D-R RR estimator",
+                 "D-R Thm 3.23", "AboveThreshold sampler", "D-R Thm 3.24"],
+        "FAIL": ["RNM (Lap(Δ/ε) on non-monotone)", "SVT without threshold noise"],
+    },
     "51_composition.ipynb": {
         "PASS": ["Thm 1.6 / Prop 1.7", "Lemma 1.8", "Thm 1.11", "KOV optimal", "KOV ≤ Thm 1.11", "PLD vs Monte Carlo",
                  "Prop 1.12 (exact PLD)", "D-R Cor 3.21", "D-R Ex 3.7 (exact inverse)"],
