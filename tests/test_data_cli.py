@@ -10,8 +10,7 @@ import pytest
 import dpkit.data.files as dfiles
 from dpkit.data.__main__ import main
 
-SHARED = dfiles.shared_raw_dir()
-needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data/raw (../shared beside the clone) is absent")
+from test_data_loaders import SHARED, needs_shared  # noqa: E402
 
 
 @pytest.fixture
@@ -63,6 +62,13 @@ def test_list_fetch_and_unknown(capsys, offline, tmp_path, monkeypatch):
     assert offline and not (tmp_path / "PAM").exists()
     assert main(["verify", "NOPE"]) == 2
     assert "unknown data set 'NOPE'" in capsys.readouterr().err
+
+
+def test_hash_helper(tmp_path, capsys):
+    f = tmp_path / "x.data"
+    f.write_bytes(b"abc")
+    assert main(["hash", str(f)]) == 0
+    assert capsys.readouterr().out.split() == ["ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "3", str(f)]
 
 
 def test_module_entry_point():

@@ -18,26 +18,7 @@ import dpkit.data.files as dfiles
 from dpkit.data import ChecksumError, DataNotFoundError, MalformedDataError, UnknownDatasetError, load
 from dpkit.exceptions import PrivacyLeakWarning
 
-SHARED = dfiles.shared_raw_dir()
-needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data/raw (../shared beside the clone) is absent")
-
-
-@pytest.fixture
-def no_files(tmp_path, monkeypatch):
-    """No raw files anywhere; downloads fail as offline (and are recorded)."""
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    monkeypatch.setenv("DPKIT_DATA_DIR", str(empty))
-    monkeypatch.setattr(dfiles, "shared_raw_dir", lambda: None)
-    monkeypatch.setattr(dfiles, "repo_raw_dir", lambda: tmp_path / "no-repo-raw")
-    calls = []
-
-    def offline(url, dest, progress=False):
-        calls.append(url)
-        raise ConnectionError(f"offline test: no route to {url}")
-
-    monkeypatch.setattr(dfiles, "download_url", offline)
-    return calls
+from test_data_loaders import SHARED, needs_shared, no_files  # noqa: F401  (shared fixture)
 
 
 def _copy(code: str, name: str, dest: Path) -> Path:

@@ -26,18 +26,23 @@ THESIS = {"CRM": (1993, 101), "CTG": (2126, 28), "PKS": (5875, 19), "WDBC": (569
 
 @pytest.fixture
 def no_files(tmp_path, monkeypatch):
-    """No raw files anywhere and no network: empty $DPKIT_DATA_DIR, no repo/shared folders, downloads fail."""
+    """No raw files anywhere and no network: empty $DPKIT_DATA_DIR, no repo/shared folders, downloads fail.
+
+    Returns the list of URLs a download was attempted for. Shared by the other tests/test_data_*.py files.
+    """
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.setenv("DPKIT_DATA_DIR", str(empty))
     monkeypatch.setattr(dfiles, "shared_raw_dir", lambda: None)
     monkeypatch.setattr(dfiles, "repo_raw_dir", lambda: tmp_path / "no-repo-raw")
+    calls = []
 
     def offline(url, dest, progress=False):
+        calls.append(url)
         raise ConnectionError(f"offline test: no route to {url}")
 
     monkeypatch.setattr(dfiles, "download_url", offline)
-    return empty
+    return calls
 
 
 def _quiet_load(*a, **k) -> Dataset:

@@ -256,6 +256,8 @@ def _locate(spec: DatasetSpec, roles: list[str], path, download: bool | None) ->
             )
         if p.is_file():
             explicit_file = _role_of_explicit_file(spec, p, roles)
+            if spec.recipe == "csn":
+                roles = [explicit_file]  # an explicit CSN file is used alone (never mixed with a train file found elsewhere)
     found: dict[str, FoundFile] = {}
     for role in roles:
         fs = spec.file(role)
