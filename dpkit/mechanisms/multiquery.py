@@ -150,13 +150,16 @@ class LaplaceII(_MultiQuery):
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         object.__setattr__(self, "k", check_positive_int(self.k, name="k"))
         check_choice(self.calibration, name="calibration", choices=("advanced", "thesis"))
+        if self.calibration == "thesis":
+            eps0 = self.epsilon / math.sqrt(2.0 * self.k * math.log(1.0 / self.delta))
+        else:
+            eps0 = per_step_epsilon(self.epsilon, self.delta, self.k, rule="advanced")[0]
+        object.__setattr__(self, "_eps0", eps0)
 
     @property
     def per_query_epsilon(self) -> float:
         """ε₀ of each query: Thm 1.11 inverted (``"advanced"``) or ``ε/√(2k ln(1/δ))`` (``"thesis"``)."""
-        if self.calibration == "thesis":
-            return self.epsilon / math.sqrt(2.0 * self.k * math.log(1.0 / self.delta))
-        return per_step_epsilon(self.epsilon, self.delta, self.k, rule="advanced")[0]
+        return self._eps0  # type: ignore[attr-defined]
 
     @property
     def scale(self) -> float:
