@@ -6,6 +6,11 @@ Each entry lists check ids that must be present with their expected verdict; the
 import pytest
 
 NOTEBOOKS = {
+    "50_laplace_gauss.ipynb": {
+        "PASS": ["Ex 1.2 (exact)", "Def 2 / Ex 1.2 (auditor)", "Prop 1.1", "Ex 1.3 (thesis)", "Ex 1.3 (classic)", "Ex 1.3 (analytic)",
+                 "Ex 1.3 (auditor)", "Prop 1.13"],
+        "FAIL": ["Laplace under-noised (S/(2ε))", "Ex 1.3 (thesis, ε = 12)"],
+    },
     "52_exponential_net.ipynb": {
         "PASS": ["Thm 1.14", "Thm 1.14 (tight)", "Thm 1.15", "RNM (general, Lap(2Δ/ε))", "D-R Claim 3.5", "D-R RR estimator",
                  "D-R Thm 3.23", "AboveThreshold sampler", "D-R Thm 3.24"],
