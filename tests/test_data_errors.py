@@ -51,6 +51,10 @@ def test_missing_file_says_what_and_where(no_files, tmp_path):
     assert "DPKIT_DATA_DIR" in msg and "fetch CRM" in msg and str(tmp_path / "empty") in msg
     with pytest.raises(DataNotFoundError, match="does not exist"):
         load("PKS", path=tmp_path / "nope.data")
+    # an explicit folder without the file is an error even though other locations might hold one
+    (tmp_path / "other").mkdir()
+    with pytest.raises(DataNotFoundError, match=r"Searched \(only the path argument\)"):
+        load("PKS", path=tmp_path / "other")
     assert no_files == []  # download=False: no attempt
 
 

@@ -209,6 +209,10 @@ def test_explicit_path_and_env_take_precedence(tmp_path, monkeypatch, no_files):
     shutil.copy(shared / "WDBC" / "wdbc.data", other)
     ds = _quiet_load("WDBC", path=other)
     assert ds.provenance["files"][0]["found_in"] == "path argument" and ds.provenance["files"][0]["file"] == str(other)
+    # with an explicit path nothing else is consulted: an empty folder is an error, not a fallback
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(dd.DataNotFoundError):
+        _quiet_load("WDBC", path=tmp_path / "nothing")
 
 
 def test_shared_dir_found_from_cwd(tmp_path, monkeypatch):

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..exceptions import PrivacyLeakWarning
 from ..rng import RNGLike, resolve_rng
+from ..validation import check_positive_int
 from .errors import (
     ChecksumError,
     DataError,
@@ -65,7 +66,7 @@ __all__ = [
 SKLEARN_SOURCE = "scikit-learn bundled copy"
 
 
-@dataclass(frozen=True, kw_only=True, repr=False)
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class Dataset:
     """A loaded data set, ready for the mechanisms: ``X`` in [-1, 1]^d.
 
@@ -271,6 +272,8 @@ def _locate(spec: DatasetSpec, roles: list[str], path, download: bool | None) ->
     missing = [r for r in required if r not in found]
     if missing:
         specs = [spec.file(r) for r in missing]
+        if path is not None:
+            raise DataNotFoundError(missing_message(spec, specs, path=path, reason="not attempted: an explicit path was given"))
         if not _downloads_allowed(download):
             raise DataNotFoundError(missing_message(spec, specs, reason="downloads disabled (download=False or DPKIT_OFFLINE=1)"))
         for ff in _fetch_files(spec, roles=missing, structure_check=_structure_check(spec)):
@@ -399,8 +402,10 @@ def load(
         Each names the file and the fix; nothing is silently skipped or half-loaded.
     """
     spec = get_spec(name)
-    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
-        raise ValueError(f"n must be a positive integer or None; got {n!r}")
+    if n is not None:
+        n = check_positive_int(n, name="n")
+    if d is not None:
+        d = check_positive_int(d, name="d")
     if d is not None and not spec.synthetic:
         raise ValueError(f"d is only for the mock data set; {spec.code} has a fixed recipe")
     if source is not None and (spec.code != "WDBC" or source not in ("files", "sklearn")):
@@ -424,8 +429,6 @@ def load(
         defaults = spec.raw.get("defaults") or {}
         nn = int(n if n is not None else defaults.get("n", 1000))
         dd = int(d if d is not None else defaults.get("d", 5))
-        if isinstance(d, bool) or dd < 1:
-            raise ValueError(f"d must be a positive integer; got {d!r}")
         gen = resolve_rng(rng)
         table = mock_table(nn, dd, gen)
         prov.update(source="synthetic", seed=seed_repr)
@@ -433,15 +436,8 @@ def load(
     else:
         wdbc_sklearn = False
         if spec.code == "WDBC" and source != "files":
-            if source == "sklearn":
-                wdbc_sklearn = True
-            else:
-                try:
-                    found = _locate(spec, ["data"], path, download=False)
-                except DataNotFoundError:
-                    if path is not None:
-                        raise
-                    wdbc_sklearn = True
+            # the bundled copy is the fallback when no file is found (never for a corrupt one, nor with path=)
+            wdbc_sklearn = source == "sklearn" or (path is None and find_file(spec.code, spec.file("data")) is None)
         if wdbc_sklearn:
             table, msha = sklearn_wdbc(spec)
             want = spec.raw.get("matrix_sha256")

@@ -95,11 +95,15 @@ def shared_raw_dir() -> Path | None:
 
 
 def search_locations(path: str | os.PathLike | None = None) -> list[Location]:
-    """The folders searched, in order (explicit path, $DPKIT_DATA_DIR, repo data/raw, shared data/raw)."""
-    locs: list[Location] = []
+    """The folders searched, in order ($DPKIT_DATA_DIR, repo data/raw, shared data/raw).
+
+    An explicit ``path`` is authoritative: then only it is searched (a file's folder, or the
+    folder itself), so a missing file there is an error rather than a silent switch to another copy.
+    """
     if path is not None:
         p = Path(path).expanduser()
-        locs.append(Location("path argument", p if p.is_dir() else p.parent))
+        return [Location("path argument", p if p.is_dir() else p.parent)]
+    locs: list[Location] = []
     env = os.environ.get("DPKIT_DATA_DIR")
     if env:
         locs.append(Location("$DPKIT_DATA_DIR", Path(env).expanduser()))
@@ -312,9 +316,9 @@ def _fetch_into(ds: DatasetSpec, specs: list[FileSpec], target_dir: Path, dl, pr
                 raise ChecksumError(f"[{ds.code}] download of {ds.archive} is not a valid zip (corrupt or truncated); nothing was kept") from exc
 
 
-def missing_message(ds: DatasetSpec, missing: list[FileSpec], *, reason: str = "") -> str:
-    """The error text for missing files: what to download, from where, and where to put it."""
-    locs = search_locations()
+def missing_message(ds: DatasetSpec, missing: list[FileSpec], *, reason: str = "", path=None) -> str:
+    """The error text for missing files: what was searched, what to download, from where, and where to put it."""
+    locs = search_locations(path)
     where = "\n".join(f"    - {loc.label}: {loc.folder / ds.code}/" for loc in locs) or "    (none)"
     try:
         target = download_target_dir() / ds.code
@@ -323,7 +327,7 @@ def missing_message(ds: DatasetSpec, missing: list[FileSpec], *, reason: str = "
     lines = [f"[{ds.code}] {ds.title}: required file(s) not found: {', '.join(f.name for f in missing)}."]
     if reason:
         lines.append(f"  Download attempt: {reason}.")
-    lines.append("  Searched (in order): explicit path argument, then")
+    lines.append("  Searched (only the path argument):" if path is not None else "  Searched (in order):")
     lines.append(where)
     lines.append("  What to download:")
     direct = [f for f in missing if f.url]
