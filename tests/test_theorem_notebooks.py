@@ -43,3 +43,19 @@ def test_theorem_notebook(run_notebook, name):
             assert checks[cid]["expected"] == expected, f"{name}: {cid!r} should be expected {expected}"
             assert checks[cid]["verdict"] == expected, f"{name}: {cid!r} gave {checks[cid]['verdict']}: {checks[cid]}"
     assert metrics["all_consistent"], [c for c in metrics["checks"] if c["verdict"] != c["expected"]]
+
+
+@pytest.mark.notebook
+def test_checks_summary_notebook(run_notebook, tmp_path):
+    from dpkit.report import Report
+
+    res = tmp_path / "res"
+    r = Report(res / "50_fake")
+    r.check("C1", "a claim", 0.5, 1.0)
+    r.check("N1", "a negative control", 2.0, 1.0, expected="FAIL")
+    r.write()
+    metrics = run_notebook("59_checks_summary.ipynb", RESULTS_DIR=str(res))
+    assert metrics["summary"]["n_claims_pass"] == 1 and metrics["summary"]["n_controls_fail"] == 1
+    assert metrics["summary"]["all_consistent"]
+    assert [row["id"] for row in metrics["table"]] == ["C1", "N1"]
+    assert (tmp_path / "59_checks_summary" / "checks_summary.tex").is_file()
