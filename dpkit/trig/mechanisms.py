@@ -358,7 +358,8 @@ class TrigonometricMechanism(Mechanism):
             )
         led = _ledger_for(ledger, self.epsilon, self.delta, "TrigonometricMechanism")
         g_noise, g_sample = spawn(rng, 2)
-        timings: dict[str, float] = {}
+        # same stage keys as Alg 9/10; Alg 4/5 have no mean or PCA step (0 s), "candidates" = the grid
+        timings: dict[str, float] = {"mean": 0.0, "pca": 0.0}
 
         t0 = time.perf_counter()
         Xd = discretise(X, N)
