@@ -212,6 +212,13 @@ def test_pam_recipe_on_a_synthetic_subject_file(tmp_path):
     (d / "subject109.dat").write_text("\n".join(txt) + "\n")
     with pytest.raises(MalformedDataError, match="line 31: truncated line"):
         load("PAM", path=tmp_path, subjects=[109], verify=False)
+    txt[30] = txt[31] + " 1.0"  # one field too many
+    (d / "subject109.dat").write_text("\n".join(txt) + "\n")
+    with pytest.raises(MalformedDataError, match="subject109.dat is malformed"):
+        load("PAM", path=tmp_path, subjects=[109], verify=False)
+    (d / "subject109.dat").write_text("\n".join(" ".join(t.split()[:53]) for t in txt) + "\n")  # a column dropped
+    with pytest.raises(MalformedDataError, match="line 1 has 53 fields, expected 54"):
+        load("PAM", path=tmp_path, subjects=[109], verify=False)
 
 
 @needs_shared

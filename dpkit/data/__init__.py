@@ -278,7 +278,7 @@ def _locate(spec: DatasetSpec, roles: list[str], path, download: bool | None) ->
             raise DataNotFoundError(missing_message(spec, specs, reason="downloads disabled (download=False or DPKIT_OFFLINE=1)"))
         for ff in _fetch_files(spec, roles=missing, structure_check=_structure_check(spec)):
             found[ff.spec.role] = ff
-    if spec.recipe == "csn" and "train" not in found and download is True:
+    if spec.recipe == "csn" and "train" not in found and download is True and path is None:
         try:  # optional file, no published checksum: only on explicit request
             for ff in _fetch_files(spec, roles=["train"], structure_check=_structure_check(spec)):
                 found[ff.spec.role] = ff

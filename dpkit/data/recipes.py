@@ -282,25 +282,28 @@ def _pam(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, boo
     parts = []
     raw_rows = 0
     notes = []
+    # all 54 fields are read (with usecols pandas would silently accept lines with extra fields);
+    # one file at a time, keeping only the 28 columns of the non-transient rows
     for role, path in files.items():
+        with open(path, "rb") as fh:
+            first = fh.readline().split()
+        if len(first) != n_fields:
+            raise MalformedDataError(f"[{spec.code}] {path} line 1 has {len(first)} fields, expected {n_fields}; replace it with the original.")
         try:
-            df = pd.read_csv(path, sep=" ", header=None, dtype=np.float64, engine="c")
+            df = pd.read_csv(path, sep=" ", header=None, names=range(n_fields), dtype=np.float64, engine="c")
         except (ValueError, pd.errors.ParserError) as exc:
             raise MalformedDataError(f"[{spec.code}] {path} is malformed ({exc}); replace it with the original from the PAMAP2 zip.") from exc
-        if df.shape[1] != n_fields:
-            raise MalformedDataError(f"[{spec.code}] {path} has {df.shape[1]} fields per line, expected {n_fields}; replace it with the original.")
-        a = df.to_numpy()
         # timestamp, activityID and the last field are never missing in a complete line
-        short = np.isnan(a[:, 0]) | np.isnan(a[:, 1]) | np.isnan(a[:, n_fields - 1])
+        short = df[0].isna().to_numpy() | df[1].isna().to_numpy() | df[n_fields - 1].isna().to_numpy()
         if short.any():
             raise MalformedDataError(
                 f"[{spec.code}] {path} line {int(np.flatnonzero(short)[0]) + 1}: truncated line (missing timestamp, "
                 "activityID or last field); replace the file with the original."
             )
-        raw_rows += a.shape[0]
-        a = a[a[:, 1] != 0]  # activityID 0 = transient, as the readme advises
-        parts.append(a[:, list(keep)])
-        notes.append(f"{role}: {df.shape[0]} lines, {a.shape[0]} with activityID != 0")
+        raw_rows += len(df)
+        keep_rows = (df[1] != 0).to_numpy()  # activityID 0 = transient, as the readme advises
+        parts.append(df.loc[keep_rows, list(keep)].to_numpy(dtype=np.float64))
+        notes.append(f"{role}: {len(df)} lines, {int(keep_rows.sum())} with activityID != 0")
     vals = np.concatenate(parts, axis=0)
     excluded = {"timestamp": "time", "activityID": "label (rows with 0 dropped)", "temperature, acc6, orientation": "see registry"}
     return Table(_frozen(vals), tuple(keep.values()), (raw_rows, n_fields), excluded, tuple(notes))
