@@ -6,6 +6,10 @@ Each entry lists check ids that must be present with their expected verdict; the
 import pytest
 
 NOTEBOOKS = {
+    "57_ellipsoid.ipynb": {
+        "PASS": ["Alg 8 (containment)", "Alg 8 (correct sampler)", "Alg 8 (printed radius)", "Alg 8 (printed, k = 2)"],
+        "FAIL": ["Alg 8 (printed angles, k ≥ 3)"],
+    },
     "50_laplace_gauss.ipynb": {
         "PASS": ["Ex 1.2 (exact)", "Def 2 / Ex 1.2 (auditor)", "Prop 1.1", "Ex 1.3 (thesis)", "Ex 1.3 (classic)", "Ex 1.3 (analytic)",
                  "Ex 1.3 (auditor)", "Prop 1.13"],
