@@ -94,9 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.command == "hash":  # helper for adding a data set: sha256 and size of files
-            for p in args.names:
-                import os
+            import os
 
+            for p in args.names:
+                if not os.path.isfile(p):
+                    print(f"error: {p} is not a file", file=sys.stderr)
+                    return 2
                 print(f"{sha256_file(p)}  {os.path.getsize(p)}  {p}")
             return 0
         names = [get_spec(n).code for n in args.names] or list_datasets()
