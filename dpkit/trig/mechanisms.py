@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from ..accounting import Ledger
 from ..ellipsoid import sample_ellipsoid
@@ -86,6 +87,10 @@ __all__ = [
 MAX_GRID_POINTS = 250_000
 MAX_BASIS_SIZE = 5_000
 MAX_W_ENTRIES = 20_000_000
+
+#: BLAS threads inside ``fit``: every matrix product here is small (≤ 10⁴ × 101), and on the
+#: shared 2-core machine threaded BLAS was up to 50× slower than one thread under load.
+BLAS_THREADS = 1
 
 CONSTANTS = ("correct", "thesis")
 OUTPUTS = ("sample", "weights")
@@ -342,7 +347,11 @@ class TrigonometricMechanism(Mechanism):
         return Schedule(t=self.t or s.t, N=self.N or s.N, m=s.m, L=s.L)
 
     def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> TrigResult:
-        """Run Alg 4/5 on ``X`` ⊂ [-1, 1]^d (n rows)."""
+        """Run Alg 4/5 on ``X`` ⊂ [-1, 1]^d (n rows). BLAS runs single-threaded (see :data:`BLAS_THREADS`)."""
+        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+            return self._fit(X, rng=rng, ledger=ledger)
+
+    def _fit(self, X: Any, *, rng: RNGLike, ledger: Ledger | None) -> TrigResult:
         T0 = time.perf_counter()
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
@@ -489,8 +498,12 @@ class ImprovedTrigonometricMechanism(Mechanism):
         """Run Alg 9/10 on ``X`` ⊂ [-1, 1]^d.
 
         ``rng`` seeds five independent child streams (moments, mean, PCA, candidates, sample),
-        so the same seed gives bit-identical output.
+        so the same seed gives bit-identical output. BLAS runs single-threaded (see :data:`BLAS_THREADS`).
         """
+        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+            return self._fit(X, rng=rng, ledger=ledger)
+
+    def _fit(self, X: Any, *, rng: RNGLike, ledger: Ledger | None) -> TrigResult:
         T0 = time.perf_counter()
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
