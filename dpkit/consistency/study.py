@@ -22,7 +22,7 @@ from .general import GeneralProjector
 from .restaurant import COMBO_B, generate_restaurant, privatize_restaurant
 from .trees import KaryTree, algorithm1, closed_form, restaurant_residual, restaurant_system
 
-__all__ = ["convergence_study", "timing_study", "TIMING_METHODS", "loglog_slope", "speed_ratios"]
+__all__ = ["convergence_study", "timing_study", "TIMING_METHODS", "loglog_slope", "speed_ratios", "machine_info"]
 
 TIMING_METHODS = ("algorithm1", "algorithm1-100", "pinv", "cholesky", "splu", "lsqr", "closed-form")
 
@@ -232,3 +232,29 @@ def speed_ratios(rows: Sequence[dict[str, Any]], numerator: str, denominator: st
     by = {(r["T"], r["method"]): r["total_s"] for r in rows}
     Ts = sorted({r["T"] for r in rows})
     return {T: by[(T, numerator)] / by[(T, denominator)] for T in Ts if (T, numerator) in by and (T, denominator) in by}
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core count and library versions, recorded with every timing run (spec §5 protocol)."""
+    import os
+    import platform
+
+    import scipy
+
+    model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu_model": model,
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
