@@ -255,3 +255,25 @@ def test_csn_training_download_without_checksum_needs_structure(no_files, monkey
     with pytest.raises(ChecksumError, match="failed its structure check"):
         dd.fetch("CSN", include_optional=True)
     assert not (tmp_path / "empty" / "CSN" / "census-income.data.gz").exists()
+
+
+def test_pam_zip_download_is_verified_member_by_member(no_files, monkeypatch, tmp_path):
+    import zipfile
+
+    def fake_zip(url, dest, progress=False):
+        assert url.endswith("PAMAP2_Dataset.zip")
+        with zipfile.ZipFile(dest, "w") as zf:
+            zf.writestr("PAMAP2_Dataset/Protocol/subject109.dat", "1 2 3\n")  # wrong size and hash
+
+    monkeypatch.setattr(dfiles, "download_url", fake_zip)
+    with pytest.raises(ChecksumError, match="subject109.dat.*corrupt and was discarded|corrupt and was discarded"):
+        load("PAM", subjects=[109])
+    assert not (tmp_path / "empty" / "PAM").exists()
+
+    def not_a_zip(url, dest, progress=False):
+        dest.write_bytes(b"<html>proxy error</html>")
+
+    monkeypatch.setattr(dfiles, "download_url", not_a_zip)
+    with pytest.raises(ChecksumError, match="not a valid zip"):
+        load("PAM", subjects=[109])
+    assert not (tmp_path / "empty" / "PAM").exists()
