@@ -6,6 +6,11 @@ Each entry lists check ids that must be present with their expected verdict; the
 import pytest
 
 NOTEBOOKS = {
+    "56_private_pca.ipynb": {
+        "PASS": ["Lemma 2.7 (‖D̄‖ ≤ √d)", "Lemma 2.7 (true mean)", "Thm 2.10 (auditor, one step)", "Thm 2.11 (angle rate)",
+                 "Thm 2.12 (eigenvalue rate)", "Alg 7 σ vs ‖A‖ (thesis remark)"],
+        "FAIL": ["Lemma 2.7 (noisy mean, printed)"],
+    },
     "57_ellipsoid.ipynb": {
         "PASS": ["Alg 8 (containment)", "Alg 8 (correct sampler)", "Alg 8 (printed radius)", "Alg 8 (printed, k = 2)"],
         "FAIL": ["Alg 8 (printed angles, k ≥ 3)"],
