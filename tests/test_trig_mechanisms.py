@@ -146,6 +146,13 @@ def test_user_ledger_is_charged_and_overspending_refused():
     assert len(led) == 3  # nothing was spent by the refused run
 
 
+def test_invalid_pca_range_spends_nothing():
+    led = Ledger(200.0, 1e-3)
+    with pytest.raises(ValueError, match="PSI"):
+        ImprovedTrigonometricMechanism(epsilon=150.0, delta=1e-3, **FAST).fit(_data(), rng=0, ledger=led)
+    assert len(led) == 0
+
+
 def test_full_grid_feasibility_error_names_sizes():
     X = _data(n=5000, d=6)
     with pytest.raises(FeasibilityError, match=r"N\^d = .* t\^d = "):

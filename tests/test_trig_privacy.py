@@ -107,6 +107,19 @@ def test_moment_release_II_correct_is_eps_delta_exactly():
     assert gaussian_exact_delta(0.99 * noise.scale, eps / 3, l2) > delta / 2
 
 
+def test_moment_release_II_few_moments_uses_laplace_when_less_noisy():
+    # with R − 1 ≤ 6 pure Laplace on the L1 sensitivity has the smaller std; it is ε/3-DP, hence (ε/3, δ/2)-DP
+    n, eps, delta = 1000, 1.0, 1e-3
+    few = moment_noise(n, 3, epsilon=eps / 3, delta=delta / 2)
+    assert few.kind == "laplace" and math.isclose(few.scale, 2 * 2 / (n * eps / 3))
+    sig = moment_noise(n, 30, epsilon=eps / 3, delta=delta / 2)
+    assert sig.kind == "gaussian"
+    from dpkit.trig._noise import analytic_gaussian_sigma
+
+    assert math.sqrt(2) * few.scale <= analytic_gaussian_sigma(eps / 3, delta / 2, few.l2_sensitivity)
+    assert sig.scale <= math.sqrt(2) * sig.l1_sensitivity / (eps / 3)
+
+
 def test_moment_release_II_thesis_is_under_noised():
     # Printed Alg 10: Lap(3√(2R log(1/δ))/(nε)) per moment, claimed (ε/3, δ/2)-DP. Its exact
     # δ(ε/3) on the worst pair, δ(ε) = E_D[(1 − e^{ε − L})₊] with L the privacy loss, estimated

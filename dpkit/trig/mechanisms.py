@@ -53,7 +53,7 @@ from ..ellipsoid import sample_ellipsoid
 from ..exceptions import FeasibilityError
 from ..mechanisms.base import Mechanism
 from ..mechanisms.laplace import Laplace
-from ..pca import PrivateSubspaceIteration
+from ..pca import PrivateSubspaceIteration, psi_noise_scale
 from ..rng import RNGLike, spawn
 from ..validation import (
     check_choice,
@@ -239,6 +239,20 @@ class TrigResult:
     extra: dict = field(default_factory=dict)
 
 
+def _validate_common(m: Any) -> None:
+    """Validate (and normalise) the fields both mechanisms share: ε, δ, K, constants, output, LP, lattice."""
+    object.__setattr__(m, "epsilon", check_epsilon(m.epsilon, allow_inf=True))
+    object.__setattr__(m, "delta", check_delta(m.delta))
+    object.__setattr__(m, "K", check_real_in_range(m.K, name="K", low=0.0, low_inclusive=False))
+    if math.isinf(m.K):
+        raise ValueError("K must be finite")
+    check_choice(m.constants, name="constants", choices=CONSTANTS)
+    check_choice(m.output, name="output", choices=OUTPUTS)
+    check_choice(m.lp_method, name="lp_method", choices=LP_METHODS)
+    if not isinstance(m.lattice, bool):
+        raise TypeError("lattice must be a bool")
+
+
 def _unique_rows(cells: np.ndarray) -> np.ndarray:
     """Distinct rows of an int array, in order of first occurrence (a byte-view hash; ~10× faster
     than ``np.unique(axis=0)`` at C = 10⁴, d = 101)."""
@@ -284,9 +298,37 @@ def _finish(
     return synth, lp_db, sol.to_dict()
 
 
+@dataclass(frozen=True, kw_only=True)
+class _TrigBase(Mechanism):
+    """Shared entry point: :meth:`fit` runs the subclass's ``_fit`` with single-threaded BLAS."""
+
+    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> TrigResult:
+        """Run the mechanism on ``X`` ⊂ [-1, 1]^d (n rows) and return a :class:`TrigResult`.
+
+        Parameters
+        ----------
+        X : array (n, d)
+            The private data in [-1, 1]^d (finite).
+        rng : int, Generator, SeedSequence or None
+            Seed; the same seed gives bit-identical output.
+        ledger : Ledger, optional
+            Charged with every step (refused up front if the total does not fit); a fresh
+            ledger with exactly (ε, δ) when omitted.
+
+        Notes
+        -----
+        BLAS runs single-threaded inside (see :data:`BLAS_THREADS`).
+        """
+        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+            return self._fit(X, rng=rng, ledger=ledger)
+
+    def _fit(self, X: Any, *, rng: RNGLike, ledger: Ledger | None) -> TrigResult:  # pragma: no cover
+        raise NotImplementedError
+
+
 # ----------------------------------------------------------------------------- Alg 4 / 5
 @dataclass(frozen=True, kw_only=True)
-class TrigonometricMechanism(Mechanism):
+class TrigonometricMechanism(_TrigBase):
     """Trigonometric mechanism on the full grid: Alg 4 (``delta == 0``) / Alg 5 (``delta > 0``).
 
     Parameters
@@ -326,16 +368,7 @@ class TrigonometricMechanism(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        object.__setattr__(self, "K", check_real_in_range(self.K, name="K", low=0.0, low_inclusive=False))
-        if math.isinf(self.K):
-            raise ValueError("K must be finite")
-        check_choice(self.constants, name="constants", choices=CONSTANTS)
-        check_choice(self.output, name="output", choices=OUTPUTS)
-        check_choice(self.lp_method, name="lp_method", choices=LP_METHODS)
-        if not isinstance(self.lattice, bool):
-            raise TypeError("lattice must be a bool")
+        _validate_common(self)
         if self.t is not None:
             check_positive_int(self.t, name="t")
         if self.N is not None:
@@ -346,12 +379,8 @@ class TrigonometricMechanism(Mechanism):
         s = schedule(n, d, self.K, self.delta)
         return Schedule(t=self.t or s.t, N=self.N or s.N, m=s.m, L=s.L)
 
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> TrigResult:
-        """Run Alg 4/5 on ``X`` ⊂ [-1, 1]^d (n rows). BLAS runs single-threaded (see :data:`BLAS_THREADS`)."""
-        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
-            return self._fit(X, rng=rng, ledger=ledger)
-
     def _fit(self, X: Any, *, rng: RNGLike, ledger: Ledger | None) -> TrigResult:
+        """Alg 4/5 on ``X`` ⊂ [-1, 1]^d (called by :meth:`fit`)."""
         T0 = time.perf_counter()
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
@@ -416,7 +445,7 @@ class TrigonometricMechanism(Mechanism):
 
 # ----------------------------------------------------------------------------- Alg 9 / 10
 @dataclass(frozen=True, kw_only=True)
-class ImprovedTrigonometricMechanism(Mechanism):
+class ImprovedTrigonometricMechanism(_TrigBase):
     """Improved trigonometric mechanism: Alg 9 (I, ε-DP, ``delta == 0``) / Alg 10 (II, (ε,δ)-DP).
 
     Parameters
@@ -468,11 +497,7 @@ class ImprovedTrigonometricMechanism(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        object.__setattr__(self, "K", check_real_in_range(self.K, name="K", low=0.0, low_inclusive=False))
-        if math.isinf(self.K):
-            raise ValueError("K must be finite")
+        _validate_common(self)
         check_int_in_range(self.C, name="C", low=1)
         check_int_in_range(self.R, name="R", low=1)
         check_int_in_range(self.k, name="k", low=1)
@@ -482,28 +507,19 @@ class ImprovedTrigonometricMechanism(Mechanism):
         )
         if math.isinf(self.kappa):
             raise ValueError("kappa must be finite")
-        check_choice(self.constants, name="constants", choices=CONSTANTS)
         check_choice(self.sampler, name="sampler", choices=("uniform", "thesis"))
         check_choice(self.pca_sensitivity, name="pca_sensitivity", choices=("bound", "thesis"))
-        check_choice(self.output, name="output", choices=OUTPUTS)
-        check_choice(self.lp_method, name="lp_method", choices=LP_METHODS)
-        if not isinstance(self.lattice, bool):
-            raise TypeError("lattice must be a bool")
 
     def schedule(self, n: int, d: int) -> Schedule:
         """t, N, m, L of Thm 2.4 (δ = 0) or Thm 2.5 (δ > 0)."""
         return schedule(n, d, self.K, self.delta)
 
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> TrigResult:
-        """Run Alg 9/10 on ``X`` ⊂ [-1, 1]^d.
+    def _fit(self, X: Any, *, rng: RNGLike, ledger: Ledger | None) -> TrigResult:
+        """Alg 9/10 on ``X`` ⊂ [-1, 1]^d (called by :meth:`fit`).
 
         ``rng`` seeds five independent child streams (moments, mean, PCA, candidates, sample),
-        so the same seed gives bit-identical output. BLAS runs single-threaded (see :data:`BLAS_THREADS`).
+        so the same seed gives bit-identical output.
         """
-        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
-            return self._fit(X, rng=rng, ledger=ledger)
-
-    def _fit(self, X: Any, *, rng: RNGLike, ledger: Ledger | None) -> TrigResult:
         T0 = time.perf_counter()
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
@@ -518,6 +534,8 @@ class ImprovedTrigonometricMechanism(Mechanism):
             )
         eps3 = self.epsilon / 3.0
         d_m = self.delta / 2.0
+        # fail before anything is spent if PSI-(ε,δ)'s printed σ is outside its proven range
+        psi_noise_scale(1.0, d=d, k=self.k, n_iter=self.n_iter, epsilon=eps3, delta=d_m)
         led = _ledger_for(ledger, self.epsilon, self.delta, "ImprovedTrigonometricMechanism")
         g_mom, g_mean, g_pca, g_cand, g_sample = spawn(rng, 5)
         timings: dict[str, float] = {}
