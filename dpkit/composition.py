@@ -164,7 +164,12 @@ def _log_delta_rr(eps_total: float, epsilon: float, k: int) -> float:
     lmax = min(lmax, k)
     if lmax < 0:
         return -math.inf
-    ell = np.arange(lmax + 1, dtype=float)
+    # The l-th term is at most the Binomial(k, 1/(1+e^ε)) pmf at l, which is log-concave: terms
+    # more than 100 sd + 100 below min(lmax, mean) are < e^{-99} of the largest one and are skipped.
+    q = 1.0 / (1.0 + math.exp(epsilon))
+    sd = math.sqrt(k * q * (1.0 - q))
+    l_lo = max(0, int(math.floor(min(lmax, k * q) - 100.0 * sd - 100.0)))
+    ell = np.arange(l_lo, lmax + 1, dtype=float)
     log_binom = gammaln(k + 1.0) - gammaln(ell + 1.0) - gammaln(k - ell + 1.0)
     expo = (k - ell) * epsilon
     # log(e^a - e^b) = a + log(-expm1(b - a)), b < a
