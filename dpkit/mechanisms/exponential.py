@@ -26,6 +26,14 @@ def _utilities(utilities: Any) -> np.ndarray:
     return check_finite_array(utilities, name="utilities", ndim=1, min_rows=1)
 
 
+def _validate_selection(m: Mechanism) -> None:
+    """Shared checks of the selection mechanisms: ε, utility sensitivity, monotone flag."""
+    object.__setattr__(m, "epsilon", check_epsilon(getattr(m, "epsilon"), name="epsilon"))
+    object.__setattr__(m, "sensitivity", check_sensitivity(getattr(m, "sensitivity"), name="sensitivity"))
+    if not isinstance(getattr(m, "monotone"), (bool, np.bool_)):
+        raise TypeError(f"monotone must be a bool; got {type(getattr(m, 'monotone')).__name__}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Exponential(Mechanism):
     """The exponential mechanism over a finite range (thesis Alg 2, Thm 1.14).
@@ -63,10 +71,7 @@ class Exponential(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
-        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
-        if not isinstance(self.monotone, (bool, np.bool_)):
-            raise TypeError(f"monotone must be a bool; got {type(self.monotone).__name__}")
+        _validate_selection(self)
 
     @property
     def delta(self) -> float:
@@ -151,11 +156,8 @@ class ReportNoisyMax(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
-        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
+        _validate_selection(self)
         check_choice(self.noise, name="noise", choices=RNM_NOISES)
-        if not isinstance(self.monotone, (bool, np.bool_)):
-            raise TypeError(f"monotone must be a bool; got {type(self.monotone).__name__}")
 
     @property
     def delta(self) -> float:
