@@ -392,6 +392,7 @@ def optimal_radius(
     n_grid: int = 25,
     refine: bool = True,
     max_refine: int = 20,
+    xatol: float = 1e-3,
     max_steps: int = 3000,
 ) -> RadiusSearch | list[RadiusSearch]:
     """δ* of (9): grid search over ``radii`` plus bounded refinement around the best point.
@@ -400,7 +401,7 @@ def optimal_radius(
     the level sets close), so a log-spaced grid over ``[10⁻³Δf, Δf]`` (``n_grid`` points)
     is searched first and ``scipy.optimize.minimize_scalar(method="bounded")`` then
     refines ``log δ`` between the best grid point's neighbours (at most ``max_refine``
-    evaluations); the better of the two is returned. Depends on ``(V, ε)`` only, so it is
+    evaluations, tolerance ``xatol`` in ``log δ``); the better of the two is returned. Depends on ``(V, ε)`` only, so it is
     data-independent and costs no privacy budget. With a sequence of ε the grid
     evaluations are shared (the shells do not depend on ε).
     """
@@ -427,7 +428,7 @@ def optimal_radius(
                 lambda t: float(abs_error_curve(build_level_sets(V, math.exp(t), max_steps=max_steps, keep_shells=False), [eps])[0]),
                 bounds=(lo, hi),
                 method="bounded",
-                options={"maxiter": max_refine, "xatol": 1e-4},
+                options={"maxiter": check_int_in_range(max_refine, name="max_refine", low=1), "xatol": float(xatol)},
             )
             nev += int(res.nfev)
             if float(res.fun) < best_E:
