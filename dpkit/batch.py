@@ -21,7 +21,7 @@ Manifest (YAML)::
     output: ../../results/batch/smoke   # relative to the manifest; default results/batch/<name>
     defaults: {QUICK: true}             # parameters of every run
     runs:
-      - notebook: ../00_quickstart.ipynb  # relative to the manifest
+      - notebook: ../00_quickstart.ipynb  # relative to the manifest; a glob ("../5*.ipynb") is allowed
         parameters: {SIGMA: 4.0}
         grid: {SEED: [0, 1]}            # cartesian product, merged over parameters
 
@@ -181,19 +181,26 @@ def expand_manifest(manifest: dict[str, Any]) -> list[RunSpec]:
     specs: list[RunSpec] = []
     seen: set[tuple[str, str]] = set()
     for r in manifest["runs"]:
-        nb = (base / r["notebook"]).resolve()
-        if not nb.is_file():
-            raise FileNotFoundError(f"manifest {manifest.get('_path')}: notebook not found: {nb}")
+        pattern = str(r["notebook"])
+        if any(ch in pattern for ch in "*?["):
+            notebooks = sorted(p.resolve() for p in base.glob(pattern) if p.suffix == ".ipynb")
+            if not notebooks:
+                raise FileNotFoundError(f"manifest {manifest.get('_path')}: no notebook matches {pattern!r}")
+        else:
+            notebooks = [(base / pattern).resolve()]
+            if not notebooks[0].is_file():
+                raise FileNotFoundError(f"manifest {manifest.get('_path')}: notebook not found: {notebooks[0]}")
         params = {**defaults, **dict(r.get("parameters") or {})}
         grid = dict(r.get("grid") or {})
         names = list(grid)
-        for combo in itertools.product(*(grid[n] for n in names)) if names else [()]:
-            p = {**params, **dict(zip(names, combo))}
-            spec = RunSpec(nb, p)
-            ident = (str(nb), spec.key)
-            if ident not in seen:
-                seen.add(ident)
-                specs.append(spec)
+        for nb in notebooks:
+            for combo in itertools.product(*(grid[n] for n in names)) if names else [()]:
+                p = {**params, **dict(zip(names, combo))}
+                spec = RunSpec(nb, p)
+                ident = (str(nb), spec.key)
+                if ident not in seen:
+                    seen.add(ident)
+                    specs.append(spec)
     return specs
 
 

@@ -93,3 +93,24 @@ def test_two_worker_local_dask_cluster(tmp_path):
     assert sorted(r["status"] for r in res) == ["ok", "ok", "ok"]
     again = batch.run_manifest(mpath, scheduler="local", workers=2)
     assert all(r["status"] == "skipped" for r in again)
+
+
+def test_glob_notebooks_and_shipped_manifests(tmp_path):
+    import yaml
+
+    for name in ("a_1.ipynb", "a_2.ipynb", "b.ipynb"):
+        shutil.copy(FIXTURE, tmp_path / name)
+    p = tmp_path / "g.yaml"
+    p.write_text(yaml.safe_dump({"runs": [{"notebook": "a_*.ipynb", "grid": {"SEED": [0, 1]}}]}))
+    specs = batch.expand_manifest(batch.load_manifest(p))
+    assert sorted({s.notebook.name for s in specs}) == ["a_1.ipynb", "a_2.ipynb"] and len(specs) == 4
+    p.write_text(yaml.safe_dump({"runs": [{"notebook": "zzz_*.ipynb"}]}))
+    with pytest.raises(FileNotFoundError, match="no notebook matches"):
+        batch.expand_manifest(batch.load_manifest(p))
+    # the shipped manifests parse, and the smoke manifest covers every numbered notebook
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    smoke = batch.expand_manifest(batch.load_manifest(root / "manifests" / "smoke.yaml"))
+    assert {s.notebook.name for s in smoke} == {p.name for p in root.glob("[0-9][0-9]_*.ipynb")}
+    assert all(s.parameters["QUICK"] is True for s in smoke)
+    full = batch.expand_manifest(batch.load_manifest(root / "manifests" / "full.yaml"))
+    assert all(s.parameters["QUICK"] is False for s in full)
