@@ -6,6 +6,10 @@ Each entry lists check ids that must be present with their expected verdict; the
 import pytest
 
 NOTEBOOKS = {
+    "58_improved_privacy.ipynb": {
+        "PASS": ["Thm 2.13 (ledger)", "Thm 2.13 (Alg 9 moments)", "Thm 2.13 (Alg 10 moments)", "Thm 2.13 (mean)", "Thm 2.13 (moments auditor)"],
+        "FAIL": ["Alg 9 moments, printed 3R/(nε)", "Alg 9 moments auditor, printed"],
+    },
     "56_private_pca.ipynb": {
         "PASS": ["Lemma 2.7 (‖D̄‖ ≤ √d)", "Lemma 2.7 (true mean)", "Thm 2.10 (auditor, one step)", "Thm 2.11 (angle rate)",
                  "Thm 2.12 (eigenvalue rate)", "Alg 7 σ vs ‖A‖ (thesis remark)"],
