@@ -101,8 +101,15 @@ def monte_carlo_level_check(density: LevelSetDensity, n: int = 20000, *, rng: RN
     return {"max_level_jump": float(np.max(np.abs(l1 - l0))), "max_log_ratio_over_eps": float(np.max(ratio))}
 
 
+def _construction(levels: LevelSets) -> tuple[np.ndarray, np.ndarray]:
+    """``(a_i, b_i)`` of the genuine shells: a truncated build's closing shell (which also
+    holds the remaining holes of ``C_K``) is not part of the paper's construction."""
+    m = levels.n + 1 if levels.converged else levels.n
+    return levels.abs_integrals[:m], levels.measures[:m]
+
+
 def _ratios(levels: LevelSets) -> np.ndarray:
-    b, a = levels.measures, levels.abs_integrals
+    a, b = _construction(levels)
     ok = b > 0
     return a[ok] / b[ok], ok
 
@@ -111,7 +118,7 @@ def lemma3_violation(levels: LevelSets) -> float:
     """Lemma 3: ``a_i/b_i`` (mean ``|r|`` on shell ``R_i``) is non-decreasing in ``i``.
 
     Returns ``max_i (a_i/b_i − a_{i+1}/b_{i+1})`` relative to ``Δf`` over shells of positive
-    measure (≤ 0 when the lemma holds)."""
+    measure (≤ 0 when the lemma holds). For a truncated build the closing shell is left out."""
     r, _ = _ratios(levels)
     if r.size < 2:
         return -math.inf
@@ -123,7 +130,7 @@ def corollary1_violation(levels: LevelSets, epsilon: float) -> float:
 
     Returns ``max_t (lhs − rhs)/Δf`` (≤ 0 when it holds), computed in a scaled form
     (``q^{i−t}``) so that large ``t`` does not underflow."""
-    a, b = levels.abs_integrals, levels.measures
+    a, b = _construction(levels)
     worst = -math.inf
     num = den = 0.0
     q = math.exp(-epsilon)
@@ -147,9 +154,11 @@ def theorem1_lp(levels: LevelSets, epsilon: float, *, max_levels: int | None = N
     Returns the LP optimum, the value at ``y ∝ e^{−εi}``, their relative gap and
     ``max_i |y_i/y_0 − e^{−εi}|``.
     """
-    K = min(levels.n, int(math.ceil(18.0 / epsilon))) if max_levels is None else min(levels.n, int(max_levels))
-    a = levels.abs_integrals[: K + 1].astype(float)
-    b = levels.measures[: K + 1].astype(float)
+    a_all, b_all = _construction(levels)
+    top = a_all.size - 1
+    K = min(top, int(math.ceil(18.0 / epsilon))) if max_levels is None else min(top, int(max_levels))
+    a = a_all[: K + 1].astype(float)
+    b = b_all[: K + 1].astype(float)
     keep = b > 0
     idx = np.flatnonzero(keep)
     a, b = a[keep], b[keep]
