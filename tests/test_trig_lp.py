@@ -124,3 +124,28 @@ def test_bad_inputs():
         solve_l1_lp(W, np.where(np.arange(b.size) == 1, np.nan, b))
     with pytest.raises(ValueError, match="method"):
         solve_l1_lp(W, b, method="simplex")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_column_generation_matches_direct_solve(seed):
+    # many nearly collinear columns (a fine 2-d grid), as in the full-grid mechanism
+    rng = np.random.default_rng(seed)
+    idx = basis_indices(4, 2)
+    a = (2 * np.arange(60) + 1 - 60) / 60
+    P = np.stack([g.ravel() for g in np.meshgrid(a, a, indexing="ij")], axis=1)
+    W = evaluate_basis(P, idx).T
+    b = evaluate_basis(np.clip(rng.normal(0.1, 0.3, (400, 2)), -1, 1), idx).mean(axis=0)
+    b[1:] += rng.laplace(0, 0.02, b.size - 1)
+    direct = solve_l1_lp(W, b, column_generation=False)
+    cg = solve_l1_lp(W, b, column_generation=True)
+    assert cg.cg_rounds >= 1 and "column-generation" in cg.method
+    assert np.isclose(cg.objective, direct.objective, atol=1e-7)
+    assert np.isclose(np.abs(W @ cg.u - b).sum(), cg.objective, atol=1e-7)
+    assert np.isclose(cg.objective, _dual_objective(W, b), atol=1e-6)
+    assert cg.support_size <= W.shape[0] + 1
+
+
+def test_column_generation_round_limit_is_an_error():
+    W, b = _instance(2, C=3000)
+    with pytest.raises(LPError, match="column generation"):
+        solve_l1_lp(W, b, column_generation=True, cg_max_rounds=1)
