@@ -322,6 +322,7 @@ def kernel_sums(
     block_centres: int = DEFAULT_BLOCK_CENTRES,
     block_points: int = DEFAULT_BLOCK_POINTS,
     n_threads: int | None = None,
+    parallel: str = "threads",
     dedup: bool = True,
     J: int = 10,
     return_info: bool = False,
@@ -342,6 +343,10 @@ def kernel_sums(
         ``block_centres``; ``block_points`` only changes the summation order (within the bound).
     n_threads : int, optional
         Worker threads (default: the usable cores).
+    parallel : {"threads", "blas"}
+        "threads" (default): ``n_threads`` Python threads over centre blocks, BLAS limited to
+        one thread. "blas": blocks in the calling thread, BLAS with its own thread pool (and
+        numpy's elementwise passes single-threaded) — kept for the benchmark's comparison.
     dedup : bool
         Merge equal rows first (exact).
     return_info : bool
@@ -360,6 +365,7 @@ def kernel_sums(
     block_centres = check_positive_int(block_centres, name="block_centres")
     block_points = check_positive_int(block_points, name="block_points")
     threads = _usable_cores() if n_threads is None else check_positive_int(n_threads, name="n_threads")
+    check_choice(parallel, name="parallel", choices=("threads", "blas"))
     M, d = C.shape
     if dedup:
         P, w = deduplicate(P, w)
@@ -368,7 +374,7 @@ def kernel_sums(
         P, w = P[keep], w[keep]
     out = np.zeros(M, dtype=np.float64)
     n = P.shape[0]
-    info: dict[str, Any] = {"n_unique": int(n)}
+    info: dict[str, Any] = {"n_unique": int(n), "parallel": parallel}
     if n == 0 or M == 0:
         info.update(dtype="float64", error_bound=0.0, n_threads=0, peak_memory_bytes=0)
         return (out, info) if return_info else out
@@ -402,14 +408,19 @@ def kernel_sums(
     L = np.ascontiguousarray(A[:, d + 1])
     starts = list(range(0, M, block_centres))
     work_threads = 1 if (M * n < _SERIAL_BELOW or len(starts) == 1) else min(threads, len(starts))
+    if parallel == "blas":
+        work_threads = 1
 
     def task(i0: int) -> None:
         i1 = min(i0 + block_centres, M)
         _block_sums(B[i0:i1], A, L, block_points, out[i0:i1], prec.exp_dtype)
 
+    from contextlib import nullcontext
+
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    limit = threadpool_limits(limits=1, user_api="blas") if parallel == "threads" else nullcontext()
+    with limit:
         if work_threads == 1:
             for i0 in starts:
                 task(i0)
@@ -480,7 +491,9 @@ def answer_weighted(
     return (ans, info) if return_info else ans
 
 
-def answer_data(workload: GaussianKernelWorkload, X: Any, **options: Any) -> np.ndarray:
+def answer_data(
+    workload: GaussianKernelWorkload, X: Any, *, return_info: bool = False, **options: Any
+) -> np.ndarray | tuple[np.ndarray, dict[str, Any]]:
     """True answers ``q_f(D) = (1/n) Σ_{x∈D} f(x)`` (thesis Sec 3.1) for every query, shape (Q,).
 
     Duplicate rows are merged exactly (weights counts/n). See :func:`kernel_sums` for options.
@@ -488,7 +501,11 @@ def answer_data(workload: GaussianKernelWorkload, X: Any, **options: Any) -> np.
     wl = _check_workload(workload)
     P = _check_points(X, wl, "X")
     n = P.shape[0]
-    return answer_weighted(wl, P, np.full(n, 1.0 / n), **options)
+    if options.get("dedup", True):
+        # exact multiplicities: weight = count / n (no floating summation of 1/n's)
+        P, counts = np.unique(P, axis=0, return_counts=True)
+        return answer_weighted(wl, P, counts / n, return_info=return_info, **options)
+    return answer_weighted(wl, P, np.full(n, 1.0 / n), return_info=return_info, **options)
 
 
 def answer_synthetic(workload: GaussianKernelWorkload, points: Any, weights: Any, **options: Any) -> np.ndarray:
@@ -614,8 +631,7 @@ def worst_case_errors(
     P = _check_points(X, wl, "X")
     bound_t = 0.0
     if truth is None:
-        n = P.shape[0]
-        tru, info_t = answer_weighted(wl, P, np.full(n, 1.0 / n), return_info=True, **options)
+        tru, info_t = answer_data(wl, P, return_info=True, **options)
         bound_t = info_t["error_bound"]
     else:
         tru = check_finite_array(truth, name="truth", ndim=1)
@@ -673,7 +689,7 @@ def kernel_evals_per_second(
     best, info, ans = math.inf, {}, None
     for _ in range(repeats):
         t0 = time.perf_counter()
-        ans, info = answer_weighted(wl, P, np.full(n, 1.0 / n), return_info=True, **options)
+        ans, info = answer_data(wl, P, return_info=True, **options)
         best = min(best, time.perf_counter() - t0)
     sub = wl.subset(slice(0, nref))
     best_ref, ref = math.inf, None
