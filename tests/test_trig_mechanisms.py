@@ -1,6 +1,7 @@
 """Trigonometric mechanisms (thesis Alg 4/5/9/10): records, budget, accuracy, reproducibility, inputs."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -64,6 +65,8 @@ def test_improved_result_record(delta):
     else:
         assert p["noise_scales"]["moments"] == moment_noise(n, R, epsilon=1 / 3, delta=delta / 2).scale
     assert math.isclose(p["noise_scales"]["mean"], 6 * X.shape[1] / (n * 1.0))
+    rec = json.loads(json.dumps(res.to_dict()))
+    assert "true_moments" not in rec and rec["lp"]["status"] == 0
 
 
 def test_thesis_constants_reproduce_printed_scales():

@@ -238,6 +238,17 @@ class TrigResult:
     eigenvalues: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record of the run (no private quantities): params, ledger, LP, timings, sizes."""
+        return {
+            "params": self.params,
+            "ledger": self.ledger,
+            "lp": self.lp,
+            "timings": self.timings,
+            "synthetic": self.synthetic.to_dict(),
+            "noisy_moments": self.noisy_moments.tolist(),
+        }
+
 
 def _validate_common(m: Any) -> None:
     """Validate (and normalise) the fields both mechanisms share: ε, δ, K, constants, output, LP, lattice."""
