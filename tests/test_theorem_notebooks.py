@@ -30,7 +30,8 @@ NOTEBOOKS = {
     },
     "52_exponential_net.ipynb": {
         "PASS": ["Thm 1.14", "Thm 1.14 (tight)", "Thm 1.15", "RNM (general, Lap(2Δ/ε))", "D-R Claim 3.5", "D-R RR estimator",
-                 "D-R Thm 3.23", "AboveThreshold sampler", "D-R Thm 3.24"],
+                 "D-R Thm 3.23", "AboveThreshold sampler", "D-R Thm 3.24",
+                 "Thm 1.16 (privacy)", "D-R Thm 4.2 (net exists)", "Thm 1.16 (accuracy)", "Prop 1.20"],
         "FAIL": ["RNM (Lap(Δ/ε) on non-monotone)", "SVT without threshold noise"],
     },
     "51_composition.ipynb": {
