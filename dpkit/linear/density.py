@@ -353,6 +353,7 @@ class RateGrid:
     steps: np.ndarray
     converged: np.ndarray
     sensitivity: float
+    levels: tuple[LevelSets, ...] = field(default=(), repr=False)
 
 
 def rate_grid(V: Any, radii: Sequence[float], epsilons: Sequence[float], *, max_steps: int = 3000) -> RateGrid:
@@ -363,12 +364,14 @@ def rate_grid(V: Any, radii: Sequence[float], epsilons: Sequence[float], *, max_
     E = np.empty((radii.size, eps.size))
     steps = np.empty(radii.size, dtype=int)
     conv = np.empty(radii.size, dtype=bool)
+    kept = []
     for a, d in enumerate(radii):
         L = build_level_sets(V, float(d), max_steps=max_steps, keep_shells=False)
         E[a] = abs_error_curve(L, eps)
         steps[a], conv[a] = L.n, L.converged
+        kept.append(L)
     dfs = sensitivity_of(V)
-    return RateGrid(radii, eps, E / staircase_abs_error(eps, dfs)[None, :], E, steps, conv, dfs)
+    return RateGrid(radii, eps, E / staircase_abs_error(eps, dfs)[None, :], E, steps, conv, dfs, tuple(kept))
 
 
 @dataclass(frozen=True)
@@ -389,6 +392,7 @@ def optimal_radius(
     epsilon: float | Sequence[float],
     *,
     radii: Sequence[float] | None = None,
+    grid: RateGrid | None = None,
     n_grid: int = 25,
     refine: bool = True,
     max_refine: int = 20,
@@ -403,20 +407,28 @@ def optimal_radius(
     refines ``log δ`` between the best grid point's neighbours (at most ``max_refine``
     evaluations, tolerance ``xatol`` in ``log δ``); the better of the two is returned. Depends on ``(V, ε)`` only, so it is
     data-independent and costs no privacy budget. With a sequence of ε the grid
-    evaluations are shared (the shells do not depend on ε).
+    evaluations are shared (the shells do not depend on ε). Passing the heat map's
+    :class:`RateGrid` as ``grid`` reuses its level sets as the grid stage (no rebuild).
     """
     V = neighbour_set(V)
     dfs = sensitivity_of(V)
     scalar = np.ndim(epsilon) == 0
     eps_list = [check_epsilon(e, name="epsilon") for e in np.atleast_1d(epsilon)]
-    if radii is None:
-        n_grid = check_int_in_range(n_grid, name="n_grid", low=3)
-        radii = np.geomspace(1e-3 * dfs, dfs, n_grid)
-    radii = np.sort(np.asarray([check_real_in_range(r, name="radii", low=0.0, low_inclusive=False) for r in radii]))
     eps_arr = np.asarray(eps_list)
-    grid_E = np.empty((radii.size, eps_arr.size))
-    for a, d in enumerate(radii):
-        grid_E[a] = abs_error_curve(build_level_sets(V, float(d), max_steps=max_steps, keep_shells=False), eps_arr)
+    if grid is not None:
+        if not grid.levels or not np.array_equal(grid.levels[0].V, V):
+            raise ValueError("grid must be a RateGrid built by rate_grid for the same neighbour set V")
+        order = np.argsort(grid.radii)
+        radii = np.asarray(grid.radii, dtype=float)[order]
+        grid_E = np.vstack([abs_error_curve(grid.levels[k], eps_arr) for k in order])
+    else:
+        if radii is None:
+            n_grid = check_int_in_range(n_grid, name="n_grid", low=3)
+            radii = np.geomspace(1e-3 * dfs, dfs, n_grid)
+        radii = np.sort(np.asarray([check_real_in_range(r, name="radii", low=0.0, low_inclusive=False) for r in radii]))
+        grid_E = np.empty((radii.size, eps_arr.size))
+        for a, d in enumerate(radii):
+            grid_E[a] = abs_error_curve(build_level_sets(V, float(d), max_steps=max_steps, keep_shells=False), eps_arr)
     out = []
     for j, eps in enumerate(eps_list):
         b = int(np.argmin(grid_E[:, j]))
