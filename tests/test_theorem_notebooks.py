@@ -25,7 +25,7 @@ NOTEBOOKS = {
     },
     "50_laplace_gauss.ipynb": {
         "PASS": ["Ex 1.2 (exact)", "Def 2 / Ex 1.2 (auditor)", "Prop 1.1", "Ex 1.3 (thesis)", "Ex 1.3 (classic)", "Ex 1.3 (analytic)",
-                 "Ex 1.3 (auditor)", "Prop 1.13"],
+                 "Ex 1.3 (auditor)", "Ex 1.3 (loss tail)", "Ex 1.3 (loss law)", "Prop 1.13"],
         "FAIL": ["Laplace under-noised (S/(2ε))", "Ex 1.3 (thesis, ε = 12)"],
     },
     "52_exponential_net.ipynb": {
