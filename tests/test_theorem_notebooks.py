@@ -35,7 +35,7 @@ NOTEBOOKS = {
         "FAIL": ["RNM (Lap(Δ/ε) on non-monotone)", "SVT without threshold noise"],
     },
     "51_composition.ipynb": {
-        "PASS": ["Thm 1.6 / Prop 1.7", "Lemma 1.8", "Thm 1.11", "KOV optimal", "KOV ≤ Thm 1.11", "PLD vs Monte Carlo",
+        "PASS": ["Thm 1.6 / Prop 1.7", "Thm 1.5/1.6 (auditor)", "Lemma 1.8", "Thm 1.11", "KOV optimal", "KOV ≤ Thm 1.11", "PLD vs Monte Carlo",
                  "Prop 1.12 (exact PLD)", "D-R Cor 3.21", "D-R Ex 3.7 (exact inverse)"],
         "FAIL": ["Prop 1.12 (printed proof)", "D-R Ex 3.7 (printed 1/801)"],
     },
