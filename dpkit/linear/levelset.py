@@ -37,7 +37,7 @@ import numpy as np
 from ..validation import check_int_in_range, check_real_in_range
 from . import intervals as iv
 
-__all__ = ["LevelSets", "neighbour_set", "build_level_sets", "ladder_sets", "sensitivity_of"]
+__all__ = ["LevelSets", "neighbour_set", "build_level_sets", "ladder_sets", "algorithm1_shells", "sensitivity_of"]
 
 
 def neighbour_set(values: Any, *, name: str = "V") -> np.ndarray:
@@ -319,4 +319,22 @@ def ladder_sets(V: Any, steps: int, *, tol: float | None = None) -> list[np.ndar
         Cn = iv.union(C, iv.minkowski_sum(C, W, tol), tol=tol)
         out.append(iv.difference(Cn, C, tol))
         C = Cn
+    return out
+
+
+def algorithm1_shells(V: Any, radius: float, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
+    """The literal Algorithm 1 (spec §3.5, corrected): ladder shells ``I_i`` first, then
+    ``R_i = (I_i ⊕ [−δ, δ]) ∖ ⋃_{j<i} R_j``. Cost O(n²N²) in the paper's accounting; kept
+    only as a cross-check of :func:`build_level_sets` (they agree because dilation
+    distributes over union)."""
+    delta = check_real_in_range(radius, name="radius (ball radius δ, not approximate-DP δ)", low=0.0, low_inclusive=False)
+    V = neighbour_set(V)
+    tol = 1e-9 * sensitivity_of(V) if tol is None else float(tol)
+    ball = np.array([[-delta, delta]])
+    out: list[np.ndarray] = []
+    covered = iv.EMPTY.copy()
+    for I in ladder_sets(V, steps, tol=tol):
+        R = iv.difference(iv.minkowski_sum(I, ball, tol), covered, tol) if covered.size else iv.minkowski_sum(I, ball, tol)
+        out.append(R)
+        covered = iv.union(covered, R, tol=tol)
     return out
