@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import integrate
 
 from .rng import RNGLike, resolve_rng
 from .validation import check_choice, check_epsilon, check_int_in_range, check_positive_int, check_probability
@@ -22,18 +22,22 @@ __all__ = ["clopper_pearson", "hoeffding_upper", "laplace_shift_kl", "laplace_sh
 
 
 def clopper_pearson(x: int, n: int, confidence: float = 0.95, side: str = "two-sided") -> tuple[float, float]:
-    """Exact (Clopper–Pearson) confidence interval for a binomial proportion.
+    """Exact (Clopper–Pearson) confidence interval for a binomial proportion, as a pair.
 
     ``side="lower"`` gives ``(CP_L, 1)``, ``"upper"`` gives ``(0, CP_U)`` — one-sided at level
-    ``confidence``; ``"two-sided"`` splits the error evenly.
+    ``confidence``; ``"two-sided"`` splits the error evenly. Thin wrapper over
+    :func:`dpkit.audit.clopper_pearson_lower` / :func:`~dpkit.audit.clopper_pearson_upper`.
     """
+    from .audit import clopper_pearson_lower, clopper_pearson_upper
+
     n = check_positive_int(n, name="n")
     x = check_int_in_range(x, name="x", low=0, high=n)
     confidence = check_probability(confidence, name="confidence")
     side = check_choice(side, name="side", choices=("two-sided", "lower", "upper"))
-    alt = {"two-sided": "two-sided", "lower": "greater", "upper": "less"}[side]
-    ci = stats.binomtest(x, n, alternative=alt).proportion_ci(confidence_level=confidence, method="exact")
-    return (float(ci.low), float(ci.high))
+    level = confidence if side != "two-sided" else 1.0 - (1.0 - confidence) / 2.0
+    lo = float(clopper_pearson_lower(x, n, level)) if side != "upper" else 0.0
+    hi = float(clopper_pearson_upper(x, n, level)) if side != "lower" else 1.0
+    return (lo, hi)
 
 
 def hoeffding_upper(values: np.ndarray, gamma: float) -> float:
