@@ -234,14 +234,17 @@ def build_level_sets(
     cum = (2.0 * delta, delta * delta, 2.0 * delta**3 / 3.0)
     zero_in_W = bool(iv.contains(W, 0.0))  # then C ⊕ W ⊇ C and the union is not needed
     Ws, We = W[:, 0].copy(), W[:, 1].copy()
+
+    def add_shell(R: np.ndarray) -> None:
+        shells.append(R)
+        mus.append(iv.measure(R))
+        gs.append(iv.abs_integral(R))
+        hs.append(_sq_integral(R))
+
     for step in range(1, max_steps + 1):
         Cn = _dilate(C, Ws, We, tol) if zero_in_W else iv.union(C, iv.minkowski_sum(C, W, tol), tol=tol)
         if keep_shells:
-            R = iv.difference(Cn, C, tol)
-            shells.append(R)
-            mus.append(iv.measure(R))
-            gs.append(iv.abs_integral(R))
-            hs.append(_sq_integral(R))
+            add_shell(iv.difference(Cn, C, tol))
         else:
             # stats only (heat maps): shell integrals as differences of cumulative ones
             # (C_{i−1} ⊆ C_i); rounding ~1e-16·(max|C_i|)^k, negligible for E|Z|
@@ -279,11 +282,7 @@ def build_level_sets(
         K = step
         rho = float(np.max(np.abs(C)))
         closing = np.array([[-rho - dfs, rho + dfs]])
-        R = iv.difference(closing, C, tol)
-        shells.append(R)
-        mus.append(iv.measure(R))
-        gs.append(iv.abs_integral(R))
-        hs.append(_sq_integral(R))
+        add_shell(iv.difference(closing, C, tol))
         n, a_n = K + 1, rho
     return LevelSets(
         V=V,
