@@ -28,3 +28,18 @@ def test_gather_and_render(tmp_path):
     out = write_summary(tmp_path, tmp_path / "summary")
     assert (tmp_path / "summary.md").is_file() and out["n_checks"] == 3
     assert main([str(tmp_path)]) == 1
+
+
+def test_batch_layout_goes_through_collect(tmp_path):
+    import json
+
+    # dpkit.batch layout: <out>/<notebook>/<12-hex key>/{run.json, metrics.json}
+    for key, verdict_stat in (("0123456789ab", 0.5), ("ba9876543210", 0.7)):
+        folder = tmp_path / "batch" / "52_x" / key
+        r = Report(folder)
+        r.check("E1", "exp claim", verdict_stat, 1.0)
+        r.write()
+        (folder / "run.json").write_text(json.dumps({"notebook": "notebooks/52_x.ipynb", "parameters": {"SEED": 1}, "status": "ok"}))
+    df = gather_checks(tmp_path)
+    assert len(df) == 2 and set(df["notebook"]) == {"52_x"} and set(df["run_key"]) == {"0123456789ab", "ba9876543210"}
+    assert summarise_checks(df)["all_consistent"]
