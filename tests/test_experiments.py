@@ -1,0 +1,107 @@
+"""Chapter 3 experiment plumbing (dpkit.experiments) and its notebooks in QUICK mode."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpkit import experiments as ex
+
+
+@pytest.fixture(scope="module")
+def X():
+    from dpkit.data import load
+
+    return load("mock", n=300, d=4, rng=1).X
+
+
+def test_paper_values_are_the_printed_tables():
+    assert ex.paper_value("CRM", 2.0, "I", "rel") == 1.796
+    assert ex.paper_value("wdbc", 10.0, "II", "abs") == 0.042
+    assert math.isnan(ex.paper_value("CRM", 3.0, "I", "abs"))
+    assert math.isnan(ex.paper_value("XYZ", 2.0, "I", "abs"))
+    assert ex.PAPER_WORST_TIME["II"]["PAM"] == 12.8
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="mechanism"):
+        ex.MechanismConfig(mechanism="III")
+    with pytest.raises(ValueError, match="constants"):
+        ex.MechanismConfig(constants="printed")
+    m = ex.MechanismConfig(mechanism="I", delta=1e-3).build(K=4.0)
+    assert m.delta == 0.0  # mechanism I is pure ε-DP whatever delta says
+    assert ex.MechanismConfig(mechanism="II", delta=1e-3).build(K=4.0).delta == 1e-3
+
+
+def test_repetitions_reproducible_paired_and_budgeted(X):
+    cfgs = [ex.MechanismConfig(mechanism=m, C=300, R=10) for m in ("I", "II")]
+    a = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=2, n_queries=200, rng=5)
+    b = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=2, n_queries=200, rng=5)
+    c = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=2, n_queries=200, rng=6)
+    assert [r["abs"] for r in a] == [r["abs"] for r in b]
+    assert [r["abs"] for r in a] != [r["abs"] for r in c]
+    assert [(r["rep"], r["mechanism"]) for r in a] == [(0, "I"), (0, "II"), (1, "I"), (1, "II")]
+    for r in a:
+        assert r["ledger"]["spent"]["epsilon"] <= 1.0 + 1e-12
+        assert r["ledger"]["spent"]["delta"] <= (1e-3 if r["mechanism"] == "II" else 0.0) + 1e-15
+        assert 0 <= r["abs"] <= 1  # kernel mixtures take values in [0, 1]
+    # repetition 0 does not depend on how many repetitions run (spawned child streams)
+    one = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=1, n_queries=200, rng=5)
+    assert [r["abs"] for r in one] == [r["abs"] for r in a[:2]]
+
+
+def test_errors_shrink_when_privacy_is_relaxed(X):
+    """ε = ∞ (no noise) isolates discretisation/truncation; with ε = 0.05 the noise dominates.
+
+    The noise in the moments scales as 1/(nε): at n = 300, ε = 0.05 it is ~100× the ε = 5 noise, so the
+    mean worst error over 3 repetitions must be larger — a broken noise calibration (e.g. noise independent
+    of ε) makes this fail.
+    """
+    def mean_abs(eps):
+        cfg = ex.MechanismConfig(mechanism="I", epsilon=eps, C=300, R=10)
+        return np.mean([r["abs"] for r in ex.run_repetitions(X, sigma=2.0, configs=[cfg], reps=3, n_queries=200, rng=0)])
+
+    assert mean_abs(0.05) > mean_abs(5.0)
+
+
+def test_summarise_and_tables(X, tmp_path):
+    cfgs = [ex.MechanismConfig(mechanism=m, C=300, R=10) for m in ("I", "II")]
+    recs = []
+    for s in (2.0, 4.0):
+        recs += ex.run_repetitions(X, sigma=s, configs=cfgs, reps=2, n_queries=100, rng=0)
+    rows = ex.summarise(recs, dataset="WDBC")
+    assert len(rows) == 4
+    r = next(r for r in rows if r["mechanism"] == "I" and r["sigma"] == 2.0)
+    vals = [x["abs"] for x in recs if x["mechanism"] == "I" and x["sigma"] == 2.0]
+    assert r["abs_mean"] == pytest.approx(np.mean(vals)) and r["paper_abs"] == 0.049
+    assert r["ratio_abs"] == pytest.approx(r["abs_mean"] / 0.049)
+    for key in ("dataset", "sigma", "mechanism", "abs_mean", "rel_mean", "time_max_s", "paper_abs", "paper_rel"):
+        assert key in r
+    comp = ex.paper_comparison_table(rows)
+    assert len(comp) == 4 and "(0.049)" in comp.iloc[0]["σ=2"]
+    paths = ex.export_table(comp, "t", tmp_path)
+    assert [p.suffix for p in paths] == [".csv", ".md", ".tex"] and "\\begin{tabular}" in paths[2].read_text()
+
+
+def test_sweep_uses_common_workloads(X):
+    base = ex.MechanismConfig(mechanism="I", C=200, R=10)
+    recs = ex.sweep(X, param="kappa", values=[1.0, 7.0], base=base, sigma=2.0, reps=2, n_queries=100, rng=0)
+    assert {r["value"] for r in recs} == {1.0, 7.0}
+    rows = ex.sweep_rows(recs, dataset="mock")
+    assert [r["value"] for r in rows] == [1.0, 7.0]
+    with pytest.raises(ValueError, match="param"):
+        ex.sweep(X, param="gamma", values=[1], base=base, sigma=2.0, reps=1)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", ["00_quickstart.ipynb", "20_tables.ipynb", "21_kappa_sweep.ipynb", "22_k_sweep.ipynb"])
+def test_chapter3_notebooks_quick(run_notebook, name):
+    m = run_notebook(name)
+    assert m["all_consistent"], [c for c in m["checks"] if c["verdict"] != c["expected"]]
+    assert m["checks"], "a notebook without checks"
+    if name == "20_tables.ipynb":
+        row = m["table"][0]
+        for key in ("dataset", "sigma", "mechanism", "abs_mean", "rel_mean", "time_max_s", "paper_abs", "paper_rel"):
+            assert key in row
+        assert {r["mechanism"] for r in m["table"]} == {"I", "II"}
