@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import Ledger
-from ..rng import RNGLike, spawn
+from ..rng import RNGLike, resolve_rng, spawn
 from ..trig import basis_indices, basis_moments, discretise, evaluate_basis, moment_noise, release_moments, schedule
 from ..trig.grid import discretise_indices
 from ..trig.lp import solve_l1_lp
@@ -98,30 +98,43 @@ class CandidateLP:
         res = IndependentMarginals(epsilon=eps, delta=dl, kind="histogram", m=self.C).fit(X, rng=g_fit, ledger=led)
         return np.asarray(res.synthetic.points)
 
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
-        """Run the variant on ``X`` ⊂ [-1, 1]^d (five child streams: moments, candidates, -, -, sample)."""
-        tm = Timer()
+    def _split(self) -> tuple[float, float, float, float]:
+        """(ε, δ) of the moments and of the candidates."""
+        if self.source == "uniform":
+            return self.epsilon, self.delta, 0.0, 0.0
+        return self.epsilon / 3.0, self.delta / 2.0, 2.0 * self.epsilon / 3.0, self.delta - self.delta / 2.0
+
+    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> dict[str, Any]:
+        """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget).
+
+        Returns ``{"b_hat", "indices", "schedule", "noise", "ledger"}``.
+        """
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
         sch = schedule(n, d, float(self.K), self.delta)
-        t, N, m = sch.t, sch.N, sch.m
-        if self.R > t**d:
-            raise ValueError(f"R must be in [1, t^d] = [1, {t}^{d}]; got R = {self.R}")
+        if self.R > sch.t**d:
+            raise ValueError(f"R must be in [1, t^d] = [1, {sch.t}^{d}]; got R = {self.R}")
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        eps_m, d_m, _, _ = self._split()
+        idx = basis_indices(sch.t, d, self.R)
+        b = basis_moments(discretise(X, sch.N), idx)
+        noise = moment_noise(n, self.R, epsilon=eps_m, delta=d_m)
+        led.spend("moments", noise.epsilon, noise.delta, mechanism=f"{noise.kind} ({noise.rule})",
+                  neighbouring="replace-one", scale=noise.scale, l1_sensitivity=noise.l1_sensitivity,
+                  l2_sensitivity=noise.l2_sensitivity, n_moments=self.R)
+        b_hat = release_moments(b, noise, rng=resolve_rng(rng))
+        return {"b_hat": b_hat, "indices": idx, "schedule": sch, "noise": noise, "ledger": led}
+
+    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+        """Run the variant on ``X`` ⊂ [-1, 1]^d (child streams: moments, candidates, sample)."""
+        tm = Timer()
+        X = check_in_unit_cube(X, name="X")
         g_mom, g_cand, g_smp = spawn(rng, 3)
-        if self.source == "uniform":
-            eps_m, d_m, eps_c, d_c = self.epsilon, self.delta, 0.0, 0.0
-        else:
-            eps_m, d_m = self.epsilon / 3.0, self.delta / 2.0
-            eps_c, d_c = self.epsilon - eps_m, self.delta - d_m
+        eps_m, d_m, eps_c, d_c = self._split()
         with tm("moments"):
-            idx = basis_indices(t, d, self.R)
-            b = basis_moments(discretise(X, N), idx)
-            noise = moment_noise(n, self.R, epsilon=eps_m, delta=d_m)
-            led.spend("moments", noise.epsilon, noise.delta, mechanism=f"{noise.kind} ({noise.rule})",
-                      neighbouring="replace-one", scale=noise.scale, l1_sensitivity=noise.l1_sensitivity,
-                      l2_sensitivity=noise.l2_sensitivity, n_moments=self.R)
-            b_hat = release_moments(b, noise, rng=g_mom)
+            mom = self.noisy_moments(X, rng=g_mom, ledger=ledger)
+        led, idx, b_hat, noise = mom["ledger"], mom["indices"], mom["b_hat"], mom["noise"]
+        t, N, m = mom["schedule"].t, mom["schedule"].N, mom["schedule"].m
         with tm("candidates"):
             G = self._candidates(X, led, eps_c, d_c, g_cand)
             cells = np.unique(discretise_indices(np.clip(G, -1.0, 1.0), N), axis=0)

@@ -30,7 +30,8 @@ composition; δ is not used by MWEM itself):
    A(x) ← A(x) exp(q_i(x)(m_i − q_i(A))/2), renormalised (HLM12's rule in normalised form).
 
 Output: the last A (``output="last"``, the practical choice of HLM12) or the average of the
-A_t (``"average"``, the version their theorem analyses) as a weighted database over P.
+A_t (``"average"``, the version their theorem analyses), as ``m`` rows sampled from it (like the
+other sampling baselines; keeps evaluation cheap) or, with ``m=None``, as the distribution over P.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from ..mechanisms.laplace import Laplace
 from ..rng import RNGLike, spawn
 from ..trig.synthetic import WeightedDatabase
 from ..validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
-from ._common import BaselineResult, Timer, kernel_query_ranges, kernel_values, ledger_for
+from ._common import BaselineResult, Timer, answer_on_data, kernel_query_ranges, kernel_values, ledger_for
 
 __all__ = ["MWEM"]
 
@@ -78,6 +79,9 @@ class MWEM:
     replays : int
         MW passes over all measurements per round.
     output : {"last", "average"}
+    m : int or None
+        Rows of the released synthetic database, drawn from the final distribution (multinomial
+        counts, post-processing); ``None`` releases the distribution over P itself.
     """
 
     epsilon: float
@@ -94,6 +98,7 @@ class MWEM:
     t_basis: int = 3
     replays: int = 10
     output: str = "last"
+    m: int | None = 1000
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
@@ -103,6 +108,8 @@ class MWEM:
         check_choice(self.candidates, name="candidates", choices=("uniform", "gaussian"))
         check_choice(self.query_class, name="query_class", choices=("kernel", "basis"))
         check_choice(self.output, name="output", choices=("last", "average"))
+        if self.m is not None:
+            check_int_in_range(self.m, name="m", low=1)
         if not (0.0 < float(self.candidate_share) < 1.0):
             raise ValueError(f"candidate_share must be in (0, 1); got {self.candidate_share}")
         if not (float(self.sigma) > 0 and math.isfinite(float(self.sigma))):
@@ -135,7 +142,7 @@ class MWEM:
 
             wl = GaussianKernelWorkload.generate(self.n_class, d, J=self.J, sigma=self.sigma, rng=g)
             F = kernel_values(P, wl.centres, wl.alphas, wl.sigma)
-            truth = kernel_values(X, wl.centres, wl.alphas, wl.sigma).mean(axis=1)
+            truth = answer_on_data(wl, X)
             return F, truth, kernel_query_ranges(wl.centres, wl.alphas, wl.sigma)
         from ..trig.basis import basis_indices, basis_moments, evaluate_basis
 
@@ -154,7 +161,7 @@ class MWEM:
         n = X.shape[0]
         spent_delta = self.delta if self.candidates == "gaussian" else 0.0
         led = ledger_for(ledger, self.epsilon, spent_delta, self.name)
-        g_cand, g_class, g_sel, g_meas = spawn(rng, 4)
+        g_cand, g_class, g_sel, g_meas, g_out = spawn(rng, 5)
         with tm("candidates"):
             P, eps_mw = self._candidates(X, led, g_cand)
         with tm("query_class"):
@@ -187,12 +194,14 @@ class MWEM:
                 avg += A
         W = A if self.output == "last" else avg / self.T
         keep = W > 1e-12 * W.max()
-        synth = WeightedDatabase(points=P[keep], weights=W[keep] / W[keep].sum(), m=n)
+        synth = WeightedDatabase(points=P[keep], weights=W[keep] / W[keep].sum(), m=self.m or n)
+        if self.m is not None:
+            synth = synth.realise(g_out)
         params = {
             "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "T": self.T, "C": self.C,
             "candidates": self.candidates, "candidate_share": self.candidate_share if self.candidates == "gaussian" else 0.0,
             "query_class": self.query_class, "n_class": int(F.shape[0]), "replays": self.replays,
-            "output": self.output, "epsilon_step": eps_step, "score_sensitivity": float(sens.max()),
+            "output": self.output, "m": self.m, "epsilon_step": eps_step, "score_sensitivity": float(sens.max()),
             "data_independent_candidates": self.candidates == "uniform",
         }
         return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),

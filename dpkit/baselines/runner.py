@@ -83,8 +83,8 @@ def baseline_suite(
         IndependentMarginals(epsilon=epsilon, delta=delta, kind="moments", m=m),
         GaussianFit(epsilon=epsilon, delta=delta, method="analyze_gauss", m=m),
         GaussianFit(epsilon=epsilon, delta=delta, method="psi", k=k, n_iter=n_iter, m=m),
-        MWEM(epsilon=epsilon, delta=delta, sigma=sigma, T=T, C=C, candidates="uniform", n_class=n_class),
-        MWEM(epsilon=epsilon, delta=delta, sigma=sigma, T=T, C=C, candidates="gaussian", n_class=n_class),
+        MWEM(epsilon=epsilon, delta=delta, sigma=sigma, T=T, C=C, candidates="uniform", n_class=n_class, m=m),
+        MWEM(epsilon=epsilon, delta=delta, sigma=sigma, T=T, C=C, candidates="gaussian", n_class=n_class, m=m),
         CandidateLP(epsilon=epsilon, delta=delta, K=K, C=C, R=R_eff, source="gaussian"),
         CandidateLP(epsilon=epsilon, delta=delta, K=K, C=C, R=R_eff, source="uniform"),
     ]
