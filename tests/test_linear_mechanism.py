@@ -333,3 +333,11 @@ def test_recursion_matches_literal_algorithm1(V, radius):
     for i, R in enumerate(lit):
         assert iv.measure(R) == pytest.approx(L.measures[i], abs=1e-9)
         assert iv.abs_integral(R) == pytest.approx(L.abs_integrals[i], rel=1e-12, abs=1e-9)
+
+
+def test_counting_query_from_record_values():
+    m = LinearQueryMechanism.from_record_values([0, 1, 1], epsilon=1.0, radius=0.6)
+    assert m.neighbour_set == ((0.0, 0.0), (1.0, 1.0)) and m.sensitivity == 1.0
+    assert m.density.levels.converged  # δ ≥ 1/2 closes the gaps of W = {−1, 0, 1}
+    with pytest.raises(ValueError, match="no usable interval"):
+        LinearQueryMechanism.from_record_values([0.0], epsilon=1.0, radius=0.6)

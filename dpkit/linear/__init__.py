@@ -7,8 +7,14 @@ release), :mod:`.staircase` (Geng–Viswanath peer), :mod:`.checks` (the verific
 """
 from .density import LevelSetDensity, optimal_radius, rate_grid, rate_curve, laplace_abs_error, staircase_abs_error
 from .levelset import LevelSets, build_level_sets, ladder_sets, neighbour_set
+from .mechanism import LinearQueryMechanism, linear_query_value
+from .staircase import Staircase, optimal_gamma
 
 __all__ = [
+    "LinearQueryMechanism",
+    "linear_query_value",
+    "Staircase",
+    "optimal_gamma",
     "LevelSetDensity",
     "LevelSets",
     "build_level_sets",

@@ -19,7 +19,9 @@ from ..mechanisms.base import Mechanism
 from ..rng import RNGLike
 from ..validation import check_epsilon, check_finite_array, check_int_in_range, check_real_in_range
 from .density import LevelSetDensity, optimal_radius
-from .levelset import build_level_sets, neighbour_set, sensitivity_of
+from .levelset import build_level_sets as _build
+from .levelset import neighbour_set as _check_neighbour_set
+from .levelset import sensitivity_of
 
 __all__ = ["LinearQueryMechanism", "linear_query_value"]
 
@@ -79,7 +81,7 @@ class LinearQueryMechanism(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        V = neighbour_set(self.neighbour_set)
+        V = _check_neighbour_set(self.neighbour_set)
         object.__setattr__(self, "neighbour_set", tuple((float(s), float(e)) for s, e in V))
         eps = check_epsilon(self.epsilon, name="epsilon")
         object.__setattr__(self, "epsilon", eps)
@@ -94,8 +96,18 @@ class LinearQueryMechanism(Mechanism):
             if not math.isfinite(r):
                 raise ValueError(f"radius (ball radius δ) must be finite; got {r}")
         object.__setattr__(self, "radius", float(r))
-        L = build_level_sets(V, r, max_steps=self.max_steps, keep_shells=True, epsilon=eps, tail_tol=self.tail_tol or None)
+        L = _build(V, r, max_steps=self.max_steps, keep_shells=True, epsilon=eps, tail_tol=self.tail_tol or None)
         object.__setattr__(self, "_density", LevelSetDensity(levels=L, epsilon=eps))
+
+    @classmethod
+    def from_record_values(cls, record_values: Any, **kwargs: Any) -> "LinearQueryMechanism":
+        """Build from a finite set of per-record values ``f(χ_j)`` (``V`` = those points).
+
+        Example: a counting query has ``record_values = [1]`` (or ``[0, 1]`` when records
+        outside the predicate exist; both give ``W ⊇ {−1, 1}``).
+        """
+        v = check_finite_array(record_values, name="record_values", ndim=1)
+        return cls(neighbour_set=[[x, x] for x in np.unique(v)], **kwargs)
 
     @property
     def delta(self) -> float:
