@@ -339,8 +339,9 @@ def kernel_sums(
     rtol : float
         Tolerance on the float32 relative error bound for ``"auto"``.
     block_centres, block_points : int
-        Block sizes (memory: :func:`peak_memory_bytes`). Results do not depend on
-        ``block_centres``; ``block_points`` only changes the summation order (within the bound).
+        Block sizes (memory: :func:`peak_memory_bytes`). They only change the order of
+        floating-point operations (GEMM kernel edges, summation), so results agree within the
+        error bound; the number of threads changes nothing (centre blocks are independent).
     n_threads : int, optional
         Worker threads (default: the usable cores).
     parallel : {"threads", "blas"}
