@@ -341,3 +341,18 @@ def test_counting_query_from_record_values():
     assert m.density.levels.converged  # δ ≥ 1/2 closes the gaps of W = {−1, 0, 1}
     with pytest.raises(ValueError, match="no usable interval"):
         LinearQueryMechanism.from_record_values([0.0], epsilon=1.0, radius=0.6)
+
+
+def test_privacy_on_random_neighbour_sets():
+    """General V (negative values, points, no 0): exact inclusion C_t ⊕ W ⊆ C_{t+1} and the
+    pointwise ratio bound through the pdf, including truncated constructions."""
+    rng = np.random.default_rng(42)
+    for _ in range(12):
+        k = int(rng.integers(1, 4))
+        V = np.sort(rng.uniform(-15, 15, 2 * k)).reshape(-1, 2)
+        if rng.random() < 0.4:
+            V[-1, 0] = V[-1, 1]
+        d = LevelSetDensity.from_query(V, epsilon=float(rng.uniform(0.3, 2.0)), radius=float(rng.uniform(0.05, 3.0)), max_steps=150)
+        assert lc.exact_level_check(d.levels).violating_pieces == 0
+        r = lc.monte_carlo_level_check(d, 4000, rng=rng)
+        assert r["max_level_jump"] <= 1 and r["max_log_ratio_over_eps"] <= 1 + 1e-9
