@@ -51,12 +51,13 @@ def plot_rate_heatmaps(grids: Mapping[str, RateGrid], *, ncols: int | None = Non
 def plot_min_rate(curves: Mapping[str, Sequence[RadiusSearch]], *, baseline: str = "staircase"):
     """``min_δ rate`` against ε for each configuration (spec §6 'how to report')."""
     fig, ax = new_figure(1, 1, width="single", aspect=0.8)
-    for name, res in curves.items():
+    for k, (name, res) in enumerate(curves.items()):
         eps = np.array([r.epsilon for r in res])
         val = np.array([r.rate for r in res])
         if baseline == "laplace":
             val = val * np.exp(eps / 2) * eps / np.expm1(eps)
-        ax.plot(eps, val, marker="o", ms=2.5, lw=1, label=name)
+        # distinct line styles: identical sets (V1 = V6) stay visible
+        ax.plot(eps, val, marker="os^v"[k % 4], ms=2.5, lw=1, ls=["-", "--", ":", "-."][k % 4], label=name)
     ax.axhline(1.0, color="k", lw=0.6, ls="--")
     ax.set_xscale("log")
     ax.set_xlabel("ε")
