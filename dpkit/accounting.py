@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from .exceptions import BudgetExceededError
 from .validation import check_choice, check_delta, check_epsilon
 
-__all__ = ["Spend", "Ledger"]
+__all__ = ["Spend", "Ledger", "ledger_for"]
 
 _TOL = 1e-12
 NEIGHBOURING = ("replace-one", "add-remove")
@@ -194,6 +194,31 @@ class Ledger:
             f"Ledger(epsilon={self.epsilon:g}, delta={self.delta:g}, composition={self.composition!r}, "
             f"spent=({e:.4g}, {d:.3g}), entries={len(self._entries)})"
         )
+
+
+def ledger_for(ledger: Ledger | None, epsilon: float, delta: float, name: str) -> Ledger:
+    """The ledger a composite mechanism spends (ε, δ) through.
+
+    ``None`` gives a fresh ledger with exactly that budget (named ``name``); a caller's ledger
+    is returned as is after checking it has room for the whole (ε, δ), so a composite
+    mechanism is refused *before* any of its steps spends or draws noise.
+
+    Raises
+    ------
+    BudgetExceededError
+        If the caller's ledger cannot take (ε, δ).
+    """
+    if ledger is None:
+        return Ledger(epsilon, delta, name=name)
+    if not isinstance(ledger, Ledger):
+        raise TypeError(f"ledger must be a dpkit Ledger or None; got {type(ledger).__name__}")
+    if not ledger.can_spend(epsilon, delta):
+        e, d = ledger.total()
+        raise BudgetExceededError(
+            f"{name} needs (epsilon={epsilon:g}, delta={delta:g}) but the ledger has spent ({e:g}, {d:g}) "
+            f"of ({ledger.epsilon:g}, {ledger.delta:g})"
+        )
+    return ledger
 
 
 def _compose(pairs: list[tuple[float, float]], rule: str, delta_slack: float) -> tuple[float, float]:

@@ -118,3 +118,39 @@ def test_infinite_budget_reference_run():
     led = Ledger(epsilon=math.inf)
     Laplace(epsilon=math.inf, sensitivity=1.0).release(1.0, rng=0, ledger=led)
     assert led.total()[0] == math.inf
+
+
+def test_optimal_ledger_admits_at_least_as_many_steps_as_advanced():
+    eps = 0.01
+    counts = {}
+    for rule in ("advanced", "optimal"):
+        led = Ledger(epsilon=1.0, delta=1e-5, composition=rule, delta_slack=1e-5)
+        n = 0
+        while led.can_spend(eps):
+            led.spend(f"s{n}", epsilon=eps)
+            n += 1
+        counts[rule] = n
+        assert led.total()[0] <= 1.0 + 1e-12
+        assert led.total()[1] <= 1e-5
+    assert counts["optimal"] >= counts["advanced"]
+    # heterogeneous spends under "optimal" fall back to advanced composition
+    led = Ledger(epsilon=1.0, delta=1e-5, composition="optimal", delta_slack=1e-5)
+    led.spend("a", epsilon=0.1)
+    led.spend("b", epsilon=0.2)
+    assert led.total() == pytest.approx(led.total("advanced"))
+
+
+def test_ledger_for_fresh_or_checked():
+    from dpkit.accounting import ledger_for
+    from dpkit.exceptions import BudgetExceededError
+
+    fresh = ledger_for(None, 1.0, 1e-3, "m")
+    assert (fresh.epsilon, fresh.delta, fresh.name, len(fresh)) == (1.0, 1e-3, "m", 0)
+    caller = Ledger(1.0)
+    caller.spend("earlier", 0.5)
+    assert ledger_for(caller, 0.5, 0.0, "m") is caller
+    with pytest.raises(BudgetExceededError, match="m needs"):
+        ledger_for(caller, 0.6, 0.0, "m")
+    assert len(caller) == 1  # nothing spent by the refusal
+    with pytest.raises(TypeError, match="Ledger"):
+        ledger_for({"epsilon": 1}, 0.1, 0.0, "m")

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
-from ..accounting import Ledger
+from ..accounting import Ledger, ledger_for
 from ..ellipsoid import sample_ellipsoid
 from ..exceptions import FeasibilityError
 from ..mechanisms.base import Mechanism
@@ -286,20 +286,6 @@ def _unique_rows(cells: np.ndarray) -> np.ndarray:
     return cells[np.sort(first)]
 
 
-def _ledger_for(ledger: Ledger | None, epsilon: float, delta: float, name: str) -> Ledger:
-    if ledger is None:
-        return Ledger(epsilon, delta, name=name)
-    if not ledger.can_spend(epsilon, delta):
-        from ..exceptions import BudgetExceededError
-
-        e, d = ledger.total()
-        raise BudgetExceededError(
-            f"{name} needs (epsilon={epsilon:g}, delta={delta:g}) but the ledger has spent ({e:g}, {d:g}) "
-            f"of ({ledger.epsilon:g}, {ledger.delta:g})"
-        )
-    return ledger
-
-
 def _finish(
     *,
     points: np.ndarray,
@@ -418,7 +404,7 @@ class TrigonometricMechanism(_TrigBase):
                 f"entries (documented limits: N^d <= {MAX_GRID_POINTS}, t^d <= {MAX_BASIS_SIZE}, "
                 f"t^d*N^d <= {MAX_W_ENTRIES}); use ImprovedTrigonometricMechanism"
             )
-        led = _ledger_for(ledger, self.epsilon, self.delta, "TrigonometricMechanism")
+        led = ledger_for(ledger, self.epsilon, self.delta, "TrigonometricMechanism")
         g_noise, g_sample = spawn(rng, 2)
         # same stage keys as Alg 9/10; Alg 4/5 have no mean or PCA step (0 s), "candidates" = the grid
         timings: dict[str, float] = {"mean": 0.0, "pca": 0.0}
@@ -560,7 +546,7 @@ class ImprovedTrigonometricMechanism(_TrigBase):
         d_m = self.delta / 2.0
         # fail before anything is spent if PSI-(ε,δ)'s printed σ is outside its proven range
         psi_noise_scale(1.0, d=d, k=self.k, n_iter=self.n_iter, epsilon=eps3, delta=d_m)
-        led = _ledger_for(ledger, self.epsilon, self.delta, "ImprovedTrigonometricMechanism")
+        led = ledger_for(ledger, self.epsilon, self.delta, "ImprovedTrigonometricMechanism")
         g_mom, g_mean, g_pca, g_cand, g_sample = spawn(rng, 5)
         timings: dict[str, float] = {}
 
