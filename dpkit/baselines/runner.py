@@ -26,6 +26,7 @@ __all__ = [
     "summarise_baselines",
     "write_conclusion",
     "direct_expected_max_error",
+    "gaussian_abs_max_mean",
     "PRIVATE_REFERENCE_METHODS",
 ]
 
@@ -193,8 +194,7 @@ def direct_expected_max_error(Q: Any, *, n: int, epsilon: float, delta: float, n
     exact). Laplace II: b = 1/(nε₀) with ε₀ from advanced composition, same formula. Gaussian:
     s from the analytic Gaussian on √Q/n, E max = s ∫₀^∞ 1 − (2Φ(x) − 1)^Q dx (quadrature).
     """
-    from scipy import integrate
-    from scipy.special import digamma, ndtr
+    from scipy.special import digamma
 
     Qs = np.atleast_1d(np.asarray(Q, dtype=np.int64))
     out = np.empty(Qs.shape, dtype=float)
@@ -210,12 +210,19 @@ def direct_expected_max_error(Q: Any, *, n: int, epsilon: float, delta: float, n
         elif noise == "gaussian":
             from ..mechanisms.gaussian import analytic_gaussian_sigma
 
-            s = analytic_gaussian_sigma(epsilon, delta, math.sqrt(q) / n)
-            val, _ = integrate.quad(lambda x: -np.expm1(q * np.log(np.clip(2 * ndtr(x) - 1, 1e-300, 1))), 0, 40, limit=200)
-            out[i] = s * val
+            out[i] = analytic_gaussian_sigma(epsilon, delta, math.sqrt(q) / n) * gaussian_abs_max_mean(q)
         else:
             raise ValueError(f"noise must be laplace_I, laplace_II or gaussian; got {noise!r}")
     return out
+
+
+def gaussian_abs_max_mean(q: int) -> float:
+    """E max of q iid |N(0, 1)| = ∫₀^∞ 1 − (2Φ(x) − 1)^q dx (quadrature)."""
+    from scipy import integrate
+    from scipy.special import ndtr
+
+    val, _ = integrate.quad(lambda x: -np.expm1(q * np.log(np.clip(2 * ndtr(x) - 1, 1e-300, 1))), 0, 40, limit=200)
+    return float(val)
 
 
 def write_conclusion(rows: Sequence[dict[str, Any]], *, focus: Sequence[str] = ("trig-I", "trig-II")) -> str:
