@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import fft as sp_fft
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from .exceptions import FeasibilityError
 from .validation import check_choice, check_delta, check_epsilon, check_positive_int, check_real_in_range
@@ -107,15 +107,38 @@ def advanced_composition(
     return (e, k * dl + dp)
 
 
-def _check_pairs(pairs: Iterable[Sequence[float]]) -> list[tuple[float, float]]:
+def _check_pairs(pairs: Iterable[Sequence[float]]) -> np.ndarray:
+    """Validate (ε_i, δ_i) pairs; return an (n, 2) float array.
+
+    Vectorised fast path (the ledger calls this on every spend, with pairs it already
+    validated); anything the fast path rejects is re-checked entry by entry so the error names
+    the offending pair.
+    """
+    ps = pairs if isinstance(pairs, np.ndarray) else list(pairs)
+    try:
+        arr = np.asarray(ps, dtype=float).reshape(len(ps), 2) if len(ps) else np.empty((0, 2))
+        if arr.dtype == float and np.all(arr[:, 0] > 0) and np.all((arr[:, 1] >= 0) & (arr[:, 1] < 1)):
+            return arr
+    except (TypeError, ValueError):
+        pass
     out = []
-    for i, p in enumerate(pairs):
+    for i, p in enumerate(ps):
         if len(p) != 2:
             raise ValueError(f"pairs[{i}] must be an (epsilon, delta) pair; got {p!r}")
         out.append(
             (check_epsilon(p[0], allow_inf=True, name=f"pairs[{i}].epsilon"), check_delta(p[1], name=f"pairs[{i}].delta"))
         )
-    return out
+    return np.asarray(out, dtype=float).reshape(len(out), 2)
+
+
+def _logsumexp(x: np.ndarray) -> float:
+    """log Σ e^x (plain numpy; scipy's version has a large per-call overhead)."""
+    if x.size == 0:
+        return -math.inf
+    m = float(np.max(x))
+    if not math.isfinite(m):
+        return m
+    return m + math.log(float(np.sum(np.exp(x - m))))
 
 
 def advanced_composition_heterogeneous(
@@ -141,13 +164,15 @@ def advanced_composition_heterogeneous(
     """
     ps = _check_pairs(pairs)
     dp = check_delta(delta_slack, name="delta_slack")
-    if not ps:
+    if not len(ps):
         return (0.0, 0.0)
-    eps_basic = math.fsum(e for e, _ in ps)
-    d_basic = math.fsum(d for _, d in ps)
+    eps_basic = math.fsum(ps[:, 0])
+    d_basic = math.fsum(ps[:, 1])
     if dp == 0.0 or math.isinf(eps_basic):
         return (eps_basic, d_basic)
-    e = _advanced_eps(math.fsum(e * e for e, _ in ps), math.fsum(_drift(e) for e, _ in ps), dp)
+    with np.errstate(over="ignore"):
+        drift = math.fsum(ps[:, 0] * np.expm1(ps[:, 0]))
+    e = _advanced_eps(math.fsum(ps[:, 0] ** 2), drift, dp)
     return (min(e, eps_basic), d_basic + dp)
 
 
@@ -177,7 +202,7 @@ def _log_delta_rr(eps_total: float, epsilon: float, k: int) -> float:
     with np.errstate(divide="ignore"):
         log_terms = log_binom + expo + np.log(-np.expm1(np.minimum(gap, 0.0)))
     log_norm = k * np.logaddexp(0.0, epsilon)
-    return float(logsumexp(log_terms) - log_norm)
+    return float(_logsumexp(log_terms) - log_norm)
 
 
 def optimal_composition_delta(eps_total: float, epsilon: float, delta: float, k: int) -> float:
@@ -224,8 +249,9 @@ def optimal_composition(
     delta_prime : float
         δ' ∈ [0, 1): the part of the total δ spent on the composition itself. ``0`` gives kε.
     points : {"all", "kov"}
-        ``"all"`` (default) solves ``δ_RR(ε_total) = δ'`` over all real ε_total ≥ 0 by
-        bisection (the exact privacy region, tighter between the theorem's points);
+        ``"all"`` (default) solves ``δ_RR(ε_total) = δ'`` over all real ε_total ≥ 0 (the exact
+        privacy region, tighter between the theorem's points): a binary search over the
+        theorem's grid, then the closed form of ``δ_RR`` between two grid points;
         ``"kov"`` restricts ε_total to the theorem's grid ``(k − 2i)ε`` as printed.
 
     Notes
@@ -244,28 +270,42 @@ def optimal_composition(
     def ok(eg: float) -> bool:
         return _log_delta_rr(eg, eps, k) <= log_dp
 
-    if points == "kov":
-        # ε_i = (k − 2i)ε decreases in i and δ_i increases: the largest feasible i
-        lo_i, hi_i = 0, k // 2  # i = 0 is always feasible (δ_0 = 0)
-        while lo_i < hi_i:
-            mid = (lo_i + hi_i + 1) // 2
-            if ok((k - 2 * mid) * eps):
-                lo_i = mid
-            else:
-                hi_i = mid - 1
-        return ((k - 2 * lo_i) * eps, delta_total)
-    if ok(0.0):
-        return (0.0, delta_total)
-    lo, hi = 0.0, k * eps  # ok(hi) is True (δ_RR(kε) = 0)
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            hi = mid
+    # ε_i = (k − 2i)ε decreases in i and δ_i increases: the largest feasible i (δ_0 = 0)
+    lo_i, hi_i = 0, k // 2
+    while lo_i < hi_i:
+        mid = (lo_i + hi_i + 1) // 2
+        if ok((k - 2 * mid) * eps):
+            lo_i = mid
         else:
-            lo = mid
-        if hi - lo <= 1e-13 * max(1.0, hi):
+            hi_i = mid - 1
+    i = lo_i
+    upper = (k - 2 * i) * eps
+    if points == "kov" or upper == 0.0:
+        return (upper, delta_total)
+    if dp == 0.0:
+        return (upper, delta_total)  # δ_RR > 0 strictly below a grid point
+    # Between the grid points, for ε_g ∈ ((k − 2(i+1))ε, (k − 2i)ε] the positive terms are
+    # l = 0..i, so δ_RR(ε_g) = (S1 − e^{ε_g} S2)/(1 + e^ε)^k with S1 = Σ C(k,l) e^{(k−l)ε},
+    # S2 = Σ C(k,l) e^{lε}: solve δ_RR = δ' in closed form (log space).
+    q = 1.0 / (1.0 + math.exp(eps))
+    sd = math.sqrt(k * q * (1.0 - q))
+    l_lo = max(0, int(math.floor(min(i, k * q) - 100.0 * sd - 100.0)))
+    ell = np.arange(l_lo, i + 1, dtype=float)
+    log_binom = gammaln(k + 1.0) - gammaln(ell + 1.0) - gammaln(k - ell + 1.0)
+    log_s1 = _logsumexp(log_binom + (k - ell) * eps)
+    log_s2 = _logsumexp(log_binom + ell * eps)
+    log_dn = log_dp + k * math.log1p(math.exp(eps))
+    if log_dn >= log_s1:  # cannot happen for a feasible grid point below; be safe
+        return (upper, delta_total)
+    eg = log_s1 + math.log1p(-math.exp(log_dn - log_s1)) - log_s2
+    lower = max(0.0, (k - 2 * (i + 1)) * eps)
+    eg = min(max(eg, lower), upper)
+    # guard against round-off: step up until feasible (at most a few ulps)
+    for _ in range(60):
+        if ok(eg):
             break
-    return (hi, delta_total)
+        eg = min(upper, eg + max(abs(eg), 1.0) * 1e-14 * 4)
+    return (eg, delta_total)
 
 
 def optimal_composition_pairs(pairs: Iterable[Sequence[float]], delta_slack: float) -> tuple[float, float]:
@@ -279,16 +319,15 @@ def optimal_composition_pairs(pairs: Iterable[Sequence[float]], delta_slack: flo
     """
     ps = _check_pairs(pairs)
     dp = check_delta(delta_slack, name="delta_slack")
-    if not ps:
+    if not len(ps):
         return (0.0, 0.0)
-    e0, d0 = ps[0]
-    homogeneous = all(
-        math.isclose(e, e0, rel_tol=1e-12, abs_tol=0.0) and math.isclose(d, d0, rel_tol=1e-12, abs_tol=1e-300)
-        for e, d in ps
+    e0, d0 = float(ps[0, 0]), float(ps[0, 1])
+    homogeneous = bool(
+        np.all(np.abs(ps[:, 0] - e0) <= 1e-12 * e0) and np.all(np.abs(ps[:, 1] - d0) <= 1e-12 * d0 + 1e-300)
     )
-    eps_basic = math.fsum(e for e, _ in ps)
+    eps_basic = math.fsum(ps[:, 0])
     if dp == 0.0 or math.isinf(eps_basic):
-        return (eps_basic, math.fsum(d for _, d in ps))
+        return (eps_basic, math.fsum(ps[:, 1]))
     if not homogeneous:
         return advanced_composition_heterogeneous(ps, dp)
     e, d = optimal_composition(e0, d0, len(ps), dp)
