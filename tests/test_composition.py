@@ -102,6 +102,7 @@ def test_ordering_optimal_le_advanced_le_basic(eps, k, dp):
     # the returned point is feasible and (for the continuous solve) tight
     if opt > 0:
         assert optimal_composition_delta(opt, eps, 1e-8, k) <= d_opt * (1 + 1e-9)
+        assert optimal_composition_delta(opt * (1 - 1e-6), eps, 1e-8, k) > d_opt  # smallest such ε
 
 
 def test_optimal_pairs():
