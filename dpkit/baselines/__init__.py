@@ -28,7 +28,7 @@ from .marginals import IndependentMarginals
 from .mwem import MWEM
 from .pca_compare import compare_private_pca, pca_quality
 from .references import SamplingFloor, TrigBaseline
-from .runner import baseline_suite, direct_expected_max_error, run_baselines, summarise_baselines, write_conclusion
+from .runner import baseline_suite, direct_crossover_queries, direct_expected_max_error, run_baselines, summarise_baselines, write_conclusion
 from .report import baseline_checks, pca_summary, plot_dataset_summary
 from .smalldb import SmallDB
 
@@ -52,6 +52,7 @@ __all__ = [
     "summarise_baselines",
     "write_conclusion",
     "direct_expected_max_error",
+    "direct_crossover_queries",
     "baseline_checks",
     "pca_summary",
     "plot_dataset_summary",

@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Ledger
-from ..exceptions import BudgetExceededError
+from ..accounting import ledger_for  # noqa: F401  (re-exported for the baselines)
 
 __all__ = [
     "BaselineResult",
@@ -68,19 +67,6 @@ class BaselineResult:
     ledger: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
-
-
-def ledger_for(ledger: Ledger | None, epsilon: float, delta: float, name: str) -> Ledger:
-    """The caller's ledger (checked to have room for (ε, δ)) or a fresh one with exactly that budget."""
-    if ledger is None:
-        return Ledger(epsilon, delta, name=name)
-    if not ledger.can_spend(epsilon, delta):
-        e, d = ledger.total()
-        raise BudgetExceededError(
-            f"{name} needs (epsilon={epsilon:g}, delta={delta:g}) but the ledger has spent ({e:g}, {d:g}) "
-            f"of ({ledger.epsilon:g}, {ledger.delta:g})"
-        )
-    return ledger
 
 
 def kernel_query_ranges(centres: np.ndarray, alphas: np.ndarray, sigma: float) -> np.ndarray:
