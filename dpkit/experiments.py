@@ -158,6 +158,7 @@ def run_repetitions(
                 {
                     "rep": i,
                     "mechanism": cfg.mechanism,
+                    "constants": cfg.constants,
                     "sigma": sigma,
                     "abs": float(err.max()),
                     "rel": float(np.nanmax(rel)),
@@ -185,7 +186,9 @@ def summarise(records: Iterable[dict[str, Any]], *, dataset: str) -> list[dict[s
     rows: list[dict[str, Any]] = []
     if df.empty:
         return rows
-    for (mech, sigma), g in df.groupby(["mechanism", "sigma"], sort=True):
+    if "constants" not in df:
+        df["constants"] = "correct"
+    for (mech, constants, sigma), g in df.groupby(["mechanism", "constants", "sigma"], sort=True):
         slowest = g.loc[g["time_s"].idxmax()]
         pa, pr = paper_value(dataset, sigma, mech, "abs"), paper_value(dataset, sigma, mech, "rel")
         am, rm = float(g["abs"].mean()), float(g["rel"].mean())
@@ -194,6 +197,7 @@ def summarise(records: Iterable[dict[str, Any]], *, dataset: str) -> list[dict[s
                 "dataset": dataset,
                 "sigma": float(sigma),
                 "mechanism": mech,
+                "constants": constants,
                 "abs_mean": am,
                 "abs_std": float(g["abs"].std(ddof=1)) if len(g) > 1 else 0.0,
                 "abs_min": float(g["abs"].min()),
@@ -291,9 +295,11 @@ def paper_comparison_table(rows: Iterable[dict[str, Any]]):
 
     df = pd.DataFrame(list(rows))
     lines = []
-    for (mech, ds), g in df.groupby(["mechanism", "dataset"], sort=True):
+    if "constants" not in df:
+        df["constants"] = "correct"
+    for (mech, constants, ds), g in df.groupby(["mechanism", "constants", "dataset"], sort=True):
         for kind in ("abs", "rel"):
-            line = {"mechanism": mech, "dataset": ds, "error": kind}
+            line = {"mechanism": mech, "constants": constants, "dataset": ds, "error": kind}
             for _, r in g.sort_values("sigma").iterrows():
                 line[f"σ={r['sigma']:g}"] = f"{r[f'{kind}_mean']:.3f} ± {r[f'{kind}_std']:.3f} ({r[f'paper_{kind}']:.3f})"
             if kind == "abs":
@@ -334,12 +340,16 @@ def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", t
 
     df = pd.DataFrame(list(rows))
     fig, ax = new_figure(width="double", aspect=0.42)
-    for i, ((ds, mech), g) in enumerate(df.groupby(["dataset", "mechanism"], sort=True)):
+    if "constants" not in df:
+        df["constants"] = "correct"
+    for i, ((ds, mech, constants), g) in enumerate(df.groupby(["dataset", "mechanism", "constants"], sort=True)):
         g = g.sort_values("sigma")
+        tag = "" if constants == "correct" else ", printed constants"
         line = ax.errorbar(g["sigma"], g[f"{kind}_mean"], yerr=g[f"{kind}_std"], marker="o", capsize=2,
-                           label=f"{ds} {mech} (dpkit)")
-        ax.plot(g["sigma"], g[f"paper_{kind}"], ls="--", marker="x", color=line[0].get_color(), alpha=0.7,
-                label=f"{ds} {mech} (thesis)")
+                           ls="-" if constants == "correct" else ":", label=f"{ds} {mech} (dpkit{tag})")
+        if constants == "correct":
+            ax.plot(g["sigma"], g[f"paper_{kind}"], ls="--", marker="x", color=line[0].get_color(), alpha=0.7,
+                    label=f"{ds} {mech} (thesis)")
     ax.set_xlabel("kernel width σ (smoothness K = σ²)")
     ax.set_ylabel(f"mean worst {'absolute' if kind == 'abs' else 'relative'} error")
     ax.set_yscale("log")
