@@ -244,3 +244,13 @@ def test_answer_on_synthetic_matches_weighted_sum(data, workload):
     res = SamplingFloor(size=20).fit(data, rng=0)
     F = workload.evaluate_function(res.synthetic.points)
     np.testing.assert_allclose(answer_on_synthetic(workload, res.synthetic), F @ res.synthetic.weights, atol=1e-12)
+
+
+def test_cell_seed_is_independent_of_grid_composition():
+    from dpkit.baselines import cell_seed
+
+    a = np.random.default_rng(cell_seed(0, "WDBC", 4.0)).random(3)
+    assert np.array_equal(a, np.random.default_rng(cell_seed(0, "WDBC", 4.0)).random(3))
+    for other in (cell_seed(0, "WDBC", 6.0), cell_seed(0, "CTG", 4.0), cell_seed(1, "WDBC", 4.0),
+                  cell_seed(0, "WDBC", 4.0, panel=1)):
+        assert not np.array_equal(a, np.random.default_rng(other).random(3))

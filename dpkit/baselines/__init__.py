@@ -28,7 +28,7 @@ from .marginals import IndependentMarginals
 from .mwem import MWEM
 from .pca_compare import compare_private_pca, pca_quality
 from .references import SamplingFloor, TrigBaseline
-from .runner import baseline_suite, direct_crossover_queries, direct_expected_max_error, run_baselines, summarise_baselines, write_conclusion
+from .runner import baseline_suite, cell_seed, direct_crossover_queries, direct_expected_max_error, run_baselines, summarise_baselines, write_conclusion
 from .report import baseline_checks, pca_summary, plot_dataset_summary
 from .smalldb import SmallDB
 
@@ -48,6 +48,7 @@ __all__ = [
     "compare_private_pca",
     "pca_quality",
     "baseline_suite",
+    "cell_seed",
     "run_baselines",
     "summarise_baselines",
     "write_conclusion",

@@ -22,6 +22,7 @@ from ..validation import check_positive_int, check_real_in_range
 from ._common import answer_on_data, answer_on_synthetic
 
 __all__ = [
+    "cell_seed",
     "baseline_suite",
     "run_baselines",
     "summarise_baselines",
@@ -34,6 +35,19 @@ __all__ = [
 
 #: Methods that are not private (excluded from "best private method" statements).
 PRIVATE_REFERENCE_METHODS = ("lp-eps-inf", "subsample")
+
+
+def cell_seed(seed: int, dataset: str, sigma: float | None = None, *, panel: int = 0) -> np.random.SeedSequence:
+    """The SeedSequence of one (data set, σ) cell (or another panel) of a grid run.
+
+    It is the grandchild of ``SeedSequence(seed)`` with spawn key (crc32(dataset), round(1000σ))
+    (``panel`` ≠ 0 for non-σ panels such as the PCA comparison), so a cell's numbers do not
+    depend on which other data sets or σ the same run (or a split batch run) contains.
+    """
+    import zlib
+
+    key = (zlib.crc32(str(dataset).encode()), int(round(1000 * float(sigma))) if sigma is not None else 0, int(panel))
+    return np.random.SeedSequence(int(seed), spawn_key=key)
 
 
 def baseline_suite(
