@@ -368,6 +368,10 @@ def _fmt(x: Any, nd: int = 3) -> str:
     return str(x)
 
 
+def _load(avg: Any) -> str:
+    return "–" if not avg else "/".join(f"{float(a):.1f}" for a in avg)
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """The ``bench.md`` table: medians and worst times next to the thesis's worst times."""
     cfg = result.get("config", {})
@@ -377,8 +381,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"Created {result['meta']['created']} · {'quick subset' if cfg.get('quick') else 'full'} · "
         f"ε = {cfg.get('epsilon')}, δ = {cfg.get('delta')} (II), C = {cfg.get('C')}, R = {cfg.get('R')}, "
         f"k = {cfg.get('k')}, L = {cfg.get('n_iter')}, κ = {cfg.get('kappa')}, σ ∈ {list(cfg.get('sigmas', []))} (K = σ²), "
-        f"{cfg.get('reps')} run(s) per σ · load average before/after {result['meta'].get('loadavg_before')} / "
-        f"{result['meta'].get('loadavg_after')} on {result['meta'].get('cpus')} CPUs.",
+        f"{cfg.get('reps')} run(s) per σ · load average (1/5/15 min) before {_load(result['meta'].get('loadavg_before'))}, "
+        f"after {_load(result['meta'].get('loadavg_after'))} on {result['meta'].get('cpus')} CPUs.",
         "",
         "## Improved trigonometric mechanisms I (Alg 9) and II (Alg 10): wall time per run",
         "",

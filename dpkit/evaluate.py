@@ -27,9 +27,11 @@ over 10⁴ queries × 10 centres × up to 10⁵ rows, 30 runs per cell; this mod
 5. **Blocks and threads.** Centres are split in blocks of ``block_centres`` rows, handled by
    ``n_threads`` worker threads (numpy's matmul/exp/minimum/sum release the GIL); each worker
    loops over point blocks of ``block_points`` rows. BLAS is limited to one thread inside the
-   evaluation (threadpoolctl) so the two levels do not oversubscribe the cores; on the 2-core
-   development machine two Python threads with single-threaded BLAS measured several times
-   faster than multithreaded BLAS on small per-block GEMMs.
+   evaluation (threadpoolctl) so the two levels do not oversubscribe the cores. Measured on
+   the shared 2-core machine (``python -m dpkit.bench``, CSN, 200 queries, load average 5–7
+   from other users): threads 2.2·10⁸ evals/s, one thread 2.3·10⁸ (the other load already
+   fills the second core), single-threaded loop with multithreaded BLAS 3.8·10⁷ — OpenBLAS's
+   own threads on many small GEMMs are 5–10× slower, hence the default.
 
 Peak memory (beyond the inputs and the (Q·J,) float64 output): the augmented copies,
 ``(n_unique + Q·J)·(d + 3)`` items, plus per worker one block of
@@ -47,9 +49,10 @@ relatively; the float64 tail (partial sums, blocks, the α contraction, all of n
 terms) adds ``γ⁽⁶⁴⁾_{n/8 + J + 2}``. Since every term is non-negative the relative bound
 carries to every kernel mean and every answer:
 ``ρ = e^Δ (1 + 2·EXP_ULP_F32·u)(1 + γ_7)(1 + γ⁽⁶⁴⁾) − 1``. For the thesis's worst cases
-(``‖p‖, ‖c‖ ≤ √d``, uniform weights) ρ ≈ 4·10⁻⁶ on CSN at σ = 2, so an absolute error
-``≤ ρ·q ≤ 4·10⁻⁶`` and a relative error changes by ``≤ ρ(2 + 2·rel)``: far below the 3
-decimals the tables print.
+(``‖p‖, ‖c‖ ≤ √d``, uniform weights) ρ ≈ 4·10⁻⁶ on CSN at σ = 2 (5·10⁻⁶ with its
+duplicate-row weights), so an absolute error ``≤ ρ·q ≤ 5·10⁻⁶`` and a relative error changes
+by ``≤ ρ(2 + 2·rel)``: far below the 3 decimals the tables print. The bound is worst-case;
+measured float32-vs-float64 differences are ~10⁻⁷ relative (``tests/test_evaluate.py``).
 """
 from __future__ import annotations
 
