@@ -295,6 +295,8 @@ def paper_comparison_table(rows: Iterable[dict[str, Any]]):
 
     df = pd.DataFrame(list(rows))
     lines = []
+    if df.empty:
+        return pd.DataFrame(columns=["mechanism", "constants", "dataset", "error"])
     if "constants" not in df:
         df["constants"] = "correct"
     for (mech, constants, ds), g in df.groupby(["mechanism", "constants", "dataset"], sort=True):
@@ -340,6 +342,9 @@ def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", t
 
     df = pd.DataFrame(list(rows))
     fig, ax = new_figure(width="double", aspect=0.42)
+    if df.empty:
+        ax.text(0.5, 0.5, "no data set available", ha="center", va="center", transform=ax.transAxes)
+        return fig
     if "constants" not in df:
         df["constants"] = "correct"
     for i, ((ds, mech, constants), g) in enumerate(df.groupby(["dataset", "mechanism", "constants"], sort=True)):
