@@ -65,10 +65,11 @@ def test_marginal_histograms_not_refuted(delta):
     assert not run_audit(stat, d0, d1, delta=delta).flags(EPS)
 
 
-def test_marginal_moments_not_refuted():
+@pytest.mark.parametrize("key,a,b", [("mean", [-1.0, -1.0], [1.0, 1.0]), ("second", [0.0, 0.0], [1.0, 1.0])])
+def test_marginal_moments_not_refuted(key, a, b):
     m = IndependentMarginals(epsilon=EPS, delta=0.0, kind="moments")
-    d0, d1 = neighbours([-1.0, -1.0], [1.0, 1.0])
-    assert not run_audit(lambda db, rng: float(m.release(db, rng=rng)["mean"].sum()), d0, d1).flags(EPS)
+    d0, d1 = neighbours(a, b)
+    assert not run_audit(lambda db, rng: float(m.release(db, rng=rng)[key].sum()), d0, d1).flags(EPS)
 
 
 @pytest.mark.parametrize("delta", [0.0, DELTA])
