@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -30,6 +30,8 @@ __all__ = [
     "PAPER_WORST_TIME",
     "paper_value",
     "MechanismConfig",
+    "iterate_workloads",
+    "worst_errors",
     "run_repetitions",
     "summarise",
     "table_rows",
@@ -112,6 +114,51 @@ class MechanismConfig:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+def iterate_workloads(
+    X: np.ndarray,
+    *,
+    sigma: float,
+    n_streams: int,
+    reps: int,
+    n_queries: int = 10_000,
+    J: int = 10,
+    rng: RNGLike = 0,
+    progress: bool = False,
+    answer_kwargs: dict[str, Any] | None = None,
+    answer_fn: Any = None,
+) -> Iterator[tuple[int, Any, np.ndarray, float, list[np.random.Generator]]]:
+    """The repetition skeleton of the Chapter 3 protocol, shared by every experiment loop.
+
+    For repetition ``i`` (child ``i`` of one SeedSequence made from ``rng``) yields
+    ``(i, workload, truth, truth_seconds, generators)``: a fresh workload of ``n_queries``
+    kernel mixtures of width σ, its exact answers on ``X`` (computed once, shared by all
+    methods), and ``n_streams`` independent generators, one per method, so that method
+    ``j`` of repetition ``i`` sees the same stream whatever the other methods are.
+    """
+    from tqdm.auto import tqdm
+
+    from .evaluate import answer_data
+    from .workload import GaussianKernelWorkload
+
+    sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
+    reps = check_positive_int(reps, name="reps")
+    X = np.asarray(X, dtype=float)
+    for i, seed in enumerate(tqdm(spawn_seeds(rng, reps), disable=not progress, desc=f"σ={sigma:g}")):
+        w_seed, *m_seeds = seed.spawn(1 + int(n_streams))
+        wl = GaussianKernelWorkload.generate(n_queries, X.shape[1], J=J, sigma=sigma, rng=np.random.default_rng(w_seed))
+        t0 = time.perf_counter()
+        truth = answer_fn(wl, X) if answer_fn is not None else answer_data(wl, X, **(answer_kwargs or {}))
+        yield i, wl, truth, time.perf_counter() - t0, [np.random.default_rng(ms) for ms in m_seeds]
+
+
+def worst_errors(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """(worst absolute error, worst relative error ``|q̂ − q|/q``) over a workload (thesis Sec 3.1)."""
+    err = np.abs(np.asarray(estimate) - np.asarray(truth))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = err / np.abs(truth)
+    return float(err.max()), float(np.nanmax(rel))
+
+
 def run_repetitions(
     X: np.ndarray,
     *,
@@ -126,42 +173,31 @@ def run_repetitions(
 ) -> list[dict[str, Any]]:
     """Run ``reps`` repetitions of every mechanism config at width σ (K = σ²) on data ``X``.
 
-    Returns one record per (repetition, config): ``{rep, mechanism, sigma, abs, rel,
+    Returns one record per (repetition, config): ``{rep, mechanism, constants, sigma, abs, rel,
     time_s, timings, support_size, lp_status, params, ledger}``. The true answers of each
     repetition's workload are computed once and shared by all configs.
     """
-    from tqdm.auto import tqdm
+    from .evaluate import answer_synthetic
 
-    from .evaluate import answer_synthetic, answer_data
-    from .workload import GaussianKernelWorkload
-
-    sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
-    reps = check_positive_int(reps, name="reps")
-    X = np.asarray(X, dtype=float)
-    d = X.shape[1]
     records: list[dict[str, Any]] = []
-    seeds = spawn_seeds(rng, reps)
-    for i in tqdm(range(reps), disable=not progress, desc=f"σ={sigma:g}"):
-        w_seed, *m_seeds = seeds[i].spawn(1 + len(configs))
-        wl = GaussianKernelWorkload.generate(n_queries, d, J=J, sigma=sigma, rng=np.random.default_rng(w_seed))
-        truth = answer_data(wl, X, **(answer_kwargs or {}))
-        for cfg, ms in zip(configs, m_seeds):
+    for i, wl, truth, _, gens in iterate_workloads(X, sigma=sigma, n_streams=len(configs), reps=reps,
+                                                    n_queries=n_queries, J=J, rng=rng, progress=progress,
+                                                    answer_kwargs=answer_kwargs):
+        for cfg, g in zip(configs, gens):
             mech = cfg.build(K=sigma**2)
             t0 = time.perf_counter()
-            res = mech.fit(X, rng=np.random.default_rng(ms))
+            res = mech.fit(X, rng=g)
             t_fit = time.perf_counter() - t0
             est = answer_synthetic(wl, res.synthetic.points, res.synthetic.weights, **(answer_kwargs or {}))
-            err = np.abs(est - truth)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rel = err / np.abs(truth)
+            abs_err, rel_err = worst_errors(est, truth)
             records.append(
                 {
                     "rep": i,
                     "mechanism": cfg.mechanism,
                     "constants": cfg.constants,
-                    "sigma": sigma,
-                    "abs": float(err.max()),
-                    "rel": float(np.nanmax(rel)),
+                    "sigma": float(sigma),
+                    "abs": abs_err,
+                    "rel": rel_err,
                     "time_s": t_fit,
                     "timings": dict(res.timings),
                     "support_size": int(res.lp.get("support_size", len(res.synthetic.weights))),

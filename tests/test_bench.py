@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 
 from dpkit.bench import THESIS_WORST_TIME_S, main, quick_config, run_benchmark, write_outputs

@@ -19,7 +19,7 @@ from dpkit.exceptions import BudgetExceededError
 from dpkit.linear import LevelSetDensity, build_level_sets, optimal_radius, rate_curve, rate_grid
 from dpkit.linear import checks as lc
 from dpkit.linear import intervals as iv
-from dpkit.linear.levelset import LevelSets, ladder_sets
+from dpkit.linear.levelset import ladder_sets
 from dpkit.linear.mechanism import LinearQueryMechanism, linear_query_value
 from dpkit.linear.staircase import Staircase, optimal_gamma
 

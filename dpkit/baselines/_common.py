@@ -20,7 +20,6 @@ each coordinate moves by at most its own Δ_q).
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any

@@ -17,8 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..rng import RNGLike, spawn_seeds
-from ..validation import check_positive_int, check_real_in_range
+from ..rng import RNGLike
 from ._common import answer_on_data, answer_on_synthetic
 
 __all__ = [
@@ -134,24 +133,14 @@ def run_baselines(
     Records: ``{rep, method, sigma, abs, rel, time_s, eps_spent, delta_spent, epsilon, delta,
     support_size, params, ledger}``.
     """
-    from tqdm.auto import tqdm
-
-    from ..workload import GaussianKernelWorkload
+    from ..experiments import iterate_workloads, worst_errors
     from .direct import DirectAnswering
 
-    sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
-    reps = check_positive_int(reps, name="reps")
-    X = np.asarray(X, dtype=float)
-    d = X.shape[1]
     records: list[dict[str, Any]] = []
-    for i, seed in enumerate(tqdm(spawn_seeds(rng, reps), disable=not progress, desc=f"σ={sigma:g}")):
-        w_seed, *m_seeds = seed.spawn(1 + len(methods))
-        wl = GaussianKernelWorkload.generate(n_queries, d, J=J, sigma=sigma, rng=np.random.default_rng(w_seed))
-        t0 = time.perf_counter()
-        truth = answer_on_data(wl, X)
-        t_truth = time.perf_counter() - t0
-        for meth, ms in zip(methods, m_seeds):
-            g = np.random.default_rng(ms)
+    for i, wl, truth, t_truth, gens in iterate_workloads(X, sigma=sigma, n_streams=len(methods), reps=reps,
+                                                          n_queries=n_queries, J=J, rng=rng, progress=progress,
+                                                          answer_fn=answer_on_data):
+        for meth, g in zip(methods, gens):
             t0 = time.perf_counter()
             if isinstance(meth, DirectAnswering):
                 # the exact answers are computed once per repetition and charged to every
@@ -162,14 +151,12 @@ def run_baselines(
                 res = meth.answer(wl, X, rng=g) if hasattr(meth, "answer") else meth.fit(X, rng=g)
                 t_fit = time.perf_counter() - t0
             est = res.answers if res.answers is not None else answer_on_synthetic(wl, res.synthetic)
-            err = np.abs(est - truth)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rel = err / np.abs(truth)
+            abs_err, rel_err = worst_errors(est, truth)
             spent = res.ledger.get("spent", {})
             e, dl = _budget(meth)
             records.append({
-                "rep": i, "method": res.method, "sigma": sigma, "abs": float(err.max()),
-                "rel": float(np.nanmax(rel)), "time_s": t_fit,
+                "rep": i, "method": res.method, "sigma": float(sigma), "abs": abs_err,
+                "rel": rel_err, "time_s": t_fit,
                 "eps_spent": float(spent.get("epsilon", math.nan)), "delta_spent": float(spent.get("delta", math.nan)),
                 "epsilon": e, "delta": dl,
                 "support_size": int(res.synthetic.support_size) if res.synthetic is not None else 0,
