@@ -196,6 +196,7 @@ def audit(
     delta: float = 0.0,
     rng: RNGLike = None,
     n_thresholds: int = 128,
+    tol: float | None = 1e-9,
 ) -> AuditResult:
     """Empirical lower bound on the ε of ``mechanism_fn`` on the neighbours ``(d0, d1)``.
 
@@ -221,6 +222,13 @@ def audit(
         Seed of the four independent streams (selection/estimation × d0/d1).
     n_thresholds : int, default 128
         Number of candidate thresholds (quantiles of the pooled selection statistic).
+    tol : float or None, default 1e-9
+        Statistic values are snapped to the grid ``tol·ℤ`` before events are formed, so values
+        that differ only by floating-point round-off count as equal. Without it an atom of the
+        output law (e.g. a clipped output) computed as 0.7243852634450137 on one side and
+        0.7243852634450132 on the other is split by a threshold between the two, one side gets
+        probability 0 and a *correct* mechanism is "refuted". ``None`` disables snapping
+        (for statistics whose meaningful differences are below ``tol``).
 
     Returns
     -------
@@ -248,8 +256,14 @@ def audit(
     g_sel0, g_sel1, g_est0, g_est1 = spawn(rng, 4)
     vec = _accepts_size(mechanism_fn)
 
+    if tol is not None and not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a finite number > 0 or None; got {tol!r}")
+
     def stat(db: Any, m: int, g: np.random.Generator) -> np.ndarray:
-        return np.sort(_apply_statistic(statistic, _draw(mechanism_fn, db, m, g, vec)))
+        values = _apply_statistic(statistic, _draw(mechanism_fn, db, m, g, vec))
+        if tol is not None:
+            values = np.round(values / tol) * tol
+        return np.sort(values)
 
     sel = (stat(d0, n_sel, g_sel0), stat(d1, n_sel, g_sel1))
     pooled = np.concatenate(sel)
@@ -294,5 +308,5 @@ def audit(
         delta=dl,
         n_events=n_events,
         elapsed_s=time.perf_counter() - t0,
-        meta={"n_selection": n_sel, "n_estimation": n_est, "vectorised": vec, "discrete": discrete},
+        meta={"n_selection": n_sel, "n_estimation": n_est, "vectorised": vec, "discrete": discrete, "tol": tol},
     )

@@ -137,3 +137,25 @@ def test_validation():
         audit(None, 0.0, 1.0)
     with pytest.raises(ValueError, match="first dimension"):
         audit(lambda db, rng, size=None: np.zeros(3), 0.0, 1.0, n_samples=100)
+
+
+def test_atom_split_by_round_off_is_not_a_refutation():
+    """A clipped (post-processed) Laplace release has an atom at the clip value; if the two sides
+    compute that value with different round-off, a threshold between the two copies would give one
+    side probability 0 and a huge ε_lb for a correct mechanism. Snapping (tol) prevents it; without
+    snapping the auditor is fooled, which shows the test can fail."""
+    import numpy as np
+
+    from dpkit.audit import audit
+
+    clip = {0: 0.7243852634450137, 1: 0.7243852634450132}
+
+    def clipped(db, rng, size=None):
+        return np.minimum(db + rng.laplace(0.0, 1.0, size=size), clip[db])
+
+    snapped = audit(clipped, 0, 1, n_samples=20_000, rng=3)
+    assert snapped.epsilon_lb <= 1.0
+    fooled = audit(clipped, 0, 1, n_samples=20_000, rng=3, tol=None)
+    assert fooled.epsilon_lb > 3.0
+    with pytest.raises(ValueError, match="tol"):
+        audit(clipped, 0, 1, n_samples=100, tol=-1.0)

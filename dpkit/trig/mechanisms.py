@@ -25,7 +25,11 @@ no noise. For the R − 1 non-constant moments:
   depends on public quantities only and is recorded in ``params["moment_noise"]``.
 * ``constants="thesis"`` reproduces the printed scales exactly: Lap(t^d/(nε)) (Alg 4),
   Lap(√(2 t^d log(1/δ))/(nε)) (Alg 5), Lap(3R/(nε)) (Alg 9), Lap(3√(2R log(1/δ))/(nε)) (Alg 10).
-  These are **under-noised** (the tests and the audit show it).
+  The ε-DP ones (Alg 4, Alg 9) are **under-noised** by a factor ≈ 2 for every R (the tests and
+  the audit show it). The (ε,δ) ones (Alg 5, Alg 10) use the per-coordinate sensitivity 1/n where
+  2/n is right, but their √(2R log(1/δ)) factor exceeds 2(R − 1) for small R (e.g. R = 6,
+  δ = 10⁻³), so for few moments the printed Alg 10 scale is in fact *over*-noised and exactly
+  private (notebook 58 shows it); for the thesis's R = 50 it is under-noised.
 
 Mean (Alg 9 step 4): Lap(6d/(nε)) per coordinate = L1 sensitivity 2d/n at ε/3 — correct as
 printed. PCA: :class:`dpkit.pca.PrivateSubspaceIteration` with (ε/3, 0) (Alg 9) or (ε/3, δ/2)
@@ -48,7 +52,7 @@ n = 10⁵. BLAS is pinned to one thread inside ``fit`` (:data:`BLAS_THREADS`): t
 load turned the 101 × 101 covariance into a 0.2–0.4 s step.
 
 For R = 50, n = 10³, ε = 1, δ = 10⁻³ the correct mechanism-II moment noise (Gaussian,
-σ ≈ 99/n) has a *smaller* standard deviation than the printed, under-noised Laplace II
+σ ≈ 99/n) has a *smaller* standard deviation than the printed Laplace II
 (√2 · 79/n ≈ 111/n) — the printed variant is both less private and less accurate.
 """
 from __future__ import annotations
