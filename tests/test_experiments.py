@@ -105,3 +105,5 @@ def test_chapter3_notebooks_quick(run_notebook, name):
         for key in ("dataset", "sigma", "mechanism", "abs_mean", "rel_mean", "time_max_s", "paper_abs", "paper_rel"):
             assert key in row
         assert {r["mechanism"] for r in m["table"]} == {"I", "II"}
+        # correct and printed constants run side by side on the same workloads
+        assert {r["constants"] for r in m["table"]} == {"correct", "thesis"}
