@@ -9,7 +9,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test test-fast lab bench bench-quick smoke reproduce collect data-list clean distclean
+.PHONY: help venv run test test-fast lab bench bench-quick smoke reproduce tables collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,11 @@ smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a
 reproduce: $(STAMP) ## reproduce everything (full.yaml) on a local Dask cluster; resumable
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full
+	$(BIN)/python -m dpkit.experiments tables $(RESULTS)/batch/full --paper-figures
+
+tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/)
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/tables.yaml
+	$(BIN)/python -m dpkit.experiments tables $(RESULTS)/batch/tables --paper-figures
 
 data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
 	$(BIN)/python -m dpkit.data list

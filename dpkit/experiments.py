@@ -31,6 +31,7 @@ __all__ = [
     "paper_value",
     "MechanismConfig",
     "iterate_workloads",
+    "cell_seed",
     "worst_errors",
     "run_repetitions",
     "summarise",
@@ -149,6 +150,17 @@ def iterate_workloads(
         t0 = time.perf_counter()
         truth = answer_fn(wl, X) if answer_fn is not None else answer_data(wl, X, **(answer_kwargs or {}))
         yield i, wl, truth, time.perf_counter() - t0, [np.random.default_rng(ms) for ms in m_seeds]
+
+
+def cell_seed(seed: int, dataset: str, sigma: float) -> np.random.SeedSequence:
+    """The SeedSequence of one table cell, from the run seed and the cell's *values*.
+
+    Because it does not depend on where the cell sits in a list of data sets or σ's, a table
+    computed in one run and the same table split over many batch runs give identical numbers.
+    """
+    import zlib
+
+    return np.random.SeedSequence([int(seed), zlib.crc32(str(dataset).upper().encode()), int(round(float(sigma) * 1000))])
 
 
 def worst_errors(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
@@ -460,3 +472,74 @@ def explore(
     ax.set_title(f"{dataset}: ε={epsilon:g}, σ={sigma:g}, κ={kappa:g}, k={k}, C={C}, R={R}")
     ax.legend()
     return fig, rows_frame(rows)
+
+
+# --------------------------------------------------------------------------- assembling batch runs
+def rows_from_runs(output: str, *, notebook: str = "20_tables") -> list[dict[str, Any]]:
+    """Table rows of every finished ``notebook`` run under a batch output folder.
+
+    Rows of the same (data set, σ, mechanism, constants) from several runs are an error (two runs
+    computed the same cell): nothing is silently overwritten.
+    """
+    import json
+    from pathlib import Path
+
+    rows, seen = [], {}
+    for rj in sorted(Path(output).glob(f"{notebook}/*/run.json")):
+        info = json.loads(rj.read_text())
+        mj = rj.parent / "metrics.json"
+        if info.get("status") != "ok" or not mj.is_file():
+            continue
+        for r in json.loads(mj.read_text()).get("table", []):
+            key = (r["dataset"], r["sigma"], r["mechanism"], r.get("constants", "correct"))
+            if key in seen:
+                raise ValueError(f"cell {key} computed by two runs: {seen[key]} and {rj.parent.name}")
+            seen[key] = rj.parent.name
+            rows.append(r)
+    return rows
+
+
+def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
+    """Tables 3.2/3.3 (ours ± std next to the thesis), figures and worst times from a batch output.
+
+    Writes ``tables_3_2_3_3.{csv,md,tex}``, ``tables_rows.csv`` and ``tables_{abs,rel}_vs_sigma.{pdf,png}``
+    into ``out`` (default ``<output>/assembled``) and, with ``paper_figures``, the figures into ``figures/``.
+    """
+    from pathlib import Path
+
+    from .plotting import export_figure
+
+    rows = rows_from_runs(output)
+    if not rows:
+        raise FileNotFoundError(f"no finished 20_tables runs with rows under {output}")
+    dest = Path(out) if out else Path(output) / "assembled"
+    comparison = paper_comparison_table(rows)
+    export_table(comparison, "tables_3_2_3_3", dest)
+    export_table(rows_frame(rows), "tables_rows", dest)
+    for kind in ("abs", "rel"):
+        fig = plot_errors_vs_sigma(rows, kind=kind, title=f"worst {kind} error vs σ (dpkit solid, thesis dashed)")
+        export_figure(fig, f"tables_{kind}_vs_sigma", dest, notebook="20_tables", paper=paper_figures)
+    df = rows_frame(rows)
+    worst = df.groupby(["dataset", "mechanism", "constants"])["time_max_s"].max().reset_index()
+    export_table(worst, "worst_times", dest)
+    return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows})}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dpkit.experiments tables OUTPUT [--out DIR] [--paper-figures]``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m dpkit.experiments")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tables", help="assemble Tables 3.2/3.3 from the 20_tables runs of a batch output")
+    t.add_argument("output")
+    t.add_argument("--out", default=None)
+    t.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
+    args = ap.parse_args(argv)
+    info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
+    print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
