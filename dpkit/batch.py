@@ -24,6 +24,8 @@ Manifest (YAML)::
       - notebook: ../00_quickstart.ipynb  # relative to the manifest; a glob ("../5*.ipynb") is allowed
         parameters: {SIGMA: 4.0}
         grid: {SEED: [0, 1]}            # cartesian product, merged over parameters
+      - notebook: "../5*.ipynb"           # a glob, minus `exclude` (file-name globs)
+        exclude: ["59_*.ipynb"]
 
 Dask: ``--scheduler local`` (default) starts a :class:`distributed.LocalCluster` with one
 single-threaded worker process per core; ``--scheduler tcp://host:8786`` submits the same
@@ -161,9 +163,13 @@ def load_manifest(path: str | os.PathLike) -> dict[str, Any]:
     for i, r in enumerate(m["runs"]):
         if not isinstance(r, dict) or "notebook" not in r:
             raise ValueError(f"manifest {p}: runs[{i}] must be a mapping with a 'notebook' key")
-        unknown = set(r) - {"notebook", "parameters", "grid"}
+        unknown = set(r) - {"notebook", "parameters", "grid", "exclude"}
         if unknown:
-            raise ValueError(f"manifest {p}: runs[{i}] has unknown keys {sorted(unknown)} (allowed: notebook, parameters, grid)")
+            raise ValueError(
+                f"manifest {p}: runs[{i}] has unknown keys {sorted(unknown)} (allowed: notebook, parameters, grid, exclude)"
+            )
+        if "exclude" in r and not (isinstance(r["exclude"], list) and all(isinstance(x, str) for x in r["exclude"])):
+            raise ValueError(f"manifest {p}: runs[{i}].exclude must be a list of notebook file names or globs")
         for k in ("parameters", "grid"):
             if k in r and not isinstance(r[k], dict):
                 raise ValueError(f"manifest {p}: runs[{i}].{k} must be a mapping")
@@ -183,7 +189,11 @@ def expand_manifest(manifest: dict[str, Any]) -> list[RunSpec]:
     for r in manifest["runs"]:
         pattern = str(r["notebook"])
         if any(ch in pattern for ch in "*?["):
-            notebooks = sorted(p.resolve() for p in base.glob(pattern) if p.suffix == ".ipynb")
+            import fnmatch
+
+            excluded = list(r.get("exclude") or [])
+            notebooks = sorted(p.resolve() for p in base.glob(pattern)
+                               if p.suffix == ".ipynb" and not any(fnmatch.fnmatch(p.name, x) for x in excluded))
             if not notebooks:
                 raise FileNotFoundError(f"manifest {manifest.get('_path')}: no notebook matches {pattern!r}")
         else:
