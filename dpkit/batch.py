@@ -328,6 +328,11 @@ def run_manifest(
                                     "error": [f"{type(exc).__name__}: {exc}"]})
                 bar.update(1)
         finally:
+            import logging
+
+            # workers' heartbeats racing the shutdown log CommClosedError tracebacks: noise, not failures
+            for name in ("distributed", "distributed.worker", "distributed.nanny", "distributed.core"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
             client.close()
             if cluster is not None:
                 cluster.close()

@@ -383,32 +383,51 @@ def _has_tabulate() -> bool:
 
 
 def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", title: str = ""):
-    """Mean worst error vs σ per (data set, mechanism), ours (±std) next to the paper's numbers."""
+    """Mean worst error vs σ, one panel per data set: ours (±std) next to the thesis's numbers.
+
+    Colour = mechanism (I, II); solid = dpkit with correct constants, dotted = printed constants,
+    dashed with crosses = the thesis's Table 3.2/3.3. Log scale (printed zeros are not drawn).
+    """
     import pandas as pd
 
-    from .plotting import new_figure
+    from .plotting import PALETTE, new_figure
 
     df = pd.DataFrame(list(rows))
-    fig, ax = new_figure(width="double", aspect=0.42)
     if df.empty:
+        fig, ax = new_figure(width="double", aspect=0.42)
         ax.text(0.5, 0.5, "no data set available", ha="center", va="center", transform=ax.transAxes)
         return fig
     if "constants" not in df:
         df["constants"] = "correct"
-    for i, ((ds, mech, constants), g) in enumerate(df.groupby(["dataset", "mechanism", "constants"], sort=True)):
-        g = g.sort_values("sigma")
-        tag = "" if constants == "correct" else ", printed constants"
-        line = ax.errorbar(g["sigma"], g[f"{kind}_mean"], yerr=g[f"{kind}_std"], marker="o", capsize=2,
-                           ls="-" if constants == "correct" else ":", label=f"{ds} {mech} (dpkit{tag})")
-        if constants == "correct":
-            ax.plot(g["sigma"], g[f"paper_{kind}"], ls="--", marker="x", color=line[0].get_color(), alpha=0.7,
-                    label=f"{ds} {mech} (thesis)")
-    ax.set_xlabel("kernel width σ (smoothness K = σ²)")
-    ax.set_ylabel(f"mean worst {'absolute' if kind == 'abs' else 'relative'} error")
-    ax.set_yscale("log")
-    ax.legend(ncol=2, fontsize=6)
+    datasets = sorted(df["dataset"].unique())
+    ncols = min(3, len(datasets))
+    nrows = -(-len(datasets) // ncols)
+    fig, axes = new_figure(nrows, ncols, width="double", aspect=0.3 * nrows if nrows > 1 else 0.36,
+                           sharex=True, squeeze=False)
+    colours = {"I": PALETTE[0], "II": PALETTE[1]}
+    for ax, ds in zip(axes.flat, datasets):
+        for (mech, constants), g in df[df.dataset == ds].groupby(["mechanism", "constants"], sort=True):
+            g = g.sort_values("sigma")
+            c = colours.get(mech, PALETTE[2])
+            ax.errorbar(g["sigma"], g[f"{kind}_mean"], yerr=g[f"{kind}_std"], marker="o", ms=3, capsize=2, color=c,
+                        ls="-" if constants == "correct" else ":", alpha=1.0 if constants == "correct" else 0.8,
+                        label=f"{mech} dpkit" + ("" if constants == "correct" else " (printed constants)"))
+            if constants == "correct":
+                paper = g[g[f"paper_{kind}"] > 0]
+                ax.plot(paper["sigma"], paper[f"paper_{kind}"], ls="--", marker="x", color=c, alpha=0.6,
+                        label=f"{mech} thesis")
+        ax.set_yscale("log")
+        ax.set_title(ds)
+    for ax in axes.flat[len(datasets):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("σ (K = σ²)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"worst {'abs.' if kind == 'abs' else 'rel.'} error")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(6, len(labels)), fontsize=6)
     if title:
-        ax.set_title(title)
+        fig.suptitle(title)
     return fig
 
 
