@@ -158,18 +158,11 @@ def _load_all(names: Sequence[str], loader: Callable[[str], Any]) -> tuple[dict[
 
 
 def _mechanism(cfg: BenchConfig, mech: str, sigma: float):
-    from .trig import ImprovedTrigonometricMechanism
+    """The benchmarked mechanism, built the same way as the experiments build it."""
+    from .experiments import MechanismConfig
 
-    return ImprovedTrigonometricMechanism(
-        epsilon=cfg.epsilon,
-        delta=0.0 if mech == "I" else cfg.delta,
-        K=sigma**2,
-        C=cfg.C,
-        R=cfg.R,
-        k=cfg.k,
-        n_iter=cfg.n_iter,
-        kappa=cfg.kappa,
-    )
+    return MechanismConfig(mechanism=mech, epsilon=cfg.epsilon, delta=cfg.delta, C=cfg.C, R=cfg.R, k=cfg.k,
+                           n_iter=cfg.n_iter, kappa=cfg.kappa).build(K=sigma**2)
 
 
 def _time_mechanisms(name: str, X: np.ndarray, cfg: BenchConfig, seed: np.random.SeedSequence, progress: bool):
