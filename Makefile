@@ -37,19 +37,19 @@ lab: $(STAMP) ## open JupyterLab with working widgets in this environment
 	$(BIN)/jupyter lab notebooks/
 
 bench: $(STAMP) ## full benchmarks -> results/bench.json and results/bench.md
-	$(BIN)/python -m dpkit.bench --out $(RESULTS)
+	$(BIN)/python -m dpkit.batch.bench --out $(RESULTS)
 
 bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.json
-	$(BIN)/python -m dpkit.bench --quick --out $(RESULTS)
+	$(BIN)/python -m dpkit.batch.bench --quick --out $(RESULTS)
 
 smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a few minutes)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/smoke.yaml
-	$(BIN)/python -m dpkit.checks $(RESULTS)/batch/smoke --out $(RESULTS)/batch/smoke/checks_summary
+	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/smoke --out $(RESULTS)/batch/smoke/checks_summary
 
 reproduce: $(STAMP) ## reproduce everything (full.yaml) on a local Dask cluster; resumable
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full
-	$(BIN)/python -m dpkit.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary
+	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary
 	$(BIN)/python -m dpkit.experiments tables $(RESULTS)/batch/full --paper-figures
 
 tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/)

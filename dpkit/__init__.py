@@ -8,9 +8,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .accounting import Ledger, Spend, ledger_for
-from .exceptions import BudgetExceededError, DPKitError, FeasibilityError, PrivacyLeakWarning
-from .rng import resolve_rng, spawn, spawn_seeds
+from dpkit.core.accounting import Ledger, Spend, ledger_for
+from dpkit.core.exceptions import BudgetExceededError, DPKitError, FeasibilityError, PrivacyLeakWarning
+from dpkit.core.rng import resolve_rng, spawn, spawn_seeds
 
 __all__ = [
     "__version__",
@@ -27,11 +27,14 @@ __all__ = [
 ]
 
 
+#: The layers, bottom to top; each imports only from the ones before it.
+_LAYERS = ("core", "data", "queries", "mechanisms", "methods", "evaluation", "experiments", "claims", "outputs", "batch")
+
+
 def __getattr__(name: str):
-    """Lazy access to the main sub-packages (``dpkit.trig``, ``dpkit.data``, ...) and ``dpkit.audit``."""
+    """Lazy access to the layers (``dpkit.mechanisms``, ``dpkit.methods``, ...)."""
     import importlib
 
-    if name in {"audit", "batch", "composition", "data", "ellipsoid", "evaluate", "experiments", "mechanisms", "pca",
-                "plotting", "report", "trig", "workload", "baselines", "linear", "consistency", "widgets"}:
+    if name in _LAYERS:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'dpkit' has no attribute {name!r}")

@@ -16,7 +16,7 @@ NOTEBOOKS = ROOT / "notebooks"
 def run_notebook(tmp_path):
     """Execute ``notebooks/<name>`` with papermill (QUICK, non-interactive); return its metrics dict."""
     from dpkit.batch import execute_notebook
-    from dpkit.report import read_metrics
+    from dpkit.outputs.report import read_metrics
 
     def _run(name: str, **params):
         out = tmp_path / Path(name).stem

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.audit import AuditResult, audit, clopper_pearson_lower, clopper_pearson_upper
+from dpkit.evaluation.audit import AuditResult, audit, clopper_pearson_lower, clopper_pearson_upper
 from dpkit.mechanisms import Exponential, Gaussian
 
 
@@ -146,7 +146,7 @@ def test_atom_split_by_round_off_is_not_a_refutation():
     snapping the auditor is fooled, which shows the test can fail."""
     import numpy as np
 
-    from dpkit.audit import audit
+    from dpkit.evaluation.audit import audit
 
     clip = {0: 0.7243852634450137, 1: 0.7243852634450132}
 

@@ -1,4 +1,4 @@
-"""Privacy audits of the baselines' released quantities (dpkit.audit, Clopper–Pearson ε lower bound).
+"""Privacy audits of the baselines' released quantities (dpkit.evaluation.audit, Clopper–Pearson ε lower bound).
 
 Each audit runs the baseline on two adversarial replace-one neighbours (the changed row moves
 between opposite corners / a query centre and its farthest corner), reduces the release to one
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpkit.audit import audit
-from dpkit.baselines import MWEM, CandidateLP, DirectAnswering, GaussianFit, IndependentMarginals, SmallDB
-from dpkit.workload import GaussianKernelWorkload
+from dpkit.evaluation.audit import audit
+from dpkit.methods import MWEM, CandidateLP, DirectAnswering, GaussianFit, IndependentMarginals, SmallDB
+from dpkit.queries.workload import GaussianKernelWorkload
 
 EPS, DELTA = 1.0, 1e-3
 N_SAMPLES = 4000
@@ -43,7 +43,7 @@ def test_direct_answering_not_refuted(noise, delta):
 
 
 def test_negative_control_undernoised_direct_is_flagged(monkeypatch):
-    import dpkit.baselines.direct as direct
+    import dpkit.methods.direct as direct
 
     real = direct.kernel_query_ranges
     monkeypatch.setattr(direct, "kernel_query_ranges", lambda *a: real(*a) / 8.0)

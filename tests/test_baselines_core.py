@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.accounting import Ledger
-from dpkit.baselines import (
+from dpkit.core.accounting import Ledger
+from dpkit.methods import (
     MWEM,
     CandidateLP,
     DirectAnswering,
@@ -25,11 +25,11 @@ from dpkit.baselines import (
     summarise_baselines,
     write_conclusion,
 )
-from dpkit.baselines._common import answer_on_data, answer_on_synthetic
-from dpkit.exceptions import BudgetExceededError, FeasibilityError
-from dpkit.pca import covariance
-from dpkit.trig import ImprovedTrigonometricMechanism
-from dpkit.workload import GaussianKernelWorkload
+from dpkit.methods._common import answer_on_data, answer_on_synthetic
+from dpkit.core.exceptions import BudgetExceededError, FeasibilityError
+from dpkit.mechanisms.pca import covariance
+from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
+from dpkit.queries.workload import GaussianKernelWorkload
 
 EPS, DELTA = 1.0, 1e-3
 
@@ -170,7 +170,7 @@ def test_eps_inf_marginals_and_gaussian_are_exact(data):
 
 def test_eps_inf_candidate_lp_uses_exact_moments(data):
     res = CandidateLP(epsilon=math.inf, delta=DELTA, K=4.0, C=300, R=10, source="gaussian").fit(data, rng=0)
-    from dpkit.trig import basis_indices, basis_moments, discretise
+    from dpkit.mechanisms.trig import basis_indices, basis_moments, discretise
 
     p = res.params
     b = basis_moments(discretise(data, p["N"]), basis_indices(p["t"], data.shape[1], p["R"]))
@@ -180,8 +180,8 @@ def test_eps_inf_candidate_lp_uses_exact_moments(data):
 def test_eps_inf_mwem_measurements_exact(data):
     res = MWEM(epsilon=math.inf, sigma=2.0, T=3, C=100, n_class=10).fit(data, rng=0)
     # every measurement equals the true class answer (no noise at ε = ∞)
-    from dpkit.workload import GaussianKernelWorkload as W
-    from dpkit.rng import spawn
+    from dpkit.queries.workload import GaussianKernelWorkload as W
+    from dpkit.core.rng import spawn
 
     g_class = spawn(0, 5)[1]
     wl = W.generate(10, data.shape[1], J=10, sigma=2.0, rng=g_class)
@@ -247,7 +247,7 @@ def test_answer_on_synthetic_matches_weighted_sum(data, workload):
 
 
 def test_cell_seed_is_independent_of_grid_composition():
-    from dpkit.baselines import cell_seed
+    from dpkit.methods import cell_seed
 
     a = np.random.default_rng(cell_seed(0, "WDBC", 4.0)).random(3)
     assert np.array_equal(a, np.random.default_rng(cell_seed(0, "WDBC", 4.0)).random(3))

@@ -1,6 +1,6 @@
-"""The checks summary (python -m dpkit.checks)."""
-from dpkit.checks import gather_checks, main, summarise_checks, to_latex, to_markdown, write_summary
-from dpkit.report import Report
+"""The checks summary (python -m dpkit.batch.checks)."""
+from dpkit.batch.checks import gather_checks, main, summarise_checks, to_latex, to_markdown, write_summary
+from dpkit.outputs.report import Report
 
 
 def _fake(tmp_path):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.composition import (
+from dpkit.core.composition import (
     advanced_composition,
     advanced_composition_heterogeneous,
     basic_composition,
@@ -17,7 +17,7 @@ from dpkit.composition import (
     optimal_composition_pairs,
     per_step_epsilon,
 )
-from dpkit.exceptions import FeasibilityError
+from dpkit.core.exceptions import FeasibilityError
 
 
 def test_basic():

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpkit.consistency import (
+from dpkit.mechanisms.consistency import (
     ConstraintSystem,
     GeneralProjector,
     InconsistentConstraintsError,
@@ -25,8 +25,8 @@ from dpkit.consistency import (
     random_consistent_system,
     random_partition,
 )
-from dpkit.consistency.checks import partition_convergence, pinv_property_residuals, theorem_residuals
-from dpkit.exceptions import FeasibilityError
+from dpkit.mechanisms.consistency.checks import partition_convergence, pinv_property_residuals, theorem_residuals
+from dpkit.core.exceptions import FeasibilityError
 
 systems = st.tuples(
     st.integers(1, 12),  # m

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpkit.accounting import Ledger
-from dpkit.consistency import (
+from dpkit.core.accounting import Ledger
+from dpkit.mechanisms.consistency import (
     COMBO_B,
     COMBOS,
     GeneralProjector,
@@ -30,10 +30,10 @@ from dpkit.consistency import (
     tree_height,
     tree_residual,
 )
-from dpkit.consistency.restaurant import TABLE2
-from dpkit.consistency.trees import tree_constraint_matrix
-from dpkit.consistency.constraints import ConstraintSystem
-from dpkit.exceptions import BudgetExceededError
+from dpkit.mechanisms.consistency.restaurant import TABLE2
+from dpkit.mechanisms.consistency.trees import tree_constraint_matrix
+from dpkit.mechanisms.consistency.constraints import ConstraintSystem
+from dpkit.core.exceptions import BudgetExceededError
 
 PI_308 = np.array(
     [

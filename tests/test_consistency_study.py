@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpkit.consistency.study import TIMING_METHODS, convergence_study, loglog_slope, machine_info, speed_ratios, timing_study
+from dpkit.mechanisms.consistency.study import TIMING_METHODS, convergence_study, loglog_slope, machine_info, speed_ratios, timing_study
 
 
 def test_timing_study_rows_and_parity():

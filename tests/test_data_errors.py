@@ -16,7 +16,7 @@ import pytest
 import dpkit.data as dd
 import dpkit.data.files as dfiles
 from dpkit.data import ChecksumError, DataNotFoundError, MalformedDataError, UnknownDatasetError, load
-from dpkit.exceptions import PrivacyLeakWarning
+from dpkit.core.exceptions import PrivacyLeakWarning
 
 from test_data_loaders import SHARED, needs_shared, no_files  # noqa: F401  (shared fixture)
 

@@ -16,7 +16,7 @@ import pytest
 import dpkit.data as dd
 import dpkit.data.files as dfiles
 from dpkit.data import Dataset, load
-from dpkit.exceptions import PrivacyLeakWarning
+from dpkit.core.exceptions import PrivacyLeakWarning
 
 SHARED = dfiles.shared_raw_dir()
 needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data/raw (../shared beside the clone) is absent")

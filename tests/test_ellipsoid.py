@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.ellipsoid import sample_ellipsoid
+from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 
 AXES3 = np.array([3.0, 1.0, 0.5])
 ALPHA = 1e-4

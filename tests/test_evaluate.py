@@ -1,4 +1,4 @@
-"""Tests of the fast workload evaluator (dpkit.evaluate) against the float64 reference."""
+"""Tests of the fast workload evaluator (dpkit.queries.evaluate) against the float64 reference."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.evaluate import (
+from dpkit.queries.evaluate import (
     DEFAULT_RTOL,
     EXP_ULP_F32,
     UNIT_ROUNDOFF_F32,
@@ -23,7 +23,7 @@ from dpkit.evaluate import (
     relative_errors,
     worst_case_errors,
 )
-from dpkit.workload import GaussianKernelWorkload
+from dpkit.queries.workload import GaussianKernelWorkload
 
 
 def _cube(n, d, seed):
@@ -44,7 +44,7 @@ def test_numpy_float32_exp_within_assumed_ulps():
 def test_float32_error_below_derived_bound(d, sigma):
     """float32 answers vs the float64 reference: relative error ≤ the a-priori bound ρ.
 
-    ρ is derived in dpkit.evaluate from float32 rounding (γ_{d+5}(s(‖p‖+‖c‖)² + |log ω|) in
+    ρ is derived in dpkit.queries.evaluate from float32 rounding (γ_{d+5}(s(‖p‖+‖c‖)² + |log ω|) in
     the exponent, exp's ulps, 8-term float32 partial sums); the comparison is forced to
     float32 so it exercises that path even where "auto" would choose float64.
     """

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.accounting import Ledger
-from dpkit.composition import advanced_composition, optimal_composition
-from dpkit.exceptions import BudgetExceededError
+from dpkit.core.accounting import Ledger
+from dpkit.core.composition import advanced_composition, optimal_composition
+from dpkit.core.exceptions import BudgetExceededError
 from dpkit.mechanisms import Gaussian, Laplace, LaplaceII
 
 
@@ -141,8 +141,8 @@ def test_optimal_ledger_admits_at_least_as_many_steps_as_advanced():
 
 
 def test_ledger_for_fresh_or_checked():
-    from dpkit.accounting import ledger_for
-    from dpkit.exceptions import BudgetExceededError
+    from dpkit.core.accounting import ledger_for
+    from dpkit.core.exceptions import BudgetExceededError
 
     fresh = ledger_for(None, 1.0, 1e-3, "m")
     assert (fresh.epsilon, fresh.delta, fresh.name, len(fresh)) == (1.0, 1e-3, "m", 0)

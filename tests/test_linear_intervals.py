@@ -1,10 +1,10 @@
-"""Interval-union arithmetic (dpkit.linear.intervals) against brute force on a fine grid."""
+"""Interval-union arithmetic (dpkit.mechanisms.linear.intervals) against brute force on a fine grid."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dpkit.linear import intervals as iv
+from dpkit.mechanisms.linear import intervals as iv
 
 
 def _random_union(rng, k=3, lo=-10.0, hi=10.0, points=True):

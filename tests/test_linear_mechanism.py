@@ -1,4 +1,4 @@
-"""The level-set mechanism for linear queries (dpkit.linear): privacy, sampler, closed forms, errors.
+"""The level-set mechanism for linear queries (dpkit.mechanisms.linear): privacy, sampler, closed forms, errors.
 
 Statistical margins: KS tests use p ≥ 1e-3 (a correct sampler fails with probability 1e-3 per
 test); Monte-Carlo means use |z| ≤ 3.89 (two-sided 1e-4) with the standard deviation from
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.accounting import Ledger
-from dpkit.exceptions import BudgetExceededError
-from dpkit.linear import LevelSetDensity, build_level_sets, optimal_radius, rate_curve, rate_grid
-from dpkit.linear import checks as lc
-from dpkit.linear import intervals as iv
-from dpkit.linear.levelset import ladder_sets
-from dpkit.linear.mechanism import LinearQueryMechanism, linear_query_value
-from dpkit.linear.staircase import Staircase, optimal_gamma
+from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import BudgetExceededError
+from dpkit.mechanisms.linear import LevelSetDensity, build_level_sets, optimal_radius, rate_curve, rate_grid
+from dpkit.mechanisms.linear import checks as lc
+from dpkit.mechanisms.linear import intervals as iv
+from dpkit.mechanisms.linear.levelset import ladder_sets
+from dpkit.mechanisms.linear.mechanism import LinearQueryMechanism, linear_query_value
+from dpkit.mechanisms.linear.staircase import Staircase, optimal_gamma
 
 V5 = lc.CONFIGURATIONS["V5"]
 V4 = lc.CONFIGURATIONS["V4"]
@@ -201,7 +201,7 @@ def test_counting_query_tends_to_the_geometric_mechanism():
 
 
 def test_auditor_does_not_flag_the_sampler():
-    audit = pytest.importorskip("dpkit.audit").audit
+    audit = pytest.importorskip("dpkit.evaluation.audit").audit
     d = LevelSetDensity.from_query(V5, epsilon=1.0, radius=14.6)
     v = d.sensitivity
 
@@ -326,7 +326,7 @@ def test_staircase_sampler_and_closed_forms():
 @pytest.mark.parametrize("V, radius", [(V5, 3.3), ([[0.0, 2.0], [9.0, 9.5]], 0.7), ([[1.0, 1.0]], 0.3)])
 def test_recursion_matches_literal_algorithm1(V, radius):
     """Spec §3.5 [derived]: the cumulative recursion and the literal Algorithm 1 give the same shells."""
-    from dpkit.linear.levelset import algorithm1_shells
+    from dpkit.mechanisms.linear.levelset import algorithm1_shells
 
     L = build_level_sets(V, radius, max_steps=40)
     lit = algorithm1_shells(V, radius, min(L.n - 1, 40) if not L.converged else L.n)

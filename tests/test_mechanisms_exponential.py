@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.accounting import Ledger
+from dpkit.core.accounting import Ledger
 from dpkit.mechanisms import Exponential, ReportNoisyMax
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.composition import advanced_composition, laplace_composition_delta
+from dpkit.core.composition import advanced_composition, laplace_composition_delta
 from dpkit.mechanisms import (
     Laplace,
     LaplaceI,

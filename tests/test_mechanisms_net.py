@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from dpkit.accounting import Ledger
-from dpkit.exceptions import FeasibilityError
+from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import FeasibilityError
 from dpkit.mechanisms import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 
 # X = {0,1}^3 (8 points), queries: the 3 one-way marginals and the 3 two-way conjunctions

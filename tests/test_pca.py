@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from dpkit.accounting import Ledger
-from dpkit.exceptions import PrivacyLeakWarning
-from dpkit.pca import (
+from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import PrivacyLeakWarning
+from dpkit.mechanisms.pca import (
     PrivateSubspaceIteration,
     covariance,
     covariance_sensitivity,

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from dpkit.plotting import export_figure, new_figure, rc_params
-from dpkit.report import Report, check, read_metrics, to_jsonable
+from dpkit.outputs.plotting import export_figure, new_figure, rc_params
+from dpkit.outputs.report import Report, check, read_metrics, to_jsonable
 
 
 def test_check_verdicts_follow_relation():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dpkit.mechanisms import Exponential, Gaussian, Laplace, LaplaceI, ReportNoisyMax
-from dpkit.rng import resolve_rng, spawn, spawn_seeds
+from dpkit.core.rng import resolve_rng, spawn, spawn_seeds
 
 
 def test_resolve_types():

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.smoothness import (
+from dpkit.queries.smoothness import (
     hermite_sup, kernel_derivative_1d, mixture_derivative, mixture_derivatives, multi_indices, prop22_bound,
     smoothness_norm,
 )

@@ -65,7 +65,7 @@ def test_theorem_notebook(run_notebook, name):
 
 @pytest.mark.notebook
 def test_checks_summary_notebook(run_notebook, tmp_path):
-    from dpkit.report import Report
+    from dpkit.outputs.report import Report
 
     res = tmp_path / "res"
     r = Report(res / "50_fake")

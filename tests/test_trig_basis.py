@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from dpkit.exceptions import FeasibilityError
-from dpkit.trig import (
+from dpkit.core.exceptions import FeasibilityError
+from dpkit.mechanisms.trig import (
     basis_indices,
     basis_moments,
     discretise,

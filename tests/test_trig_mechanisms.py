@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.accounting import Ledger
-from dpkit.exceptions import BudgetExceededError, FeasibilityError
-from dpkit.trig import (
+from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import BudgetExceededError, FeasibilityError
+from dpkit.mechanisms.trig import (
     ImprovedTrigonometricMechanism,
     TrigonometricMechanism,
     TrigResult,

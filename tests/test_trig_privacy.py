@@ -3,7 +3,7 @@
 Each released quantity is audited through the same functions the mechanism calls, on an
 adversarial replace-one pair: D = n copies of the corner (1, …, 1), D' = D with one row moved to
 (−1, …, −1) — every linear moment, every mean coordinate and the covariance move by (nearly) their
-maximum there. Tests use the empirical auditor :func:`dpkit.audit.audit` (Clopper–Pearson lower
+maximum there. Tests use the empirical auditor :func:`dpkit.evaluation.audit.audit` (Clopper–Pearson lower
 bound ε_lb; a correct claim is flagged with probability ≤ 1 − confidence) with the Neyman–Pearson
 statistic, the privacy-loss ln p_D(y)/p_D'(y), and exact privacy-loss computations where they exist.
 
@@ -18,10 +18,10 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.audit import audit
+from dpkit.evaluation.audit import audit
 from dpkit.mechanisms.gaussian import gaussian_exact_delta
-from dpkit.pca import covariance, covariance_sensitivity, psi_noise_scale, subspace_iteration_step
-from dpkit.trig import (
+from dpkit.mechanisms.pca import covariance, covariance_sensitivity, psi_noise_scale, subspace_iteration_step
+from dpkit.mechanisms.trig import (
     ImprovedTrigonometricMechanism,
     basis_indices,
     basis_moments,
@@ -114,7 +114,7 @@ def test_moment_release_II_few_moments_uses_laplace_when_less_noisy():
     assert few.kind == "laplace" and math.isclose(few.scale, 2 * 2 / (n * eps / 3))
     sig = moment_noise(n, 30, epsilon=eps / 3, delta=delta / 2)
     assert sig.kind == "gaussian"
-    from dpkit.trig._noise import analytic_gaussian_sigma
+    from dpkit.mechanisms.trig._noise import analytic_gaussian_sigma
 
     assert math.sqrt(2) * few.scale <= analytic_gaussian_sigma(eps / 3, delta / 2, few.l2_sensitivity)
     assert sig.scale <= math.sqrt(2) * sig.l1_sensitivity / (eps / 3)

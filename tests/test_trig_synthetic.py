@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpkit.exceptions import FeasibilityError
-from dpkit.trig import WeightedDatabase
-from dpkit.trig.synthetic import MAX_SAMPLE_ENTRIES
+from dpkit.core.exceptions import FeasibilityError
+from dpkit.mechanisms.trig import WeightedDatabase
+from dpkit.queries.synthetic import MAX_SAMPLE_ENTRIES
 
 
 def _db(m=1000):

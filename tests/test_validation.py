@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.validation import (
+from dpkit.core.validation import (
     check_choice,
     check_delta,
     check_epsilon,

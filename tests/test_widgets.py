@@ -9,7 +9,7 @@ pytest.importorskip("ipywidgets")
 def test_explorer_runs_function_with_control_values():
     import matplotlib.pyplot as plt
 
-    from dpkit.widgets import explorer
+    from dpkit.outputs.widgets import explorer
 
     calls = []
 
@@ -26,7 +26,7 @@ def test_explorer_runs_function_with_control_values():
 
 
 def test_explorer_shows_errors_instead_of_raising():
-    from dpkit.widgets import explorer
+    from dpkit.outputs.widgets import explorer
 
     def fn(eps):
         raise ValueError("epsilon must be > 0")
@@ -37,7 +37,7 @@ def test_explorer_shows_errors_instead_of_raising():
 
 
 def test_bad_control_spec():
-    from dpkit.widgets import make_control
+    from dpkit.outputs.widgets import make_control
 
     with pytest.raises(ValueError, match="unsupported spec"):
         make_control("x", object(), 1)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.workload import (
+from dpkit.queries.workload import (
     THESIS_SIGMAS,
     GaussianKernelWorkload,
     sigma_for_smoothness,

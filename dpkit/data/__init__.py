@@ -17,7 +17,7 @@ bundled copy, so it works with no files at all.
 Rescaling bounds are a release about the data when taken from the data (the thesis uses each
 attribute's own min/max). :func:`load` uses PUBLIC bounds from the registry where the attribute
 documentation gives them (CRM: [0, 1]; mock: [-1, 1]); otherwise it takes min/max from the data,
-emits one :class:`~dpkit.exceptions.PrivacyLeakWarning` and records ``bounds_source="data"`` in the
+emits one :class:`~dpkit.core.exceptions.PrivacyLeakWarning` and records ``bounds_source="data"`` in the
 provenance.
 """
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..exceptions import PrivacyLeakWarning
-from ..rng import RNGLike, resolve_rng
-from ..validation import check_positive_int
-from .errors import (
+from dpkit.core.exceptions import PrivacyLeakWarning
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_positive_int
+from dpkit.data.errors import (
     ChecksumError,
     DataError,
     DataNotFoundError,
@@ -42,9 +42,9 @@ from .errors import (
     RegistryError,
     UnknownDatasetError,
 )
-from .files import FoundFile, fetch as _fetch_files, find_file, missing_message, search_locations, verify_file
-from .recipes import Table, mock_table, parse, sklearn_wdbc
-from .registry import DatasetSpec, get_spec, load_registry, registry_path
+from dpkit.data.files import FoundFile, fetch as _fetch_files, find_file, missing_message, search_locations, verify_file
+from dpkit.data.recipes import Table, mock_table, parse, sklearn_wdbc
+from dpkit.data.registry import DatasetSpec, get_spec, load_registry, registry_path
 
 __all__ = [
     "Dataset",
@@ -293,7 +293,7 @@ def _verify(spec: DatasetSpec, found: dict[str, FoundFile], verify: bool) -> dic
         if verify:
             sha, variant = verify_file(spec.code, ff.spec, ff.path)
         else:
-            from .files import sha256_file
+            from dpkit.data.files import sha256_file
 
             sha, variant = sha256_file(ff.path), None
         out[role] = FoundFile(spec=ff.spec, path=ff.path, found_in=ff.found_in, sha256=sha, variant=variant, verified=variant is not None)

@@ -13,11 +13,11 @@ import argparse
 import sys
 import warnings
 
-from ..exceptions import PrivacyLeakWarning
-from . import DataError, fetch, list_datasets, status
-from .registry import get_spec
-from .files import search_locations, sha256_file
-from .registry import registry_path
+from dpkit.core.exceptions import PrivacyLeakWarning
+from dpkit.data import DataError, fetch, list_datasets, status
+from dpkit.data.registry import get_spec
+from dpkit.data.files import search_locations, sha256_file
+from dpkit.data.registry import registry_path
 
 
 def _shape(s) -> str:

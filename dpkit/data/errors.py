@@ -1,7 +1,7 @@
 """Errors of :mod:`dpkit.data`: each names the file involved and what to do about it."""
 from __future__ import annotations
 
-from ..exceptions import DPKitError
+from dpkit.core.exceptions import DPKitError
 
 __all__ = [
     "DataError",

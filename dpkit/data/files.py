@@ -22,10 +22,12 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from dpkit.core.paths import shared_dir
 from typing import Callable
 
-from .errors import ChecksumError, DataNotFoundError
-from .registry import DatasetSpec, FileSpec, FileVariant, repo_root
+from dpkit.data.errors import ChecksumError, DataNotFoundError
+from dpkit.data.registry import DatasetSpec, FileSpec, FileVariant, repo_root
 
 __all__ = [
     "Location",
@@ -77,21 +79,11 @@ def shared_raw_dir() -> Path | None:
     ancestor ``a``, tries ``a/shared/data/raw`` (so ``<clone>/../shared`` is found from
     anywhere inside the clone). Set ``DPKIT_SHARED_DIR`` to override (its ``data/raw`` is used).
     """
-    env = os.environ.get("DPKIT_SHARED_DIR")
-    if env:
-        p = Path(env) / "data" / "raw"
-        return p if p.is_dir() else None
-    starts = [Path(__file__).resolve().parent]
-    try:
-        starts.append(Path.cwd().resolve())
-    except OSError:  # cwd deleted
-        pass
-    for start in starts:
-        for a in (start, *start.parents):
-            p = a / "shared" / "data" / "raw"
-            if p.is_dir():
-                return p
-    return None
+    shared = shared_dir()
+    if shared is None:
+        return None
+    p = shared / "data" / "raw"
+    return p if p.is_dir() else None
 
 
 def search_locations(path: str | os.PathLike | None = None) -> list[Location]:

@@ -30,7 +30,7 @@ def marginal_histograms(datasets: Sequence, *, k: int = 4, bins: int = 30):
     -------
     matplotlib.figure.Figure
     """
-    from ..plotting import new_figure
+    from dpkit.outputs.plotting import new_figure
 
     if not datasets:
         raise ValueError("datasets must hold at least one Dataset")
@@ -61,8 +61,8 @@ def dataset_marginals(name: str, k: int = 4, bins: int = 30, rng: int = 0):
     """Load ``name`` (quietly, data-derived bounds allowed) and return :func:`marginal_histograms` for it."""
     import warnings
 
-    from ..exceptions import PrivacyLeakWarning
-    from . import load
+    from dpkit.core.exceptions import PrivacyLeakWarning
+    from dpkit.data import load
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)

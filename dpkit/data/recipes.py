@@ -17,8 +17,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import MalformedDataError
-from .registry import DatasetSpec
+from dpkit.data.errors import MalformedDataError
+from dpkit.data.registry import DatasetSpec
 
 __all__ = ["Table", "RECIPES", "parse", "read_delimited", "mock_table", "sklearn_wdbc"]
 
@@ -333,7 +333,7 @@ def parse(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bo
     try:
         fn = RECIPES[spec.recipe]
     except KeyError:
-        from .errors import RegistryError
+        from dpkit.data.errors import RegistryError
 
         raise RegistryError(f"registry entry {spec.code!r} names unknown recipe {spec.recipe!r}; known: {sorted(RECIPES)}") from None
     return fn(spec, files, checked)

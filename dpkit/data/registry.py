@@ -10,9 +10,11 @@ import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from dpkit.core.paths import repo_root
 from typing import Any, Mapping
 
-from .errors import RegistryError, UnknownDatasetError
+from dpkit.data.errors import RegistryError, UnknownDatasetError
 
 __all__ = ["FileVariant", "FileSpec", "DatasetSpec", "registry_path", "repo_root", "load_registry", "get_spec"]
 
@@ -80,15 +82,6 @@ class DatasetSpec:
     @property
     def required_files(self) -> tuple[FileSpec, ...]:
         return tuple(f for f in self.files if not f.optional)
-
-
-def repo_root() -> Path | None:
-    """The source tree holding ``dpkit/`` and ``data/registry.yaml`` (None for a non-editable install)."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "data" / "registry.yaml").is_file() and (parent / "dpkit").is_dir():
-            return parent
-    return None
 
 
 def registry_path() -> Path:

@@ -1,9 +1,9 @@
 """Mechanisms of thesis Chapter 1 (and the building blocks of Chapter 2)."""
-from .base import Mechanism
-from .exponential import Exponential, ReportNoisyMax
-from .gaussian import Gaussian, analytic_gaussian_sigma, gaussian_exact_delta
-from .laplace import Laplace
-from .multiquery import (
+from dpkit.mechanisms.base import Mechanism
+from dpkit.mechanisms.exponential import Exponential, ReportNoisyMax
+from dpkit.mechanisms.gaussian import Gaussian, analytic_gaussian_sigma, gaussian_exact_delta
+from dpkit.mechanisms.laplace import Laplace
+from dpkit.mechanisms.multiquery import (
     LaplaceI,
     LaplaceII,
     laplace_I,
@@ -11,7 +11,7 @@ from .multiquery import (
     laplace_II_error_bound,
     laplace_max_error_bound,
 )
-from .net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
+from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 
 __all__ = [
     "Mechanism",

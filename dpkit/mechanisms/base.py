@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..accounting import Ledger, NEIGHBOURING
-from ..validation import check_choice
+from dpkit.core.accounting import Ledger, NEIGHBOURING
+from dpkit.core.validation import check_choice
 
 __all__ = ["Mechanism"]
 

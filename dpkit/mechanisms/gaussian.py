@@ -20,10 +20,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from ..accounting import Ledger
-from ..rng import RNGLike, resolve_rng
-from ..validation import check_choice, check_delta, check_epsilon, check_finite_array, check_sensitivity
-from .base import Mechanism
+from dpkit.core.accounting import Ledger
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_finite_array, check_sensitivity
+from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["Gaussian", "gaussian_exact_delta", "analytic_gaussian_sigma", "CALIBRATIONS"]
 

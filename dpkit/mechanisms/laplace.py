@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Ledger
-from ..rng import RNGLike, resolve_rng
-from ..validation import check_epsilon, check_finite_array, check_sensitivity
-from .base import Mechanism
+from dpkit.core.accounting import Ledger
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_epsilon, check_finite_array, check_sensitivity
+from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["Laplace"]
 

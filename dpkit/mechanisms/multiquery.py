@@ -9,7 +9,7 @@
     (ε, δ)-DP by Thm 1.11 with δ' = δ.
   * ``"thesis"``: the printed ``Lap(Δ√(2k log(1/δ))/ε)``. **[erratum]** its proof uses
     ``√(1+u) − 1 ≥ u/2``, which points the wrong way, so Thm 1.11 gives ``ε + ≈ε²/(2ln(1/δ))``
-    rather than ε. Exact privacy-loss accounting (:func:`dpkit.composition.laplace_composition_delta`)
+    rather than ε. Exact privacy-loss accounting (:func:`dpkit.core.composition.laplace_composition_delta`)
     still shows (ε, δ)-DP with room to spare.
 
 - :func:`laplace_I_error_bound`, :func:`laplace_II_error_bound` — Prop 1.13 (both forms), and
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Ledger
-from ..composition import per_step_epsilon
-from ..rng import RNGLike, resolve_rng
-from ..validation import (
+from dpkit.core.accounting import Ledger
+from dpkit.core.composition import per_step_epsilon
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import (
     check_choice,
     check_delta,
     check_epsilon,
@@ -36,8 +36,8 @@ from ..validation import (
     check_probability,
     check_sensitivity,
 )
-from .base import Mechanism
-from .laplace import Laplace
+from dpkit.mechanisms.base import Mechanism
+from dpkit.mechanisms.laplace import Laplace
 
 __all__ = [
     "LaplaceI",

@@ -13,7 +13,7 @@ thesis's convention) ``u`` has sensitivity ``Δ = max_f (max f − min f)/n``.
 Feasibility: the exact mechanism evaluates every candidate. The candidate count is limited to
 :data:`MAX_CANDIDATES` (2·10⁶; scoring takes ~0.6 s per 10⁶ candidates and stores
 |X| bytes plus 8 bytes per query for each candidate); larger nets raise
-:class:`~dpkit.exceptions.FeasibilityError` naming the size, **before** anything is enumerated.
+:class:`~dpkit.core.exceptions.FeasibilityError` naming the size, **before** anything is enumerated.
 """
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import Ledger
-from ..exceptions import FeasibilityError
-from ..rng import RNGLike
-from ..validation import check_epsilon, check_finite_array, check_int_in_range, check_positive_int, check_probability
-from .base import Mechanism
-from .exponential import Exponential
+from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import FeasibilityError
+from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_epsilon, check_finite_array, check_int_in_range, check_positive_int, check_probability
+from dpkit.mechanisms.base import Mechanism
+from dpkit.mechanisms.exponential import Exponential
 
 __all__ = ["MAX_CANDIDATES", "count_databases", "enumerate_databases", "NetMechanism"]
 
@@ -48,7 +48,7 @@ def enumerate_databases(domain_size: int, m: int, *, max_candidates: int = MAX_C
     """All histograms of ``m`` rows over ``domain_size`` points (SmallDB's range, D–R Alg 4).
 
     The count ``C(|X| + m − 1, m)`` is computed first; if it exceeds ``max_candidates`` a
-    :class:`~dpkit.exceptions.FeasibilityError` naming it is raised before enumerating.
+    :class:`~dpkit.core.exceptions.FeasibilityError` naming it is raised before enumerating.
 
     Returns
     -------

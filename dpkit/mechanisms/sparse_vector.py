@@ -14,10 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import integrate
 
-from ..accounting import Ledger
-from ..rng import RNGLike, resolve_rng
-from ..validation import check_choice, check_epsilon, check_finite_array, check_positive_int, check_probability, check_sensitivity
-from .base import Mechanism
+from dpkit.core.accounting import Ledger
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_choice, check_epsilon, check_finite_array, check_positive_int, check_probability, check_sensitivity
+from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["AboveThreshold", "laplace_cdf", "laplace_pdf"]
 

@@ -1,0 +1,56 @@
+"""The one place that finds the source tree and the shared reference folder beside it.
+
+dpkit runs from an editable install of its clone: the repository root is the ancestor of this
+file that holds ``dpkit/`` and ``data/registry.yaml``; the reference material (offline data
+copies, specs) lives in ``<clone>/../shared`` or wherever ``$DPKIT_SHARED_DIR`` points.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir"]
+
+_HERE = Path(__file__).resolve()
+
+
+def repo_root() -> Path | None:
+    """The clone holding ``dpkit/`` and ``data/registry.yaml``; ``None`` for a non-editable install."""
+    for parent in _HERE.parents:
+        if (parent / "data" / "registry.yaml").is_file() and (parent / "dpkit").is_dir():
+            return parent
+    return None
+
+
+def shared_dir() -> Path | None:
+    """``$DPKIT_SHARED_DIR`` if set, else the first ancestor ``a/shared`` (holding ``data/raw``)
+    found walking up from the package and from the current directory; ``None`` if there is none."""
+    env = os.environ.get("DPKIT_SHARED_DIR")
+    if env:
+        p = Path(env)
+        return p if p.is_dir() else None
+    starts = [_HERE.parent]
+    try:
+        starts.append(Path.cwd().resolve())
+    except OSError:  # cwd deleted
+        pass
+    for start in starts:
+        for a in (start, *start.parents):
+            if (a / "shared" / "data" / "raw").is_dir():
+                return a / "shared"
+    return None
+
+
+def _in_repo(*parts: str) -> Path:
+    root = repo_root()
+    return (root if root is not None else Path.cwd()).joinpath(*parts)
+
+
+def figures_dir() -> Path:
+    """``<clone>/figures``: where paper figures are exported (the current directory's otherwise)."""
+    return _in_repo("figures")
+
+
+def results_dir() -> Path:
+    """``<clone>/results``: the default home of run outputs (gitignored)."""
+    return _in_repo("results")

@@ -1,0 +1,92 @@
+"""Small exact oracles and confidence bounds used by the theorem-check notebooks.
+
+- :func:`clopper_pearson` — exact binomial confidence bounds (D–R §3.0 protocol).
+- :func:`hoeffding_upper` — one-sided Hoeffding bound on the mean of [0, 1] variables.
+- :func:`laplace_shift_kl` / :func:`laplace_shift_kl_numeric` — KL divergence of two Laplace
+  laws shifted by the sensitivity (thesis Lemma 1.8 / D–R Lemma 3.18: ≤ ε(e^ε − 1)).
+- :func:`rr_kl` — KL divergence of the two output laws of randomized response.
+- :func:`laplace_loss_samples` — Monte-Carlo draws of the k-fold Laplace privacy loss at
+  worst-case shift (to cross-check the exact PLD of :mod:`dpkit.core.composition`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import integrate
+
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_choice, check_epsilon, check_int_in_range, check_positive_int, check_probability
+
+__all__ = ["clopper_pearson", "hoeffding_upper", "laplace_shift_kl", "laplace_shift_kl_numeric", "rr_kl", "laplace_loss_samples"]
+
+
+def clopper_pearson(x: int, n: int, confidence: float = 0.95, side: str = "two-sided") -> tuple[float, float]:
+    """Exact (Clopper–Pearson) confidence interval for a binomial proportion, as a pair.
+
+    ``side="lower"`` gives ``(CP_L, 1)``, ``"upper"`` gives ``(0, CP_U)`` — one-sided at level
+    ``confidence``; ``"two-sided"`` splits the error evenly. Thin wrapper over
+    :func:`dpkit.evaluation.audit.clopper_pearson_lower` / :func:`~dpkit.evaluation.audit.clopper_pearson_upper`.
+    """
+    from dpkit.evaluation.audit import clopper_pearson_lower, clopper_pearson_upper
+
+    n = check_positive_int(n, name="n")
+    x = check_int_in_range(x, name="x", low=0, high=n)
+    confidence = check_probability(confidence, name="confidence")
+    side = check_choice(side, name="side", choices=("two-sided", "lower", "upper"))
+    level = confidence if side != "two-sided" else 1.0 - (1.0 - confidence) / 2.0
+    lo = float(clopper_pearson_lower(x, n, level)) if side != "upper" else 0.0
+    hi = float(clopper_pearson_upper(x, n, level)) if side != "lower" else 1.0
+    return (lo, hi)
+
+
+def hoeffding_upper(values: np.ndarray, gamma: float) -> float:
+    """Upper confidence bound (level ``1 − γ``) on the mean of i.i.d. values in [0, 1]: ``x̄ + √(ln(1/γ)/(2N))``."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0 or np.any((v < 0) | (v > 1)):
+        raise ValueError("values must be a non-empty array in [0, 1]")
+    gamma = check_probability(gamma, name="gamma")
+    return float(v.mean() + math.sqrt(math.log(1.0 / gamma) / (2.0 * v.size)))
+
+
+def laplace_shift_kl(epsilon: float) -> float:
+    """Closed form ``D(Lap(0, b) ‖ Lap(S, b)) = ε + e^{−ε} − 1`` with ``ε = S/b``."""
+    eps = check_epsilon(epsilon)
+    return eps + math.expm1(-eps)
+
+
+def laplace_shift_kl_numeric(epsilon: float) -> float:
+    """The same KL by quadrature of ``p(x) ln(p(x)/q(x))`` (independent of the closed form)."""
+    eps = check_epsilon(epsilon)
+    b, S = 1.0, eps  # scale 1, shift ε
+
+    def integrand(x: float) -> float:
+        p = math.exp(-abs(x) / b) / (2 * b)
+        return p * (abs(x - S) - abs(x)) / b
+
+    pts = [(-math.inf, 0.0), (0.0, S), (S, math.inf)]
+    return float(sum(integrate.quad(integrand, a, c, epsabs=1e-14, epsrel=1e-12)[0] for a, c in pts))
+
+
+def rr_kl(epsilon: float) -> float:
+    """KL divergence between randomized response's output laws for the two inputs: ``ε(e^ε − 1)/(e^ε + 1)``."""
+    eps = check_epsilon(epsilon)
+    p = 1.0 / (1.0 + math.exp(-eps))
+    return p * math.log(p / (1 - p)) + (1 - p) * math.log((1 - p) / p)
+
+
+def laplace_loss_samples(k: int, epsilon: float, n_samples: int, *, rng: RNGLike = None) -> np.ndarray:
+    """``n_samples`` draws of the privacy loss ``Σ_i ln(p_0(x_i)/p_1(x_i))`` of ``k`` Laplace releases.
+
+    Each release is ``x_i ~ Lap(0, 1/ε)`` compared with ``Lap(1, 1/ε)`` (sensitivity 1,
+    worst-case shift), so each term is ``ε(|x_i − 1| − |x_i|) ∈ [−ε, ε]``.
+    """
+    k = check_positive_int(k, name="k")
+    eps = check_epsilon(epsilon)
+    n = check_positive_int(n_samples, name="n_samples")
+    g = resolve_rng(rng)
+    total = np.zeros(n)
+    for s in range(0, k, max(1, 4_000_000 // n)):
+        x = g.laplace(0.0, 1.0 / eps, size=(n, min(k - s, max(1, 4_000_000 // n))))
+        total += (eps * (np.abs(x - 1.0) - np.abs(x))).sum(axis=1)
+    return total

@@ -1,0 +1,59 @@
+"""Figures for seed 004 (Figs. 1–4 analogues); used by the notebook's batch and interactive paths."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from dpkit.outputs.plotting import new_figure
+
+__all__ = ["plot_convergence", "plot_timing", "METHOD_LABELS"]
+
+METHOD_LABELS = {
+    "algorithm1": "Algorithm 1 (mean |Δx| < tol)",
+    "algorithm1-100": "Algorithm 1 (100 cycles)",
+    "pinv": "general solution (dense pinv)",
+    "cholesky": "dense Cholesky of MMᵀ",
+    "splu": "sparse LU of MMᵀ (scipy splu)",
+    "lsqr": "LSQR (scipy)",
+    "closed-form": "closed form Boost(X̃)·Π",
+}
+
+
+def plot_convergence(rows: Sequence[dict[str, Any]], key: str = "mse", *, optimum: bool = True, logy: bool = True):
+    """One curve per T of the trace ``key`` (``"mse"`` = Fig. 1, ``"err"`` = Fig. 2) against the cycle s.
+
+    With ``key="err"`` and ``optimum=True`` the exact optimum's all-node RMSE is drawn dashed
+    (the "general solution" line of Fig. 2).
+    """
+    fig, ax = new_figure()
+    for i, r in enumerate(rows):
+        y = np.asarray(r[key])
+        s = np.arange(y.size)
+        start = 1 if (logy and key == "mse") else 0
+        (line,) = ax.plot(s[start:], y[start:], label=f"T = {r['T']}")
+        if key == "err" and optimum:
+            ax.axhline(r["err_opt"], ls="--", lw=0.8, color=line.get_color())
+    ax.set_xlabel("iteration s (full cycles)")
+    ax.set_ylabel({"mse": "mse_s (eq. 14)", "err": "err_s, all-node RMSE (eq. 15)"}.get(key, key))
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize="small", ncol=2)
+    return fig
+
+
+def plot_timing(rows: Sequence[dict[str, Any]], methods: Sequence[str] | None = None, *, column: str = "total_s"):
+    """Wall time (build + solve) against T on log–log axes, one line per method (Figs. 3/4)."""
+    fig, ax = new_figure()
+    methods = methods or list(dict.fromkeys(r["method"] for r in rows))
+    for mth in methods:
+        pts = sorted((r["T"], r[column]) for r in rows if r["method"] == mth)
+        if pts:
+            T, t = zip(*pts)
+            ax.plot(T, t, marker="o", ms=3, label=METHOD_LABELS.get(mth, mth))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("T (days)")
+    ax.set_ylabel("wall time [s], one run")
+    ax.legend(fontsize="x-small", framealpha=0.8)
+    return fig

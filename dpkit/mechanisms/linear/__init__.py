@@ -1,0 +1,28 @@
+"""The near-optimal additive-noise mechanism for 1-D linear queries (seeds 001/003).
+
+See ``shared/spec/near-optimal-linear-queries.md``. Modules: :mod:`.intervals`
+(interval-union arithmetic), :mod:`.levelset` (shells, Definition 2, truncation),
+:mod:`.density` (α, pdf, cdf, E|Z|, rate, δ* of (9)), :mod:`.mechanism` (Algorithm 2
+release), :mod:`.staircase` (Geng–Viswanath peer), :mod:`.checks` (the verification suite).
+"""
+from dpkit.mechanisms.linear.density import LevelSetDensity, optimal_radius, rate_grid, rate_curve, laplace_abs_error, staircase_abs_error
+from dpkit.mechanisms.linear.levelset import LevelSets, build_level_sets, ladder_sets, neighbour_set
+from dpkit.mechanisms.linear.mechanism import LinearQueryMechanism, linear_query_value
+from dpkit.mechanisms.linear.staircase import Staircase, optimal_gamma
+
+__all__ = [
+    "LinearQueryMechanism",
+    "linear_query_value",
+    "Staircase",
+    "optimal_gamma",
+    "LevelSetDensity",
+    "LevelSets",
+    "build_level_sets",
+    "ladder_sets",
+    "neighbour_set",
+    "optimal_radius",
+    "rate_grid",
+    "rate_curve",
+    "laplace_abs_error",
+    "staircase_abs_error",
+]

@@ -1,0 +1,215 @@
+"""The verification suite of spec §4/§6 for the level-set mechanism (used by notebook 30 and tests).
+
+Every function returns plain numbers (a statistic to compare with a bound) so that the
+notebook only wires them into :class:`dpkit.outputs.report.Report`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+import numpy as np
+from scipy.optimize import linprog
+
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.mechanisms.linear import intervals as iv
+from dpkit.mechanisms.linear.density import LevelSetDensity
+from dpkit.mechanisms.linear.levelset import LevelSets
+
+__all__ = [
+    "CONFIGURATIONS",
+    "exact_level_check",
+    "monte_carlo_level_check",
+    "lemma3_violation",
+    "corollary1_violation",
+    "theorem1_lp",
+    "monte_carlo_abs_error",
+    "privacy_test_set",
+]
+
+#: The experiment configurations V1–V7 of spec §5.1 (V = [0, a] ∪ [b, c]; V4 degenerate).
+CONFIGURATIONS: dict[str, list[list[float]]] = {
+    "V1": [[0.0, 1.0], [1000.0, 1001.0]],
+    "V2": [[0.0, 100.0], [1000.0, 1001.0]],
+    "V3": [[0.0, 500.0], [1000.0, 1001.0]],
+    "V4": [[0.0, 1001.0]],
+    "V5": [[0.0, 1.0], [100.0, 101.0]],
+    "V6": [[0.0, 1.0], [1000.0, 1001.0]],
+    "V7": [[0.0, 1.0], [2000.0, 2001.0]],
+}
+
+
+@dataclass(frozen=True)
+class LevelCheck:
+    """Result of :func:`exact_level_check`: pieces of ``(C_t ⊕ W) ∖ C_{t+1}`` found (should be 0)."""
+
+    violating_pieces: int
+    violating_measure: float
+    levels_checked: int
+
+
+def exact_level_check(levels: LevelSets) -> LevelCheck:
+    """Exact privacy check (spec §4, Lemma 4 / Theorem 2): ``C_t ⊕ W ⊆ C_{t+1}`` for all t.
+
+    ``C_t`` is rebuilt from the *stored shells* (the sets the pdf and sampler use) and the
+    inclusion is tested with interval arithmetic, including ``t = n`` against the first
+    tail band. Equivalent to ``|ℓ(r + v) − ℓ(r)| ≤ 1`` for all ``r`` and ``v ∈ W``, i.e.
+    to ``p(r) ≤ e^ε p(r + v)``.
+    """
+    if levels.shells is None:
+        raise ValueError("exact_level_check needs the shells; build with keep_shells=True")
+    W, tol = levels.W, levels.tol
+    C = levels.shells[0]
+    pieces, meas = 0, 0.0
+    for t in range(levels.n + 1):
+        if t < levels.n:
+            Cn = iv.union(C, levels.shells[t + 1], tol=tol)
+        else:
+            rho = levels.outer_radius
+            Cn = np.array([[-rho - levels.sensitivity, rho + levels.sensitivity]])
+        bad = iv.difference(iv.minkowski_sum(C, W, tol), Cn, tol)
+        pieces += int(bad.shape[0])
+        meas += iv.measure(bad)
+        C = Cn
+    return LevelCheck(pieces, meas, levels.n + 1)
+
+
+def privacy_test_set(W: np.ndarray, n_inner: int = 3) -> np.ndarray:
+    """Shifts ``v ∈ W`` to test: every endpoint of ``W`` plus ``n_inner`` interior points per interval."""
+    pts = [W[:, 0], W[:, 1]]
+    for k in range(1, n_inner + 1):
+        pts.append(W[:, 0] + (W[:, 1] - W[:, 0]) * k / (n_inner + 1))
+    v = np.unique(np.concatenate(pts))
+    return v[v != 0.0] if np.any(v != 0.0) else v
+
+
+def monte_carlo_level_check(density: LevelSetDensity, n: int = 20000, *, rng: RNGLike = None) -> dict[str, float]:
+    """Spec §4 Lemma 4 (b): random ``r`` (half from the density, half uniform over the
+    explicit region plus a band of tail) and ``v ∈ W`` (endpoints, interior points and
+    uniform draws): returns ``max |ℓ(r+v) − ℓ(r)|`` (must be ≤ 1) and
+    ``max ln(p(r)/p(r+v))/ε`` (must be ≤ 1, and = 1 shows the bound is tight)."""
+    g = resolve_rng(rng)
+    L = density.levels
+    rho = L.outer_radius + 2 * L.sensitivity
+    r = np.concatenate([density.sample(n // 2, rng=g), g.uniform(-rho, rho, n - n // 2)])
+    fixed = privacy_test_set(L.W)
+    widths = L.W[:, 1] - L.W[:, 0]
+    pick = g.choice(L.W.shape[0], size=n, p=(widths + 1e-12) / (widths + 1e-12).sum())
+    v_rand = L.W[pick, 0] + g.random(n) * widths[pick]
+    v = np.where(g.random(n) < 0.5, fixed[g.integers(0, fixed.size, n)], v_rand)
+    l0, l1 = density.level(r), density.level(r + v)
+    ratio = (density.logpdf(r) - density.logpdf(r + v)) / density.epsilon
+    return {"max_level_jump": float(np.max(np.abs(l1 - l0))), "max_log_ratio_over_eps": float(np.max(ratio))}
+
+
+def _construction(levels: LevelSets) -> tuple[np.ndarray, np.ndarray]:
+    """``(a_i, b_i)`` of the genuine shells: a truncated build's closing shell (which also
+    holds the remaining holes of ``C_K``) is not part of the paper's construction."""
+    m = levels.n + 1 if levels.converged else levels.n
+    return levels.abs_integrals[:m], levels.measures[:m]
+
+
+def _ratios(levels: LevelSets) -> np.ndarray:
+    a, b = _construction(levels)
+    ok = b > 0
+    return a[ok] / b[ok], ok
+
+
+def lemma3_violation(levels: LevelSets) -> float:
+    """Lemma 3: ``a_i/b_i`` (mean ``|r|`` on shell ``R_i``) is non-decreasing in ``i``.
+
+    Returns ``max_i (a_i/b_i − a_{i+1}/b_{i+1})`` relative to ``Δf`` over shells of positive
+    measure (≤ 0 when the lemma holds). For a truncated build the closing shell is left out."""
+    r, _ = _ratios(levels)
+    if r.size < 2:
+        return -math.inf
+    return float(np.max(r[:-1] - r[1:]) / levels.sensitivity)
+
+
+def corollary1_violation(levels: LevelSets, epsilon: float) -> float:
+    """Corollary 1: ``Σ_{i<t} q^i a_i / Σ_{i<t} q^i b_i ≤ a_t/b_t`` for every ``t ≥ 1``.
+
+    Returns ``max_t (lhs − rhs)/Δf`` (≤ 0 when it holds), computed in a scaled form
+    (``q^{i−t}``) so that large ``t`` does not underflow."""
+    a, b = _construction(levels)
+    worst = -math.inf
+    num = den = 0.0
+    q = math.exp(-epsilon)
+    for t in range(1, a.size):
+        num = num * q + a[t - 1]  # running Σ q^{t-1-i} a_i
+        den = den * q + b[t - 1]
+        if b[t] > 0 and den > 0:
+            worst = max(worst, (num / den - a[t] / b[t]) / levels.sensitivity)
+    return float(worst)
+
+
+def theorem1_lp(levels: LevelSets, epsilon: float, *, max_levels: int | None = None) -> dict[str, float]:
+    """Theorem 1 via the Charnes–Cooper LP of spec §4 (HiGHS).
+
+    With fixed shells ``R_0..R_K`` (``a_i = ∫_{R_i}|r|``, ``b_i = μ(R_i)``), problem (5)
+    in ``u_i = e^{ε z_i}`` becomes: minimise ``Σ a_i y_i`` s.t. ``Σ b_i y_i = 1``,
+    ``y_i ≤ e^ε y_{i+1}``, ``y_{i+1} ≤ e^ε y_i``, ``y_i ≤ y_0``, ``y ≥ 0``. Theorem 1
+    predicts ``y_i ∝ e^{−εi}``. ``K`` defaults to ``min(n, ⌈18/ε⌉)`` so that ``e^{−εK}``
+    stays above the solver tolerance; ``a`` and ``b`` are rescaled to O(1).
+
+    Returns the LP optimum, the value at ``y ∝ e^{−εi}``, their relative gap and
+    ``max_i |y_i/y_0 − e^{−εi}|``.
+    """
+    a_all, b_all = _construction(levels)
+    top = a_all.size - 1
+    K = min(top, int(math.ceil(18.0 / epsilon))) if max_levels is None else min(top, int(max_levels))
+    a = a_all[: K + 1].astype(float)
+    b = b_all[: K + 1].astype(float)
+    keep = b > 0
+    idx = np.flatnonzero(keep)
+    a, b = a[keep], b[keep]
+    m = a.size
+    sa, sb = a.max(), b.sum()
+    a_s, b_s = a / sa, b / sb
+    E = math.exp(epsilon)
+    rows = []
+    for i in range(m - 1):
+        if idx[i + 1] - idx[i] != 1:
+            continue  # a zero-measure shell in between: no adjacent-level constraint
+        r1 = np.zeros(m)
+        r1[i], r1[i + 1] = 1.0, -E  # y_i ≤ e^ε y_{i+1}
+        r2 = np.zeros(m)
+        r2[i + 1], r2[i] = 1.0, -E  # y_{i+1} ≤ e^ε y_i
+        rows += [r1, r2]
+    for i in range(1, m):
+        r3 = np.zeros(m)
+        r3[i], r3[0] = 1.0, -1.0  # y_i ≤ y_0 (Assumption 1)
+        rows.append(r3)
+    res = linprog(
+        a_s,
+        A_ub=np.array(rows) if rows else None,
+        b_ub=np.zeros(len(rows)) if rows else None,
+        A_eq=b_s[None, :],
+        b_eq=[1.0],
+        bounds=[(0, None)] * m,
+        method="highs",
+    )
+    if not res.success:  # pragma: no cover - the LP is always feasible and bounded
+        raise RuntimeError(f"Theorem-1 LP failed: {res.message}")
+    y = res.x
+    theo = np.exp(-epsilon * idx)
+    theo_val = float(a_s @ theo / (b_s @ theo))
+    lp_val = float(res.fun)
+    return {
+        "levels": int(m),
+        "lp_value": lp_val * sa / sb,
+        "theory_value": theo_val * sa / sb,
+        "relative_gap": abs(lp_val - theo_val) / theo_val,
+        "max_profile_error": float(np.max(np.abs(y / y[0] - theo))),
+    }
+
+
+def monte_carlo_abs_error(density: LevelSetDensity, n: int, *, rng: RNGLike = None) -> dict[str, float]:
+    """Monte-Carlo ``E|Z|`` from Algorithm 2 against the closed form.
+
+    ``z = (mean|Z| − E|Z|)/(sd|Z|/√n)`` with ``sd|Z|² = E[Z²] − (E|Z|)²`` from the closed
+    forms, so ``|z|`` is asymptotically standard normal under a correct sampler."""
+    x = np.abs(density.sample(n, rng=rng))
+    e = density.expected_abs_error
+    sd = math.sqrt(max(density.variance - e * e, 0.0))
+    return {"mc": float(x.mean()), "closed_form": e, "z": float((x.mean() - e) / (sd / math.sqrt(n)))}
+

@@ -1,0 +1,168 @@
+"""The staircase mechanism of Geng & Viswanath (spec §5, ref. [18]) as a peer baseline.
+
+Noise density with parameters ``Δ = Δf``, ``b = e^{−ε}`` and ``γ ∈ [0, 1]``:
+
+    p(x) = a(γ)          for |x| ∈ [0, γΔ)
+           b·a(γ)        for |x| ∈ [γΔ, Δ)
+           b^k p(|x| − kΔ)  for |x| ∈ [kΔ, (k+1)Δ),
+    a(γ) = (1 − b) / (2Δ(γ + b(1 − γ))).
+
+The optimal ``γ* = 1/(1 + e^{ε/2})`` gives ``E|Z| = Δ e^{ε/2}/(e^ε − 1)`` — the denominator
+of the paper's ``rate``. Level ``i`` of the staircase is ``|x| ∈ [γΔ + (i−1)Δ, γΔ + iΔ)``,
+so it equals the level-set mechanism for ``V = [0, Δ]`` with radius ``δ = γΔ`` (the V4
+identity of spec §0/§4).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.accounting import Ledger
+from dpkit.mechanisms.base import Mechanism
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_epsilon, check_finite_array, check_real_in_range, check_sensitivity
+
+__all__ = ["Staircase", "optimal_gamma"]
+
+
+def optimal_gamma(epsilon: float) -> float:
+    """``γ* = 1/(1 + e^{ε/2})`` (Geng–Viswanath)."""
+    return 1.0 / (1.0 + math.exp(check_epsilon(epsilon, name="epsilon") / 2))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Staircase(Mechanism):
+    """Geng–Viswanath staircase mechanism ``f(x) + Z`` for a scalar query.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy parameter, finite and > 0.
+    sensitivity : float
+        ``Δf`` under ``neighbouring`` (for a linear query with neighbour set V under
+        add/remove neighbours, ``max_{v∈V}|v|``).
+    gamma : float, optional
+        Staircase shape in [0, 1]; default ``γ* = 1/(1 + e^{ε/2})``.
+    neighbouring : {"add-remove", "replace-one"}
+        Relation under which ``sensitivity`` holds (default: the seeds' add/remove).
+
+    Examples
+    --------
+    >>> m = Staircase(epsilon=1.0, sensitivity=1.0)
+    >>> round(m.mean_abs_error, 6) == round(math.exp(0.5) / math.expm1(1.0), 6)
+    True
+    """
+
+    epsilon: float
+    sensitivity: float
+    gamma: float | None = None
+    neighbouring: str = "add-remove"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
+        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
+        g = optimal_gamma(self.epsilon) if self.gamma is None else check_real_in_range(self.gamma, name="gamma", low=0.0, high=1.0)
+        object.__setattr__(self, "gamma", g)
+
+    @property
+    def delta(self) -> float:
+        """Approximate-DP δ: 0 (pure ε-DP)."""
+        return 0.0
+
+    @property
+    def b(self) -> float:
+        return math.exp(-self.epsilon)
+
+    @property
+    def a(self) -> float:
+        """Peak density ``a(γ)``."""
+        b, g = self.b, float(self.gamma)
+        return (1 - b) / (2 * self.sensitivity * (g + b * (1 - g)))
+
+    @property
+    def mean_abs_error(self) -> float:
+        """Closed-form ``E|Z|`` for any γ (sum of the per-step integrals; equals
+        ``Δ e^{ε/2}/(e^ε − 1)`` at ``γ*``)."""
+        b, g, D = self.b, float(self.gamma), self.sensitivity
+        omb = 1 - b
+        s0, s1 = 1 / omb, b / omb**2  # Σ b^k, Σ k b^k
+        # ∫_{kΔ}^{kΔ+γΔ} x = Δ²(kγ + γ²/2);  ∫_{kΔ+γΔ}^{(k+1)Δ} x = Δ²(1−γ)(2k + 1 + γ)/2
+        inner = g * s1 + g * g / 2 * s0
+        outer = (1 - g) * (s1 + (1 + g) / 2 * s0)
+        return 2 * self.a * D * D * (inner + b * outer)
+
+    @property
+    def variance(self) -> float:
+        """Closed-form ``E[Z²]`` (sum over steps with Σ k b^k, Σ k² b^k)."""
+        b, g, D = self.b, float(self.gamma), self.sensitivity
+        omb = 1 - b
+        s0, s1, s2 = 1 / omb, b / omb**2, b * (1 + b) / omb**3
+        # ∫_{k}^{k+γ} x² = k²γ + kγ² + γ³/3 ; ∫_{k+γ}^{k+1} x² = k²(1−γ) + k(1−γ²) + (1−γ³)/3   (units Δ³)
+        inner = g * s2 + g * g * s1 + g**3 / 3 * s0
+        outer = (1 - g) * s2 + (1 - g * g) * s1 + (1 - g**3) / 3 * s0
+        return 2 * self.a * D**3 * (inner + b * outer)
+
+    @property
+    def mse(self) -> float:
+        return self.variance
+
+    def level(self, x: Any) -> np.ndarray:
+        """Staircase level of ``x``: 0 on ``|x| < γΔ``, then ``i`` on ``[γΔ + (i−1)Δ, γΔ + iΔ)``."""
+        ax = np.abs(np.asarray(x, dtype=float)) / self.sensitivity
+        return np.where(ax < self.gamma, 0, np.floor(ax - self.gamma).astype(np.int64) + 1)
+
+    def pdf(self, x: Any) -> np.ndarray:
+        return self.a * np.exp(-self.epsilon * self.level(x))
+
+    def cdf(self, x: Any) -> np.ndarray | float:
+        """Exact CDF (symmetric; mass of ``[0, y]`` summed over whole steps plus a partial one)."""
+        x = np.asarray(x, dtype=float)
+        y = np.abs(x) / self.sensitivity
+        b, g, a, D = self.b, float(self.gamma), self.a, self.sensitivity
+        k = np.floor(y)
+        t = y - k
+        step_mass = a * D * (g + b * (1 - g))  # mass of [0, Δ) on one side
+        full = step_mass * (1 - b**k) / (1 - b)
+        part = a * D * b**k * np.where(t < g, t, g + b * (t - g))
+        m = full + part
+        out = np.where(x >= 0, 0.5 + m, 0.5 - m)
+        return float(out) if out.ndim == 0 else out
+
+    def sample(self, size: int | tuple[int, ...] | None = None, *, rng: RNGLike = None) -> np.ndarray | float:
+        """Geng–Viswanath sampler: ``S·[(1−B)(G + γU) + B(G + γ + (1−γ)U)]Δ`` with sign ``S``,
+        ``G ~ Geometric`` on ``{0,1,…}`` with ``P(G=k) = (1−b)b^k``, ``U ~ U[0,1]`` and
+        ``P(B = 0) = γ/(γ + (1−γ)b)``."""
+        g = resolve_rng(rng)
+        m = 1 if size is None else int(np.prod(size))
+        gam, b = float(self.gamma), self.b
+        S = np.where(g.random(m) < 0.5, -1.0, 1.0)
+        G = g.geometric(1 - b, size=m) - 1
+        U = g.random(m)
+        B = g.random(m) >= gam / (gam + (1 - gam) * b)
+        X = S * np.where(B, G + gam + (1 - gam) * U, G + gam * U) * self.sensitivity
+        if size is None:
+            return float(X[0])
+        return X.reshape(size)
+
+    def release(
+        self,
+        value: Any,
+        *,
+        rng: RNGLike = None,
+        ledger: Ledger | None = None,
+        name: str | None = None,
+    ) -> np.ndarray | float:
+        """Return ``value + Z`` (independent noise per entry of a scalar query's value).
+
+        With ``ledger`` the spend (ε, 0) is recorded first and refused if over budget.
+        """
+        x = check_finite_array(value, name="value")
+        if x.size != 1:
+            raise ValueError(f"value must be a scalar (the staircase mechanism releases one scalar query); got shape {x.shape}")
+        self._charge(ledger, name, sensitivity=self.sensitivity, gamma=self.gamma)
+        out = x + self.sample(x.shape if x.ndim else None, rng=rng)
+        return float(out) if np.ndim(out) == 0 else out

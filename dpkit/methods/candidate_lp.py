@@ -1,0 +1,157 @@
+"""Candidate-set variants of the improved trigonometric mechanism (thesis Alg 9/10 steps 6–8).
+
+The thesis draws its C candidates uniformly from an ellipsoid given by a private mean and a
+private PCA (PSI, Alg 6/7) and re-weights them by the L1 LP against the noisy Chebyshev moments.
+At the thesis's n, d and ε the PSI noise often dominates the covariance (thesis.md: σ > 1 on every
+data set but CSN), so the ellipsoid may be no better than a blind guess. :class:`CandidateLP`
+keeps everything else of Alg 9/10 — schedule (Thm 2.4/2.5), discretisation to A^d, the first R
+basis functions, the moment noise (:func:`dpkit.mechanisms.trig.moment_noise`, correct constants), the LP
+(:func:`dpkit.mechanisms.trig.solve_l1_lp`) and the sampling of m rows — and swaps the candidate source:
+
+* ``"gaussian"`` — C draws from a DP Gaussian fit (:class:`~dpkit.methods.GaussianFit`,
+  ``fit_method="analyze_gauss"`` or ``"psi"``), charged 2ε/3 and δ/2: the same share Alg 9/10
+  give the mean + PCA;
+* ``"marginals"`` — C draws from the independent per-attribute histograms, charged the same;
+* ``"uniform"`` — C uniform points of the cube (data-independent, free): the moments get the
+  whole (ε, δ).
+
+The moments always spend (ε/3, δ/2) for the two charged sources — the same noise as Alg 9/10,
+so the comparison with the ellipsoid isolates the candidate set.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.accounting import Ledger
+from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.mechanisms.trig import basis_indices, basis_moments, discretise, evaluate_basis, moment_noise, release_moments, schedule
+from dpkit.mechanisms.trig.grid import discretise_indices
+from dpkit.mechanisms.trig.lp import solve_l1_lp
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.methods._common import BaselineResult, Timer, ledger_for
+
+__all__ = ["CandidateLP"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateLP:
+    """Alg 9/10 with another candidate source (module docstring).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Total budget; δ = 0 ⇒ Thm 2.4 schedule (mechanism I), δ > 0 ⇒ Thm 2.5 (II).
+    K : float
+        Smoothness order (K = σ²).
+    C, R : int
+        Candidates and basis functions.
+    source : {"gaussian", "marginals", "uniform"}
+    fit_method : {"analyze_gauss", "psi"}
+        Gaussian route for ``source="gaussian"``.
+    k, n_iter : int
+        PSI parameters for ``fit_method="psi"``.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    K: float = 4.0
+    C: int = 10_000
+    R: int = 50
+    source: str = "gaussian"
+    fit_method: str = "analyze_gauss"
+    k: int = 2
+    n_iter: int = 10
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        check_int_in_range(self.C, name="C", low=1)
+        check_int_in_range(self.R, name="R", low=1)
+        check_choice(self.source, name="source", choices=("gaussian", "marginals", "uniform"))
+        check_choice(self.fit_method, name="fit_method", choices=("analyze_gauss", "psi"))
+        if not (float(self.K) > 0 and math.isfinite(float(self.K))):
+            raise ValueError(f"K must be finite and > 0; got {self.K}")
+
+    @property
+    def name(self) -> str:
+        src = self.source if self.source != "gaussian" else f"gauss-{self.fit_method.replace('_', '-')}"
+        return f"lp-{src}-cands"
+
+    def _candidates(self, X: np.ndarray, led: Ledger, eps: float, dl: float, g: np.random.Generator) -> np.ndarray:
+        if self.source == "uniform":
+            return g.uniform(-1.0, 1.0, size=(self.C, X.shape[1]))
+        g_fit, g_smp = spawn(g, 2)
+        if self.source == "gaussian":
+            from dpkit.methods.gaussian_fit import GaussianFit, sample_gaussian
+
+            rel = GaussianFit(epsilon=eps, delta=dl, method=self.fit_method, k=self.k, n_iter=self.n_iter).release(
+                X, rng=g_fit, ledger=led
+            )
+            return sample_gaussian(rel["mean"], rel["cov"], self.C, rng=g_smp)
+        from dpkit.methods.marginals import IndependentMarginals
+
+        res = IndependentMarginals(epsilon=eps, delta=dl, kind="histogram", m=self.C).fit(X, rng=g_fit, ledger=led)
+        return np.asarray(res.synthetic.points)
+
+    def _split(self) -> tuple[float, float, float, float]:
+        """(ε, δ) of the moments and of the candidates."""
+        if self.source == "uniform":
+            return self.epsilon, self.delta, 0.0, 0.0
+        return self.epsilon / 3.0, self.delta / 2.0, 2.0 * self.epsilon / 3.0, self.delta - self.delta / 2.0
+
+    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> dict[str, Any]:
+        """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget).
+
+        Returns ``{"b_hat", "indices", "schedule", "noise", "ledger"}``.
+        """
+        X = check_in_unit_cube(X, name="X")
+        n, d = X.shape
+        sch = schedule(n, d, float(self.K), self.delta)
+        if self.R > sch.t**d:
+            raise ValueError(f"R must be in [1, t^d] = [1, {sch.t}^{d}]; got R = {self.R}")
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        eps_m, d_m, _, _ = self._split()
+        idx = basis_indices(sch.t, d, self.R)
+        b = basis_moments(discretise(X, sch.N), idx)
+        noise = moment_noise(n, self.R, epsilon=eps_m, delta=d_m)
+        led.spend("moments", noise.epsilon, noise.delta, mechanism=f"{noise.kind} ({noise.rule})",
+                  neighbouring="replace-one", scale=noise.scale, l1_sensitivity=noise.l1_sensitivity,
+                  l2_sensitivity=noise.l2_sensitivity, n_moments=self.R)
+        b_hat = release_moments(b, noise, rng=resolve_rng(rng))
+        return {"b_hat": b_hat, "indices": idx, "schedule": sch, "noise": noise, "ledger": led}
+
+    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+        """Run the variant on ``X`` ⊂ [-1, 1]^d (child streams: moments, candidates, sample)."""
+        tm = Timer()
+        X = check_in_unit_cube(X, name="X")
+        g_mom, g_cand, g_smp = spawn(rng, 3)
+        eps_m, d_m, eps_c, d_c = self._split()
+        with tm("moments"):
+            mom = self.noisy_moments(X, rng=g_mom, ledger=ledger)
+        led, idx, b_hat, noise = mom["ledger"], mom["indices"], mom["b_hat"], mom["noise"]
+        t, N, m = mom["schedule"].t, mom["schedule"].N, mom["schedule"].m
+        with tm("candidates"):
+            G = self._candidates(X, led, eps_c, d_c, g_cand)
+            cells = np.unique(discretise_indices(np.clip(G, -1.0, 1.0), N), axis=0)
+            points = (2.0 * cells + 1.0 - N) / N
+            W = np.ascontiguousarray(evaluate_basis(points, idx).T)
+        with tm("lp"):
+            sol = solve_l1_lp(W, b_hat)
+        with tm("sample"):
+            keep = sol.u > 0
+            lp_db = WeightedDatabase(points=points[keep], weights=sol.u[keep], m=m)
+            synth = lp_db.realise(g_smp)
+        params = {
+            "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "K": float(self.K), "t": t, "N": N,
+            "m": m, "R": self.R, "C": self.C, "n_candidates_distinct": int(points.shape[0]), "source": self.source,
+            "fit_method": self.fit_method if self.source == "gaussian" else None,
+            "budget_split": {"moments": (eps_m, d_m), "candidates": (eps_c, d_c)},
+            "moment_noise": noise.to_dict(), "support_size": sol.support_size,
+        }
+        return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),
+                              timings=tm.done(), extra={"lp": sol.to_dict(), "noisy_moments": b_hat})

@@ -1,0 +1,131 @@
+"""B1 — direct answering of the evaluation queries (dwork-roth.md §4.3 B1; thesis Prop 1.7, 1.12, Ex 1.3).
+
+Not a synthetic database: the Q evaluation queries themselves are answered with noise and the
+budget is split across them. Its error grows with Q (≈ Q/(εn) for pure DP, ≈ √Q/(εn) for
+(ε, δ)), so it wins for few queries and loses to a synthetic database once Q is large — the
+cross-over is what the baselines notebook shows.
+
+Noise (per-query sensitivity Δ_q = range_q/n, see :mod:`dpkit.methods._common`):
+
+* ``"laplace_I"`` — ε-DP: Lap(Σ_q Δ_q / ε) on every answer (L1 sensitivity of the Q-vector;
+  with Δ_q = Δ this is Prop 1.7's Lap(QΔ/ε)).
+* ``"laplace_II"`` — (ε, δ)-DP by advanced composition (Thm 1.11, δ' = δ): each query is
+  ε₀-DP with Lap(Δ_q/ε₀), ε₀ the largest per-step ε whose Q-fold composition is ≤ ε
+  (:func:`dpkit.core.composition.per_step_epsilon`, capped at the basic ε/Q). The printed Prop 1.12
+  scale is **not** used (its proof has the erratum noted in thesis.md).
+* ``"gaussian"`` — (ε, δ)-DP: N(0, s²) with s from the analytic Gaussian mechanism
+  (Balle & Wang 2018) on the L2 sensitivity (Σ_q Δ_q²)^{1/2}
+  (:class:`dpkit.mechanisms.gaussian.Gaussian`).
+
+The whole vector is one ledger entry ``"answers"`` of (ε, δ) (0 δ for Laplace I).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.accounting import Ledger
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube
+from dpkit.methods._common import BaselineResult, Timer, answer_on_data, kernel_query_ranges, ledger_for
+
+__all__ = ["DirectAnswering", "NOISES"]
+
+NOISES = ("laplace_I", "laplace_II", "gaussian")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectAnswering:
+    """Answer the workload directly with noise (B1).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε (``math.inf``: exact answers, a reference).
+    delta : float
+        Total δ (must be > 0 for ``"laplace_II"`` and ``"gaussian"``; ignored by ``"laplace_I"``,
+        which spends δ = 0).
+    noise : {"laplace_I", "laplace_II", "gaussian"}
+    sensitivity : {"range", "unit"}
+        ``"range"`` (default): Δ_q = (sup f_q − inf f_q)/n bounded from the public query
+        (module :mod:`dpkit.methods._common`); ``"unit"``: the generic Δ_q = 1/n.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    noise: str = "laplace_I"
+    sensitivity: str = "range"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        check_choice(self.noise, name="noise", choices=NOISES)
+        check_choice(self.sensitivity, name="sensitivity", choices=("range", "unit"))
+        if self.noise != "laplace_I" and self.delta == 0 and not math.isinf(self.epsilon):
+            raise ValueError(f"delta must be in (0, 1) for noise={self.noise!r}; got 0")
+
+    @property
+    def name(self) -> str:
+        return f"direct-{self.noise}"
+
+    def sensitivities(self, workload: Any, n: int) -> np.ndarray:
+        """Per-query replace-one sensitivities Δ_q (shape (Q,))."""
+        Q = int(np.asarray(workload.alphas).shape[0])
+        if self.sensitivity == "unit":
+            return np.full(Q, 1.0 / n)
+        return kernel_query_ranges(workload.centres, workload.alphas, workload.sigma) / n
+
+    def noise_scales(self, workload: Any, n: int) -> tuple[np.ndarray, str, float, float]:
+        """(per-query scale, kind, ε spent, δ spent) — Laplace scale b_q or Gaussian std."""
+        sens = self.sensitivities(workload, n)
+        Q = sens.shape[0]
+        if math.isinf(self.epsilon):
+            return np.zeros(Q), "none", self.epsilon, 0.0
+        if self.noise == "laplace_I":
+            return np.full(Q, sens.sum() / self.epsilon), "laplace", self.epsilon, 0.0
+        if self.noise == "laplace_II":
+            from dpkit.core.composition import per_step_epsilon
+
+            eps0 = per_step_epsilon(self.epsilon, self.delta, Q, rule="advanced")[0]
+            return sens / eps0, "laplace", self.epsilon, self.delta
+        from dpkit.mechanisms.gaussian import Gaussian
+
+        g = Gaussian(epsilon=self.epsilon, delta=self.delta, sensitivity=float(np.linalg.norm(sens)))
+        return np.full(Q, g.sigma), "gaussian", self.epsilon, self.delta
+
+    def answer(self, workload: Any, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+               truth: np.ndarray | None = None) -> BaselineResult:
+        """Noisy answers to every query of ``workload`` on data ``X`` ⊂ [-1, 1]^d.
+
+        ``truth`` (the exact answers, if the caller already has them) saves recomputing them;
+        it must be ``answer_data(workload, X)``.
+        """
+        tm = Timer()
+        X = check_in_unit_cube(X, name="X")
+        n = X.shape[0]
+        scales, kind, eps, dl = self.noise_scales(workload, n)
+        led = ledger_for(ledger, eps, dl, self.name)
+        sens = self.sensitivities(workload, n)
+        led.spend(
+            "answers", eps, dl, mechanism=f"{kind} ({self.noise})", neighbouring="replace-one",
+            n_queries=int(scales.shape[0]), scale_max=float(scales.max(initial=0.0)),
+            l1_sensitivity=float(sens.sum()), l2_sensitivity=float(np.linalg.norm(sens)),
+        )
+        with tm("truth"):
+            a = np.asarray(answer_on_data(workload, X) if truth is None else truth, dtype=float)
+        with tm("noise"):
+            gen = resolve_rng(rng)
+            if kind == "laplace":
+                a = a + gen.laplace(0.0, 1.0, size=a.shape) * scales
+            elif kind == "gaussian":
+                a = a + gen.normal(0.0, 1.0, size=a.shape) * scales
+        params = {
+            "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
+            "sensitivity_rule": self.sensitivity, "n": n, "n_queries": int(scales.shape[0]),
+            "noise_kind": kind, "scale_mean": float(scales.mean()) if scales.size else 0.0,
+            "sensitivity_mean_times_n": float(sens.mean() * n),
+        }
+        return BaselineResult(method=self.name, answers=a, params=params, ledger=led.to_dict(), timings=tm.done())

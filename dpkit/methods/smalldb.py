@@ -1,0 +1,101 @@
+"""SmallDB / net mechanism on a toy enumerable domain (dwork-roth.md §4.3 B2; D&R Alg 4, Alg 7;
+thesis Alg 3 / Thm 1.16).
+
+The data are snapped to the public grid ``A^d`` of ``levels`` cell centres per coordinate
+(:func:`dpkit.mechanisms.trig.grid.discretise`), a domain of ``levels^d`` points. The net is every database
+of ``m`` rows over that domain (SmallDB's range, ``C(|X| + m − 1, m)`` histograms), and the
+exponential mechanism picks one with score −max_q |q(D) − q(y)| over the query set
+(:class:`dpkit.mechanisms.net.NetMechanism`, sensitivity max_q range_q / n with n public). The
+query set is the workload passed to :meth:`SmallDB.answer` restricted to the domain; the net
+mechanism is ε-DP for any public query set. Only toy sizes are feasible: the net is refused
+(:class:`~dpkit.core.exceptions.FeasibilityError`) beyond ``max_candidates``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import FeasibilityError
+from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
+from dpkit.core.rng import RNGLike
+from dpkit.mechanisms.trig.grid import discretise_indices, grid_points
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.methods._common import BaselineResult, Timer, kernel_values, ledger_for
+
+__all__ = ["SmallDB"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmallDB:
+    """SmallDB over the toy domain ``A^d`` with ``levels`` points per coordinate.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0 (finite).
+    levels : int
+        Grid points per coordinate (domain size levels^d).
+    m : int
+        Rows of every candidate database.
+    max_candidates : int
+        Largest net enumerated.
+    """
+
+    epsilon: float
+    levels: int = 3
+    m: int = 4
+    max_candidates: int = 200_000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        check_int_in_range(self.levels, name="levels", low=1)
+        check_int_in_range(self.m, name="m", low=1)
+        check_int_in_range(self.max_candidates, name="max_candidates", low=1, high=MAX_CANDIDATES)
+
+    @property
+    def name(self) -> str:
+        return "smalldb"
+
+    @property
+    def delta(self) -> float:
+        return 0.0
+
+    def domain(self, d: int) -> np.ndarray:
+        """The levels^d domain points (row-major over coordinates)."""
+        a = grid_points(self.levels)
+        mesh = np.meshgrid(*([a] * d), indexing="ij")
+        return np.stack([g.ravel() for g in mesh], axis=1)
+
+    def answer(self, workload: Any, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+        """Release one candidate database; ``result.synthetic`` is it as a weighted point set."""
+        tm = Timer()
+        X = check_in_unit_cube(X, name="X")
+        n, d = X.shape
+        size = self.levels**d
+        count = count_databases(size, self.m)
+        if count > self.max_candidates:
+            raise FeasibilityError(
+                f"SmallDB net over {self.levels}^{d} = {size} domain points with m = {self.m} rows has "
+                f"C({size}+{self.m}-1, {self.m}) = {count} databases > max_candidates = {self.max_candidates}"
+            )
+        led = ledger_for(ledger, self.epsilon, 0.0, self.name)
+        with tm("net"):
+            dom = self.domain(d)
+            F = kernel_values(dom, workload.centres, workload.alphas, workload.sigma)
+            cells = discretise_indices(X, self.levels)
+            flat = np.ravel_multi_index(tuple(cells.T), (self.levels,) * d)
+            hist = np.bincount(flat, minlength=size).astype(float)
+            cands = enumerate_databases(size, self.m, max_candidates=self.max_candidates)
+            mech = NetMechanism(epsilon=self.epsilon, queries=F, candidates=cands, n=n)
+        with tm("select"):
+            i, h = mech.release(hist, rng=rng, ledger=led, name="net")
+        keep = h > 0
+        synth = WeightedDatabase(points=dom[keep], weights=h[keep] / h.sum(), m=self.m)
+        params = {"method": self.name, "epsilon": self.epsilon, "levels": self.levels, "m": self.m,
+                  "domain_size": size, "net_size": int(count), "sensitivity": mech.sensitivity, "index": i}
+        return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),
+                              timings=tm.done())

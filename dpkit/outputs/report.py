@@ -1,0 +1,205 @@
+"""The notebook contract: checks with verdicts, result tables and ``metrics.json``.
+
+Every notebook writes ``OUTPUT_DIR/metrics.json`` with
+
+- ``checks``: rows ``{id, claim, statistic, bound, confidence, verdict, expected}``.
+  ``verdict`` is ``"PASS"`` or ``"FAIL"``; ``expected`` is the verdict the theory
+  predicts (``"FAIL"`` for a deliberately broken variant such as the thesis's printed
+  constants, so a notebook can *show* an erratum and still be a correct run);
+- ``table``: result rows (free-form dicts of numbers and strings);
+- ``params``: the parameters the run used; ``ledger`` entries where budgets were spent;
+- ``meta``: dpkit version, timestamp, wall time.
+
+A run is *consistent* when every check's verdict equals its expected verdict.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+__all__ = ["Check", "Report", "check", "write_metrics", "read_metrics", "to_jsonable"]
+
+VERDICTS = ("PASS", "FAIL")
+
+
+@dataclass
+class Check:
+    """One claim checked by simulation or exact computation.
+
+    Parameters
+    ----------
+    id : str
+        Stable identifier, e.g. ``"Ex1.2-auditor"``.
+    claim : str
+        What the theory says, in words (with the thesis equation number).
+    statistic : float
+        What was measured.
+    bound : float
+        What the claim allows.
+    confidence : float or None
+        Confidence level of the statistic's bound (e.g. 0.95), ``None`` for exact checks.
+    verdict : {"PASS", "FAIL"}
+        Whether the measured statistic satisfied the claim.
+    expected : {"PASS", "FAIL"}
+        The verdict the theory predicts.
+    """
+
+    id: str
+    claim: str
+    statistic: float
+    bound: float
+    confidence: float | None
+    verdict: str
+    expected: str = "PASS"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for k in ("verdict", "expected"):
+            v = getattr(self, k)
+            if v not in VERDICTS:
+                raise ValueError(f"{k} must be one of {VERDICTS}; got {v!r}")
+
+    @property
+    def consistent(self) -> bool:
+        return self.verdict == self.expected
+
+
+def check(
+    id: str,
+    claim: str,
+    statistic: float,
+    bound: float,
+    *,
+    holds: bool | None = None,
+    relation: str = "<=",
+    confidence: float | None = None,
+    expected: str = "PASS",
+    note: str = "",
+) -> Check:
+    """Build a :class:`Check`; the verdict is ``statistic <relation> bound`` unless ``holds`` is given."""
+    if holds is None:
+        ops = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
+        if relation not in ops:
+            raise ValueError(f"relation must be one of {tuple(ops)}; got {relation!r}")
+        holds = bool(ops[relation](float(statistic), float(bound)))
+    return Check(
+        id=id,
+        claim=claim,
+        statistic=float(statistic),
+        bound=float(bound),
+        confidence=None if confidence is None else float(confidence),
+        verdict="PASS" if holds else "FAIL",
+        expected=expected,
+        note=note,
+    )
+
+
+def to_jsonable(x: Any) -> Any:
+    """Convert numpy scalars/arrays, dataclasses, paths and non-finite floats for JSON."""
+    if isinstance(x, dict):
+        return {str(k): to_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return to_jsonable(x.tolist())
+    if isinstance(x, np.generic):
+        return to_jsonable(x.item())
+    if isinstance(x, float):
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(x, Path):
+        return str(x)
+    if hasattr(x, "to_dict"):
+        return to_jsonable(x.to_dict())
+    if hasattr(x, "__dataclass_fields__"):
+        return to_jsonable(asdict(x))
+    return x
+
+
+@dataclass
+class Report:
+    """Collects checks and table rows during a notebook run and writes ``metrics.json``."""
+
+    output_dir: str | os.PathLike
+    params: dict[str, Any] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    table: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    _t0: float = field(default_factory=time.perf_counter, repr=False)
+
+    def __post_init__(self) -> None:
+        self.output_dir = Path(self.output_dir)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+
+    def add(self, c: Check) -> Check:
+        if any(existing.id == c.id for existing in self.checks):
+            raise ValueError(f"duplicate check id {c.id!r}")
+        self.checks.append(c)
+        return c
+
+    def check(self, *args: Any, **kwargs: Any) -> Check:
+        """Shortcut for ``report.add(check(...))``."""
+        return self.add(check(*args, **kwargs))
+
+    def row(self, **values: Any) -> None:
+        self.table.append(values)
+
+    @property
+    def all_consistent(self) -> bool:
+        return all(c.consistent for c in self.checks)
+
+    def summary(self) -> str:
+        lines = [f"{'id':32s} {'verdict':7s} {'expected':8s} statistic / bound"]
+        for c in self.checks:
+            flag = "" if c.consistent else "   <-- UNEXPECTED"
+            lines.append(f"{c.id:32s} {c.verdict:7s} {c.expected:8s} {c.statistic:.6g} / {c.bound:.6g}{flag}")
+        return "\n".join(lines)
+
+    def write(self, filename: str = "metrics.json") -> Path:
+        from dpkit import __version__
+
+        path = Path(self.output_dir) / filename
+        payload = {
+            "checks": [asdict(c) for c in self.checks],
+            "table": self.table,
+            "params": self.params,
+            "all_consistent": self.all_consistent,
+            "meta": {
+                "dpkit_version": __version__,
+                "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "wall_time_s": time.perf_counter() - self._t0,
+            },
+            **self.extra,
+        }
+        path.write_text(json.dumps(to_jsonable(payload), indent=2, allow_nan=False))
+        return path
+
+
+def write_metrics(
+    output_dir: str | os.PathLike,
+    checks: Iterable[Check] = (),
+    table: Iterable[dict[str, Any]] = (),
+    params: dict[str, Any] | None = None,
+    **extra: Any,
+) -> Path:
+    """Write ``metrics.json`` in one call (see :class:`Report`)."""
+    rep = Report(output_dir, params=dict(params or {}), checks=list(checks), table=list(table), extra=extra)
+    return rep.write()
+
+
+def read_metrics(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a ``metrics.json`` (a file or the folder holding one)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "metrics.json"
+    return json.loads(p.read_text())
