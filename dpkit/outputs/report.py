@@ -24,82 +24,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-__all__ = ["Check", "Report", "check", "write_metrics", "read_metrics", "to_jsonable"]
+from dpkit.evaluation.verdicts import VERDICTS, Check, check
 
-VERDICTS = ("PASS", "FAIL")
-
-
-@dataclass
-class Check:
-    """One claim checked by simulation or exact computation.
-
-    Parameters
-    ----------
-    id : str
-        Stable identifier, e.g. ``"Ex1.2-auditor"``.
-    claim : str
-        What the theory says, in words (with the thesis equation number).
-    statistic : float
-        What was measured.
-    bound : float
-        What the claim allows.
-    confidence : float or None
-        Confidence level of the statistic's bound (e.g. 0.95), ``None`` for exact checks.
-    verdict : {"PASS", "FAIL"}
-        Whether the measured statistic satisfied the claim.
-    expected : {"PASS", "FAIL"}
-        The verdict the theory predicts.
-    """
-
-    id: str
-    claim: str
-    statistic: float
-    bound: float
-    confidence: float | None
-    verdict: str
-    expected: str = "PASS"
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        for k in ("verdict", "expected"):
-            v = getattr(self, k)
-            if v not in VERDICTS:
-                raise ValueError(f"{k} must be one of {VERDICTS}; got {v!r}")
-
-    @property
-    def consistent(self) -> bool:
-        return self.verdict == self.expected
-
-
-def check(
-    id: str,
-    claim: str,
-    statistic: float,
-    bound: float,
-    *,
-    holds: bool | None = None,
-    relation: str = "<=",
-    confidence: float | None = None,
-    expected: str = "PASS",
-    note: str = "",
-) -> Check:
-    """Build a :class:`Check`; the verdict is ``statistic <relation> bound`` unless ``holds`` is given."""
-    if holds is None:
-        ops = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
-        if relation not in ops:
-            raise ValueError(f"relation must be one of {tuple(ops)}; got {relation!r}")
-        holds = bool(ops[relation](float(statistic), float(bound)))
-    return Check(
-        id=id,
-        claim=claim,
-        statistic=float(statistic),
-        bound=float(bound),
-        confidence=None if confidence is None else float(confidence),
-        verdict="PASS" if holds else "FAIL",
-        expected=expected,
-        note=note,
-    )
-
+__all__ = ["Check", "Report", "check", "write_metrics", "read_metrics", "to_jsonable", "VERDICTS"]
 
 def to_jsonable(x: Any) -> Any:
     """Convert numpy scalars/arrays, dataclasses, paths and non-finite floats for JSON."""
