@@ -50,11 +50,11 @@ reproduce: $(STAMP) ## reproduce everything (full.yaml) on a local Dask cluster;
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary
-	$(BIN)/python -m dpkit.experiments tables $(RESULTS)/batch/full --paper-figures
+	$(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures
 
 tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/tables.yaml
-	$(BIN)/python -m dpkit.experiments tables $(RESULTS)/batch/tables --paper-figures
+	$(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/tables --paper-figures
 
 data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
 	$(BIN)/python -m dpkit.data list

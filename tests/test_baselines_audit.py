@@ -84,7 +84,7 @@ def test_mwem_not_refuted():
     m = MWEM(epsilon=EPS, sigma=1.0, T=1, C=4, n_class=3, J=1, replays=1, m=None)
     d0, d1 = neighbours([1.0, 1.0], [-1.0, -1.0])
     # the released distribution over the (data-independent) candidates; statistic: weight of candidate 0
-    res = run_audit(lambda db, rng: float(m.fit(db, rng=rng).synthetic.weights[0]), d0, d1)
+    res = run_audit(lambda db, rng: float(m.release(db, rng=rng).synthetic.weights[0]), d0, d1)
     assert not res.flags(EPS), res.to_dict()
 
 

@@ -286,7 +286,7 @@ def test_rate_grid_and_curves():
 # --------------------------------------------------------------------------- mechanism objects
 def test_mechanism_release_ledger_and_reproducibility():
     m = LinearQueryMechanism(neighbour_set=V5, epsilon=0.5, radius=5.0)
-    assert m.neighbouring == "add-remove" and m.delta == 0.0 and m.privacy == (0.5, 0.0)
+    assert m.neighbouring == "add-remove" and m.delta == 0.0 and m.guarantee == (0.5, 0.0)
     led = Ledger(1.0)
     a = m.release(10.0, rng=3, ledger=led, name="q")
     b = m.release(10.0, rng=3, ledger=led, name="q")

@@ -94,4 +94,4 @@ def test_release_and_params():
     assert isinstance(g.release(1.0, rng=0), float)
     p = g.params()
     assert p["sigma"] == g.sigma and p["calibration"] == "thesis" and p["neighbouring"] == "add-remove"
-    assert g.privacy == (1.0, 1e-5)
+    assert g.guarantee == (1.0, 1e-5)

@@ -57,7 +57,7 @@ def _moment_setup(constants, epsilon=3.0):
     b0 = basis_moments(discretise(D0, sch.N), idx)
     b1 = basis_moments(discretise(D1, sch.N), idx)
     # the noise the mechanism actually used in a run is this one
-    res = mech.fit(D0, rng=0)
+    res = mech.release(D0, rng=0)
     assert res.params["noise_scales"]["moments"] == noise.scale
     return noise, b0, b1, sch.N
 
@@ -114,7 +114,7 @@ def test_moment_release_II_few_moments_uses_laplace_when_less_noisy():
     assert few.kind == "laplace" and math.isclose(few.scale, 2 * 2 / (n * eps / 3))
     sig = moment_noise(n, 30, epsilon=eps / 3, delta=delta / 2)
     assert sig.kind == "gaussian"
-    from dpkit.mechanisms.trig._noise import analytic_gaussian_sigma
+    from dpkit.mechanisms.trig.moments import analytic_gaussian_sigma
 
     assert math.sqrt(2) * few.scale <= analytic_gaussian_sigma(eps / 3, delta / 2, few.l2_sensitivity)
     assert sig.scale <= math.sqrt(2) * sig.l1_sensitivity / (eps / 3)
@@ -146,7 +146,7 @@ def test_moment_release_II_thesis_is_under_noised():
 def test_mean_release_exact_and_audit():
     n, d, eps = 200, 3, 3.0
     D0, D1 = _pair(n, d)
-    res = ImprovedTrigonometricMechanism(epsilon=eps, K=4.0, R=4, C=50).fit(D0, rng=0)
+    res = ImprovedTrigonometricMechanism(epsilon=eps, K=4.0, R=4, C=50).release(D0, rng=0)
     scale = res.params["noise_scales"]["mean"]
     assert math.isclose(scale, 6 * d / (n * eps))
     m0, m1 = D0.mean(axis=0), D1.mean(axis=0)

@@ -41,9 +41,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from dpkit.experiments import PAPER_WORST_TIME
 from dpkit.core.rng import spawn_seeds
 from dpkit.core.validation import check_positive_int
+from dpkit.experiments import PAPER_WORST_TIME
 from dpkit.queries.workload import THESIS_SIGMAS, GaussianKernelWorkload
 
 __all__ = [
@@ -133,8 +133,8 @@ def quick_config(**overrides: Any) -> BenchConfig:
 def _default_loader(name: str) -> np.ndarray:
     import warnings
 
-    from dpkit.data import load
     from dpkit.core.exceptions import PrivacyLeakWarning
+    from dpkit.data import load
 
     with warnings.catch_warnings():
         # data-derived rescaling bounds are the thesis's own preprocessing; the benchmark only times

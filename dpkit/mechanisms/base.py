@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dpkit.core.accounting import Ledger, NEIGHBOURING
+from dpkit.core.accounting import NEIGHBOURING, Ledger
 from dpkit.core.validation import check_choice
 
 __all__ = ["Mechanism"]
@@ -33,7 +33,7 @@ class Mechanism:
         check_choice(self.neighbouring, name="neighbouring", choices=NEIGHBOURING)
 
     @property
-    def privacy(self) -> tuple[float, float]:
+    def guarantee(self) -> tuple[float, float]:
         """The guarantee (ε, δ) under ``neighbouring``."""
         return (float(getattr(self, "epsilon")), float(getattr(self, "delta", 0.0)))
 
@@ -41,7 +41,7 @@ class Mechanism:
         if ledger is not None:
             ledger.spend(
                 name or type(self).__name__,
-                *self.privacy,
+                *self.guarantee,
                 mechanism=type(self).__name__,
                 neighbouring=self.neighbouring,
                 **meta,

@@ -21,25 +21,55 @@ so the comparison with the ellipsoid isolates the candidate set.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from dpkit.core.accounting import Ledger
+from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
-from dpkit.mechanisms.trig import basis_indices, basis_moments, discretise, evaluate_basis, moment_noise, release_moments, schedule
+from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.mechanisms.trig import (
+    MomentNoise,
+    basis_indices,
+    basis_moments,
+    discretise,
+    evaluate_basis,
+    moment_noise,
+    release_moments,
+    schedule,
+)
 from dpkit.mechanisms.trig.grid import discretise_indices
 from dpkit.mechanisms.trig.lp import solve_l1_lp
+from dpkit.mechanisms.trig.moments import spend_moments
+from dpkit.mechanisms.trig.schedules import Schedule
+from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
-from dpkit.methods._common import BaselineResult, Timer, ledger_for
+from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["CandidateLP"]
+__all__ = ["CandidateLP", "CandidateDiagnostics", "NoisyMoments"]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class NoisyMoments:
+    """Alg 9 steps 1–3 at a variant's share of the budget: b̂, the basis indices, the schedule, the noise."""
+
+    b_hat: np.ndarray
+    indices: np.ndarray
+    schedule: Schedule
+    noise: MomentNoise
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class CandidateDiagnostics:
+    """``Release.diagnostics`` of :class:`CandidateLP`: the LP record and the released moments b̂."""
+
+    lp: dict[str, Any]
+    noisy_moments: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True)
-class CandidateLP:
+class CandidateLP(MethodBase):
     """Alg 9/10 with another candidate source (module docstring).
 
     Parameters
@@ -77,6 +107,10 @@ class CandidateLP:
         if not (float(self.K) > 0 and math.isfinite(float(self.K))):
             raise ValueError(f"K must be finite and > 0; got {self.K}")
 
+    def at_width(self, sigma: float) -> CandidateLP:
+        """This variant for kernel width σ: smoothness K = σ² (as the trigonometric mechanisms)."""
+        return replace(self, K=float(sigma) ** 2)
+
     @property
     def name(self) -> str:
         src = self.source if self.source != "gaussian" else f"gauss-{self.fit_method.replace('_', '-')}"
@@ -89,13 +123,13 @@ class CandidateLP:
         if self.source == "gaussian":
             from dpkit.methods.gaussian_fit import GaussianFit, sample_gaussian
 
-            rel = GaussianFit(epsilon=eps, delta=dl, method=self.fit_method, k=self.k, n_iter=self.n_iter).release(
+            rel = GaussianFit(epsilon=eps, delta=dl, method=self.fit_method, k=self.k, n_iter=self.n_iter).measure(
                 X, rng=g_fit, ledger=led
             )
-            return sample_gaussian(rel["mean"], rel["cov"], self.C, rng=g_smp)
+            return sample_gaussian(rel.mean, rel.cov, self.C, rng=g_smp)
         from dpkit.methods.marginals import IndependentMarginals
 
-        res = IndependentMarginals(epsilon=eps, delta=dl, kind="histogram", m=self.C).fit(X, rng=g_fit, ledger=led)
+        res = IndependentMarginals(epsilon=eps, delta=dl, kind="histogram", m=self.C).release(X, rng=g_fit, ledger=led)
         return np.asarray(res.synthetic.points)
 
     def _split(self) -> tuple[float, float, float, float]:
@@ -104,37 +138,33 @@ class CandidateLP:
             return self.epsilon, self.delta, 0.0, 0.0
         return self.epsilon / 3.0, self.delta / 2.0, 2.0 * self.epsilon / 3.0, self.delta - self.delta / 2.0
 
-    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> dict[str, Any]:
-        """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget).
-
-        Returns ``{"b_hat", "indices", "schedule", "noise", "ledger"}``.
-        """
+    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger) -> NoisyMoments:
+        """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget)."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
         sch = schedule(n, d, float(self.K), self.delta)
         if self.R > sch.t**d:
             raise ValueError(f"R must be in [1, t^d] = [1, {sch.t}^{d}]; got R = {self.R}")
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         eps_m, d_m, _, _ = self._split()
         idx = basis_indices(sch.t, d, self.R)
         b = basis_moments(discretise(X, sch.N), idx)
         noise = moment_noise(n, self.R, epsilon=eps_m, delta=d_m)
-        led.spend("moments", noise.epsilon, noise.delta, mechanism=f"{noise.kind} ({noise.rule})",
-                  neighbouring="replace-one", scale=noise.scale, l1_sensitivity=noise.l1_sensitivity,
-                  l2_sensitivity=noise.l2_sensitivity, n_moments=self.R)
+        spend_moments(ledger, noise, self.R)
         b_hat = release_moments(b, noise, rng=resolve_rng(rng))
-        return {"b_hat": b_hat, "indices": idx, "schedule": sch, "noise": noise, "ledger": led}
+        return NoisyMoments(b_hat=b_hat, indices=idx, schedule=sch, noise=noise)
 
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[CandidateDiagnostics]:
         """Run the variant on ``X`` ⊂ [-1, 1]^d (child streams: moments, candidates, sample)."""
         tm = Timer()
         X = check_in_unit_cube(X, name="X")
         g_mom, g_cand, g_smp = spawn(rng, 3)
         eps_m, d_m, eps_c, d_c = self._split()
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         with tm("moments"):
-            mom = self.noisy_moments(X, rng=g_mom, ledger=ledger)
-        led, idx, b_hat, noise = mom["ledger"], mom["indices"], mom["b_hat"], mom["noise"]
-        t, N, m = mom["schedule"].t, mom["schedule"].N, mom["schedule"].m
+            mom = self.noisy_moments(X, rng=g_mom, ledger=led)
+        idx, b_hat, noise = mom.indices, mom.b_hat, mom.noise
+        t, N, m = mom.schedule.t, mom.schedule.N, mom.schedule.m
         with tm("candidates"):
             G = self._candidates(X, led, eps_c, d_c, g_cand)
             cells = np.unique(discretise_indices(np.clip(G, -1.0, 1.0), N), axis=0)
@@ -153,5 +183,5 @@ class CandidateLP:
             "budget_split": {"moments": (eps_m, d_m), "candidates": (eps_c, d_c)},
             "moment_noise": noise.to_dict(), "support_size": sol.support_size,
         }
-        return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),
-                              timings=tm.done(), extra={"lp": sol.to_dict(), "noisy_moments": b_hat})
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
+                       synthetic=synth, diagnostics=CandidateDiagnostics(lp=sol.to_dict(), noisy_moments=b_hat))

@@ -27,10 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.accounting import Ledger
+from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube
-from dpkit.methods._common import BaselineResult, Timer, answer_on_data, kernel_query_ranges, ledger_for
+from dpkit.methods._kernels import kernel_query_ranges
+from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.truth_cache import exact_truth
+from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["DirectAnswering", "NOISES"]
 
@@ -38,7 +41,7 @@ NOISES = ("laplace_I", "laplace_II", "gaussian")
 
 
 @dataclass(frozen=True, kw_only=True)
-class DirectAnswering:
+class DirectAnswering(MethodBase):
     """Answer the workload directly with noise (B1).
 
     Parameters
@@ -66,6 +69,8 @@ class DirectAnswering:
         check_choice(self.sensitivity, name="sensitivity", choices=("range", "unit"))
         if self.noise != "laplace_I" and self.delta == 0 and not math.isinf(self.epsilon):
             raise ValueError(f"delta must be in (0, 1) for noise={self.noise!r}; got 0")
+
+    needs_workload = True
 
     @property
     def name(self) -> str:
@@ -96,36 +101,42 @@ class DirectAnswering:
         g = Gaussian(epsilon=self.epsilon, delta=self.delta, sensitivity=float(np.linalg.norm(sens)))
         return np.full(Q, g.sigma), "gaussian", self.epsilon, self.delta
 
-    def answer(self, workload: Any, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
-               truth: np.ndarray | None = None) -> BaselineResult:
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[None]:
         """Noisy answers to every query of ``workload`` on data ``X`` ⊂ [-1, 1]^d.
 
-        ``truth`` (the exact answers, if the caller already has them) saves recomputing them;
-        it must be ``answer_data(workload, X)``.
+        The exact answers come from :func:`dpkit.queries.truth_cache.exact_truth` (computed once per
+        data set and workload, shared with the evaluation); their computation time is charged to this
+        release as the stage ``"truth"``: it is the method's real cost.
         """
+        wl = self._require_workload(workload)
         tm = Timer()
         X = check_in_unit_cube(X, name="X")
         n = X.shape[0]
-        scales, kind, eps, dl = self.noise_scales(workload, n)
+        scales, kind, eps, dl = self.noise_scales(wl, n)
         led = ledger_for(ledger, eps, dl, self.name)
-        sens = self.sensitivities(workload, n)
+        sens = self.sensitivities(wl, n)
         led.spend(
             "answers", eps, dl, mechanism=f"{kind} ({self.noise})", neighbouring="replace-one",
             n_queries=int(scales.shape[0]), scale_max=float(scales.max(initial=0.0)),
             l1_sensitivity=float(sens.sum()), l2_sensitivity=float(np.linalg.norm(sens)),
         )
-        with tm("truth"):
-            a = np.asarray(answer_on_data(workload, X) if truth is None else truth, dtype=float)
+        truth = exact_truth(wl, X)
+        a = np.array(truth.answers, dtype=float)
         with tm("noise"):
             gen = resolve_rng(rng)
             if kind == "laplace":
                 a = a + gen.laplace(0.0, 1.0, size=a.shape) * scales
             elif kind == "gaussian":
                 a = a + gen.normal(0.0, 1.0, size=a.shape) * scales
+        timings = tm.done()
+        timings["truth"] = truth.seconds
+        timings["total"] += truth.seconds
         params = {
             "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
             "sensitivity_rule": self.sensitivity, "n": n, "n_queries": int(scales.shape[0]),
             "noise_kind": kind, "scale_mean": float(scales.mean()) if scales.size else 0.0,
             "sensitivity_mean_times_n": float(sens.mean() * n),
         }
-        return BaselineResult(method=self.name, answers=a, params=params, ledger=led.to_dict(), timings=tm.done())
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=timings,
+                       answers=a)

@@ -27,15 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.accounting import Ledger
-from dpkit.mechanisms.pca import PrivateSubspaceIteration
+from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
-from dpkit.methods._common import BaselineResult, Timer, ledger_for
+from dpkit.mechanisms.pca import PrivateSubspaceIteration
 from dpkit.methods.marginals import noisy_release
+from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["GaussianFit", "psd_project"]
+__all__ = ["GaussianFit", "GaussianStats", "psd_project", "sample_gaussian"]
 
 
 def psd_project(S: np.ndarray) -> np.ndarray:
@@ -45,8 +46,20 @@ def psd_project(S: np.ndarray) -> np.ndarray:
     return (V * np.clip(w, 0.0, None)) @ V.T
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class GaussianStats:
+    """The released Gaussian model (``Release.diagnostics``): μ̃ (d,), Σ̃ (d, d) PSD and, for the PSI
+    route, the released directions V (k, d), eigenvalues λ̂ (k,) and the PSI noise scale."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    components: np.ndarray | None = None
+    eigenvalues: np.ndarray | None = None
+    pca_noise_scale: float | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
-class GaussianFit:
+class GaussianFit(MethodBase):
     """Private Gaussian fit and sampler.
 
     Parameters
@@ -79,11 +92,11 @@ class GaussianFit:
     def name(self) -> str:
         return f"gauss-{self.method.replace('_', '-')}"
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> dict[str, Any]:
-        """The released (μ̃, Σ̃) and the ledger: ``{"mean", "cov", "ledger", ...}``."""
+    def measure(self, X: Any, *, rng: RNGLike = None, ledger: Ledger) -> GaussianStats:
+        """The released (μ̃, Σ̃) (no sampling), spent through ``ledger``."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        led = ledger
         g1, g2, g3 = spawn(rng, 3)
         if self.method == "analyze_gauss":
             e2, d2 = self.epsilon / 2.0, self.delta / 2.0
@@ -97,7 +110,7 @@ class GaussianFit:
             Mn[iu] = up
             Mn = Mn + np.triu(Mn, 1).T
             cov = psd_project(Mn - np.outer(mu, mu))
-            return {"mean": mu, "cov": cov, "ledger": led}
+            return GaussianStats(mean=mu, cov=cov)
         e3 = self.epsilon / 3.0
         dv = self.delta / 4.0
         mu = noisy_release(X.mean(axis=0), epsilon=e3, delta=dv, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
@@ -111,25 +124,25 @@ class GaussianFit:
         low = (V.T * lam) @ V
         var = np.clip(s - np.clip(mu, -1, 1) ** 2, 0.0, None)
         cov = low + np.diag(np.clip(var - np.diag(low), 0.0, None))
-        return {"mean": mu, "cov": cov, "components": V, "eigenvalues": lam, "ledger": led,
-                "pca_noise_scale": psi.noise_scale_}
+        return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_)
 
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[GaussianStats]:
         """Fit privately and sample ``m`` rows from N(μ̃, Σ̃) clipped to [-1, 1]^d."""
         tm = Timer()
         g_rel, g_smp = spawn(rng, 2)
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         with tm("release"):
-            rel = self.release(X, rng=g_rel, ledger=ledger)
-        led = rel.pop("ledger")
+            rel = self.measure(X, rng=g_rel, ledger=led)
         with tm("sample"):
-            pts = sample_gaussian(rel["mean"], rel["cov"], self.m, rng=g_smp)
+            pts = sample_gaussian(rel.mean, rel.cov, self.m, rng=g_smp)
         synth = WeightedDatabase(points=pts, weights=np.full(self.m, 1.0 / self.m), m=self.m)
         params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "k": self.k,
                   "n_iter": self.n_iter, "m": self.m}
-        if "pca_noise_scale" in rel:
-            params["pca_noise_scale"] = rel["pca_noise_scale"]
-        return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),
-                              timings=tm.done(), extra=rel)
+        if rel.pca_noise_scale is not None:
+            params["pca_noise_scale"] = rel.pca_noise_scale
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
+                       synthetic=synth, diagnostics=rel)
 
 
 def sample_gaussian(mean: np.ndarray, cov: np.ndarray, m: int, *, rng: np.random.Generator) -> np.ndarray:

@@ -25,14 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.accounting import Ledger
+from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.mechanisms.trig._noise import analytic_gaussian_sigma
-from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
-from dpkit.methods._common import BaselineResult, Timer, ledger_for
+from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
+from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["IndependentMarginals", "noisy_release"]
+__all__ = ["IndependentMarginals", "MarginalStats", "noisy_release"]
 
 
 def noisy_release(value: np.ndarray, *, epsilon: float, delta: float, l1: float, l2: float,
@@ -44,7 +45,7 @@ def noisy_release(value: np.ndarray, *, epsilon: float, delta: float, l1: float,
         ledger.spend(name, epsilon, 0.0, mechanism="none (epsilon=inf)", neighbouring="replace-one", **meta)
         return v.copy()
     lap = l1 / epsilon
-    sig = analytic_gaussian_sigma(epsilon, delta, l2) if delta > 0 else math.inf
+    sig = analytic_gaussian_sigma(epsilon, delta, l2) if delta > 0 and l2 > 0 else math.inf
     if math.sqrt(2.0) * lap <= sig:
         ledger.spend(name, epsilon, 0.0, mechanism="laplace", neighbouring="replace-one", scale=lap,
                      l1_sensitivity=l1, **meta)
@@ -54,8 +55,18 @@ def noisy_release(value: np.ndarray, *, epsilon: float, delta: float, l1: float,
     return v + rng.normal(0.0, sig, size=v.shape)
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class MarginalStats:
+    """The released statistics (``Release.diagnostics``): noisy histograms ``hist`` (d, bins), or
+    noisy means and second moments (``mean``, ``second``, each (d,))."""
+
+    hist: np.ndarray | None = None
+    mean: np.ndarray | None = None
+    second: np.ndarray | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
-class IndependentMarginals:
+class IndependentMarginals(MethodBase):
     """Per-attribute DP fit, attributes sampled independently.
 
     Parameters
@@ -86,11 +97,11 @@ class IndependentMarginals:
     def name(self) -> str:
         return f"marginals-{self.kind}"
 
-    def release(self, X: np.ndarray, *, rng: RNGLike = None, ledger: Ledger | None = None) -> dict[str, np.ndarray]:
-        """The released statistics only (no sampling): ``{"hist": (d, bins)}`` or ``{"mean", "second"}``."""
+    def measure(self, X: np.ndarray, *, rng: RNGLike = None, ledger: Ledger) -> MarginalStats:
+        """The released statistics only (no sampling), spent through ``ledger``."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        led = ledger
         g1, g2 = spawn(rng, 2)
         if self.kind == "histogram":
             k = np.minimum(np.floor((X + 1.0) * (self.bins / 2.0)), self.bins - 1).astype(np.int64)
@@ -99,25 +110,26 @@ class IndependentMarginals:
                 H[i] = np.bincount(k[:, i], minlength=self.bins) / n
             Hn = noisy_release(H, epsilon=self.epsilon, delta=self.delta, l1=2.0 * d / n,
                                l2=math.sqrt(2.0 * d) / n, rng=g1, ledger=led, name="histograms", bins=self.bins)
-            return {"hist": Hn, "ledger": led}
+            return MarginalStats(hist=Hn)
         e2, d2 = self.epsilon / 2.0, self.delta / 2.0
         mu = noisy_release(X.mean(axis=0), epsilon=e2, delta=d2, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
                            rng=g1, ledger=led, name="mean")
         s = noisy_release((X * X).mean(axis=0), epsilon=e2, delta=d2, l1=d / n, l2=math.sqrt(d) / n,
                           rng=g2, ledger=led, name="second_moment")
-        return {"mean": mu, "second": s, "ledger": led}
+        return MarginalStats(mean=mu, second=s)
 
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[MarginalStats]:
         """Fit the marginals privately and sample an ``m``-row synthetic database."""
         tm = Timer()
         g_rel, g_smp = spawn(rng, 2)
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         with tm("release"):
-            rel = self.release(X, rng=g_rel, ledger=ledger)
-        led = rel.pop("ledger")
+            rel = self.measure(X, rng=g_rel, ledger=led)
         d = np.asarray(X).shape[1]
         with tm("sample"):
             if self.kind == "histogram":
-                P = np.clip(rel["hist"], 0.0, None)
+                P = np.clip(rel.hist, 0.0, None)
                 tot = P.sum(axis=1, keepdims=True)
                 P = np.where(tot > 0, P / np.where(tot > 0, tot, 1.0), 1.0 / self.bins)
                 cdf = np.cumsum(P, axis=1)
@@ -127,11 +139,11 @@ class IndependentMarginals:
                 cells = np.minimum(cells, self.bins - 1)
                 pts = -1.0 + (cells + g_smp.random((self.m, d))) * (2.0 / self.bins)
             else:
-                mu = np.clip(rel["mean"], -1.0, 1.0)
-                var = np.maximum(rel["second"] - mu**2, 1e-6)
+                mu = np.clip(rel.mean, -1.0, 1.0)
+                var = np.maximum(rel.second - mu**2, 1e-6)
                 pts = np.clip(mu + g_smp.standard_normal((self.m, d)) * np.sqrt(var), -1.0, 1.0)
         synth = WeightedDatabase(points=pts, weights=np.full(self.m, 1.0 / self.m), m=self.m)
         params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "kind": self.kind,
                   "bins": self.bins, "m": self.m}
-        return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),
-                              timings=tm.done(), extra={k: v for k, v in rel.items()})
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
+                       synthetic=synth, diagnostics=rel)

@@ -36,24 +36,34 @@ other sampling baselines; keeps evaluation cheap) or, with ``m=None``, as the di
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from dpkit.core.accounting import Ledger
+from dpkit.core.accounting import Ledger, ledger_for
+from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.mechanisms.laplace import Laplace
-from dpkit.core.rng import RNGLike, spawn
+from dpkit.methods._kernels import kernel_query_ranges, kernel_values
+from dpkit.queries.evaluate import answer_data
+from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
-from dpkit.methods._common import BaselineResult, Timer, answer_on_data, kernel_query_ranges, kernel_values, ledger_for
+from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["MWEM"]
+__all__ = ["MWEM", "MWEMDiagnostics"]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class MWEMDiagnostics:
+    """``Release.diagnostics`` of :class:`MWEM`: the released (query index, noisy answer) per round."""
+
+    measurements: list[tuple[int, float]]
 
 
 @dataclass(frozen=True, kw_only=True)
-class MWEM:
+class MWEM(MethodBase):
     """MWEM over a candidate set (module docstring).
 
     Parameters
@@ -119,6 +129,10 @@ class MWEM:
     def name(self) -> str:
         return f"mwem-{self.candidates}"
 
+    def at_width(self, sigma: float) -> MWEM:
+        """MWEM whose kernel query class has the evaluation width σ."""
+        return replace(self, sigma=float(sigma))
+
     # ------------------------------------------------------------------ pieces
     def _candidates(self, X: np.ndarray, led: Ledger, g: np.random.Generator) -> tuple[np.ndarray, float]:
         """(C, d) candidate points and the ε left for MWEM."""
@@ -129,20 +143,18 @@ class MWEM:
 
         s = float(self.candidate_share)
         g_fit, g_smp = spawn(g, 2)
-        rel = GaussianFit(epsilon=self.epsilon * s, delta=self.delta, method="analyze_gauss").release(
+        rel = GaussianFit(epsilon=self.epsilon * s, delta=self.delta, method="analyze_gauss").measure(
             X, rng=g_fit, ledger=led
         )
-        return sample_gaussian(rel["mean"], rel["cov"], self.C, rng=g_smp), self.epsilon * (1.0 - s)
+        return sample_gaussian(rel.mean, rel.cov, self.C, rng=g_smp), self.epsilon * (1.0 - s)
 
     def _query_class(self, X: np.ndarray, P: np.ndarray, g: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(F on candidates (Q', C), true answers (Q',), ranges (Q',))."""
         d = X.shape[1]
         if self.query_class == "kernel":
-            from dpkit.queries.workload import GaussianKernelWorkload
-
             wl = GaussianKernelWorkload.generate(self.n_class, d, J=self.J, sigma=self.sigma, rng=g)
             F = kernel_values(P, wl.centres, wl.alphas, wl.sigma)
-            truth = answer_on_data(wl, X)
+            truth = np.asarray(answer_data(wl, X), dtype=float)
             return F, truth, kernel_query_ranges(wl.centres, wl.alphas, wl.sigma)
         from dpkit.mechanisms.trig.basis import basis_indices, basis_moments, evaluate_basis
 
@@ -154,7 +166,8 @@ class MWEM:
         return F, truth, np.ones(idx.shape[0])
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[MWEMDiagnostics]:
         """Run MWEM on ``X`` ⊂ [-1, 1]^d; the synthetic database is the final (or average) A over P."""
         tm = Timer()
         X = check_in_unit_cube(X, name="X")
@@ -204,5 +217,5 @@ class MWEM:
             "output": self.output, "m": self.m, "epsilon_step": eps_step, "score_sensitivity": float(sens.max()),
             "data_independent_candidates": self.candidates == "uniform",
         }
-        return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),
-                              timings=tm.done(), extra={"measurements": measured})
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
+                       synthetic=synth, diagnostics=MWEMDiagnostics(measurements=measured))

@@ -1,9 +1,10 @@
-"""The trigonometric mechanism as a baseline entry, and the non-private references.
+"""Non-private references (never counted as wins).
 
-* :class:`TrigBaseline` wraps :class:`~dpkit.mechanisms.trig.ImprovedTrigonometricMechanism` (or any
-  mechanism with the same ``fit``) in the baselines' result format. With ``epsilon=math.inf``
-  it is **the LP fit with no noise** (dwork-roth.md §4.3 B5): moments, mean and PCA are exact,
-  so its error is discretisation + basis truncation + candidate coverage + sampling only.
+The other reference, the LP fit with no noise (dwork-roth.md §4.3 B5), is
+:class:`~dpkit.mechanisms.trig.ImprovedTrigonometricMechanism` with ``epsilon=math.inf``: moments,
+mean and PCA are exact, so its error is discretisation + basis truncation + candidate coverage +
+sampling only.
+
 * :class:`SamplingFloor` — a uniform random subsample (without replacement) of the data of a
   given size, e.g. the synthetic support size R + 1 of the trig mechanism: the error any
   database of that many points drawn from the data distribution would have. Not private.
@@ -18,54 +19,16 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.core.validation import check_in_unit_cube, check_int_in_range
-from dpkit.methods._common import BaselineResult, Timer
+from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["TrigBaseline", "SamplingFloor"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrigBaseline:
-    """A trigonometric mechanism in the baselines' result format.
-
-    Parameters
-    ----------
-    mechanism : ImprovedTrigonometricMechanism (or TrigonometricMechanism)
-    label : str, optional
-        Method name in tables (default ``"trig-I"``/``"trig-II"``, ``"lp-eps-inf"`` for ε = ∞).
-    """
-
-    mechanism: Any
-    label: str | None = None
-
-    @property
-    def name(self) -> str:
-        if self.label:
-            return self.label
-        if math.isinf(self.mechanism.epsilon):
-            return "lp-eps-inf"
-        return "trig-II" if self.mechanism.delta > 0 else "trig-I"
-
-    @property
-    def epsilon(self) -> float:
-        return float(self.mechanism.epsilon)
-
-    @property
-    def delta(self) -> float:
-        return float(self.mechanism.delta)
-
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
-        res = self.mechanism.fit(X, rng=rng, ledger=ledger)
-        params = dict(res.params)
-        params["method"] = self.name
-        params["support_size"] = int(res.lp.get("support_size", res.synthetic.support_size))
-        return BaselineResult(method=self.name, synthetic=res.synthetic, params=params, ledger=res.ledger,
-                              timings=dict(res.timings), extra={"lp": res.lp})
+__all__ = ["SamplingFloor"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class SamplingFloor:
+class SamplingFloor(MethodBase):
     """Random subsample of ``size`` rows of the data (non-private reference).
 
     Parameters
@@ -85,7 +48,9 @@ class SamplingFloor:
     def name(self) -> str:
         return "subsample"
 
-    def fit(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[None]:
+        """A uniform subsample without replacement of ``size`` rows (no privacy)."""
         tm = Timer()
         X = check_in_unit_cube(X, name="X")
         s = min(self.size, X.shape[0])
@@ -93,5 +58,6 @@ class SamplingFloor:
         led.spend("subsample", math.inf, 0.0, mechanism="none (non-private reference)", size=s)
         idx = resolve_rng(rng).choice(X.shape[0], size=s, replace=False)
         synth = WeightedDatabase(points=X[idx], weights=np.full(s, 1.0 / s), m=s)
-        return BaselineResult(method=self.name, synthetic=synth, params={"method": self.name, "size": s},
-                              ledger=led.to_dict(), timings=tm.done())
+        params = {"method": self.name, "size": s, "epsilon": math.inf, "delta": 0.0}
+        return Release(method=self.name, privacy=self.privacy, params=params,
+                       ledger=led.to_dict(), timings=tm.done(), synthetic=synth)

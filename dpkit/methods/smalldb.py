@@ -17,20 +17,22 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.accounting import Ledger
+from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.exceptions import FeasibilityError
-from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 from dpkit.core.rng import RNGLike
-from dpkit.mechanisms.trig.grid import discretise_indices, grid_points
-from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range
-from dpkit.methods._common import BaselineResult, Timer, kernel_values, ledger_for
+from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
+from dpkit.mechanisms.trig.grid import discretise_indices, grid_points
+from dpkit.methods._kernels import kernel_values
+from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["SmallDB"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class SmallDB:
+class SmallDB(MethodBase):
     """SmallDB over the toy domain ``A^d`` with ``levels`` points per coordinate.
 
     Parameters
@@ -56,6 +58,8 @@ class SmallDB:
         check_int_in_range(self.m, name="m", low=1)
         check_int_in_range(self.max_candidates, name="max_candidates", low=1, high=MAX_CANDIDATES)
 
+    needs_workload = True
+
     @property
     def name(self) -> str:
         return "smalldb"
@@ -70,8 +74,11 @@ class SmallDB:
         mesh = np.meshgrid(*([a] * d), indexing="ij")
         return np.stack([g.ravel() for g in mesh], axis=1)
 
-    def answer(self, workload: Any, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> BaselineResult:
-        """Release one candidate database; ``result.synthetic`` is it as a weighted point set."""
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[None]:
+        """Release one candidate database of the net (selected with the workload's queries as the
+        exponential mechanism's utility); ``release.synthetic`` is it as a weighted point set."""
+        workload = self._require_workload(workload)
         tm = Timer()
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
@@ -97,5 +104,5 @@ class SmallDB:
         synth = WeightedDatabase(points=dom[keep], weights=h[keep] / h.sum(), m=self.m)
         params = {"method": self.name, "epsilon": self.epsilon, "levels": self.levels, "m": self.m,
                   "domain_size": size, "net_size": int(count), "sensitivity": mech.sensitivity, "index": i}
-        return BaselineResult(method=self.name, synthetic=synth, params=params, ledger=led.to_dict(),
-                              timings=tm.done())
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
+                       synthetic=synth)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from dpkit.core.paths import figures_dir
-from typing import Iterator
 
 __all__ = [
     "SINGLE_COLUMN",

@@ -45,8 +45,8 @@ def make_control(name: str, spec: Any, value: Any):
     raise ValueError(f"control {name!r}: unsupported spec {spec!r}")
 
 
-def explorer(fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, title: str = "", fixed: dict[str, Any] | None = None,
-             run_on_start: bool = True):
+def explorer(fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, title: str = "",
+             fixed: dict[str, Any] | None = None, run_on_start: bool = True):
     """A panel of controls that re-runs ``fn(**fixed, **values)`` when *Run* is pressed.
 
     Parameters

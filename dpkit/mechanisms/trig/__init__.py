@@ -2,8 +2,9 @@
 
 Public API::
 
-    from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism, TrigonometricMechanism, WeightedDatabase, TrigResult
-    res = ImprovedTrigonometricMechanism(epsilon=1.0, delta=0.0, K=4.0).fit(X, rng=0)
+    from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism, TrigonometricMechanism, TrigDiagnostics
+    rel = ImprovedTrigonometricMechanism(epsilon=1.0, delta=0.0, K=4.0).release(X, rng=0)
+    rel.synthetic, rel.ledger, rel.diagnostics.lp
 """
 from dpkit.mechanisms.trig.basis import basis_indices, basis_moments, evaluate_basis, iter_basis_indices
 from dpkit.mechanisms.trig.grid import discretise, discretise_indices, grid_points, lattice_round
@@ -11,8 +12,8 @@ from dpkit.mechanisms.trig.lp import LPError, LPSolution, solve_l1_lp
 from dpkit.mechanisms.trig.mechanisms import (
     ImprovedTrigonometricMechanism,
     MomentNoise,
+    TrigDiagnostics,
     TrigonometricMechanism,
-    TrigResult,
     moment_noise,
     release_moments,
 )
@@ -22,7 +23,7 @@ from dpkit.queries.synthetic import WeightedDatabase
 __all__ = [
     "ImprovedTrigonometricMechanism",
     "TrigonometricMechanism",
-    "TrigResult",
+    "TrigDiagnostics",
     "WeightedDatabase",
     "MomentNoise",
     "moment_noise",

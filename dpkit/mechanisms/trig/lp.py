@@ -103,8 +103,8 @@ class LPSolution:
 def build_standard_form(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, sp.csc_matrix, np.ndarray]:
     """(c, A_eq, b_eq) of (2.7) for ``W`` (R, C) and ``b`` (R,). A_eq is sparse CSC."""
     R, C = W.shape
-    I = sp.identity(R, format="csc")
-    top = sp.hstack([sp.csc_matrix(W), I, -I], format="csc")
+    eye = sp.identity(R, format="csc")
+    top = sp.hstack([sp.csc_matrix(W), eye, -eye], format="csc")
     bottom = sp.hstack([sp.csc_matrix(np.ones((1, C))), sp.csc_matrix((1, 2 * R))], format="csc")
     A_eq = sp.vstack([top, bottom], format="csc")
     c = np.concatenate([np.zeros(C), np.ones(2 * R)])

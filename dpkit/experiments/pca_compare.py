@@ -30,17 +30,19 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.linalg import subspace_angles
 
 from dpkit.core.accounting import Ledger
-from dpkit.mechanisms.pca import PrivateSubspaceIteration, covariance
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.mechanisms.pca import PrivateSubspaceIteration, covariance
 
-__all__ = ["import_diffprivlib_pca", "pca_quality", "compare_private_pca"]
+__all__ = ["pca_summary", "import_diffprivlib_pca", "pca_quality", "compare_private_pca"]
 
 
 def import_diffprivlib_pca():
@@ -110,3 +112,18 @@ def compare_private_pca(X: Any, *, k: int = 2, epsilon: float = 1.0, n_iter: int
                  "time_s": time.perf_counter() - t0, "ledger": led.to_dict(),
                  "diffprivlib_spent": list(acc.total())})
     return rows
+
+
+def pca_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean ± std of captured variance and largest angle per (dataset, method) from
+    :func:`compare_private_pca` rows tagged with ``dataset``."""
+    df = pd.DataFrame(list(rows))
+    out = []
+    for (ds, m), g in df.groupby(["dataset", "method"], sort=False):
+        out.append({"dataset": ds, "method": m, "epsilon": float(g["epsilon"].iloc[0]), "k": int(g["k"].iloc[0]),
+                    "captured_variance_mean": float(g["captured_variance"].mean()),
+                    "captured_variance_std": float(g["captured_variance"].std(ddof=1)) if len(g) > 1 else 0.0,
+                    "max_angle_deg_mean": float(g["max_angle_deg"].mean()),
+                    "max_angle_deg_std": float(g["max_angle_deg"].std(ddof=1)) if len(g) > 1 else 0.0,
+                    "time_s": float(g["time_s"].mean()), "reps": int(len(g))})
+    return out

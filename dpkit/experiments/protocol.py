@@ -1,0 +1,201 @@
+"""The one runner of the Chapter 3 protocol, for every method (thesis Sec 3.1).
+
+For a data set, a list of methods, a kernel width σ and a number of repetitions, every
+repetition draws a fresh workload of ``n_queries`` Gaussian-kernel mixture queries (2.1) with
+``J`` centres, computes its exact answers on the data once
+(:func:`dpkit.queries.truth_cache.exact_truth`), runs every method configured for the width
+(:meth:`~dpkit.queries.release.MethodBase.at_width`) on its own child stream, and records the
+worst absolute error ``max_f |q_f(D̂) − q_f(D)|`` and the worst relative error
+``max_f |q_f(D̂) − q_f(D)| / q_f(D)`` with the one metric of :mod:`dpkit.queries.evaluate`.
+
+Seeding: repetition ``i`` uses child ``i`` of one :class:`~numpy.random.SeedSequence` made from
+``rng``; inside it the workload gets the first grandchild and method ``j`` the grandchild
+``j + 1``, so all methods of a repetition see the *same* workload (a paired comparison) and a
+method's numbers depend only on its position in the list. A table cell is seeded by
+:func:`cell_seed` from the run seed and the cell's *values* (data set, σ), so a table computed in
+one run and the same table split over many batch runs give identical numbers.
+
+Time: ``time_s`` is the wall time of the release (not the evaluation); for methods that answer
+the queries directly the exact answers are their input, and their computation time is charged
+to them (``timings["truth"]``).
+"""
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.rng import RNGLike, spawn_seeds
+from dpkit.core.validation import check_positive_int, check_real_in_range
+from dpkit.queries.evaluate import answer_synthetic
+from dpkit.queries.metrics import errors_from_answers
+from dpkit.queries.release import Method, Release
+from dpkit.queries.truth_cache import ExactAnswers, exact_truth
+from dpkit.queries.workload import GaussianKernelWorkload
+
+__all__ = ["RunRecord", "Repetition", "cell_seed", "repetitions", "run_cell", "as_methods"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One (repetition, method) result of :func:`run_cell`.
+
+    Attributes
+    ----------
+    rep : int
+        Repetition index.
+    method : str
+        The method's name in this run (registry name or label).
+    privacy : str
+        Its privacy class.
+    sigma : float
+        Kernel width of the workload.
+    abs, rel : float
+        Worst absolute and relative error over the workload.
+    time_s : float
+        Wall time of the release (plus the exact answers for direct-answering methods).
+    timings : dict
+        The release's stage timings.
+    support_size : int
+        Distinct points of the synthetic database (0 for released answers).
+    eps_spent, delta_spent : float
+        Totals of the release's ledger.
+    error_bound : float
+        Proven bound on the relative numerical error of the answers behind ``abs``/``rel``.
+    params : dict
+        The release's parameters.
+    ledger : dict
+        The release's ledger record.
+    lp_status : int or None
+        HiGHS status of the LP for the LP-based methods.
+    """
+
+    rep: int
+    method: str
+    privacy: str
+    sigma: float
+    abs: float
+    rel: float
+    time_s: float
+    timings: dict[str, float]
+    support_size: int
+    eps_spent: float
+    delta_spent: float
+    error_bound: float
+    params: dict[str, Any]
+    ledger: dict[str, Any]
+    lp_status: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """A plain dict (for DataFrames and JSON)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Repetition:
+    """One repetition's shared inputs: its workload, exact answers and one generator per method."""
+
+    index: int
+    workload: GaussianKernelWorkload
+    truth: ExactAnswers
+    generators: list[np.random.Generator]
+
+
+def cell_seed(seed: int, dataset: str, sigma: float) -> np.random.SeedSequence:
+    """The SeedSequence of one table cell, from the run seed and the cell's *values*.
+
+    Because it does not depend on where the cell sits in a list of data sets or σ's, a table
+    computed in one run and the same table split over many batch runs give identical numbers.
+    """
+    return np.random.SeedSequence([int(seed), zlib.crc32(str(dataset).upper().encode()), int(round(float(sigma) * 1000))])
+
+
+def repetitions(X: np.ndarray, *, sigma: float, n_streams: int, reps: int, n_queries: int = 10_000, J: int = 10,
+                rng: RNGLike = 0, progress: bool = False) -> Iterator[Repetition]:
+    """The repetition skeleton (module docstring): workload, exact answers and ``n_streams`` generators."""
+    from tqdm.auto import tqdm
+
+    sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
+    reps = check_positive_int(reps, name="reps")
+    X = np.asarray(X, dtype=float)
+    for i, seed in enumerate(tqdm(spawn_seeds(rng, reps), disable=not progress, desc=f"σ={sigma:g}")):
+        w_seed, *m_seeds = seed.spawn(1 + int(n_streams))
+        wl = GaussianKernelWorkload.generate(n_queries, X.shape[1], J=J, sigma=sigma, rng=np.random.default_rng(w_seed))
+        yield Repetition(index=i, workload=wl, truth=exact_truth(wl, X),
+                         generators=[np.random.default_rng(s) for s in m_seeds])
+
+
+def as_methods(methods: Mapping[str, Method] | Sequence[Method]) -> dict[str, Method]:
+    """``{name: method}`` from a mapping (names kept) or a sequence (each method's own name; unique)."""
+    if isinstance(methods, Mapping):
+        out = dict(methods)
+    else:
+        out = {}
+        for m in methods:
+            if m.name in out:
+                raise ValueError(f"two methods are named {m.name!r}: pass a mapping {{name: method}} to tell them apart")
+            out[m.name] = m
+    if not out:
+        raise ValueError("methods must not be empty")
+    return out
+
+
+def _record(name: str, rel: Release[Any], rep: Repetition, sigma: float, seconds: float) -> RunRecord:
+    if rel.answers is not None:
+        est = np.asarray(rel.answers, dtype=float)
+        bound = rep.truth.error_bound
+    else:
+        syn = rel.synthetic
+        est, info = answer_synthetic(rep.workload, syn.points, syn.weights, return_info=True)
+        bound = max(rep.truth.error_bound, float(info["error_bound"]))
+    err = errors_from_answers(est, rep.truth.answers)
+    lp = getattr(rel.diagnostics, "lp", None)
+    eps, dl = rel.spent
+    return RunRecord(
+        rep=rep.index, method=name, privacy=rel.privacy, sigma=float(sigma), abs=err.abs, rel=err.rel,
+        time_s=seconds + float(rel.timings.get("truth", 0.0)), timings=dict(rel.timings),
+        support_size=rel.support_size, eps_spent=eps, delta_spent=dl, error_bound=bound, params=dict(rel.params),
+        ledger=rel.ledger, lp_status=None if lp is None else lp.get("status"),
+    )
+
+
+def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,
+             n_queries: int = 10_000, J: int = 10, rng: RNGLike = 0, progress: bool = False) -> list[RunRecord]:
+    """Run ``reps`` repetitions of every method at kernel width σ on data ``X`` (module docstring).
+
+    Parameters
+    ----------
+    X : array (n, d)
+        The private data in [-1, 1]^d.
+    methods : mapping name → method, or sequence of methods
+        Each is configured for the cell with ``method.at_width(sigma)``.
+    sigma : float
+        Kernel width of the workloads (the trigonometric mechanisms use K = σ²).
+    reps : int
+        Repetitions, each with a fresh workload.
+    n_queries, J : int
+        Workload size and centres per query (thesis: 10⁴ and 10).
+    rng : int, SeedSequence or Generator
+        Root of the repetitions' streams (:func:`cell_seed` for a table cell).
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    list of RunRecord
+        One per (repetition, method), repetition-major.
+    """
+    named = as_methods(methods)
+    configured = {name: m.at_width(sigma) for name, m in named.items()}
+    records: list[RunRecord] = []
+    for rep in repetitions(X, sigma=sigma, n_streams=len(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
+                           progress=progress):
+        for (name, method), g in zip(configured.items(), rep.generators):
+            t0 = time.perf_counter()
+            rel = method.release(X, rng=g, workload=rep.workload)
+            records.append(_record(name, rel, rep, sigma, time.perf_counter() - t0))
+    return records

@@ -1,0 +1,193 @@
+"""Shared fields, validation, release entry point and LP step of the trigonometric mechanisms
+(:mod:`dpkit.mechanisms.trig.mechanisms` explains the family and its errata)."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits  # a scikit-learn dependency
+
+from dpkit.core.accounting import Ledger
+from dpkit.core.rng import RNGLike
+from dpkit.core.validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_in_unit_cube,
+    check_real_in_range,
+)
+from dpkit.mechanisms.base import Mechanism
+from dpkit.mechanisms.trig.basis import basis_moments, evaluate_basis
+from dpkit.mechanisms.trig.grid import lattice_round
+from dpkit.mechanisms.trig.lp import LP_METHODS, solve_l1_lp
+from dpkit.mechanisms.trig.moments import CONSTANTS, MomentNoise, moment_noise, release_moments, spend_moments
+from dpkit.mechanisms.trig.schedules import Schedule
+from dpkit.queries.release import MethodBase, Release
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.queries.workload import GaussianKernelWorkload
+
+__all__ = ["TrigDiagnostics", "TrigBase", "MAX_GRID_POINTS", "MAX_BASIS_SIZE", "MAX_W_ENTRIES", "BLAS_THREADS"]
+
+#: Documented feasible sizes of the full-grid mechanism (Alg 4/5).
+MAX_GRID_POINTS = 250_000
+MAX_BASIS_SIZE = 5_000
+MAX_W_ENTRIES = 20_000_000
+
+#: BLAS threads inside ``release``: every matrix product here is small (≤ 10⁴ × 101), and on the
+#: shared 2-core machine threaded BLAS was up to 50× slower than one thread under load.
+BLAS_THREADS = 1
+
+OUTPUTS = ("sample", "weights")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class TrigDiagnostics:
+    """Released intermediate quantities of a trigonometric mechanism run (``Release.diagnostics``).
+
+    Attributes
+    ----------
+    lp : dict
+        status, message, objective, support_size, n_vars, n_constraints, method, seconds.
+    lp_database : WeightedDatabase
+        The LP distribution u* over its support (≤ R + 1 points at a vertex); the release's
+        ``synthetic`` is its realised m-row sample by default (``output="sample"``).
+    noisy_moments : ndarray (R,)
+        The released b̂.
+    true_moments : ndarray (R,)
+        The exact moments b of the discretised data — **private**, for diagnostics and tests only;
+        never publish them (not part of :meth:`Release.to_dict`).
+    basis : ndarray (R, d)
+        The index vectors r (row order = moment order).
+    candidates : ndarray (C', d)
+        The distinct discretised candidate points (the LP's columns).
+    noisy_mean, components, eigenvalues : ndarray or None
+        The released mean and PCA (Alg 9/10 only).
+    """
+
+    lp: dict[str, Any]
+    lp_database: WeightedDatabase
+    noisy_moments: np.ndarray
+    true_moments: np.ndarray
+    basis: np.ndarray
+    candidates: np.ndarray
+    noisy_mean: np.ndarray | None = None
+    components: np.ndarray | None = None
+    eigenvalues: np.ndarray | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The released quantities only (no ``true_moments``): LP record, b̂, μ̃, V, λ̂."""
+        out: dict[str, Any] = {"lp": self.lp, "noisy_moments": self.noisy_moments.tolist()}
+        for k in ("noisy_mean", "components", "eigenvalues"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = np.asarray(v).tolist()
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrigBase(Mechanism, MethodBase):
+    """Shared fields, validation and entry point of the trigonometric mechanisms.
+
+    :meth:`release` runs the subclass's ``_release`` with single-threaded BLAS.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    K: float = 4.0
+    constants: str = "correct"
+    lattice: bool = False
+    output: str = "sample"
+    lp_method: str = "highs-ds"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.neighbouring != "replace-one":
+            raise ValueError(
+                f"neighbouring must be 'replace-one' for {type(self).__name__} (its calibration assumes replace-one "
+                f"neighbours with public n; add-remove would reveal n); got {self.neighbouring!r}")
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        object.__setattr__(self, "K", check_real_in_range(self.K, name="K", low=0.0, low_inclusive=False))
+        if math.isinf(self.K):
+            raise ValueError("K must be finite")
+        check_choice(self.constants, name="constants", choices=CONSTANTS)
+        check_choice(self.output, name="output", choices=OUTPUTS)
+        check_choice(self.lp_method, name="lp_method", choices=LP_METHODS)
+        if not isinstance(self.lattice, bool):
+            raise TypeError("lattice must be a bool")
+
+    @property
+    def name(self) -> str:
+        """``trig-I`` (ε-DP), ``trig-II`` ((ε, δ)-DP) or ``lp-eps-inf`` (ε = ∞: no noise, the LP floor)."""
+        if math.isinf(self.epsilon):
+            return "lp-eps-inf"
+        return "trig-II" if self.delta > 0 else "trig-I"
+
+    def at_width(self, sigma: float) -> TrigBase:
+        """This mechanism for kernel width σ: smoothness K = σ² (thesis Sec 3.1, Prop 2.2)."""
+        return replace(self, K=float(sigma) ** 2)
+
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[TrigDiagnostics]:
+        """Run the mechanism on ``X`` ⊂ [-1, 1]^d (n rows) and release a synthetic database.
+
+        Parameters
+        ----------
+        X : array (n, d)
+            The private data in [-1, 1]^d (finite).
+        rng : int, Generator, SeedSequence or None
+            Seed; the same seed gives a bit-identical release.
+        ledger : Ledger, optional
+            Charged with every step (refused up front if the total does not fit); a fresh
+            ledger with exactly (ε, δ) when omitted.
+        workload : ignored
+            The release does not depend on the queries.
+
+        Returns
+        -------
+        Release
+            ``synthetic`` (see ``output``), ``params``, ``ledger``, stage ``timings`` and
+            :class:`TrigDiagnostics`.
+        """
+        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+            return self._release(check_in_unit_cube(X, name="X"), rng=rng, ledger=ledger)
+
+    def _release(self, X: np.ndarray, *, rng: RNGLike, ledger: Ledger | None) -> Release[TrigDiagnostics]:
+        raise NotImplementedError  # pragma: no cover
+
+    def _noisy_moments(self, Xd: np.ndarray, idx: np.ndarray, *, epsilon: float, delta: float, led: Ledger,
+                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, MomentNoise]:
+        """Exact moments b of the discretised data and their release b̂ (spent through ``led``)."""
+        b = basis_moments(Xd, idx)
+        noise = moment_noise(Xd.shape[0], idx.shape[0], epsilon=epsilon, delta=delta, constants=self.constants,
+                             thesis_delta=self.delta or None)
+        spend_moments(led, noise, idx.shape[0])
+        return b, release_moments(b, noise, rng=rng), noise
+
+    def _finish(self, *, points: np.ndarray, idx: np.ndarray, L: int, b_hat: np.ndarray, m: int,
+                gen_sample: np.random.Generator, timings: dict[str, float]) -> tuple[WeightedDatabase, WeightedDatabase, dict]:
+        """The LP over the candidate columns (Alg 4 step 7 / Alg 9 step 7) and the m-row sample."""
+        W = np.ascontiguousarray(evaluate_basis(points, idx).T)
+        if self.lattice:
+            W = lattice_round(W, L)
+        t0 = time.perf_counter()
+        sol = solve_l1_lp(W, b_hat, method=self.lp_method)
+        timings["lp"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        keep = sol.u > 0
+        lp_db = WeightedDatabase(points=points[keep], weights=sol.u[keep], m=m)
+        synth = lp_db.realise(gen_sample) if self.output == "sample" else lp_db
+        timings["sample"] = time.perf_counter() - t0
+        return synth, lp_db, sol.to_dict()
+
+    def _common_params(self, noise: MomentNoise, sch: Schedule, n: int, d: int) -> dict[str, Any]:
+        return {
+            "n": n, "d": d, "t": sch.t, "N": sch.N, "m": sch.m, "L": sch.L, "K": self.K, "epsilon": self.epsilon,
+            "delta": self.delta, "constants": self.constants, "lattice": self.lattice, "output": self.output,
+            "moment_noise": noise.to_dict(), "neighbouring": self.neighbouring,
+        }
+
+

@@ -1,0 +1,155 @@
+"""One registry of methods by name: manifests, widgets, benchmarks and notebooks name methods as data.
+
+Every entry is a *configured instance* of a method class (the method is its configuration) plus
+the suites it belongs to. A new method is one new file with one class and one line in
+:data:`CATALOGUE`; a new parameterisation of an existing method is one line.
+
+>>> from dpkit.methods.registry import get, names
+>>> get("trig-II").delta
+0.001
+>>> get("marginals-histogram-eps").privacy
+'ε-DP'
+>>> "trig-I" in names("tables")
+True
+
+Parameters are overridden as data with :func:`configure`, which sets a value on every method that
+has a field of that name — the budget with the methods' privacy class in mind (an ε-DP method
+keeps δ = 0, a non-private reference keeps ε = ∞).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
+from dpkit.methods.candidate_lp import CandidateLP
+from dpkit.methods.direct import DirectAnswering
+from dpkit.methods.gaussian_fit import GaussianFit
+from dpkit.methods.marginals import IndependentMarginals
+from dpkit.methods.mwem import MWEM
+from dpkit.methods.references import SamplingFloor
+from dpkit.methods.smalldb import SmallDB
+from dpkit.queries.release import Method
+
+__all__ = ["Entry", "CATALOGUE", "REGISTRY", "get", "names", "suite", "configure", "describe"]
+
+EPS, DELTA = 1.0, 1e-3  # the thesis's budget (Sec 3.1)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered method: its name, the configured instance and the suites it is part of."""
+
+    name: str
+    method: Method
+    suites: tuple[str, ...] = ()
+
+    @property
+    def privacy(self) -> str:
+        return self.method.privacy
+
+
+_T = ("tables",)
+_B = ("baselines",)
+_TB = ("tables", "baselines")
+
+#: Every registered method (name, instance, suites), in the order tables list them.
+CATALOGUE: tuple[Entry, ...] = (
+    Entry("trig-I", ImprovedTrigonometricMechanism(epsilon=EPS, delta=0.0), _TB),
+    Entry("trig-II", ImprovedTrigonometricMechanism(epsilon=EPS, delta=DELTA), _TB),
+    Entry("lp-eps-inf", ImprovedTrigonometricMechanism(epsilon=math.inf, delta=DELTA), _B),
+    Entry("subsample", SamplingFloor(size=51), _B),
+    Entry("direct-laplace_I", DirectAnswering(epsilon=EPS, delta=0.0, noise="laplace_I"), _B),
+    Entry("direct-laplace_II", DirectAnswering(epsilon=EPS, delta=DELTA, noise="laplace_II"), _B),
+    Entry("direct-gaussian", DirectAnswering(epsilon=EPS, delta=DELTA, noise="gaussian"), _B),
+    Entry("marginals-histogram", IndependentMarginals(epsilon=EPS, delta=DELTA, kind="histogram"), _B),
+    Entry("marginals-moments", IndependentMarginals(epsilon=EPS, delta=DELTA, kind="moments"), _B),
+    Entry("gauss-analyze-gauss", GaussianFit(epsilon=EPS, delta=DELTA, method="analyze_gauss"), _B),
+    Entry("gauss-psi", GaussianFit(epsilon=EPS, delta=DELTA, method="psi"), _B),
+    Entry("mwem-uniform", MWEM(epsilon=EPS, delta=0.0, candidates="uniform"), _B),
+    Entry("mwem-gaussian", MWEM(epsilon=EPS, delta=DELTA, candidates="gaussian"), _B),
+    Entry("lp-gauss-analyze-gauss-cands", CandidateLP(epsilon=EPS, delta=DELTA, source="gaussian"), _B),
+    Entry("lp-uniform-cands", CandidateLP(epsilon=EPS, delta=DELTA, source="uniform"), _B),
+    # ε-DP variants of the baselines that have one (Table 3.2 is compared at δ = 0)
+    Entry("marginals-histogram-eps", IndependentMarginals(epsilon=EPS, delta=0.0, kind="histogram"), _B),
+    Entry("marginals-moments-eps", IndependentMarginals(epsilon=EPS, delta=0.0, kind="moments"), _B),
+    Entry("gauss-analyze-gauss-eps", GaussianFit(epsilon=EPS, delta=0.0, method="analyze_gauss"), _B),
+    Entry("gauss-psi-eps", GaussianFit(epsilon=EPS, delta=0.0, method="psi"), _B),
+    # the 2-d toy panel of notebook 40 (SmallDB is exponential in the domain)
+    Entry("smalldb", SmallDB(epsilon=EPS, levels=4, m=4), ("toy",)),
+)
+
+REGISTRY: dict[str, Entry] = {e.name: e for e in CATALOGUE}
+if len(REGISTRY) != len(CATALOGUE):  # pragma: no cover - a catalogue typo
+    raise RuntimeError("duplicate method names in dpkit.methods.registry.CATALOGUE")
+
+
+def names(suite_name: str | None = None, *, privacy: str | None = None) -> list[str]:
+    """Registered names, in catalogue order, optionally of one suite and/or privacy class."""
+    return [e.name for e in CATALOGUE
+            if (suite_name is None or suite_name in e.suites) and (privacy is None or e.privacy == privacy)]
+
+
+def get(name: str, **params: Any) -> Method:
+    """The registered method ``name``, with ``params`` set by :func:`configure`.
+
+    Raises
+    ------
+    KeyError
+        For an unknown name; the message lists the registered ones.
+    """
+    try:
+        entry = REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown method {name!r}; registered: {', '.join(REGISTRY)}") from None
+    return configure(entry.method, **params) if params else entry.method
+
+
+def suite(suite_name: str, *, include: Sequence[str] | None = None, **params: Any) -> dict[str, Method]:
+    """``{name: method}`` of one suite (catalogue order), each configured with ``params``.
+
+    ``include`` keeps only the named methods; a name outside the suite is an error.
+    """
+    members = names(suite_name)
+    if not members:
+        raise ValueError(f"unknown suite {suite_name!r}; suites: {sorted({s for e in CATALOGUE for s in e.suites})}")
+    if include is not None:
+        unknown = sorted(set(include) - set(members))
+        if unknown:
+            raise ValueError(f"methods {unknown} are not in suite {suite_name!r}: {members}")
+        members = [m for m in members if m in set(include)]
+    return {m: get(m, **params) for m in members}
+
+
+def configure(method: Method, **params: Any) -> Method:
+    """``method`` with every parameter in ``params`` that it has set (:func:`dataclasses.replace`).
+
+    ``epsilon`` is set only on private methods (a non-private reference keeps ε = ∞) and ``delta``
+    only on (ε, δ)-DP methods (an ε-DP method keeps δ = 0). Parameters the method does not have are
+    ignored; a name no registered method has is an error (a typo must not pass silently).
+    """
+    known = {f.name for e in CATALOGUE for f in dataclasses.fields(e.method)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"no registered method has the parameter(s) {unknown}; known: {sorted(known)}")
+    fields = {f.name for f in dataclasses.fields(method) if f.init}
+    privacy = method.privacy
+    changes = {}
+    for k, v in params.items():
+        if k not in fields:
+            continue
+        if k == "epsilon" and privacy == "non-private":
+            continue
+        if k == "delta" and privacy != "(ε,δ)-DP":
+            continue
+        changes[k] = v
+    return dataclasses.replace(method, **changes) if changes else method
+
+
+def describe(methods: Mapping[str, Method]) -> list[dict[str, Any]]:
+    """One row per method: name, class, privacy class and every parameter (for tables and manifests)."""
+    return [{"method": n, "class": type(m).__name__, "privacy": m.privacy,
+             **{f.name: getattr(m, f.name) for f in dataclasses.fields(m)}} for n, m in methods.items()]

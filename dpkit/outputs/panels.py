@@ -1,0 +1,54 @@
+"""What the widget panels call: a few repetitions through the same runner as the batch path,
+returned as ``(figure, table)`` for :func:`dpkit.outputs.widgets.explorer`."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from dpkit.experiments.protocol import run_cell
+from dpkit.experiments.reference import paper_value
+from dpkit.experiments.sweeps import sweep, sweep_rows
+from dpkit.experiments.thesis import table_methods, table_rows
+from dpkit.outputs.figures.tables import plot_sweep
+from dpkit.outputs.plotting import new_figure
+from dpkit.outputs.tables import rows_frame
+from dpkit.queries.release import Method
+
+__all__ = ["explore", "explore_sweep"]
+
+
+def explore(*, X: np.ndarray, dataset: str, epsilon: float, delta: float, sigma: float, kappa: float, k: int, C: int,
+            R: int, reps: int, mechanisms: Sequence[str] = ("I", "II"), n_queries: int = 2_000,
+            seed: int = 0) -> tuple[Figure, pd.DataFrame]:
+    """One Tables 3.2/3.3 cell, few repetitions: worst absolute error per repetition and mechanism
+    (the thesis's number as a dashed line) and the summary rows."""
+    methods = table_methods(mechanisms, epsilon=epsilon, delta=delta, kappa=kappa, k=min(int(k), X.shape[1]), C=int(C),
+                            R=int(R))
+    recs = run_cell(X, methods=methods, sigma=sigma, reps=int(reps), n_queries=int(n_queries), rng=int(seed))
+    rows = table_rows(recs, dataset=dataset)
+    fig, ax = new_figure()
+    for m in mechanisms:
+        vals = [r.abs for r in recs if r.method == f"trig-{m}"]
+        ax.plot(range(len(vals)), vals, marker="o", label=f"mechanism {m}")
+        p = paper_value(dataset, sigma, m, "abs")
+        if not math.isnan(p):
+            ax.axhline(p, ls="--", lw=1, color=ax.lines[-1].get_color(), alpha=0.7, label=f"thesis {m}")
+    ax.set_xlabel("repetition")
+    ax.set_ylabel("worst absolute error")
+    ax.set_title(f"{dataset}: ε={epsilon:g}, σ={sigma:g}, κ={kappa:g}, k={k}, C={C}, R={R}")
+    ax.legend()
+    return fig, rows_frame(rows)
+
+
+def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
+                  reps: int, xlabel: str, logx: bool = False, n_queries: int = 2_000, J: int = 10,
+                  seed: int = 0) -> tuple[Figure, pd.DataFrame]:
+    """A sweep of ``param`` over ``values`` (few repetitions): the figure and the rows."""
+    res = sweep(X, method=method, param=param, values=values, sigma=sigma, reps=int(reps), n_queries=int(n_queries),
+                J=J, rng=int(seed))
+    rows = sweep_rows(res, dataset=dataset, param=param)
+    return plot_sweep(rows, xlabel=xlabel, logx=logx), pd.DataFrame(rows)
