@@ -75,13 +75,8 @@ class BenchConfig:
     datasets: tuple[str, ...] = THESIS_DATASETS
     sigmas: tuple[float, ...] = THESIS_SIGMAS
     reps: int = 3  # runs per (data set, σ, mechanism)
-    epsilon: float = 1.0
-    delta: float = 1e-3  # mechanism II
-    C: int = 10_000
-    R: int = 50
-    k: int = 2
-    n_iter: int = 10
-    kappa: float = 7.0
+    #: registry parameters set on the benchmarked trig-I / trig-II (dpkit.methods.registry.configure)
+    method_params: tuple[tuple[str, Any], ...] = ()
     eval_queries: int = 10_000
     eval_J: int = 10
     eval_sigma: float = 4.0  # headline width
@@ -97,7 +92,6 @@ class BenchConfig:
 
     def __post_init__(self) -> None:
         check_positive_int(self.reps, name="reps")
-        check_positive_int(self.C, name="C")
         check_positive_int(self.eval_queries, name="eval_queries")
         check_positive_int(self.eval_reference_queries, name="eval_reference_queries")
 
@@ -158,11 +152,10 @@ def _load_all(names: Sequence[str], loader: Callable[[str], Any]) -> tuple[dict[
 
 
 def _mechanism(cfg: BenchConfig, mech: str, sigma: float):
-    """The benchmarked mechanism, built the same way as the experiments build it."""
-    from dpkit.experiments import MechanismConfig
+    """The benchmarked mechanism: the registry's ``trig-I``/``trig-II`` (as the experiments run it) at width σ."""
+    from dpkit.methods.registry import get
 
-    return MechanismConfig(mechanism=mech, epsilon=cfg.epsilon, delta=cfg.delta, C=cfg.C, R=cfg.R, k=cfg.k,
-                           n_iter=cfg.n_iter, kappa=cfg.kappa).build(K=sigma**2)
+    return get(f"trig-{mech}", **dict(cfg.method_params)).at_width(sigma)
 
 
 def _time_mechanisms(name: str, X: np.ndarray, cfg: BenchConfig, seed: np.random.SeedSequence, progress: bool):
@@ -177,7 +170,7 @@ def _time_mechanisms(name: str, X: np.ndarray, cfg: BenchConfig, seed: np.random
         try:
             m = _mechanism(cfg, mech, sigma)
             t0 = time.perf_counter()
-            res = m.fit(X, rng=np.random.default_rng(ss))
+            res = m.release(X, rng=np.random.default_rng(ss))
             wall = time.perf_counter() - t0
             records[mech].append(
                 {
@@ -367,13 +360,16 @@ def _load(avg: Any) -> str:
 
 def render_markdown(result: dict[str, Any]) -> str:
     """The ``bench.md`` table: medians and worst times next to the thesis's worst times."""
+    from dpkit.methods.registry import get
+
     cfg = result.get("config", {})
+    m = get("trig-II", **dict(cfg.get("method_params", ())))
     lines = [
-        "# dpkit benchmark (issue 4)",
+        "# dpkit benchmark",
         "",
         f"Created {result['meta']['created']} · {'quick subset' if cfg.get('quick') else 'full'} · "
-        f"ε = {cfg.get('epsilon')}, δ = {cfg.get('delta')} (II), C = {cfg.get('C')}, R = {cfg.get('R')}, "
-        f"k = {cfg.get('k')}, L = {cfg.get('n_iter')}, κ = {cfg.get('kappa')}, σ ∈ {list(cfg.get('sigmas', []))} (K = σ²), "
+        f"ε = {m.epsilon}, δ = {m.delta} (II), C = {m.C}, R = {m.R}, "
+        f"k = {m.k}, L = {m.n_iter}, κ = {m.kappa}, σ ∈ {list(cfg.get('sigmas', []))} (K = σ²), "
         f"{cfg.get('reps')} run(s) per σ · load average (1/5/15 min) before {_load(result['meta'].get('loadavg_before'))}, "
         f"after {_load(result['meta'].get('loadavg_after'))} on {result['meta'].get('cpus')} CPUs.",
         "",

@@ -18,7 +18,7 @@ from dpkit.outputs.plotting import new_figure
 from dpkit.outputs.tables import rows_frame
 from dpkit.queries.release import Method
 
-__all__ = ["explore", "explore_sweep"]
+__all__ = ["explore", "explore_sweep", "sweep_panel"]
 
 
 def explore(*, X: np.ndarray, dataset: str, epsilon: float, delta: float, sigma: float, kappa: float, k: int, C: int,
@@ -52,3 +52,23 @@ def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, va
                 J=J, rng=int(seed))
     rows = sweep_rows(res, dataset=dataset, param=param)
     return plot_sweep(rows, xlabel=xlabel, logx=logx), pd.DataFrame(rows)
+
+
+def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
+                epsilon: float, xlabel: str, logx: bool, title: str, seed: int = 0, J: int = 10):
+    """The sweep notebooks' widget: the grid is typed as text (parsed by :func:`parse_values`, a bad
+    entry is reported in the panel), σ, ε and the repetitions are controls, *Run* re-runs the sweep."""
+    from dpkit.experiments.sweeps import parse_values
+    from dpkit.methods.registry import configure
+    from dpkit.outputs.widgets import explorer
+
+    kind = type(values[0])
+
+    def one_sweep(values_text: str, sigma: float, epsilon: float, reps: int) -> tuple[Figure, pd.DataFrame]:
+        vals = parse_values(values_text, kind=kind, name="values")
+        return explore_sweep(X=X, dataset=dataset, method=configure(method, epsilon=epsilon), param=param, values=vals,
+                             sigma=sigma, reps=reps, xlabel=xlabel, logx=logx, J=J, seed=seed)
+
+    text = ", ".join(map(str, values))
+    return explorer(one_sweep, {"values_text": ("text", text), "sigma": ([2.0, 4.0, 6.0, 8.0, 10.0], sigma),
+                                "epsilon": (("log", 0.05, 20.0), epsilon), "reps": ((1, 10, 1), 3)}, title=title)

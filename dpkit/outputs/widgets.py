@@ -10,6 +10,7 @@ Control specs
 - ``("log", lo, hi)`` → ``FloatLogSlider`` (base 10, bounds given as values)
 - a list → ``Dropdown``; a list passed with ``multi=True`` in a dict spec → ``SelectMultiple``
 - a bool → ``Checkbox``
+- ``"text"`` → ``Text`` (a free-form entry, e.g. a sweep grid parsed by the callback)
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def make_control(name: str, spec: Any, value: Any):
     layout = w.Layout(width="320px")
     if isinstance(spec, bool) or isinstance(value, bool) and spec is None:
         return w.Checkbox(value=bool(value), description=name, style=style)
+    if spec == "text":
+        return w.Text(value=str(value), description=name, style=style, layout=layout, continuous_update=False)
     if isinstance(spec, list):
         return w.Dropdown(options=spec, value=value, description=name, style=style, layout=layout)
     if isinstance(spec, dict) and spec.get("multi"):
