@@ -38,7 +38,7 @@ def run_audit(fn, d0, d1, delta=0.0, seed=0):
 def test_direct_answering_not_refuted(noise, delta):
     m = DirectAnswering(epsilon=EPS, delta=delta, noise=noise)
     d0, d1 = neighbours([0.5, 0.5], [-1.0, -1.0])  # centre of query 0 vs its farthest corner
-    res = run_audit(lambda db, rng: m.answer(WL, db, rng=rng).answers[0], d0, d1, delta=delta)
+    res = run_audit(lambda db, rng: m.release(db, rng=rng, workload=WL).answers[0], d0, d1, delta=delta)
     assert not res.flags(EPS), res.to_dict()
 
 
@@ -49,7 +49,7 @@ def test_negative_control_undernoised_direct_is_flagged(monkeypatch):
     monkeypatch.setattr(direct, "kernel_query_ranges", lambda *a: real(*a) / 8.0)
     m = DirectAnswering(epsilon=EPS, noise="laplace_I")
     d0, d1 = neighbours([0.5, 0.5], [-1.0, -1.0])
-    res = run_audit(lambda db, rng: m.answer(WL, db, rng=rng).answers[0], d0, d1)
+    res = run_audit(lambda db, rng: m.release(db, rng=rng, workload=WL).answers[0], d0, d1)
     assert res.flags(EPS), res.to_dict()
 
 
@@ -59,7 +59,7 @@ def test_marginal_histograms_not_refuted(delta):
     d0, d1 = neighbours([-1.0, -1.0], [1.0, 1.0])
 
     def stat(db, rng):
-        H = m.release(db, rng=rng)["hist"]
+        H = m.measure(db, rng=rng).hist
         return float(np.sum(H[:, 0] - H[:, -1]))  # the direction in which the row moved
 
     assert not run_audit(stat, d0, d1, delta=delta).flags(EPS)
@@ -69,14 +69,14 @@ def test_marginal_histograms_not_refuted(delta):
 def test_marginal_moments_not_refuted(key, a, b):
     m = IndependentMarginals(epsilon=EPS, delta=0.0, kind="moments")
     d0, d1 = neighbours(a, b)
-    assert not run_audit(lambda db, rng: float(m.release(db, rng=rng)[key].sum()), d0, d1).flags(EPS)
+    assert not run_audit(lambda db, rng: float(getattr(m.measure(db, rng=rng), key).sum()), d0, d1).flags(EPS)
 
 
 @pytest.mark.parametrize("delta", [0.0, DELTA])
 def test_analyze_gauss_not_refuted(delta):
     m = GaussianFit(epsilon=EPS, delta=delta, method="analyze_gauss")
     d0, d1 = neighbours([1.0, 1.0], [1.0, -1.0])  # off-diagonal second moment moves by 2/n
-    res = run_audit(lambda db, rng: float(m.release(db, rng=rng)["cov"][0, 1]), d0, d1, delta=delta)
+    res = run_audit(lambda db, rng: float(m.measure(db, rng=rng).cov[0, 1]), d0, d1, delta=delta)
     assert not res.flags(EPS), res.to_dict()
 
 
@@ -93,7 +93,7 @@ def test_smalldb_not_refuted():
     m = SmallDB(epsilon=EPS, levels=2, m=2)
     d0 = np.array([[-1.0], [-1.0], [-1.0]])
     d1 = np.array([[1.0], [-1.0], [-1.0]])
-    res = audit(lambda db, rng: m.answer(wl, db, rng=rng).params["index"], d0, d1, n_samples=N_SAMPLES, rng=0)
+    res = audit(lambda db, rng: m.release(db, rng=rng, workload=wl).params["index"], d0, d1, n_samples=N_SAMPLES, rng=0)
     assert not res.flags(EPS), res.to_dict()
 
 
@@ -102,5 +102,5 @@ def test_candidate_lp_moments_not_refuted(delta):
     # the only data-dependent release of the uniform-candidate variant is b̂ (the LP is post-processing)
     m = CandidateLP(epsilon=EPS, delta=delta, K=1.0, C=20, R=3, source="uniform")
     d0, d1 = neighbours([1.0, 1.0], [-1.0, -1.0], n=4)
-    res = run_audit(lambda db, rng: float(m.noisy_moments(db, rng=rng)["b_hat"][1]), d0, d1, delta=delta)
+    res = run_audit(lambda db, rng: float(m.noisy_moments(db, rng=rng).b_hat[1]), d0, d1, delta=delta)
     assert not res.flags(EPS), res.to_dict()

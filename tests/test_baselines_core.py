@@ -8,6 +8,11 @@ import numpy as np
 import pytest
 
 from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import BudgetExceededError, FeasibilityError
+from dpkit.experiments import run_cell
+from dpkit.experiments.baselines import baseline_rows, direct_expected_max_error, write_conclusion
+from dpkit.mechanisms.pca import covariance
+from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
 from dpkit.methods import (
     MWEM,
     CandidateLP,
@@ -16,19 +21,11 @@ from dpkit.methods import (
     IndependentMarginals,
     SamplingFloor,
     SmallDB,
-    TrigBaseline,
-    baseline_suite,
-    direct_expected_max_error,
     kernel_query_ranges,
     kernel_values,
-    run_baselines,
-    summarise_baselines,
-    write_conclusion,
 )
-from dpkit.methods._common import answer_on_data, answer_on_synthetic
-from dpkit.core.exceptions import BudgetExceededError, FeasibilityError
-from dpkit.mechanisms.pca import covariance
-from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
+from dpkit.methods.registry import suite
+from dpkit.queries.evaluate import answer_data
 from dpkit.queries.workload import GaussianKernelWorkload
 
 EPS, DELTA = 1.0, 1e-3
@@ -62,7 +59,7 @@ def synthetic_methods(eps=EPS, delta=DELTA):
         CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10, source="gaussian", fit_method="psi"),
         CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10, source="marginals"),
         CandidateLP(epsilon=eps, delta=0.0, K=4.0, C=300, R=10, source="uniform"),
-        TrigBaseline(mechanism=ImprovedTrigonometricMechanism(epsilon=eps, delta=delta, K=4.0, C=300, R=10)),
+        ImprovedTrigonometricMechanism(epsilon=eps, delta=delta, K=4.0, C=300, R=10),
     ]
 
 
@@ -70,7 +67,7 @@ def synthetic_methods(eps=EPS, delta=DELTA):
 @pytest.mark.parametrize("idx", range(14))
 def test_synthetic_baseline_ledger_adds_up(data, idx):
     meth = synthetic_methods()[idx]
-    res = meth.fit(data, rng=1)
+    res = meth.release(data, rng=1)
     led = res.ledger
     stated_delta = meth.delta
     # total ε spent equals the stated budget; δ spent never exceeds it
@@ -88,26 +85,26 @@ def test_synthetic_baseline_ledger_adds_up(data, idx):
 @pytest.mark.parametrize("noise,delta", [("laplace_I", 0.0), ("laplace_II", DELTA), ("gaussian", DELTA)])
 def test_direct_ledger_and_shared_ledger(data, workload, noise, delta):
     meth = DirectAnswering(epsilon=EPS, delta=delta, noise=noise)
-    res = meth.answer(workload, data, rng=0)
+    res = meth.release(data, workload=workload, rng=0)
     assert res.ledger["spent"]["epsilon"] == pytest.approx(EPS)
     assert res.ledger["spent"]["delta"] == pytest.approx(delta)
     assert res.answers.shape == (40,)
     # a shared ledger with room for exactly one run: the second is refused, nothing recorded
     led = Ledger(EPS, max(delta, 0.0))
-    meth.answer(workload, data, rng=0, ledger=led)
+    meth.release(data, workload=workload, rng=0, ledger=led)
     with pytest.raises(BudgetExceededError):
-        meth.answer(workload, data, rng=0, ledger=led)
+        meth.release(data, workload=workload, rng=0, ledger=led)
     assert len(led.entries) == 1
 
 
 def test_mwem_splits_budget_over_2T_steps_and_charges_candidates(data):
-    res = MWEM(epsilon=EPS, delta=DELTA, sigma=2.0, T=5, C=200, candidates="gaussian", n_class=10).fit(data, rng=0)
+    res = MWEM(epsilon=EPS, delta=DELTA, sigma=2.0, T=5, C=200, candidates="gaussian", n_class=10).release(data, rng=0)
     names = [e["name"] for e in res.ledger["entries"]]
     assert names[:2] == ["mean", "second_moment_matrix"]  # the candidate fit is charged
     steps = [e for e in res.ledger["entries"] if e["name"].startswith(("select_", "measure_"))]
     assert len(steps) == 10
     assert all(e["epsilon"] == pytest.approx(EPS * (2 / 3) / 10) for e in steps)
-    uni = MWEM(epsilon=EPS, sigma=2.0, T=5, C=200, candidates="uniform", n_class=10).fit(data, rng=0)
+    uni = MWEM(epsilon=EPS, sigma=2.0, T=5, C=200, candidates="uniform", n_class=10).release(data, rng=0)
     assert uni.params["data_independent_candidates"] and uni.ledger["spent"]["delta"] == 0.0
     assert len(uni.ledger["entries"]) == 10
 
@@ -115,18 +112,18 @@ def test_mwem_splits_budget_over_2T_steps_and_charges_candidates(data):
 def test_smalldb_ledger_and_feasibility(workload):
     X = np.clip(np.random.default_rng(3).normal(0, 0.5, size=(50, 2)), -1, 1)
     wl = GaussianKernelWorkload.generate(10, 2, J=3, sigma=2.0, rng=1)
-    res = SmallDB(epsilon=EPS, levels=3, m=3).answer(wl, X, rng=0)
+    res = SmallDB(epsilon=EPS, levels=3, m=3).release(X, workload=wl, rng=0)
     assert res.ledger["spent"]["epsilon"] == pytest.approx(EPS)
     assert res.synthetic.weights.sum() == pytest.approx(1.0)
     assert res.params["net_size"] == math.comb(9 + 3 - 1, 3)
     with pytest.raises(FeasibilityError, match="max_candidates"):
-        SmallDB(epsilon=EPS, levels=5, m=6, max_candidates=1000).answer(wl, X, rng=0)
+        SmallDB(epsilon=EPS, levels=5, m=6, max_candidates=1000).release(X, workload=wl, rng=0)
 
 
 def test_budget_refused_when_ledger_too_small(data):
     led = Ledger(0.5, DELTA)
     with pytest.raises(BudgetExceededError):
-        GaussianFit(epsilon=EPS, delta=DELTA).fit(data, rng=0, ledger=led)
+        GaussianFit(epsilon=EPS, delta=DELTA).release(data, rng=0, ledger=led)
     assert len(led.entries) == 0
 
 
@@ -134,7 +131,7 @@ def test_budget_refused_when_ledger_too_small(data):
 @pytest.mark.parametrize("idx", [0, 1, 3, 5, 6, 7, 9, 13])
 def test_seeds_reproduce(data, idx):
     meth = synthetic_methods()[idx]
-    a, b, c = meth.fit(data, rng=11), meth.fit(data, rng=11), meth.fit(data, rng=12)
+    a, b, c = meth.release(data, rng=11), meth.release(data, rng=11), meth.release(data, rng=12)
     assert np.array_equal(a.synthetic.points, b.synthetic.points)
     assert np.array_equal(a.synthetic.weights, b.synthetic.weights)
     assert not (a.synthetic.points.shape == c.synthetic.points.shape
@@ -144,49 +141,52 @@ def test_seeds_reproduce(data, idx):
 
 def test_direct_seed_reproduces(data, workload):
     m = DirectAnswering(epsilon=EPS, delta=DELTA, noise="gaussian")
-    assert np.array_equal(m.answer(workload, data, rng=5).answers, m.answer(workload, data, rng=5).answers)
-    assert not np.array_equal(m.answer(workload, data, rng=5).answers, m.answer(workload, data, rng=6).answers)
+    def ans(seed):
+        return m.release(data, workload=workload, rng=seed).answers
+
+    assert np.array_equal(ans(5), ans(5))
+    assert not np.array_equal(ans(5), ans(6))
 
 
 # ----------------------------------------------------------------------------- ε → ∞
 def test_eps_inf_direct_is_exact(data, workload):
-    res = DirectAnswering(epsilon=math.inf, noise="laplace_I").answer(workload, data, rng=0)
-    np.testing.assert_allclose(res.answers, answer_on_data(workload, data), rtol=0, atol=1e-12)
+    res = DirectAnswering(epsilon=math.inf, noise="laplace_I").release(data, workload=workload, rng=0)
+    np.testing.assert_allclose(res.answers, answer_data(workload, data), rtol=0, atol=1e-12)
 
 
 def test_eps_inf_marginals_and_gaussian_are_exact(data):
     n, d = data.shape
-    rel = IndependentMarginals(epsilon=math.inf, kind="histogram", bins=8).release(data, rng=0)
+    rel = IndependentMarginals(epsilon=math.inf, kind="histogram", bins=8).measure(data, rng=0)
     k = np.minimum(np.floor((data + 1) * 4), 7).astype(int)
     for i in range(d):
-        np.testing.assert_allclose(rel["hist"][i], np.bincount(k[:, i], minlength=8) / n, atol=1e-15)
-    rel = GaussianFit(epsilon=math.inf, method="analyze_gauss").release(data, rng=0)
-    np.testing.assert_allclose(rel["mean"], data.mean(0), atol=1e-14)
-    np.testing.assert_allclose(rel["cov"], covariance(data), atol=1e-12)
+        np.testing.assert_allclose(rel.hist[i], np.bincount(k[:, i], minlength=8) / n, atol=1e-15)
+    rel = GaussianFit(epsilon=math.inf, method="analyze_gauss").measure(data, rng=0)
+    np.testing.assert_allclose(rel.mean, data.mean(0), atol=1e-14)
+    np.testing.assert_allclose(rel.cov, covariance(data), atol=1e-12)
     # PSI route: the k = d subspace iteration of the exact covariance recovers it
-    rel = GaussianFit(epsilon=math.inf, method="psi", k=d, n_iter=200).release(data, rng=0)
-    np.testing.assert_allclose(rel["cov"], covariance(data), atol=1e-8)
+    rel = GaussianFit(epsilon=math.inf, method="psi", k=d, n_iter=200).measure(data, rng=0)
+    np.testing.assert_allclose(rel.cov, covariance(data), atol=1e-8)
 
 
 def test_eps_inf_candidate_lp_uses_exact_moments(data):
-    res = CandidateLP(epsilon=math.inf, delta=DELTA, K=4.0, C=300, R=10, source="gaussian").fit(data, rng=0)
+    res = CandidateLP(epsilon=math.inf, delta=DELTA, K=4.0, C=300, R=10, source="gaussian").release(data, rng=0)
     from dpkit.mechanisms.trig import basis_indices, basis_moments, discretise
 
     p = res.params
     b = basis_moments(discretise(data, p["N"]), basis_indices(p["t"], data.shape[1], p["R"]))
-    np.testing.assert_array_equal(res.extra["noisy_moments"], b)
+    np.testing.assert_array_equal(res.diagnostics.noisy_moments, b)
 
 
 def test_eps_inf_mwem_measurements_exact(data):
-    res = MWEM(epsilon=math.inf, sigma=2.0, T=3, C=100, n_class=10).fit(data, rng=0)
+    res = MWEM(epsilon=math.inf, sigma=2.0, T=3, C=100, n_class=10).release(data, rng=0)
     # every measurement equals the true class answer (no noise at ε = ∞)
-    from dpkit.queries.workload import GaussianKernelWorkload as W
     from dpkit.core.rng import spawn
+    from dpkit.queries.workload import GaussianKernelWorkload as W
 
     g_class = spawn(0, 5)[1]
     wl = W.generate(10, data.shape[1], J=10, sigma=2.0, rng=g_class)
     truth = kernel_values(data, wl.centres, wl.alphas, wl.sigma).mean(axis=1)
-    for q, mq in res.extra["measurements"]:
+    for q, mq in res.diagnostics.measurements:
         assert mq == pytest.approx(truth[q], abs=1e-12)
 
 
@@ -214,8 +214,8 @@ def test_direct_laplace_I_error_matches_closed_form(data):
     Over 60 runs the sample mean has sd ≤ bπ/√(6·60); 4 sd (Chebyshev: ≥ 94%)."""
     wl = GaussianKernelWorkload.generate(25, data.shape[1], J=3, sigma=2.0, rng=2)
     m = DirectAnswering(epsilon=EPS, noise="laplace_I", sensitivity="unit")
-    truth = answer_on_data(wl, data)
-    errs = [np.abs(m.answer(wl, data, rng=s, truth=truth).answers - truth).max() for s in range(60)]
+    truth = answer_data(wl, data)
+    errs = [np.abs(m.release(data, workload=wl, rng=s).answers - truth).max() for s in range(60)]
     expected = direct_expected_max_error(25, n=data.shape[0], epsilon=EPS, delta=0.0, noise="laplace_I")[0]
     b = 25 / (data.shape[0] * EPS)
     assert abs(np.mean(errs) - expected) <= 4 * b * math.pi / math.sqrt(6 * 60)
@@ -223,34 +223,39 @@ def test_direct_laplace_I_error_matches_closed_form(data):
 
 # ----------------------------------------------------------------------------- runner
 def test_runner_rows_and_conclusion(data):
-    suite = baseline_suite(n=data.shape[0], d=data.shape[1], sigma=2.0, C=200, m=100, T=3, n_class=10, R=10,
-                           include=["trig-II", "lp-eps-inf", "subsample", "direct-gaussian", "marginals-histogram"])
-    recs = run_baselines(data, sigma=2.0, methods=suite, reps=2, n_queries=30, J=4, rng=0)
+    methods = suite("baselines", include=["trig-II", "lp-eps-inf", "subsample", "direct-gaussian", "marginals-histogram"],
+                    C=200, m=100, T=3, n_class=10, R=10)
+    recs = run_cell(data, methods=methods, sigma=2.0, reps=2, n_queries=30, J=4, rng=0)
     assert len(recs) == 2 * 5
-    again = run_baselines(data, sigma=2.0, methods=suite, reps=2, n_queries=30, J=4, rng=0)
-    assert [r["abs"] for r in recs] == [r["abs"] for r in again]
-    rows = summarise_baselines(recs, dataset="toy")
-    assert {r["method"] for r in rows} == {s.name for s in suite}
+    again = run_cell(data, methods=methods, sigma=2.0, reps=2, n_queries=30, J=4, rng=0)
+    assert [r.abs for r in recs] == [r.abs for r in again]
+    rows = baseline_rows(recs, dataset="toy")
+    assert {r["method"] for r in rows} == set(methods)
     for r in rows:
-        assert {"dataset", "sigma", "method", "abs_mean", "rel_mean", "time_s"} <= set(r)
+        assert {"dataset", "sigma", "method", "privacy", "abs_mean", "rel_mean", "time_s"} <= set(r)
+    assert {r["method"]: r["private"] for r in rows}["lp-eps-inf"] is False
     text = write_conclusion(rows)
     best = min((r for r in rows if r["private"]), key=lambda r: r["abs_mean"])["method"]
     assert f"best private method **{best}**" in text
-    with pytest.raises(ValueError, match="unknown methods"):
-        baseline_suite(n=100, d=3, sigma=2.0, include=["nope"])
+    with pytest.raises(ValueError, match="not in suite"):
+        suite("baselines", include=["nope"])
 
 
-def test_answer_on_synthetic_matches_weighted_sum(data, workload):
-    res = SamplingFloor(size=20).fit(data, rng=0)
+def test_eps_dp_variants_are_registered_and_spend_no_delta(data):
+    """The ε-DP variants of the independent marginals and DP Gaussian fits are registry lines only, and
+    their ledgers spend exactly ε and no δ."""
+    eps_methods = suite("baselines", include=["marginals-histogram-eps", "marginals-moments-eps",
+                                              "gauss-analyze-gauss-eps", "gauss-psi-eps"], m=50)
+    for name, m in eps_methods.items():
+        assert m.privacy == "ε-DP", name
+        res = m.release(data, rng=0)
+        assert res.spent[0] == pytest.approx(EPS, rel=1e-12) and res.spent[1] == 0.0, name
+
+
+def test_direct_answers_match_weighted_sum_on_a_subsample(data, workload):
+    from dpkit.queries.evaluate import answer_synthetic
+
+    res = SamplingFloor(size=20).release(data, rng=0)
     F = workload.evaluate_function(res.synthetic.points)
-    np.testing.assert_allclose(answer_on_synthetic(workload, res.synthetic), F @ res.synthetic.weights, atol=1e-12)
-
-
-def test_cell_seed_is_independent_of_grid_composition():
-    from dpkit.methods import cell_seed
-
-    a = np.random.default_rng(cell_seed(0, "WDBC", 4.0)).random(3)
-    assert np.array_equal(a, np.random.default_rng(cell_seed(0, "WDBC", 4.0)).random(3))
-    for other in (cell_seed(0, "WDBC", 6.0), cell_seed(0, "CTG", 4.0), cell_seed(1, "WDBC", 4.0),
-                  cell_seed(0, "WDBC", 4.0, panel=1)):
-        assert not np.array_equal(a, np.random.default_rng(other).random(3))
+    np.testing.assert_allclose(answer_synthetic(workload, res.synthetic.points, res.synthetic.weights),
+                               F @ res.synthetic.weights, atol=1e-12)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpkit.methods import compare_private_pca, pca_quality
+from dpkit.experiments.pca_compare import compare_private_pca, pca_quality
 
 
 def test_pca_quality_measures_known_subspaces():

@@ -24,31 +24,43 @@ def test_paper_values_are_the_printed_tables():
     assert ex.PAPER_WORST_TIME["II"]["PAM"] == 12.8
 
 
-def test_config_validation():
-    with pytest.raises(ValueError, match="mechanism"):
-        ex.MechanismConfig(mechanism="III")
+def test_registry_methods_and_validation():
+    from dpkit.methods.registry import configure, get
+
+    with pytest.raises(KeyError, match="trig-III"):
+        get("trig-III")
     with pytest.raises(ValueError, match="constants"):
-        ex.MechanismConfig(constants="printed")
-    m = ex.MechanismConfig(mechanism="I", delta=1e-3).build(K=4.0)
-    assert m.delta == 0.0  # mechanism I is pure ε-DP whatever delta says
-    assert ex.MechanismConfig(mechanism="II", delta=1e-3).build(K=4.0).delta == 1e-3
+        ex.table_methods(("I",), ("printed",))
+    with pytest.raises(ValueError, match="no registered method has"):
+        get("trig-I", kapa=3.0)  # a typo is an error, never silently ignored
+    m = configure(get("trig-I"), delta=1e-3)
+    assert m.delta == 0.0 and m.privacy == "ε-DP"  # mechanism I is pure ε-DP whatever delta says
+    assert get("trig-II", delta=1e-4).delta == 1e-4
+    assert math.isinf(get("lp-eps-inf", epsilon=1.0).epsilon)  # a non-private reference keeps ε = ∞
+    assert get("trig-II").at_width(4.0).K == 16.0
+
+
+def _methods(**kw):
+    return ex.table_methods(("I", "II"), ("correct",), C=300, R=10, **kw)
 
 
 def test_repetitions_reproducible_paired_and_budgeted(X):
-    cfgs = [ex.MechanismConfig(mechanism=m, C=300, R=10) for m in ("I", "II")]
-    a = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=2, n_queries=200, rng=5)
-    b = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=2, n_queries=200, rng=5)
-    c = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=2, n_queries=200, rng=6)
-    assert [r["abs"] for r in a] == [r["abs"] for r in b]
-    assert [r["abs"] for r in a] != [r["abs"] for r in c]
-    assert [(r["rep"], r["mechanism"]) for r in a] == [(0, "I"), (0, "II"), (1, "I"), (1, "II")]
+    a = ex.run_cell(X, methods=_methods(), sigma=2.0, reps=2, n_queries=200, rng=5)
+    b = ex.run_cell(X, methods=_methods(), sigma=2.0, reps=2, n_queries=200, rng=5)
+    c = ex.run_cell(X, methods=_methods(), sigma=2.0, reps=2, n_queries=200, rng=6)
+    assert [r.abs for r in a] == [r.abs for r in b]
+    assert [r.abs for r in a] != [r.abs for r in c]
+    assert [(r.rep, r.method) for r in a] == [(0, "trig-I"), (0, "trig-II"), (1, "trig-I"), (1, "trig-II")]
     for r in a:
-        assert r["ledger"]["spent"]["epsilon"] <= 1.0 + 1e-12
-        assert r["ledger"]["spent"]["delta"] <= (1e-3 if r["mechanism"] == "II" else 0.0) + 1e-15
-        assert 0 <= r["abs"] <= 1  # kernel mixtures take values in [0, 1]
+        assert r.eps_spent <= 1.0 + 1e-12
+        assert r.delta_spent <= (1e-3 if r.method == "trig-II" else 0.0) + 1e-15
+        assert 0 <= r.abs <= 1  # kernel mixtures take values in [0, 1]
     # repetition 0 does not depend on how many repetitions run (spawned child streams)
-    one = ex.run_repetitions(X, sigma=2.0, configs=cfgs, reps=1, n_queries=200, rng=5)
-    assert [r["abs"] for r in one] == [r["abs"] for r in a[:2]]
+    one = ex.run_cell(X, methods=_methods(), sigma=2.0, reps=1, n_queries=200, rng=5)
+    assert [r.abs for r in one] == [r.abs for r in a[:2]]
+    # a method's numbers depend only on its position: dropping trig-II leaves trig-I unchanged
+    solo = ex.run_cell(X, methods={"trig-I": _methods()["trig-I"]}, sigma=2.0, reps=2, n_queries=200, rng=5)
+    assert [r.abs for r in solo] == [r.abs for r in a if r.method == "trig-I"]
 
 
 def test_errors_shrink_when_privacy_is_relaxed(X):
@@ -59,39 +71,44 @@ def test_errors_shrink_when_privacy_is_relaxed(X):
     of ε) makes this fail.
     """
     def mean_abs(eps):
-        cfg = ex.MechanismConfig(mechanism="I", epsilon=eps, C=300, R=10)
-        return np.mean([r["abs"] for r in ex.run_repetitions(X, sigma=2.0, configs=[cfg], reps=3, n_queries=200, rng=0)])
+        m = ex.table_methods(("I",), ("correct",), epsilon=eps, C=300, R=10)
+        return np.mean([r.abs for r in ex.run_cell(X, methods=m, sigma=2.0, reps=3, n_queries=200, rng=0)])
 
     assert mean_abs(0.05) > mean_abs(5.0)
 
 
 def test_summarise_and_tables(X, tmp_path):
-    cfgs = [ex.MechanismConfig(mechanism=m, C=300, R=10) for m in ("I", "II")]
+    from dpkit.outputs.tables import export_table, paper_comparison_table
+
     recs = []
     for s in (2.0, 4.0):
-        recs += ex.run_repetitions(X, sigma=s, configs=cfgs, reps=2, n_queries=100, rng=0)
-    rows = ex.summarise(recs, dataset="WDBC")
+        recs += ex.run_cell(X, methods=_methods(), sigma=s, reps=2, n_queries=100, rng=0)
+    rows = ex.table_rows(recs, dataset="WDBC")
     assert len(rows) == 4
     r = next(r for r in rows if r["mechanism"] == "I" and r["sigma"] == 2.0)
-    vals = [x["abs"] for x in recs if x["mechanism"] == "I" and x["sigma"] == 2.0]
+    vals = [x.abs for x in recs if x.method == "trig-I" and x.sigma == 2.0]
     assert r["abs_mean"] == pytest.approx(np.mean(vals)) and r["paper_abs"] == 0.049
     assert r["ratio_abs"] == pytest.approx(r["abs_mean"] / 0.049)
     for key in ("dataset", "sigma", "mechanism", "abs_mean", "rel_mean", "time_max_s", "paper_abs", "paper_rel"):
         assert key in r
-    comp = ex.paper_comparison_table(rows)
+    comp = paper_comparison_table(rows)
     assert len(comp) == 4 and "(0.049)" in comp.iloc[0]["σ=2"]
-    paths = ex.export_table(comp, "t", tmp_path)
+    paths = export_table(comp, "t", tmp_path)
     assert [p.suffix for p in paths] == [".csv", ".md", ".tex"] and "\\begin{tabular}" in paths[2].read_text()
 
 
 def test_sweep_uses_common_workloads(X):
-    base = ex.MechanismConfig(mechanism="I", C=200, R=10)
-    recs = ex.sweep(X, param="kappa", values=[1.0, 7.0], base=base, sigma=2.0, reps=2, n_queries=100, rng=0)
-    assert {r["value"] for r in recs} == {1.0, 7.0}
-    rows = ex.sweep_rows(recs, dataset="mock")
+    from dpkit.methods.registry import get
+
+    base = get("trig-I", C=200, R=10)
+    res = ex.sweep(X, method=base, param="kappa", values=[1.0, 7.0], sigma=2.0, reps=2, n_queries=100, rng=0)
+    assert list(res) == [1.0, 7.0]
+    rows = ex.sweep_rows(res, dataset="mock", param="kappa")
     assert [r["value"] for r in rows] == [1.0, 7.0]
     with pytest.raises(ValueError, match="param"):
-        ex.sweep(X, param="gamma", values=[1], base=base, sigma=2.0, reps=1)
+        ex.sweep(X, method=base, param="gamma", values=[1], sigma=2.0, reps=1)
+    with pytest.raises(ValueError, match="entry 2"):
+        ex.parse_values("1.0, seven")
 
 
 @pytest.mark.notebook
@@ -136,11 +153,13 @@ def test_assemble_tables_from_split_runs(tmp_path):
     _fake_run(tmp_path, "aaa", rows_a)
     _fake_run(tmp_path, "bbb", rows_b)
     _fake_run(tmp_path, "ccc", rows_b, status="failed")  # failed runs are not assembled
-    info = ex.assemble_tables(str(tmp_path))
+    from dpkit.outputs.assemble import assemble_tables, rows_from_runs
+
+    info = assemble_tables(str(tmp_path))
     assert info["rows"] == 4 and info["datasets"] == ["WDBC"]
     md = (tmp_path / "assembled" / "tables_3_2_3_3.md").read_text()
     assert "(0.049)" in md and "(0.167)" in md
     assert (tmp_path / "assembled" / "tables_abs_vs_sigma.pdf").is_file()
     _fake_run(tmp_path, "ddd", rows_b)  # the same cell twice is an error, never a silent overwrite
     with pytest.raises(ValueError, match="computed by two runs"):
-        ex.rows_from_runs(str(tmp_path))
+        rows_from_runs(str(tmp_path))

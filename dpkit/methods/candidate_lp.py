@@ -138,8 +138,9 @@ class CandidateLP(MethodBase):
             return self.epsilon, self.delta, 0.0, 0.0
         return self.epsilon / 3.0, self.delta / 2.0, 2.0 * self.epsilon / 3.0, self.delta - self.delta / 2.0
 
-    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger) -> NoisyMoments:
-        """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget)."""
+    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> NoisyMoments:
+        """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget), spent
+        through ``ledger`` (a fresh one holding the method's budget if omitted)."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
         sch = schedule(n, d, float(self.K), self.delta)
@@ -149,7 +150,7 @@ class CandidateLP(MethodBase):
         idx = basis_indices(sch.t, d, self.R)
         b = basis_moments(discretise(X, sch.N), idx)
         noise = moment_noise(n, self.R, epsilon=eps_m, delta=d_m)
-        spend_moments(ledger, noise, self.R)
+        spend_moments(ledger_for(ledger, self.epsilon, self.delta, self.name), noise, self.R)
         b_hat = release_moments(b, noise, rng=resolve_rng(rng))
         return NoisyMoments(b_hat=b_hat, indices=idx, schedule=sch, noise=noise)
 

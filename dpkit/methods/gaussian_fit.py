@@ -92,11 +92,11 @@ class GaussianFit(MethodBase):
     def name(self) -> str:
         return f"gauss-{self.method.replace('_', '-')}"
 
-    def measure(self, X: Any, *, rng: RNGLike = None, ledger: Ledger) -> GaussianStats:
-        """The released (μ̃, Σ̃) (no sampling), spent through ``ledger``."""
+    def measure(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> GaussianStats:
+        """The released (μ̃, Σ̃) (no sampling), spent through ``ledger`` (a fresh one if omitted)."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
-        led = ledger
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         g1, g2, g3 = spawn(rng, 3)
         if self.method == "analyze_gauss":
             e2, d2 = self.epsilon / 2.0, self.delta / 2.0

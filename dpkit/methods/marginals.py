@@ -97,11 +97,11 @@ class IndependentMarginals(MethodBase):
     def name(self) -> str:
         return f"marginals-{self.kind}"
 
-    def measure(self, X: np.ndarray, *, rng: RNGLike = None, ledger: Ledger) -> MarginalStats:
-        """The released statistics only (no sampling), spent through ``ledger``."""
+    def measure(self, X: np.ndarray, *, rng: RNGLike = None, ledger: Ledger | None = None) -> MarginalStats:
+        """The released statistics only (no sampling), spent through ``ledger`` (a fresh one if omitted)."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
-        led = ledger
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         g1, g2 = spawn(rng, 2)
         if self.kind == "histogram":
             k = np.minimum(np.floor((X + 1.0) * (self.bins / 2.0)), self.bins - 1).astype(np.int64)

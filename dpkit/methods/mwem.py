@@ -154,7 +154,7 @@ class MWEM(MethodBase):
         if self.query_class == "kernel":
             wl = GaussianKernelWorkload.generate(self.n_class, d, J=self.J, sigma=self.sigma, rng=g)
             F = kernel_values(P, wl.centres, wl.alphas, wl.sigma)
-            truth = np.asarray(answer_data(wl, X), dtype=float)
+            truth = np.asarray(answer_data(wl, X, precision="float64"), dtype=float)
             return F, truth, kernel_query_ranges(wl.centres, wl.alphas, wl.sigma)
         from dpkit.mechanisms.trig.basis import basis_indices, basis_moments, evaluate_basis
 

@@ -185,7 +185,8 @@ class TrigBase(Mechanism, MethodBase):
 
     def _common_params(self, noise: MomentNoise, sch: Schedule, n: int, d: int) -> dict[str, Any]:
         return {
-            "n": n, "d": d, "t": sch.t, "N": sch.N, "m": sch.m, "L": sch.L, "K": self.K, "epsilon": self.epsilon,
+            "method": self.name, "n": n, "d": d, "t": sch.t, "N": sch.N, "m": sch.m, "L": sch.L, "K": self.K,
+            "epsilon": self.epsilon,
             "delta": self.delta, "constants": self.constants, "lattice": self.lattice, "output": self.output,
             "moment_noise": noise.to_dict(), "neighbouring": self.neighbouring,
         }
