@@ -5,7 +5,7 @@ budget is split across them. Its error grows with Q (≈ Q/(εn) for pure DP, �
 (ε, δ)), so it wins for few queries and loses to a synthetic database once Q is large — the
 cross-over is what the baselines notebook shows.
 
-Noise (per-query sensitivity Δ_q = range_q/n, see :mod:`dpkit.methods._common`):
+Noise (per-query sensitivity Δ_q = range_q/n, see :mod:`dpkit.methods._kernels`):
 
 * ``"laplace_I"`` — ε-DP: Lap(Σ_q Δ_q / ε) on every answer (L1 sensitivity of the Q-vector;
   with Δ_q = Δ this is Prop 1.7's Lap(QΔ/ε)).
@@ -54,7 +54,7 @@ class DirectAnswering(MethodBase):
     noise : {"laplace_I", "laplace_II", "gaussian"}
     sensitivity : {"range", "unit"}
         ``"range"`` (default): Δ_q = (sup f_q − inf f_q)/n bounded from the public query
-        (module :mod:`dpkit.methods._common`); ``"unit"``: the generic Δ_q = 1/n.
+        (module :mod:`dpkit.methods._kernels`); ``"unit"``: the generic Δ_q = 1/n.
     """
 
     epsilon: float

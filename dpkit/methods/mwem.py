@@ -18,7 +18,7 @@ Query class (``query_class``) — never the evaluation queries:
 * ``"basis"`` — the R Chebyshev moments of the trig mechanism, rescaled to (φ_r + 1)/2 ∈ [0, 1].
 
 Every class query has values in [0, 1]; its replace-one sensitivity is range/n ≤ 1/n (for the
-kernel class the bound of :func:`~dpkit.methods._common.kernel_query_ranges`).
+kernel class the bound of :func:`~dpkit.methods._kernels.kernel_query_ranges`).
 
 Rounds (t = 1..T), with the MWEM budget ε' split evenly over 2T pure-DP steps (basic
 composition; δ is not used by MWEM itself):
