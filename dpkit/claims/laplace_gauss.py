@@ -20,13 +20,13 @@ Statistical checks take the false-alarm level ``gamma`` (the check wrongly fails
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dpkit.claims.results import TableResult
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import AuditResult, audit, scalar_releaser
 from dpkit.evaluation.oracles import clopper_pearson
@@ -38,7 +38,6 @@ from dpkit.mechanisms.multiquery import LaplaceI, LaplaceII, laplace_I_error_bou
 __all__ = [
     "CALIBRATIONS_ORDER",
     "POST_PROCESSING_MAPS",
-    "TableResult",
     "laplace_exact_ratio",
     "laplace_audit",
     "laplace_under_noised_audit",
@@ -62,14 +61,6 @@ POST_PROCESSING_MAPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 #: The order in which the checks report the calibrations of :class:`~dpkit.mechanisms.gaussian.Gaussian`.
 CALIBRATIONS_ORDER: tuple[str, ...] = ("thesis", "classic", "analytic")
-
-
-@dataclass(frozen=True)
-class TableResult:
-    """Checks plus the table of the numbers behind them (one row per case, as in ``metrics.json``)."""
-
-    checks: tuple[Check, ...]
-    table: pd.DataFrame
 
 
 def laplace_exact_ratio(*, epsilon: float = 1.0, sensitivity: float = 1.0) -> Check:
