@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class KLResult:
     """Lemma 1.8's check and the curves of its figure (KL against ε)."""
 

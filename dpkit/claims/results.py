@@ -10,7 +10,7 @@ from dpkit.evaluation.verdicts import Check
 __all__ = ["TableResult"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class TableResult:
     """Checks plus the table of the numbers behind them (one row per case, as written to ``metrics.json``).
 

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class CriticalOrderResult:
     """The order-margin check, its table and, per σ, the curve ``sup|∂^K e^{−x²/(2σ²)}|`` against K (for the figure).
 

@@ -106,7 +106,7 @@ def _default_branch_utilities() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np
     return ((np.array([0.0, 1.0, 2.0]), np.array([2.0, 0.0, 1.0])), (np.array([1.0, 0.0, 1.0]), np.array([1.0, 1.0, 2.0])))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class AdaptiveComposition:
     """Three different mechanisms composed adaptively, with the exact privacy loss of every output.
 
