@@ -7,18 +7,28 @@
 - :func:`rr_kl` — KL divergence of the two output laws of randomized response.
 - :func:`laplace_loss_samples` — Monte-Carlo draws of the k-fold Laplace privacy loss at
   worst-case shift (to cross-check the exact PLD of :mod:`dpkit.core.composition`).
+- :class:`AdaptiveComposition` — an adaptive composition Laplace → randomized response →
+  exponential mechanism whose sampled outputs come with their **exact** privacy loss
+  (thesis Thm 1.5/1.6, audited by :func:`dpkit.evaluation.audit.audit`).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import integrate
 
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_choice, check_epsilon, check_int_in_range, check_positive_int, check_probability
+from dpkit.mechanisms.exponential import Exponential
+from dpkit.mechanisms.laplace import Laplace
+from dpkit.mechanisms.randomized_response import RandomizedResponse
 
-__all__ = ["clopper_pearson", "hoeffding_upper", "laplace_shift_kl", "laplace_shift_kl_numeric", "rr_kl", "laplace_loss_samples"]
+__all__ = [
+    "clopper_pearson", "hoeffding_upper", "laplace_shift_kl", "laplace_shift_kl_numeric", "rr_kl", "laplace_loss_samples",
+    "AdaptiveComposition",
+]
 
 
 def clopper_pearson(x: int, n: int, confidence: float = 0.95, side: str = "two-sided") -> tuple[float, float]:
@@ -90,3 +100,72 @@ def laplace_loss_samples(k: int, epsilon: float, n_samples: int, *, rng: RNGLike
         x = g.laplace(0.0, 1.0 / eps, size=(n, min(k - s, max(1, 4_000_000 // n))))
         total += (eps * (np.abs(x - 1.0) - np.abs(x))).sum(axis=1)
     return total
+
+
+def _default_branch_utilities() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    return ((np.array([0.0, 1.0, 2.0]), np.array([2.0, 0.0, 1.0])), (np.array([1.0, 0.0, 1.0]), np.array([1.0, 1.0, 2.0])))
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
+class AdaptiveComposition:
+    """Three different mechanisms composed adaptively, with the exact privacy loss of every output.
+
+    On the neighbours ``db ∈ {0, 1}`` (a count of sensitivity 1 that is also a bit):
+
+    1. ``y = db + Lap(1/ε₁)`` (Laplace, ε₁-DP);
+    2. ``z`` = randomized response of the bit ``db`` (ε₂-DP);
+    3. the adversary's next query depends on ``y`` (branch ``b = [y > 1/2]``): the exponential
+       mechanism (ε₃, Δ = 1) over the utilities ``utilities[db][b]``, which must differ by at most
+       1 entry-wise between ``db = 0`` and ``db = 1``.
+
+    By basic composition (thesis Thm 1.5/1.6) the joint output ``(y, z, r)`` is
+    ``(ε₁ + ε₂ + ε₃)``-DP. :meth:`privacy_loss` samples outputs under ``db`` and returns
+    ``ln P(y, z, r | 0)/P(y, z, r | 1)``, computed exactly from the three output laws.
+
+    Parameters
+    ----------
+    epsilons : (ε₁, ε₂, ε₃)
+    utilities : ((u₀₀, u₀₁), (u₁₀, u₁₁))
+        ``utilities[db][branch]``, utility vectors of one common length.
+    """
+
+    epsilons: tuple[float, float, float] = (0.3, 0.3, 0.4)
+    utilities: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=_default_branch_utilities
+    )
+
+    def __post_init__(self) -> None:
+        if len(self.epsilons) != 3:
+            raise ValueError(f"epsilons must hold (ε₁, ε₂, ε₃); got {self.epsilons!r}")
+        u = [[np.asarray(self.utilities[d][b], dtype=float) for b in (0, 1)] for d in (0, 1)]
+        if len({v.shape for row in u for v in row}) != 1 or u[0][0].ndim != 1:
+            raise ValueError("utilities[db][branch] must be four 1-D vectors of one length")
+        if max(float(np.max(np.abs(u[0][b] - u[1][b]))) for b in (0, 1)) > 1.0:
+            raise ValueError("utilities of db = 0 and db = 1 must differ by at most the sensitivity 1 entry-wise")
+
+    def privacy_loss(self, db: int, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+        """``size`` outputs drawn under ``db``, mapped to their exact privacy loss (rounded to 1e-9).
+
+        The rounding keeps the atoms of the loss (e.g. at ε₁ + ε₂ + …) from being split by float
+        round-off. Call signature of a vectorised ``mechanism_fn`` of :func:`~dpkit.evaluation.audit.audit`.
+        """
+        if db not in (0, 1):
+            raise ValueError(f"db must be 0 or 1 (the two neighbours); got {db!r}")
+        e1, e2, e3 = self.epsilons
+        lap1, rr2 = Laplace(epsilon=e1, sensitivity=1.0), RandomizedResponse(epsilon=e2)
+        ex3 = Exponential(epsilon=e3, sensitivity=1.0)
+        U = self.utilities
+        size = size or 1
+        y = lap1.release(np.full(size, float(db)), rng=rng)
+        z = rr2.release(np.full(size, db), rng=rng)
+        branch = (y > 0.5).astype(int)  # the adversary's next query depends on the first output
+        r = np.empty(size, dtype=int)
+        for b in (0, 1):
+            idx = np.flatnonzero(branch == b)
+            if idx.size:
+                r[idx] = ex3.sample(U[db][b], idx.size, rng=rng)
+        loss = e1 * (np.abs(y - 1.0) - np.abs(y)) + np.where(z == 0, e2, -e2)
+        for b in (0, 1):
+            lr = ex3.log_probabilities(U[0][b]) - ex3.log_probabilities(U[1][b])
+            loss = loss + np.where(branch == b, lr[r], 0.0)
+        return np.round(loss, 9)

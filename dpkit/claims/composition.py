@@ -1,0 +1,239 @@
+"""Claims of notebook 51: composition (thesis Thm 1.5/1.6, Prop 1.7, Lemma 1.8, Thm 1.11, Prop 1.12; D–R Cor 3.21, Ex 3.7).
+
+The oracle is the exact privacy-loss distribution of k Laplace releases at worst-case shift
+(:class:`~dpkit.core.composition.LaplacePLD`, a rigorous bracket on δ(ε')). Each function checks
+one statement (or a few sharing one computation) and returns checks, with the table behind them:
+
+- :func:`basic_composition` — Thm 1.6 / Prop 1.7: k releases at ε/k each have δ(ε) = 0;
+- :func:`kl_bound` — Lemma 1.8: exact KL of shifted Laplace and of randomized response ≤ ε(e^ε − 1);
+- :func:`adaptive_composition_audit` — Thm 1.5/1.6 by the auditor on an adaptive composition of three mechanisms;
+- :func:`composition_bounds` — Thm 1.11 and Kairouz–Oh–Viswanath against the exact δ;
+- :func:`pld_monte_carlo` — the PLD bracket against sampled privacy losses;
+- :func:`laplace_ii_composition` — Prop 1.12: exact accounting holds, the printed derivation overshoots (erratum);
+- :func:`dr_cor_3_21`, :func:`dr_ex_3_7` — Dwork–Roth Cor 3.21 on a grid and Ex 3.7's printed 1/801 (erratum).
+
+Statistical checks take the false-alarm level ``gamma`` (default: the notebook's γ = 10⁻³).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpkit.claims.results import TableResult
+from dpkit.core.composition import (
+    LaplacePLD,
+    advanced_composition,
+    laplace_privacy_loss_exact,
+    optimal_composition,
+    per_step_epsilon,
+)
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.evaluation.audit import audit
+from dpkit.evaluation.oracles import (
+    AdaptiveComposition,
+    clopper_pearson,
+    laplace_loss_samples,
+    laplace_shift_kl,
+    laplace_shift_kl_numeric,
+    rr_kl,
+)
+from dpkit.evaluation.verdicts import Check, check
+
+__all__ = [
+    "KLResult",
+    "basic_composition",
+    "kl_bound",
+    "adaptive_composition_audit",
+    "composition_bounds",
+    "pld_monte_carlo",
+    "laplace_ii_composition",
+    "dr_cor_3_21",
+    "dr_ex_3_7",
+]
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
+class KLResult:
+    """Lemma 1.8's check and the curves of its figure (KL against ε)."""
+
+    check: Check
+    epsilons: np.ndarray
+    kl_laplace: np.ndarray
+    kl_rr: np.ndarray
+    bound: np.ndarray
+
+
+def basic_composition(
+    *, ks: Sequence[int] = (10, 100, 1000), total_epsilon: float = 1.0, bins_per_step: int = 2000,
+) -> TableResult:
+    """Thm 1.6 / Prop 1.7: k Laplace releases at ``ε/k`` each have exact δ(ε) = 0 (upper bracket ≤ 1e-12).
+
+    Table columns: ``k, eps_step, delta_upper_at_total``.
+    """
+    worst, rows = 0.0, []
+    for k in ks:
+        pld = laplace_privacy_loss_exact(k, total_epsilon / k, bins_per_step=bins_per_step)
+        hi = pld.delta(total_epsilon)[1]
+        worst = max(worst, hi)
+        rows.append(dict(k=k, eps_step=total_epsilon / k, delta_upper_at_total=hi))
+    c = check("Thm 1.6 / Prop 1.7", "k Laplace releases at ε/k each (Lap(kΔ/ε)): exact δ(ε) = 0 (basic composition)",
+              worst, 1e-12, relation="<=")
+    return TableResult(checks=(c,), table=pd.DataFrame(rows))
+
+
+def kl_bound(*, epsilons: np.ndarray | None = None) -> KLResult:
+    """Lemma 1.8: ``KL ≤ ε(e^ε − 1)`` for shifted Laplace (quadrature) and randomized response, on a grid of ε.
+
+    Default grid: 40 points log-spaced on [0.01, 5]. Statistic: the max ratio KL/bound; the note
+    gives the distance between the quadrature and the closed form ``ε + e^{−ε} − 1``.
+    """
+    eps_grid = np.geomspace(0.01, 5, 40) if epsilons is None else np.asarray(epsilons, dtype=float)
+    kl_lap = np.array([laplace_shift_kl_numeric(e) for e in eps_grid])
+    kl_rr = np.array([rr_kl(e) for e in eps_grid])
+    bound = eps_grid * np.expm1(eps_grid)
+    closed = np.max(np.abs(kl_lap - [laplace_shift_kl(e) for e in eps_grid]))
+    c = check("Lemma 1.8", "KL(shifted Laplace) and KL(randomized response) ≤ ε(e^ε − 1), ε ∈ [0.01, 5] (quadrature)",
+              float(max((kl_lap / bound).max(), (kl_rr / bound).max())), 1.0, relation="<=",
+              note=f"closed form ε + e^-ε − 1 matches quadrature to {closed:.1e}")
+    return KLResult(check=c, epsilons=eps_grid, kl_laplace=kl_lap, kl_rr=kl_rr, bound=bound)
+
+
+def adaptive_composition_audit(
+    *, composition: AdaptiveComposition | None = None, n_samples: int = 800_000, gamma: float = 1e-3, rng: RNGLike = None,
+) -> TableResult:
+    """Thm 1.5/1.6 by the auditor: the adaptive Laplace → RR → exponential composition has ``ε_lb ≤ ε₁ + ε₂ + ε₃``.
+
+    The audited statistic is the exact privacy loss of the joint output
+    (:meth:`~dpkit.evaluation.oracles.AdaptiveComposition.privacy_loss`, a post-processing of the
+    output, so every event on it is a legal DP event). Table columns: ``epsilon_lb, epsilon_point, bound``.
+    """
+    comp = AdaptiveComposition() if composition is None else composition
+    e1, e2, e3 = comp.epsilons
+    a = audit(comp.privacy_loss, 0, 1, n_samples=n_samples, confidence=1 - gamma, rng=rng)
+    c = check("Thm 1.5/1.6 (auditor)",
+              f"adaptive Laplace(ε₁) → RR(ε₂) → exponential(ε₃): auditor ε_lb ≤ ε₁ + ε₂ + ε₃ = {e1 + e2 + e3:g}",
+              a.epsilon_lb, e1 + e2 + e3, relation="<=", confidence=1 - gamma, note=f"point {a.epsilon_point:.3f}")
+    row = dict(epsilon_lb=a.epsilon_lb, epsilon_point=a.epsilon_point, bound=e1 + e2 + e3)
+    return TableResult(checks=(c,), table=pd.DataFrame([row]))
+
+
+def composition_bounds(*, plds: Sequence[LaplacePLD], delta_primes: Sequence[float] = (1e-3, 1e-6)) -> TableResult:
+    """Thm 1.11 and the optimal composition (KOV) against the exact PLD of k Laplace releases.
+
+    Three checks: the exact δ at Thm 1.11's ε' is ≤ δ' (``"Thm 1.11"``), the exact δ at KOV's ε' is
+    ≤ δ' (``"KOV optimal"``), and KOV never exceeds Thm 1.11 (``"KOV ≤ Thm 1.11"``); maxima over
+    ``plds × delta_primes``. Table columns: ``epsilon, k, delta_prime, eps_basic, eps_advanced,
+    eps_optimal, eps_exact, delta_exact_at_advanced, delta_exact_at_optimal``.
+    """
+    rows = []
+    for pld in plds:
+        e, k = pld.epsilon, pld.k
+        for dp in delta_primes:
+            e_adv = advanced_composition(e, 0.0, k, dp)[0]
+            e_kov = optimal_composition(e, 0.0, k, dp)[0]
+            rows.append(dict(epsilon=e, k=k, delta_prime=dp, eps_basic=k * e, eps_advanced=e_adv, eps_optimal=e_kov,
+                             eps_exact=pld.epsilon_for(dp), delta_exact_at_advanced=pld.delta(e_adv)[1],
+                             delta_exact_at_optimal=pld.delta(e_kov)[1]))
+    comp = pd.DataFrame(rows)
+    checks = (
+        check("Thm 1.11", "exact δ of k Laplace releases at Thm 1.11's ε' is ≤ δ' (max ratio over the grid)",
+              (comp.delta_exact_at_advanced / comp.delta_prime).max(), 1.0, relation="<="),
+        check("KOV optimal", "exact δ at the optimal-composition ε' (Kairouz–Oh–Viswanath) is ≤ δ'",
+              (comp.delta_exact_at_optimal / comp.delta_prime).max(), 1.0 + 1e-9, relation="<="),
+        check("KOV ≤ Thm 1.11", "optimal composition never exceeds advanced composition (max ε_opt/ε_adv)",
+              (comp.eps_optimal / comp.eps_advanced).max(), 1.0, relation="<="),
+    )
+    return TableResult(checks=checks, table=comp)
+
+
+def pld_monte_carlo(
+    *, plds: Sequence[LaplacePLD], n_samples: int = 200_000, quantiles: Sequence[float] = (0.5, 0.9, 0.99), gamma: float = 1e-3,
+    rng: RNGLike = None,
+) -> TableResult:
+    """The exact PLD's tails ``P(L > t)`` against sampled k-fold Laplace privacy losses.
+
+    For every PLD, ``n_samples`` losses are drawn (:func:`~dpkit.evaluation.oracles.laplace_loss_samples`)
+    and at thresholds ``t`` near their ``quantiles`` — put half-way between grid points, since the
+    k-fold loss has atoms on the grid — the two-sided Clopper–Pearson interval (level
+    ``1 − γ/n_tests``, Bonferroni) must meet the PLD's ``[lower, upper]`` bracket of the tail.
+    Statistic: the largest gap between interval and bracket (0 when they all overlap). Table
+    columns: ``epsilon, k, threshold, mc_tail, cp_low, cp_high, exact_low, exact_high``.
+    """
+    g = resolve_rng(rng)
+    n_tests, dist, rows = len(quantiles) * len(plds), 0.0, []
+    for pld in plds:
+        L = laplace_loss_samples(pld.k, pld.epsilon, n_samples, rng=g)
+        for q in quantiles:
+            t = (math.floor(np.quantile(L, q) / pld.step) + 0.5) * pld.step
+            lo_t, hi_t = pld.pmf_lower[pld.losses > t].sum(), pld.pmf_upper[pld.losses > t].sum()
+            cl, cu = clopper_pearson(int((L > t).sum()), L.size, 1 - gamma / n_tests)
+            dist = max(dist, max(0.0, cl - hi_t, lo_t - cu))
+            rows.append(dict(epsilon=pld.epsilon, k=pld.k, threshold=t, mc_tail=float((L > t).mean()), cp_low=cl, cp_high=cu,
+                             exact_low=lo_t, exact_high=hi_t))
+    c = check("PLD vs Monte Carlo",
+              "sampled k-fold Laplace privacy-loss tails agree with the exact PLD bracket (gap between CP interval and bracket)",
+              dist, 0.0, relation="<=", confidence=1 - gamma)
+    return TableResult(checks=(c,), table=pd.DataFrame(rows))
+
+
+def laplace_ii_composition(
+    *, ks: Sequence[int] = (10, 100, 1000), epsilon: float = 1.0, delta: float = 1e-5, bins_per_step: int = 2000,
+) -> TableResult:
+    """Prop 1.12 (Laplace II, per-query ``ε/√(2k ln(1/δ))``): exact δ(ε) ≤ δ, but the printed derivation overshoots ε.
+
+    Two checks: ``"Prop 1.12 (exact PLD)"`` (claim) and ``"Prop 1.12 (printed proof)"`` (negative
+    control — erratum: plugging the per-query ε into Thm 1.11 gives ε' > ε, since √(1+u) − 1 ≥ u/2
+    is the wrong way). Table columns: ``k, eps_query, eps_thm111, overshoot, delta_exact_at_eps``.
+    """
+    rows = []
+    for k in ks:
+        eps_q = epsilon / math.sqrt(2 * k * math.log(1 / delta))
+        e_thm111 = advanced_composition(eps_q, 0.0, k, delta)[0]
+        pld = laplace_privacy_loss_exact(k, eps_q, bins_per_step=bins_per_step)
+        rows.append(dict(k=k, eps_query=eps_q, eps_thm111=e_thm111, overshoot=e_thm111 / epsilon - 1,
+                         delta_exact_at_eps=pld.delta(epsilon)[1]))
+    p112 = pd.DataFrame(rows)
+    checks = (
+        check("Prop 1.12 (exact PLD)", f"Laplace II at ε={epsilon}, δ={delta}: exact δ(ε) ≤ δ",
+              (p112.delta_exact_at_eps / delta).max(), 1.0, relation="<="),
+        check("Prop 1.12 (printed proof)", "plugging the per-query ε into Thm 1.11 gives ε' ≤ ε (the printed derivation)",
+              (p112.eps_thm111 / epsilon).max(), 1.0, relation="<=", expected="FAIL",
+              note="erratum: √(1+u) − 1 ≥ u/2 is the wrong way; overshoot ≈ ε²/(2 ln(1/δ))"),
+    )
+    return TableResult(checks=checks, table=p112)
+
+
+def dr_cor_3_21(
+    *, targets: Sequence[float] = (0.1, 0.5, 0.99), ks: Sequence[int] = (1, 10, 100, 10**4, 10**6),
+    delta_primes: Sequence[float] = (1e-12, 1e-6, 1e-2),
+) -> Check:
+    """D–R Cor 3.21: ``ε = ε'/(2√(2k ln(1/δ')))`` per step gives total ≤ ε' by Thm 3.20 (max ratio over the grid)."""
+    worst = 0.0
+    for target in targets:
+        for k in ks:
+            for dp in delta_primes:
+                e0 = target / (2 * math.sqrt(2 * k * math.log(1 / dp)))
+                worst = max(worst, advanced_composition(e0, 0.0, k, dp)[0] / target)
+    return check("D-R Cor 3.21",
+                 "ε = ε'/(2√(2k ln(1/δ'))) per step gives ≤ ε' by Thm 3.20 (grid ε' < 1, k ≤ 10⁶, δ' ∈ [1e-12, 1e-2])",
+                 worst, 1.0, relation="<=")
+
+
+def dr_ex_3_7(*, k: int = 10**4, delta_prime: float = math.exp(-32)) -> TableResult:
+    """D–R Ex 3.7: ε₀ = 1/801 per step does **not** give ε' ≤ 1 (negative control, ε' = 1.0143); the exact inverse 1/812.3 does.
+
+    Table (one row): ``eps_prime_at_1_801, inverse``.
+    """
+    e801 = advanced_composition(1 / 801, 0.0, k, delta_prime)[0]
+    e_inv = per_step_epsilon(1.0, delta_prime, k, "advanced")[0]
+    checks = (
+        check("D-R Ex 3.7 (printed 1/801)", "ε₀ = 1/801 per step suffices for ε' = 1 (k = 10⁴, δ' = e^-32)", e801, 1.0,
+              relation="<=", expected="FAIL", note="ε'(1/801) = 1.0143"),
+        check("D-R Ex 3.7 (exact inverse)", "the exact inverse ε₀ = 1/812.3 gives ε' ≤ 1",
+              advanced_composition(e_inv, 0.0, k, delta_prime)[0], 1.0 + 1e-9, relation="<=", note=f"1/ε₀ = {1 / e_inv:.1f}"),
+    )
+    return TableResult(checks=checks, table=pd.DataFrame([dict(eps_prime_at_1_801=e801, inverse=1 / e_inv)]))

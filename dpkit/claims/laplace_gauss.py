@@ -1,0 +1,232 @@
+"""Claims of notebook 50: the Laplace and Gauss mechanisms (thesis Def 2, Prop 1.1, Ex 1.2, Ex 1.3, Prop 1.13).
+
+Each function checks one statement and returns :class:`~dpkit.evaluation.verdicts.Check` values
+(or a frozen result holding them and the table behind them):
+
+- :func:`laplace_exact_ratio` — Ex 1.2: the exact log density ratio of ``Lap(S/ε)`` is ≤ ε (attained);
+- :func:`laplace_audit` — Def 2 / Ex 1.2 by the empirical auditor (:func:`~dpkit.evaluation.audit.audit`);
+- :func:`laplace_under_noised_audit` — negative control: the auditor flags ``Lap(S/(2ε))`` claimed ε-DP;
+- :func:`post_processing_audit` — Prop 1.1: the auditor on ``g∘M`` for a few maps ``g``;
+- :func:`gaussian_calibrations` — Ex 1.3: exact δ (Balle–Wang) at the σ of three calibrations;
+- :func:`gaussian_thesis_large_epsilon` — negative control: the thesis calibration at ε = 12;
+- :func:`gaussian_loss_tail` — the printed proof's sufficient condition ``P(L > ε) ≤ δ``, ``L ~ N(η, 2η)``;
+- :func:`gaussian_loss_law` — the sampled privacy loss follows ``N(η, 2η)`` (KS test);
+- :func:`gaussian_audit` — the auditor on the analytic Gaussian with δ subtracted;
+- :func:`laplace_accuracy` — Prop 1.7 / Prop 1.13: ``P(max error > bound) ≤ β`` for Laplace I and II.
+
+Statistical checks take the false-alarm level ``gamma`` (the check wrongly fails with probability
+≤ γ); the default is the notebook's γ = 10⁻³.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dpkit.claims.results import TableResult
+from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.evaluation.audit import AuditResult, audit, scalar_releaser
+from dpkit.evaluation.oracles import clopper_pearson
+from dpkit.evaluation.verdicts import Check, check
+from dpkit.mechanisms.gaussian import Gaussian, gaussian_exact_delta
+from dpkit.mechanisms.laplace import Laplace
+from dpkit.mechanisms.multiquery import LaplaceI, LaplaceII, laplace_I_error_bound, laplace_II_error_bound
+
+__all__ = [
+    "CALIBRATIONS_ORDER",
+    "POST_PROCESSING_MAPS",
+    "laplace_exact_ratio",
+    "laplace_audit",
+    "laplace_under_noised_audit",
+    "post_processing_audit",
+    "gaussian_calibration_table",
+    "gaussian_calibrations",
+    "gaussian_thesis_large_epsilon",
+    "gaussian_loss_tail",
+    "gaussian_loss_law",
+    "gaussian_audit",
+    "laplace_accuracy",
+]
+
+#: The post-processing maps of Prop 1.1's check (name → element-wise map).
+POST_PROCESSING_MAPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "clip to [0,1]": lambda y: np.clip(y, 0, 1),
+    "round": np.round,
+    "square": np.square,
+    "sign": np.sign,
+}
+
+#: The order in which the checks report the calibrations of :class:`~dpkit.mechanisms.gaussian.Gaussian`.
+CALIBRATIONS_ORDER: tuple[str, ...] = ("thesis", "classic", "analytic")
+
+
+def laplace_exact_ratio(*, epsilon: float = 1.0, sensitivity: float = 1.0) -> Check:
+    """Ex 1.2 (exact): ``max_z |ln p_D(z)/p_D'(z)| ≤ ε`` for ``Lap(S/ε)`` at shift S, on a grid of [−10, 10]."""
+    lap = Laplace(epsilon=epsilon, sensitivity=sensitivity)
+    z = np.linspace(-10, 10, 20001)
+    ratio = np.max(np.abs(stats.laplace.logpdf(z, 0, lap.scale) - stats.laplace.logpdf(z, sensitivity, lap.scale)))
+    return check("Ex 1.2 (exact)", "Laplace: max_z |ln p_D(z)/p_D'(z)| ≤ ε (grid on [−10, 10], attained outside [0, S])", ratio,
+                 epsilon + 1e-12, relation="<=", note=f"attained: {ratio:.12f}")
+
+
+def _laplace_audit(mech_epsilon: float, sensitivity: float, n_samples: int, gamma: float, rng: RNGLike) -> AuditResult:
+    mech = Laplace(epsilon=mech_epsilon, sensitivity=sensitivity)
+    return audit(scalar_releaser(mech), 0.0, sensitivity, n_samples=n_samples, confidence=1 - gamma, rng=rng)
+
+
+def laplace_audit(
+    *, epsilon: float = 1.0, sensitivity: float = 1.0, n_samples: int = 400_000, gamma: float = 1e-3, rng: RNGLike = None,
+) -> Check:
+    """Def 2 / Ex 1.2 by the auditor: ``Lap(S/ε)`` has ``ε_lb ≤ ε`` (wrongly fails with probability ≤ γ)."""
+    a = _laplace_audit(epsilon, sensitivity, n_samples, gamma, rng)
+    return check("Def 2 / Ex 1.2 (auditor)", "auditor on Laplace(S/ε): ε_lb ≤ ε", a.epsilon_lb, epsilon, relation="<=",
+                 confidence=1 - gamma, note=f"point {a.epsilon_point:.3f}")
+
+
+def laplace_under_noised_audit(
+    *, epsilon: float = 1.0, sensitivity: float = 1.0, n_samples: int = 400_000, gamma: float = 1e-3, rng: RNGLike = None,
+) -> Check:
+    """Negative control: ``Lap(S/(2ε))`` (truly 2ε-DP) claimed ε-DP; the auditor must find ``ε_lb > ε``."""
+    a = _laplace_audit(2 * epsilon, sensitivity, n_samples, gamma, rng)
+    return check("Laplace under-noised (S/(2ε))", "under-noised Laplace, scale S/(2ε), claimed ε-DP: auditor ε_lb ≤ ε",
+                 a.epsilon_lb, epsilon, relation="<=", confidence=1 - gamma, expected="FAIL", note=f"point {a.epsilon_point:.3f}")
+
+
+def post_processing_audit(
+    *, epsilon: float = 1.0, sensitivity: float = 1.0, n_samples: int = 200_000, gamma: float = 1e-3, rng: RNGLike = None,
+) -> TableResult:
+    """Prop 1.1: the auditor on ``g∘M`` for the maps of :data:`POST_PROCESSING_MAPS` finds ``ε_lb ≤ ε``.
+
+    The statistic is the worst ``ε_lb`` over the maps, each audited at confidence ``1 − γ/4``
+    (Bonferroni). Table columns: ``g, epsilon_lb, epsilon_point``.
+    """
+    g = resolve_rng(rng)
+    lap = Laplace(epsilon=epsilon, sensitivity=sensitivity)
+    rows = []
+    for name, post in POST_PROCESSING_MAPS.items():
+        a = audit(scalar_releaser(lap, post), 0.0, sensitivity, n_samples=n_samples,
+                  confidence=1 - gamma / len(POST_PROCESSING_MAPS), rng=g)
+        rows.append(dict(g=name, epsilon_lb=a.epsilon_lb, epsilon_point=a.epsilon_point))
+    worst = max([0.0] + [r["epsilon_lb"] for r in rows])
+    c = check("Prop 1.1", "post-processed g∘M (clip, round, square, sign) of ε-DP Laplace: auditor ε_lb ≤ ε", worst, epsilon,
+              relation="<=", confidence=1 - gamma, note="Bonferroni over the 4 maps")
+    return TableResult(checks=(c,), table=pd.DataFrame(rows))
+
+
+def gaussian_calibration_table(*, epsilons: Sequence[float], deltas: Sequence[float], sensitivity: float = 1.0) -> pd.DataFrame:
+    """σ and exact δ(ε) of the three calibrations on a grid: columns ``calibration, epsilon, delta, sigma, exact_delta``."""
+    rows = []
+    for cal in CALIBRATIONS_ORDER:
+        for e in epsilons:
+            for d in deltas:
+                gm = Gaussian(epsilon=e, delta=d, sensitivity=sensitivity, calibration=cal)
+                rows.append(dict(calibration=cal, epsilon=e, delta=d, sigma=gm.sigma,
+                                 exact_delta=gaussian_exact_delta(gm.sigma, e, sensitivity)))
+    return pd.DataFrame(rows)
+
+
+def gaussian_calibrations(
+    *, epsilons: Sequence[float] = (0.1, 0.5, 0.9), deltas: Sequence[float] = (1e-3, 1e-6, 1e-9), sensitivity: float = 1.0,
+) -> TableResult:
+    """Ex 1.3: for each calibration, the exact δ(ε) at its σ is ≤ δ on the grid (ε < 1; statistic: max ratio).
+
+    One check per calibration (``"Ex 1.3 (thesis)"``, ``"(classic)"``, ``"(analytic)"``); the table
+    is :func:`gaussian_calibration_table`.
+    """
+    table = gaussian_calibration_table(epsilons=epsilons, deltas=deltas, sensitivity=sensitivity)
+    checks = []
+    for cal in CALIBRATIONS_ORDER:
+        sub = table[table.calibration == cal]
+        checks.append(check(f"Ex 1.3 ({cal})", f"Gaussian, {cal} calibration: exact δ(ε) at its σ ≤ δ (ε < 1; max ratio)",
+                            (sub.exact_delta / sub.delta).max(), 1.0 + 1e-9, relation="<="))
+    return TableResult(checks=tuple(checks), table=table)
+
+
+def gaussian_thesis_large_epsilon(*, epsilon: float = 12.0, delta: float = 1e-3, sensitivity: float = 1.0) -> Check:
+    """Negative control: the thesis calibration ``σ² = 2S² log(2/δ)/ε²`` at ε = 12 has exact δ(ε) > δ (valid to ε ≈ 8.5–10.3)."""
+    gm = Gaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, calibration="thesis")
+    return check("Ex 1.3 (thesis, ε = 12)", "thesis calibration σ² = 2S² log(2/δ)/ε² also valid at ε = 12 (no ε < 1 stated)",
+                 gaussian_exact_delta(gm.sigma, epsilon, sensitivity) / delta, 1.0, relation="<=", expected="FAIL")
+
+
+def gaussian_loss_tail(
+    *, epsilons: Sequence[float] = (0.1, 0.5, 0.9), deltas: Sequence[float] = (1e-3, 1e-6, 1e-9), sensitivity: float = 1.0,
+) -> Check:
+    """The printed proof of Ex 1.3 shows ``P(L > ε) ≤ δ`` for the privacy loss ``L ~ N(η, 2η)``, ``η = S²/(2σ²)``.
+
+    Statistic: the max of ``P(L > ε)/δ`` over the grid for the thesis and classic σ (the analytic σ
+    is tight in δ(ε), not in this tail; its max ratio goes to the note).
+    """
+    table = gaussian_calibration_table(epsilons=epsilons, deltas=deltas, sensitivity=sensitivity)
+    ratio = []
+    for e, d, sigma in zip(table.epsilon, table.delta, table.sigma):
+        eta = sensitivity**2 / (2 * float(sigma) ** 2)
+        ratio.append(stats.norm.sf((e - eta) / math.sqrt(2 * eta)) / d)
+    ratio = pd.Series(ratio, dtype=float)
+    analytic = (table.calibration == "analytic").to_numpy()
+    return check("Ex 1.3 (loss tail)",
+                 "thesis and classic σ: P(L > ε) ≤ δ for the Gaussian privacy loss L ~ N(η, 2η) (max ratio)",
+                 ratio[~analytic].max(), 1.0, relation="<=",
+                 note=f"analytic σ (tight in δ(ε), not in the tail): max ratio {ratio[analytic].max():.2f}")
+
+
+def gaussian_loss_law(
+    *, epsilon: float = 0.5, delta: float = 1e-3, sensitivity: float = 1.0, n_samples: int = 200_000, gamma: float = 1e-3,
+    rng: RNGLike = None,
+) -> Check:
+    """The sampled privacy loss ``L = ((y − S)² − y²)/(2σ²)``, ``y ~ N(0, σ²)`` (thesis σ), follows ``N(η, 2η)``.
+
+    Kolmogorov–Smirnov test; the check passes when the p-value is ≥ γ.
+    """
+    gl = Gaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, calibration="thesis")
+    y = gl.release(np.zeros(n_samples), rng=rng)
+    L = ((y - sensitivity) ** 2 - y**2) / (2 * gl.sigma**2)
+    eta = sensitivity**2 / (2 * gl.sigma**2)
+    return check("Ex 1.3 (loss law)", "sampled Gaussian privacy loss follows N(η, 2η) (KS p-value ≥ γ)",
+                 stats.kstest(L, stats.norm(eta, math.sqrt(2 * eta)).cdf).pvalue, gamma, relation=">=", confidence=1 - gamma)
+
+
+def gaussian_audit(
+    *, epsilon: float = 1.0, delta: float = 1e-3, sensitivity: float = 1.0, n_samples: int = 400_000, gamma: float = 1e-3,
+    rng: RNGLike = None,
+) -> Check:
+    """Ex 1.3 by the auditor: the analytic Gaussian, audited with δ subtracted, has ``ε_lb ≤ ε``."""
+    ga = Gaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, calibration="analytic")
+    a = audit(scalar_releaser(ga), 0.0, sensitivity, n_samples=n_samples, confidence=1 - gamma, delta=delta, rng=rng)
+    return check("Ex 1.3 (auditor)", "auditor on the analytic Gaussian (δ subtracted): ε_lb ≤ ε", a.epsilon_lb, epsilon,
+                 relation="<=", confidence=1 - gamma, note=f"point {a.epsilon_point:.3f}")
+
+
+def laplace_accuracy(
+    *, epsilon: float = 1.0, sensitivity: float = 1.0, ks: Sequence[int] = (1, 10, 100),
+    betas: Sequence[float] = (0.01, 0.05, 0.2), delta: float = 1e-5, n_trials: int = 20_000, gamma: float = 1e-3,
+    rng: RNGLike = None,
+) -> TableResult:
+    """Prop 1.7 / Prop 1.13: Laplace I and II (thesis scale) have ``P(max_i |error_i| > bound) ≤ β``.
+
+    For every k the two mechanisms release ``n_trials`` answers to k zero queries (one spawned
+    stream per trial); the failure rate's one-sided Clopper–Pearson lower bound at level
+    ``1 − γ/G`` (Bonferroni over the ``G = 2·|ks|·|betas|`` cases) must be ≤ β. Statistic: the max
+    of ``CP_L − β``. Table columns: ``mechanism, k, beta, bound, fail_rate, cp_lower``.
+    """
+    g = resolve_rng(rng)
+    rows, worst = [], -1.0
+    n_cases = len(ks) * len(betas) * 2
+    for k in ks:
+        mechs = (("I", LaplaceI(epsilon=epsilon, sensitivity=sensitivity, k=k)),
+                 ("II", LaplaceII(epsilon=epsilon, delta=delta, sensitivity=sensitivity, k=k, calibration="thesis")))
+        for label, mech in mechs:
+            err = np.array([np.max(np.abs(mech.release(np.zeros(k), rng=gt))) for gt in spawn(g, n_trials)])
+            for beta in betas:
+                bound = (laplace_I_error_bound(sensitivity, k, epsilon, beta) if label == "I"
+                         else laplace_II_error_bound(sensitivity, k, epsilon, delta, beta))
+                x = int(np.sum(err > bound))
+                cl, _ = clopper_pearson(x, n_trials, 1 - gamma / n_cases, side="lower")
+                worst = max(worst, cl - beta)
+                rows.append(dict(mechanism=label, k=k, beta=beta, bound=bound, fail_rate=x / n_trials, cp_lower=cl))
+    c = check("Prop 1.13", "Laplace I and II: P(max error > bound) ≤ β (max of CP_L − β over k, β)", worst, 0.0, relation="<=",
+              confidence=1 - gamma)
+    return TableResult(checks=(c,), table=pd.DataFrame(rows))
