@@ -57,3 +57,13 @@ def test_scatter_points_lie_in_the_ball_and_are_reproducible():
     assert a.uniform.shape == a.thesis.shape == (200, 3)
     np.testing.assert_array_equal(a.thesis, b.thesis)
     assert np.linalg.norm(a.uniform, axis=1).max() <= 1.0
+
+
+def test_samplers_figure():
+    import matplotlib.pyplot as plt
+
+    from dpkit.outputs.figures.ellipsoid import samplers_figure
+
+    fig = samplers_figure(el.sampler_scatter(n_points=100, k=3, seed=0))
+    assert [ax.get_title() for ax in fig.axes] == ["uniform sampler, k = 3 (x₁, x₂)", "thesis sampler, k = 3 (x₁, x₂)"]
+    plt.close(fig)

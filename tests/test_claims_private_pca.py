@@ -75,3 +75,14 @@ def test_sigma_vs_norm_remark_and_its_failure():
     # one component, one iteration and a large budget: σ < 1 on WDBC too, contradicting "σ > 1 on every data set but CSN"
     bad = pp.sigma_vs_norm(datasets=["WDBC"], k=1, n_iter=1, epsilon=50.0, delta=1e-6)
     assert bad.rows[0].sigma_alg7 < 1 and bad.check.verdict == "FAIL"
+
+
+def test_pca_rates_figure():
+    import matplotlib.pyplot as plt
+
+    from dpkit.outputs.figures.private_pca import pca_rates_figure
+
+    res = pp.pca_rates(ns=[10_000, 40_000], d=4, reps=1, k=2, n_iter=5, epsilon=1.0, delta=1e-3, rng=0)
+    fig = pca_rates_figure(res)
+    np.testing.assert_array_equal(fig.axes[0].lines[0].get_ydata(), res.median_sin_theta)
+    plt.close(fig)

@@ -79,3 +79,17 @@ def test_error_terms_are_reproducible_and_noise_dominates():
     assert [t.variant for t in a][:3] == ["all sources", "no noise (ε = ∞)", "no noise, no sampling"]
     errs = {t.variant: t.median_worst_error for t in a}
     assert errs["no noise, no sampling"] <= errs["all sources"]
+
+
+def test_figures_draw_from_the_results(runs):
+    import matplotlib.pyplot as plt
+
+    from dpkit.outputs.figures.trig_rates import error_terms_figure, error_vs_n_figure
+
+    fig = error_vs_n_figure(runs, K=4.0)
+    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 4  # d = 1: I and II, each with its claimed-rate guide
+    terms = (tr.ErrorTerm("all sources", 1e-2), tr.ErrorTerm("no noise (ε = ∞)", 1e-3))
+    fig2 = error_terms_figure(terms)
+    assert len(fig2.axes[0].patches) == 2
+    plt.close(fig)
+    plt.close(fig2)

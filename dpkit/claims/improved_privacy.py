@@ -119,12 +119,16 @@ class ExactLossRow:
 
 @dataclass(frozen=True)
 class ExactLosses:
+    """:func:`exact_losses`: one row per run and the four checks."""
+
     rows: tuple[ExactLossRow, ...]
     checks: tuple[Check, Check, Check, Check]
 
 
 @dataclass(frozen=True)
 class AuditRow:
+    """The auditor on one moment release: the Laplace scale and the auditor's lower bound and point estimate of ε."""
+
     constants: str
     scale: float
     epsilon_lb: float
@@ -133,6 +137,8 @@ class AuditRow:
 
 @dataclass(frozen=True)
 class MomentAudits:
+    """:func:`moment_audits`: rows (correct, printed) and the two checks (claim, negative control)."""
+
     rows: tuple[AuditRow, ...]
     checks: tuple[Check, Check]
 

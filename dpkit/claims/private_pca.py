@@ -80,6 +80,8 @@ class Lemma27Row:
 
 @dataclass(frozen=True)
 class Lemma27:
+    """:func:`lemma27`: one row per neighbour pair and the three checks (√d bound, true mean, noisy mean control)."""
+
     rows: tuple[Lemma27Row, ...]
     checks: tuple[Check, Check, Check]
 
@@ -98,12 +100,16 @@ class AuditRow:
 
 @dataclass(frozen=True)
 class OneStepAudit:
+    """:func:`one_step_audit`: the table row and the check."""
+
     row: AuditRow
     check: Check
 
 
 @dataclass(frozen=True)
 class PCARateRow:
+    """One private fit: ``sin θ`` to the true top-k subspace, the largest eigenvalue error and the noise σ."""
+
     n: int
     sin_theta: float
     eig_error: float
@@ -123,6 +129,8 @@ class PCARates:
 
 @dataclass(frozen=True)
 class SigmaRow:
+    """One data set: size, ρ = c(n, d, √d), σ of Alg 7 (ε/3) and Alg 6 (ε/3, δ/2), and ‖A‖₂."""
+
     dataset: str
     n: int
     d: int
@@ -134,6 +142,8 @@ class SigmaRow:
 
 @dataclass(frozen=True)
 class SigmaVsNorm:
+    """:func:`sigma_vs_norm`: one row per data set and the check."""
+
     rows: tuple[SigmaRow, ...]
     check: Check
 
