@@ -1,0 +1,152 @@
+"""Claims on uniform sampling in an ellipsoid (thesis Alg 8, ``ellrnd``) and its erratum.
+
+Notebook ``57_ellipsoid`` calls these functions. For ``x`` uniform in ``{Σ_i (x_i/a_i)² ≤ 1}`` the
+point ``y = x/a`` is uniform in the unit ball of R^k, so (i) ``‖y‖^k ~ U(0, 1)`` and (ii) the
+direction ``u = y/‖y‖`` is uniform on the sphere: ``u_1² ~ Beta(1/2, (k−1)/2)`` and
+``P(u_1 > c) = ½ P(Beta(1/2, (k−1)/2) > c²)``. :func:`sampler_tests` runs a Kolmogorov–Smirnov test
+of (i), one of (ii) and an exact binomial test of the polar-cap share per sampler and k; the
+checks compare the smallest p-value of a group with ``γ/G`` (Bonferroni over the ``G = 3·#k``
+tests of a sampler).
+
+* :func:`containment_check` — every point lies in the ellipsoid (both samplers).
+* :func:`correct_sampler_check` — the Gaussian-direction sampler passes all tests.
+* :func:`printed_radius_check` — the printed sampler's radius ``Beta(k, 1)`` is right.
+* :func:`printed_k2_check` — for k = 2 the printed sampler is exactly uniform (the thesis's case).
+* :func:`printed_angles_check` — **[erratum]** for k ≥ 3 its uniform hyperspherical angles are not
+  uniform directions (negative control).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from dpkit.claims.streams import Streams
+from dpkit.core.rng import RNGLike
+from dpkit.evaluation.verdicts import Check, check
+from dpkit.mechanisms.ellipsoid import sample_ellipsoid
+
+__all__ = [
+    "EllipsoidStreams",
+    "SamplerTest",
+    "SamplerScatter",
+    "sampler_tests",
+    "containment_check",
+    "correct_sampler_check",
+    "printed_radius_check",
+    "printed_k2_check",
+    "printed_angles_check",
+    "sampler_scatter",
+]
+
+METHODS = ("uniform", "thesis")
+
+
+@dataclass(frozen=True)
+class EllipsoidStreams(Streams):
+    """One stream per sampler (``method="uniform"``, ``method="thesis"``)."""
+
+    uniform: np.random.Generator
+    thesis: np.random.Generator
+
+
+@dataclass(frozen=True)
+class SamplerTest:
+    """The three tests for one sampler and dimension k (p-values), the largest normalised radius and the cap shares."""
+
+    method: str
+    k: int
+    max_norm: float
+    p_radius: float
+    p_direction: float
+    p_cap: float
+    cap_share: float
+    cap_share_uniform: float
+
+
+@dataclass(frozen=True, eq=False)
+class SamplerScatter:
+    """Points of both samplers in the unit ball (for the scatter figure)."""
+
+    k: int
+    uniform: np.ndarray
+    thesis: np.ndarray
+
+
+def sampler_tests(*, n_points: int, dims: list[int], cap: float, rng: EllipsoidStreams | RNGLike) -> tuple[SamplerTest, ...]:
+    """Radius, direction and polar-cap tests of both samplers of Alg 8 for every k in ``dims``.
+
+    Per k the semi-axes are ``linspace(0.5, 3, k)`` times a random factor in [0.5, 2] (the
+    tests are on ``y = x/a``, so they hold for any axes); ``n_points`` points per (sampler, k).
+    """
+    s = EllipsoidStreams.resolve(rng)
+    out: list[SamplerTest] = []
+    for method in METHODS:
+        g = getattr(s, method)
+        for k in dims:
+            axes = np.linspace(0.5, 3.0, k) * float(g.uniform(0.5, 2.0))
+            y = sample_ellipsoid(n_points, axes, rng=g, method=method) / axes
+            r = np.linalg.norm(y, axis=1)
+            u1 = y[:, 0] / r
+            direction = stats.beta(0.5, (k - 1) / 2)
+            p_cap_true = 0.5 * direction.sf(cap**2)
+            out.append(SamplerTest(
+                method=method, k=k, max_norm=float(r.max()),
+                p_radius=stats.kstest(r**k, "uniform").pvalue,
+                p_direction=stats.kstest(u1**2, direction.cdf).pvalue,
+                p_cap=stats.binomtest(int(np.sum(u1 > cap)), n_points, p_cap_true).pvalue,
+                cap_share=float(np.mean(u1 > cap)), cap_share_uniform=p_cap_true))
+    return tuple(out)
+
+
+def _min_p(tests: tuple[SamplerTest, ...], method: str, fields: tuple[str, ...], ks: str = "all") -> tuple[float, int]:
+    """Smallest p-value among ``fields`` of ``method``'s tests (k filtered by ``ks``: "all", "2" or ">=3") and G = 3·#k."""
+    mine = [t for t in tests if t.method == method]
+    chosen = [t for t in mine if ks == "all" or (ks == "2" and t.k == 2) or (ks == ">=3" and t.k >= 3)]
+    if not chosen:
+        raise ValueError(f"no {method!r} sampler tests with k {ks} (dims must include such k)")
+    return float(min(getattr(t, f) for t in chosen for f in fields)), 3 * len(mine)
+
+
+def containment_check(tests: tuple[SamplerTest, ...]) -> Check:
+    """Alg 8: every sampled point satisfies ``Σ(x_i/a_i)² ≤ 1`` (statistic: largest ``‖x/a‖``, both samplers)."""
+    return check("Alg 8 (containment)", "every point lies in the ellipsoid: max Σ(x_i/a_i)² ≤ 1 (both samplers)",
+                 max(t.max_norm for t in tests), 1.0 + 1e-12, relation="<=")
+
+
+def correct_sampler_check(tests: tuple[SamplerTest, ...], *, gamma: float = 1e-3) -> Check:
+    """The Gaussian-direction sampler: radius, direction and cap tests all accept (min p ≥ γ/G)."""
+    p, G = _min_p(tests, "uniform", ("p_radius", "p_direction", "p_cap"))
+    return check("Alg 8 (correct sampler)",
+                 "Gaussian-direction sampler: radius, direction and cap tests all accept (min p ≥ γ/G)",
+                 p, gamma / G, relation=">=", confidence=1 - gamma)
+
+
+def printed_radius_check(tests: tuple[SamplerTest, ...], *, gamma: float = 1e-3) -> Check:
+    """The printed sampler's radius ``Beta(k, 1)`` is the uniform-ball radius law (KS, min p ≥ γ/G)."""
+    p, G = _min_p(tests, "thesis", ("p_radius",))
+    return check("Alg 8 (printed radius)", "printed sampler: radius Beta(k, 1) is the uniform-ball radius law (KS, min p ≥ γ/G)",
+                 p, gamma / G, relation=">=", confidence=1 - gamma)
+
+
+def printed_k2_check(tests: tuple[SamplerTest, ...], *, gamma: float = 1e-3) -> Check:
+    """For k = 2 the printed sampler's single angle is uniform: direction and cap tests accept."""
+    p, G = _min_p(tests, "thesis", ("p_direction", "p_cap"), ks="2")
+    return check("Alg 8 (printed, k = 2)", "printed sampler is uniform for k = 2 (direction and cap tests accept)",
+                 p, gamma / G, relation=">=", confidence=1 - gamma)
+
+
+def printed_angles_check(tests: tuple[SamplerTest, ...], *, gamma: float = 1e-3) -> Check:
+    """Negative control: the printed uniform-angle sampler has uniform directions for k ≥ 3 (expected FAIL)."""
+    p, G = _min_p(tests, "thesis", ("p_direction", "p_cap"), ks=">=3")
+    return check("Alg 8 (printed angles, k ≥ 3)",
+                 "printed uniform-angle sampler has uniform directions for k ≥ 3 (min p of direction/cap tests ≥ γ/G)",
+                 p, gamma / G, relation=">=", confidence=1 - gamma, expected="FAIL",
+                 note="erratum: uniform hyperspherical angles are not uniform on the sphere")
+
+
+def sampler_scatter(*, n_points: int = 3000, k: int = 3, seed: int) -> SamplerScatter:
+    """``n_points`` points of each sampler in the unit ball of R^k, each drawn with a fresh generator seeded by ``seed``."""
+    pts = {m: sample_ellipsoid(n_points, np.ones(k), rng=seed, method=m) for m in METHODS}
+    return SamplerScatter(k=k, uniform=pts["uniform"], thesis=pts["thesis"])

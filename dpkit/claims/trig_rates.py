@@ -1,0 +1,299 @@
+"""Claims on the full-grid trigonometric mechanism: rates, LP time, size, privacy (thesis Thm 2.4/2.5, Alg 4/5).
+
+Notebook ``55_trig_rates`` calls these functions; each returns
+:class:`~dpkit.evaluation.verdicts.Check` values or typed rows for its table and figures.
+
+* :func:`rate_runs` — mechanism I (Alg 4) on d ∈ {1, 2} and II (Alg 5) on d = 1 over a range
+  of n, with the Gaussian-kernel workload (2.1) answered exactly (:func:`dpkit.queries.evaluate.answer_reference`).
+* :func:`error_rate_checks` — Thm 2.4 (2) / Thm 2.5 (2): the worst-case error decays at least like
+  ``n^{−K/(2d+K)}`` (I) and ``n^{−2K/(3d+2K)}`` (II); a one-sided test on the OLS slope of
+  log(error) on log n: PASS iff ``slope − z_{1−γ}·se ≤ exponent``.
+* :func:`lp_time_check` — Thm 2.4 (3): fitted LP-time slope ≤ ``(3dK + 5d)/(4d + 2K)``.
+* :func:`synthetic_size_check`, :func:`vertex_support_check` — Thm 2.4 (4) ``|D̂| = m`` and the
+  LP vertex's ``≤ t^d + 1`` support points.
+* :func:`moment_privacy` — Thm 2.4 (1): the exact worst-case privacy loss of the moment release
+  over all grid pairs (:func:`dpkit.mechanisms.trig.privacy.moment_sensitivity`) with the correct
+  constants ≤ ε, and the printed ``Lap(t^d/(nε))`` above ε (negative control).
+* :func:`error_terms` — the five error sources of (2.5) switched off one by one (no check).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from dpkit.claims.streams import Streams
+from dpkit.core.rng import RNGLike
+from dpkit.evaluation.verdicts import Check, check
+from dpkit.mechanisms.trig.basis import basis_indices
+from dpkit.mechanisms.trig.grid import grid_points
+from dpkit.mechanisms.trig.mechanisms import TrigonometricMechanism, TrigResult, moment_noise
+from dpkit.mechanisms.trig.privacy import moment_sensitivity
+from dpkit.queries.evaluate import answer_reference
+from dpkit.queries.workload import GaussianKernelWorkload
+
+__all__ = [
+    "TrigStreams",
+    "RateRun",
+    "SlopeFit",
+    "MomentPrivacyRow",
+    "MomentPrivacy",
+    "ErrorTerm",
+    "rate_runs",
+    "slope_fits",
+    "error_rate_checks",
+    "lp_time_check",
+    "synthetic_size_check",
+    "vertex_support_check",
+    "moment_privacy",
+    "error_terms",
+    "claimed_exponent",
+]
+
+
+@dataclass(frozen=True)
+class TrigStreams(Streams):
+    """The notebook's streams: data sets, workloads, mechanism coins (shared by :func:`rate_runs` then :func:`error_terms`)."""
+
+    data: np.random.Generator
+    work: np.random.Generator
+    mech: np.random.Generator
+
+
+@dataclass(frozen=True)
+class RateRun:
+    """One mechanism run of :func:`rate_runs` (a table row)."""
+
+    d: int
+    n: int
+    mechanism: str
+    rep: int
+    t: int
+    N: int
+    m: int
+    worst_error: float
+    lp_time: float
+    support: int
+    basis: int
+    size_ok: bool
+
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """A fitted log–log slope in n and the exponent the theorem claims (``mechanism`` "I", "II" or "I (LP time)")."""
+
+    d: int
+    mechanism: str
+    slope: float
+    se: float
+    claimed: float
+
+
+@dataclass(frozen=True)
+class MomentPrivacyRow:
+    """Exact sensitivity and worst-case privacy loss of the Alg 4 moment release for one (d, constants)."""
+
+    d: int
+    t: int
+    N: int
+    R: int
+    constants: str
+    exact_l1: float
+    bound_l1: float
+    scale: float
+    eps_exact: float
+
+
+@dataclass(frozen=True)
+class MomentPrivacy:
+    """:func:`moment_privacy`: the table rows and the two checks (claim, negative control)."""
+
+    rows: tuple[MomentPrivacyRow, ...]
+    checks: tuple[Check, Check]
+
+
+@dataclass(frozen=True)
+class ErrorTerm:
+    """Median worst-case error of one variant of :func:`error_terms`."""
+
+    variant: str
+    median_worst_error: float
+
+
+def claimed_exponent(d: int, mechanism: str, K: float) -> float:
+    """Rate exponent of the worst-case error in n: ``−K/(2d+K)`` (Thm 2.4 (2), I), ``−2K/(3d+2K)`` (Thm 2.5 (2), II)."""
+    if mechanism not in ("I", "II"):
+        raise ValueError(f"mechanism must be 'I' or 'II'; got {mechanism!r}")
+    return -K / (2 * d + K) if mechanism == "I" else -2 * K / (3 * d + 2 * K)
+
+
+def _workload(d: int, n_queries: int, J: int, sigma: float, rng: np.random.Generator) -> GaussianKernelWorkload:
+    # The draws of GaussianKernelWorkload.generate, without its renormalisation of α (kept bit for bit as before).
+    centres, alphas = rng.uniform(-1, 1, (n_queries, J, d)), rng.dirichlet(np.ones(J), n_queries)
+    return GaussianKernelWorkload(centres=centres, alphas=alphas, sigma=sigma)
+
+
+def _data(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    return np.clip(rng.normal(0.2, 0.4, (n, d)), -1, 1)
+
+
+def _worst_error(workload: GaussianKernelWorkload, res: TrigResult, truth: np.ndarray) -> float:
+    est = answer_reference(workload, res.synthetic.points, res.synthetic.weights)
+    return float(np.abs(est - truth).max())
+
+
+def rate_runs(
+    *,
+    ns_d1: list[int],
+    ns_d2: list[int],
+    reps: int,
+    n_queries: int,
+    J: int,
+    epsilon: float,
+    delta: float,
+    sigma: float,
+    rng: TrigStreams | RNGLike,
+) -> tuple[RateRun, ...]:
+    """Worst-case error, LP time and sizes of mechanism I (d = 1, 2) and II (d = 1) for each n.
+
+    For each d one workload of ``n_queries`` queries (2.1) with ``J`` centres and width σ
+    (K = σ²); for each n one data set ``clip(N(0.2, 0.4²))`` in [-1, 1]^d; ``reps`` runs per
+    mechanism vary only the mechanism's coins.
+    """
+    s = TrigStreams.resolve(rng)
+    K = sigma**2
+    runs: list[RateRun] = []
+    for d, ns in ((1, ns_d1), (2, ns_d2)):
+        workload = _workload(d, n_queries, J, sigma, s.work)
+        for n in ns:
+            X = _data(n, d, s.data)  # one data set per n; the repetitions vary the mechanism's coins
+            truth = answer_reference(workload, X)
+            for dl in (0.0, delta):
+                if dl > 0 and d == 2:
+                    continue
+                for r in range(reps):
+                    res = TrigonometricMechanism(epsilon=epsilon, delta=dl, K=K).fit(X, rng=s.mech)
+                    runs.append(RateRun(
+                        d=d, n=n, mechanism="II" if dl else "I", rep=r, t=res.params["t"], N=res.params["N"], m=res.params["m"],
+                        worst_error=_worst_error(workload, res, truth), lp_time=res.timings["lp"],
+                        support=res.lp_database.support_size, basis=res.params["R"],
+                        size_ok=int(res.synthetic.multiplicities().sum()) == res.params["m"]))
+    return tuple(runs)
+
+
+def _fit(runs: list[RateRun], value: str) -> tuple[float, float]:
+    fit = stats.linregress(np.log([r.n for r in runs]), np.log([getattr(r, value) for r in runs]))
+    return fit.slope, fit.stderr
+
+
+def slope_fits(runs: tuple[RateRun, ...], *, K: float) -> tuple[SlopeFit, ...]:
+    """OLS slopes of log(worst error) on log n per (d, mechanism), then of log(LP time) per d for mechanism I.
+
+    All repetitions enter the fit; groups in ascending (d, mechanism).
+    """
+    fits: list[SlopeFit] = []
+    for d, mech in sorted({(r.d, r.mechanism) for r in runs}):
+        s, se = _fit([r for r in runs if (r.d, r.mechanism) == (d, mech)], "worst_error")
+        fits.append(SlopeFit(d=d, mechanism=mech, slope=s, se=se, claimed=claimed_exponent(d, mech, K)))
+    for d in sorted({r.d for r in runs if r.mechanism == "I"}):
+        s, _ = _fit([r for r in runs if r.mechanism == "I" and r.d == d], "lp_time")
+        claimed = (3 * d * K + 5 * d) / (4 * d + 2 * K)
+        fits.append(SlopeFit(d=d, mechanism="I (LP time)", slope=s, se=float("nan"), claimed=claimed))
+    return tuple(fits)
+
+
+def error_rate_checks(fits: tuple[SlopeFit, ...], *, gamma: float = 1e-3) -> tuple[Check, ...]:
+    """Thm 2.4 (2) (mechanism I) and Thm 2.5 (2) (II): one check per (d, mechanism) error fit.
+
+    PASS iff ``slope − z_{1−γ}·se ≤ claimed exponent`` — a one-sided test at level γ that the
+    error decays at least as fast as claimed (reported confidence ``1 − γ``).
+    """
+    z = stats.norm.ppf(1 - gamma)
+    return tuple(
+        check(f"Thm {'2.4' if f.mechanism == 'I' else '2.5'} (2), d={f.d}",
+              f"mechanism {f.mechanism}: worst-case error decays at least like n^({f.claimed:.3f}) (OLS slope − z·se ≤ exponent)",
+              f.slope - z * f.se, f.claimed, relation="<=", confidence=1 - gamma, note=f"slope {f.slope:.3f} ± {f.se:.3f}")
+        for f in fits if f.mechanism in ("I", "II")
+    )
+
+
+def lp_time_check(fits: tuple[SlopeFit, ...]) -> Check:
+    """Thm 2.4 (3): the fitted LP-time slope minus ``(3dK + 5d)/(4d + 2K)``, maximised over d, is ≤ 0."""
+    worst = -math.inf
+    for f in fits:
+        if f.mechanism == "I (LP time)":
+            worst = max(worst, f.slope - f.claimed)
+    if worst == -math.inf:
+        raise ValueError("fits hold no 'I (LP time)' slope; pass the output of slope_fits")
+    return check("Thm 2.4 (3)", "LP time grows no faster than n^((3dK+5d)/(4d+2K)) (max over d of fitted slope − claimed)",
+                 worst, 0.0, relation="<=", note="at these sizes the LP time is mostly solver overhead")
+
+
+def synthetic_size_check(runs: tuple[RateRun, ...]) -> Check:
+    """Thm 2.4 (4): the synthetic database has exactly m rows in every run (statistic: share of such runs)."""
+    return check("Thm 2.4 (4)", "|D̂| = m in every run", float(np.mean([r.size_ok for r in runs])), 1.0, relation=">=")
+
+
+def vertex_support_check(runs: tuple[RateRun, ...]) -> Check:
+    """The LP's vertex solution has at most ``t^d + 1`` support points (statistic: max of support − t^d − 1)."""
+    return check("LP vertex support", "the LP solution has at most t^d + 1 support points (vertex of a (t^d + 1)-row LP)",
+                 float(max(r.support - r.basis - 1 for r in runs)), 0.0, relation="<=")
+
+
+def moment_privacy(*, epsilon: float, K: float, n: int, dims: tuple[int, ...] = (1, 2)) -> MomentPrivacy:
+    """Thm 2.4 (1): exact worst-case privacy loss of Alg 4's moment release, correct vs printed constants.
+
+    For each d the exact L1 sensitivity over all pairs of grid points of A^d (the schedule's t
+    and N at ``n``) divided by the Laplace scale is the exact worst-case loss. The correct
+    ``Lap(2(t^d − 1)/(nε))`` stays within ε; the printed ``Lap(t^d/(nε))`` does not (negative control).
+    """
+    rows: list[MomentPrivacyRow] = []
+    for d in dims:
+        sch = TrigonometricMechanism(epsilon=epsilon, K=K).schedule(n, d)
+        idx = basis_indices(sch.t, d)
+        a = grid_points(sch.N)
+        pts = np.stack([g.ravel() for g in np.meshgrid(*([a] * d), indexing="ij")], axis=1)
+        sens = moment_sensitivity(pts, idx, n).l1
+        for constants in ("correct", "thesis"):
+            noise = moment_noise(n, idx.shape[0], epsilon=epsilon, constants=constants)
+            rows.append(MomentPrivacyRow(d=d, t=sch.t, N=sch.N, R=idx.shape[0], constants=constants, exact_l1=sens,
+                                         bound_l1=noise.l1_sensitivity, scale=noise.scale, eps_exact=sens / noise.scale))
+    worst = {c: max(r.eps_exact for r in rows if r.constants == c) for c in ("correct", "thesis")}
+    claim = check("Thm 2.4 (1)", "Alg 4 moments with Lap(2(t^d − 1)/(nε)): exact worst-case privacy loss over all grid pairs ≤ ε",
+                  worst["correct"], epsilon * (1 + 1e-12), relation="<=")
+    control = check("Alg 4 printed Lap(t^d/(nε))", "Alg 4 with the printed Lap(t^d/(nε)): exact worst-case privacy loss ≤ ε",
+                    worst["thesis"], epsilon * (1 + 1e-12), relation="<=", expected="FAIL",
+                    note="the exact sensitivity exceeds t^d/n (D–R seed §4.2: ≈ 1.2 t/n for d = 1)")
+    return MomentPrivacy(rows=tuple(rows), checks=(claim, control))
+
+
+def error_terms(
+    *, n: int, reps: int, n_queries: int, J: int, epsilon: float, sigma: float, rng: TrigStreams | RNGLike
+) -> tuple[ErrorTerm, ...]:
+    """The error sources of (2.5) isolated by switching them off one by one (d = 1, mechanism I).
+
+    Variants: all sources; no noise (ε = ∞); no noise and no sampling (the LP weights as D̂);
+    then a finer grid (4N), lattice rounding of the weights, a richer basis (2t). Median over
+    ``reps`` runs of the worst-case error over the workload.
+    """
+    s = TrigStreams.resolve(rng)
+    d, K = 1, sigma**2
+    X = _data(n, d, s.data)
+    workload = _workload(d, n_queries, J, sigma, s.work)
+    truth = answer_reference(workload, X)
+    base = TrigonometricMechanism(epsilon=epsilon, K=K).schedule(n, d)
+    variants = {
+        "all sources": dict(epsilon=epsilon),
+        "no noise (ε = ∞)": dict(epsilon=math.inf),
+        "no noise, no sampling": dict(epsilon=math.inf, output="weights"),
+        "no noise, no sampling, finer grid (4N)": dict(epsilon=math.inf, output="weights", N=4 * base.N),
+        "no noise, no sampling, + lattice rounding": dict(epsilon=math.inf, output="weights", lattice=True),
+        "no noise, no sampling, richer basis (2t)": dict(epsilon=math.inf, output="weights", t=2 * base.t),
+    }
+    out: list[ErrorTerm] = []
+    for name, kw in variants.items():
+        errs = [_worst_error(workload, TrigonometricMechanism(K=K, **kw).fit(X, rng=s.mech), truth) for _ in range(reps)]
+        out.append(ErrorTerm(variant=name, median_worst_error=float(np.median(errs))))
+    return tuple(out)
