@@ -14,6 +14,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpkit.claims.consistency_statistics import partition_convergence, pinv_property_residuals, theorem_residuals
+from dpkit.core.exceptions import FeasibilityError
 from dpkit.mechanisms.consistency import (
     ConstraintSystem,
     GeneralProjector,
@@ -25,8 +27,6 @@ from dpkit.mechanisms.consistency import (
     random_consistent_system,
     random_partition,
 )
-from dpkit.mechanisms.consistency.checks import partition_convergence, pinv_property_residuals, theorem_residuals
-from dpkit.core.exceptions import FeasibilityError
 
 systems = st.tuples(
     st.integers(1, 12),  # m
@@ -48,12 +48,12 @@ def _draw(m, n, frac, seed):
 def test_properties_1_to_3(args):
     S, _, _ = _draw(*args)
     r = pinv_property_residuals(S.M)
-    assert r["prop1"] < 1e-9
-    assert r["prop2"] < 1e-10
-    assert r["prop3_idempotent"] < 1e-10
-    assert -1e-12 <= r["prop3_norm_P"] <= 1 + 1e-10
-    assert -1e-12 <= r["prop3_norm_I_minus_P"] <= 1 + 1e-10
-    assert r["prop3_norm_dist01"] < 1e-10  # both are orthogonal projectors: norm ∈ {0, 1}
+    assert r.prop1 < 1e-9
+    assert r.prop2 < 1e-10
+    assert r.prop3_idempotent < 1e-10
+    assert -1e-12 <= r.prop3_norm_P <= 1 + 1e-10
+    assert -1e-12 <= r.prop3_norm_I_minus_P <= 1 + 1e-10
+    assert r.prop3_norm_dist01 < 1e-10  # both are orthogonal projectors: norm ∈ {0, 1}
 
 
 @settings(max_examples=30, deadline=None)
@@ -61,14 +61,14 @@ def test_properties_1_to_3(args):
 def test_theorems_1_to_5(args):
     S, _, x = _draw(*args)
     r = theorem_residuals(S, x, rng=args[3])
-    assert r["thm1_solver_gap"] < 1e-9  # pinv, LSQR and Cholesky (full row rank) agree
-    assert r["thm1_feasibility"] < 1e-10
-    assert r["thm1_objective_margin"] > -1e-12  # no random feasible point is closer
-    assert r["thm2_idempotence"] < 1e-10
-    assert r["cor1_fixed_point"] < 1e-10
-    assert r["thm3_identity"] < 1e-10
-    assert r["thm4_pythagoras"] < 1e-10
-    assert r["thm5_inner"] < 1e-10
+    assert r.thm1_solver_gap < 1e-9  # pinv, LSQR and Cholesky (full row rank) agree
+    assert r.thm1_feasibility < 1e-10
+    assert r.thm1_objective_margin > -1e-12  # no random feasible point is closer
+    assert r.thm2_idempotence < 1e-10
+    assert r.cor1_fixed_point < 1e-10
+    assert r.thm3_identity < 1e-10
+    assert r.thm4_pythagoras < 1e-10
+    assert r.thm5_inner < 1e-10
 
 
 def test_thm4_detects_a_wrong_projector():
@@ -117,11 +117,11 @@ def test_sec6_convergence_random_partitions_and_orders(seed):
     x = g.standard_normal(n) * 5
     for k in sorted({1, 2, 3, m}):
         r = partition_convergence(S, x, k=min(k, m), rng=g)
-        assert r["converged"] == 1.0
-        assert r["rel_dist"] < 1e-9  # limit = f_{M,b}(x̃) (Sec. 6)
-        assert r["fejer_increase"] < 1e-12  # ‖x_s − p‖ non-increasing
-        assert r["telescope"] < 1e-10  # Sec. 6 step 1 identity
-        assert r["inner_drift"] < 1e-9  # Thm. 5 along the iteration
+        assert r.converged == 1.0
+        assert r.rel_dist < 1e-9  # limit = f_{M,b}(x̃) (Sec. 6)
+        assert r.fejer_increase < 1e-12  # ‖x_s − p‖ non-increasing
+        assert r.telescope < 1e-10  # Sec. 6 step 1 identity
+        assert r.inner_drift < 1e-9  # Thm. 5 along the iteration
 
 
 def test_alternating_stop_rules_and_trace():

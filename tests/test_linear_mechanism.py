@@ -14,17 +14,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpkit.claims import linear_statistics as lc
+from dpkit.claims.linear import CONFIGURATIONS
 from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import BudgetExceededError
 from dpkit.mechanisms.linear import LevelSetDensity, build_level_sets, optimal_radius, rate_curve, rate_grid
-from dpkit.mechanisms.linear import checks as lc
 from dpkit.mechanisms.linear import intervals as iv
 from dpkit.mechanisms.linear.levelset import ladder_sets
 from dpkit.mechanisms.linear.mechanism import LinearQueryMechanism, linear_query_value
 from dpkit.mechanisms.linear.staircase import Staircase, optimal_gamma
 
-V5 = lc.CONFIGURATIONS["V5"]
-V4 = lc.CONFIGURATIONS["V4"]
+V5 = CONFIGURATIONS["V5"]
+V4 = CONFIGURATIONS["V4"]
 Z_MAX = 3.89
 P_MIN = 1e-3
 
@@ -146,10 +147,10 @@ def test_normaliser_matches_algorithm1_sums():
 
 @pytest.mark.parametrize("name", ["V1", "V3", "V5"])  # V7 (the slowest build) is covered by notebook 30
 def test_monte_carlo_abs_error_and_variance(name):
-    V = lc.CONFIGURATIONS[name]
+    V = CONFIGURATIONS[name]
     d = LevelSetDensity.from_query(V, epsilon=1.0, radius=0.05 * max(abs(np.asarray(V)).max(), 1))
     m = lc.monte_carlo_abs_error(d, 100_000, rng=11)
-    assert abs(m["z"]) <= Z_MAX
+    assert abs(m.z) <= Z_MAX
     x = d.sample(100_000, rng=12)
     # E[Z] = 0 by symmetry (the printed 'mean'); sd of the sample mean = sqrt(E Z²/n)
     assert abs(x.mean()) <= Z_MAX * math.sqrt(d.variance / x.size)
@@ -158,7 +159,7 @@ def test_monte_carlo_abs_error_and_variance(name):
 # --------------------------------------------------------------------------- privacy
 @pytest.mark.parametrize("name", ["V1", "V2", "V3", "V4", "V5"])  # V6 = V1; V7 runs in notebook 30
 def test_exact_level_check_configurations(name):
-    V = lc.CONFIGURATIONS[name]
+    V = CONFIGURATIONS[name]
     L = build_level_sets(V, 0.02 * max(abs(np.asarray(V)).max(), 1))
     assert L.converged and L.n <= 2200
     res = lc.exact_level_check(L)
@@ -175,10 +176,10 @@ def test_exact_level_check_catches_a_broken_shell():
 
 
 def test_monte_carlo_level_check_is_tight():
-    d = LevelSetDensity.from_query(lc.CONFIGURATIONS["V2"], epsilon=1.3, radius=40.0)
+    d = LevelSetDensity.from_query(CONFIGURATIONS["V2"], epsilon=1.3, radius=40.0)
     r = lc.monte_carlo_level_check(d, 40_000, rng=3)
-    assert r["max_level_jump"] == 1.0
-    assert r["max_log_ratio_over_eps"] == pytest.approx(1.0, abs=1e-9)
+    assert r.max_level_jump == 1.0
+    assert r.max_log_ratio_over_eps == pytest.approx(1.0, abs=1e-9)
 
 
 def test_truncated_construction_is_exactly_private_with_valid_tail_bound():
@@ -245,9 +246,9 @@ def test_lemma1_ladder_sets():
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.5])
 def test_theorem1_lp(eps):
-    L = build_level_sets(lc.CONFIGURATIONS["V2"], 30.0)
+    L = build_level_sets(CONFIGURATIONS["V2"], 30.0)
     r = lc.theorem1_lp(L, eps)
-    assert r["relative_gap"] <= 1e-7 and r["max_profile_error"] <= 1e-6
+    assert r.relative_gap <= 1e-7 and r.max_profile_error <= 1e-6
 
 
 def test_v4_is_the_staircase():
@@ -259,7 +260,8 @@ def test_v4_is_the_staircase():
             np.testing.assert_allclose(d.pdf(z), st.pdf(z), rtol=1e-9)
             assert d.expected_abs_error == pytest.approx(st.mean_abs_error, rel=1e-10)
             assert d.variance == pytest.approx(st.variance, rel=1e-10)
-        assert LevelSetDensity.from_query(V4, epsilon=eps, radius=optimal_gamma(eps) * 1001.0).rate == pytest.approx(1.0, abs=1e-12)
+        d_star = LevelSetDensity.from_query(V4, epsilon=eps, radius=optimal_gamma(eps) * 1001.0)
+        assert d_star.rate == pytest.approx(1.0, abs=1e-12)
     res = optimal_radius(V4, [0.5, 2.0])
     for r in res:
         assert 1.0 - 1e-12 <= r.rate <= 1.0 + 1e-6
@@ -267,7 +269,7 @@ def test_v4_is_the_staircase():
 
 
 def test_convergence_within_2200_steps():
-    for name, V in lc.CONFIGURATIONS.items():
+    for name, V in CONFIGURATIONS.items():
         L = build_level_sets(V, 1e-3 * max(abs(np.asarray(V)).max(), 1), keep_shells=False)
         assert L.converged and L.n <= 2200, name
 
@@ -352,7 +354,8 @@ def test_privacy_on_random_neighbour_sets():
         V = np.sort(rng.uniform(-15, 15, 2 * k)).reshape(-1, 2)
         if rng.random() < 0.4:
             V[-1, 0] = V[-1, 1]
-        d = LevelSetDensity.from_query(V, epsilon=float(rng.uniform(0.3, 2.0)), radius=float(rng.uniform(0.05, 3.0)), max_steps=150)
+        eps, radius = float(rng.uniform(0.3, 2.0)), float(rng.uniform(0.05, 3.0))
+        d = LevelSetDensity.from_query(V, epsilon=eps, radius=radius, max_steps=150)
         assert lc.exact_level_check(d.levels).violating_pieces == 0
         r = lc.monte_carlo_level_check(d, 4000, rng=rng)
-        assert r["max_level_jump"] <= 1 and r["max_log_ratio_over_eps"] <= 1 + 1e-9
+        assert r.max_level_jump <= 1 and r.max_log_ratio_over_eps <= 1 + 1e-9

@@ -5,8 +5,10 @@
 * :mod:`.alternating` – the alternating-projection driver of eq. (8) with the paper's stopping rules.
 * :mod:`.trees` – Boosting, the per-day combo projection, Algorithm 1 and the closed form ``Boost(X̃)·Π``.
 * :mod:`.restaurant` – the synthetic restaurant data and the Laplace privacy step.
-* :mod:`.checks` – statistics for Properties 1–3, Theorems 1–5 and Sec. 6.
-* :mod:`.study` – the Fig. 1–4 experiment runners used by ``notebooks/35_consistency.ipynb``.
+
+The checks of the paper's claims and the Fig. 1–4 experiment runners used by
+``notebooks/35_consistency.ipynb`` are in :mod:`dpkit.claims.consistency`,
+:mod:`dpkit.claims.consistency_statistics` and :mod:`dpkit.claims.consistency_study`.
 """
 from __future__ import annotations
 

@@ -74,7 +74,9 @@ class AlternatingResult:
         }
 
 
-def block_projectors(system: ConstraintSystem, blocks: Sequence[Sequence[int]], *, method: str = "auto") -> list[GeneralProjector]:
+def block_projectors(
+    system: ConstraintSystem, blocks: Sequence[Sequence[int]], *, method: str = "auto"
+) -> list[GeneralProjector]:
     """Exact projectors ``f_i = f_{M_i, b_i}`` (eq. 7 on each block) for a row partition."""
     return [GeneralProjector(system=blk, method=method) for blk in system.partition(blocks)]
 

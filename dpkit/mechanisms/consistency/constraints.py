@@ -150,7 +150,8 @@ class ConstraintSystem:
         if arr.shape != (self.n,):
             raise ValueError(f"{name} must have shape ({self.n},) to match M with {self.n} columns; got shape {arr.shape}")
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} must be finite; it has {int(arr.size - np.count_nonzero(np.isfinite(arr)))} non-finite entries")
+            bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+            raise ValueError(f"{name} must be finite; it has {bad} non-finite entries")
         return arr
 
     def residual(self, x: np.ndarray) -> np.ndarray:

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.accounting import Ledger
-from dpkit.mechanisms.laplace import Laplace
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_choice, check_epsilon, check_finite_array, check_positive_int
 from dpkit.mechanisms.consistency.trees import KaryTree, aggregate, tree_height
+from dpkit.mechanisms.laplace import Laplace
 
 __all__ = [
     "ITEMS",

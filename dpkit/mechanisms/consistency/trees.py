@@ -178,8 +178,8 @@ def boost(X: Any, k: int = 2) -> np.ndarray:
     h, rest = tree.h, X.shape[1:]
     z = X.copy()
     for d in range(h - 2, -1, -1):
-        l = h - d  # height of level d
-        q = float(k) ** (-l)
+        height = h - d  # height of level d
+        q = float(k) ** (-height)
         a = (1.0 - 1.0 / k) / (1.0 - q)
         bco = (1.0 / k - q) / (1.0 - q)
         o, o1, o2 = tree.offset(d), tree.offset(d + 1), tree.offset(d + 2)

@@ -2,13 +2,15 @@
 
 See ``shared/spec/near-optimal-linear-queries.md``. Modules: :mod:`.intervals`
 (interval-union arithmetic), :mod:`.levelset` (shells, Definition 2, truncation),
-:mod:`.density` (α, pdf, cdf, E|Z|, rate, δ* of (9)), :mod:`.mechanism` (Algorithm 2
-release), :mod:`.staircase` (Geng–Viswanath peer), :mod:`.checks` (the verification suite).
+:mod:`.density` (α, pdf, cdf, E|Z|, rate), :mod:`.tuning` (the heat maps of Figs 1–2 and
+δ* of (9)), :mod:`.mechanism` (Algorithm 2 release), :mod:`.staircase` (Geng–Viswanath peer).
+The checks of the paper's claims are in :mod:`dpkit.claims.linear`.
 """
-from dpkit.mechanisms.linear.density import LevelSetDensity, optimal_radius, rate_grid, rate_curve, laplace_abs_error, staircase_abs_error
+from dpkit.mechanisms.linear.density import LevelSetDensity, laplace_abs_error, rate_curve, staircase_abs_error
 from dpkit.mechanisms.linear.levelset import LevelSets, build_level_sets, ladder_sets, neighbour_set
 from dpkit.mechanisms.linear.mechanism import LinearQueryMechanism, linear_query_value
 from dpkit.mechanisms.linear.staircase import Staircase, optimal_gamma
+from dpkit.mechanisms.linear.tuning import RadiusSearch, RateGrid, optimal_radius, rate_grid
 
 __all__ = [
     "LinearQueryMechanism",
@@ -20,6 +22,8 @@ __all__ = [
     "build_level_sets",
     "ladder_sets",
     "neighbour_set",
+    "RadiusSearch",
+    "RateGrid",
     "optimal_radius",
     "rate_grid",
     "rate_curve",

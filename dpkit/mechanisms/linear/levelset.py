@@ -332,8 +332,9 @@ def algorithm1_shells(V: Any, radius: float, steps: int, *, tol: float | None = 
     ball = np.array([[-delta, delta]])
     out: list[np.ndarray] = []
     covered = iv.EMPTY.copy()
-    for I in ladder_sets(V, steps, tol=tol):
-        R = iv.difference(iv.minkowski_sum(I, ball, tol), covered, tol) if covered.size else iv.minkowski_sum(I, ball, tol)
+    for ladder in ladder_sets(V, steps, tol=tol):
+        grown = iv.minkowski_sum(ladder, ball, tol)
+        R = iv.difference(grown, covered, tol) if covered.size else grown
         out.append(R)
         covered = iv.union(covered, R, tol=tol)
     return out

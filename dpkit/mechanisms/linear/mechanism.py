@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.accounting import Ledger
-from dpkit.mechanisms.base import Mechanism
 from dpkit.core.rng import RNGLike
 from dpkit.core.validation import check_epsilon, check_finite_array, check_int_in_range, check_real_in_range
-from dpkit.mechanisms.linear.density import LevelSetDensity, optimal_radius
+from dpkit.mechanisms.base import Mechanism
+from dpkit.mechanisms.linear.density import LevelSetDensity
 from dpkit.mechanisms.linear.levelset import build_level_sets as _build
 from dpkit.mechanisms.linear.levelset import neighbour_set as _check_neighbour_set
 from dpkit.mechanisms.linear.levelset import sensitivity_of
+from dpkit.mechanisms.linear.tuning import optimal_radius
 
 __all__ = ["LinearQueryMechanism", "linear_query_value"]
 

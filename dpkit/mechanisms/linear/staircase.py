@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.accounting import Ledger
-from dpkit.mechanisms.base import Mechanism
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_epsilon, check_finite_array, check_real_in_range, check_sensitivity
+from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["Staircase", "optimal_gamma"]
 
@@ -65,7 +65,10 @@ class Staircase(Mechanism):
         super().__post_init__()
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
-        g = optimal_gamma(self.epsilon) if self.gamma is None else check_real_in_range(self.gamma, name="gamma", low=0.0, high=1.0)
+        if self.gamma is None:
+            g = optimal_gamma(self.epsilon)
+        else:
+            g = check_real_in_range(self.gamma, name="gamma", low=0.0, high=1.0)
         object.__setattr__(self, "gamma", g)
 
     @property

@@ -6,11 +6,15 @@
   solution (pinv), dense Cholesky of ``MMᵀ``, sparse LU of ``MMᵀ``, LSQR and the one-pass closed form,
   on the same seeded instance per T, with accuracy parity (‖x − x*‖∞, ‖Mx − b‖∞) for every method.
   Speed is only ever compared as ratios within one run.
+
+Both return typed rows (:class:`ConvergenceTrace`, :class:`TimingRow`) that the claims of
+:mod:`dpkit.claims.consistency` and the figures of :mod:`dpkit.outputs.figures.consistency` read.
 """
 from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -22,9 +26,62 @@ from dpkit.mechanisms.consistency.general import GeneralProjector
 from dpkit.mechanisms.consistency.restaurant import COMBO_B, generate_restaurant, privatize_restaurant
 from dpkit.mechanisms.consistency.trees import KaryTree, algorithm1, closed_form, restaurant_residual, restaurant_system
 
-__all__ = ["convergence_study", "timing_study", "TIMING_METHODS", "loglog_slope", "speed_ratios", "machine_info"]
+__all__ = [
+    "ConvergenceTrace",
+    "TimingRow",
+    "convergence_study",
+    "timing_study",
+    "TIMING_METHODS",
+    "loglog_slope",
+    "speed_ratios",
+    "machine_info",
+]
 
 TIMING_METHODS = ("algorithm1", "algorithm1-100", "pinv", "cholesky", "splu", "lsqr", "closed-form")
+
+
+@dataclass(frozen=True)
+class ConvergenceTrace:
+    """One T of :func:`convergence_study`: traces averaged over the repeats (entry 0 = the noisy input).
+
+    ``mse`` (eq. 14), ``err`` (all-node RMSE, eq. 15), ``err_leaf`` (leaf RMSE over the real days),
+    ``dist`` (‖x_s − x*‖₂) and ``dist_inf`` have length ``n_iter + 1``; ``err_opt``/``err_leaf_opt``
+    are the exact optimum's errors (means over repeats); ``leaf_gap_iter1``, ``mse_max_increase``
+    and ``err_max_increase`` are maxima over repeats; ``ledger`` is the first repeat's.
+    """
+
+    T: int
+    h: int
+    n_iter: int
+    repeats: int
+    mse: np.ndarray
+    err: np.ndarray
+    err_leaf: np.ndarray
+    dist: np.ndarray
+    dist_inf: np.ndarray
+    leaf_gap_iter1: float
+    err_opt: float
+    err_leaf_opt: float
+    mse_max_increase: float
+    err_max_increase: float
+    ledger: Ledger | None
+
+
+@dataclass(frozen=True)
+class TimingRow:
+    """One (T, method) of :func:`timing_study` (times are medians over the repeats)."""
+
+    T: int
+    method: str
+    n: int
+    m: int
+    build_s: float
+    solve_s: float
+    total_s: float
+    n_iter: int | None
+    converged: bool
+    dist_inf: float
+    resid_inf: float
 
 
 def _blas_limit(threads: int | None):
@@ -52,16 +109,16 @@ def convergence_study(
     k: int = 2,
     B: Any = COMBO_B,
     rng: RNGLike = None,
-) -> list[dict[str, Any]]:
+) -> list[ConvergenceTrace]:
     """Figs. 1/2: Algorithm 1 with a fixed number of cycles (Sec. 8.1), averaged over ``repeats``.
 
-    Returns one dict per T with the averaged traces (length ``n_iter + 1``; entry 0 = the noisy
-    input) ``mse``, ``err`` (all-node RMSE), ``err_leaf`` (leaf RMSE over the real days), ``dist``
-    (‖x_s − x*‖₂) and ``dist_inf``, plus ``err_opt``/``err_leaf_opt`` (the exact optimum's errors:
-    the dashed line of Fig. 2), ``leaf_gap_iter1`` (max |leaves after cycle 1 − optimal leaves|,
-    over repeats), ``mse_max_increase`` (largest relative increase of mse between cycles) and
-    ``err_max_increase`` (largest increase of the all-node squared error, Fejér monotonicity), and
-    the ledger of the first repeat.
+    Returns one :class:`ConvergenceTrace` per T: the averaged traces (length ``n_iter + 1``;
+    entry 0 = the noisy input) ``mse``, ``err`` (all-node RMSE), ``err_leaf`` (leaf RMSE over the
+    real days), ``dist`` (‖x_s − x*‖₂) and ``dist_inf``, plus ``err_opt``/``err_leaf_opt`` (the
+    exact optimum's errors: the dashed line of Fig. 2), ``leaf_gap_iter1`` (max |leaves after
+    cycle 1 − optimal leaves|, over repeats), ``mse_max_increase`` (largest relative increase of
+    mse between cycles) and ``err_max_increase`` (largest increase of the all-node squared error,
+    Fejér monotonicity), and the ledger of the first repeat.
     """
     n_iter = check_positive_int(n_iter, name="n_iter")
     repeats = check_positive_int(repeats, name="repeats")
@@ -96,11 +153,11 @@ def convergence_study(
             scal.setdefault("mse_max_increase", []).append(float(np.max(np.diff(mse[1:]) / mse[1:-1])) if mse.size > 2 else 0.0)
             sq = res.trace["err"] ** 2
             scal.setdefault("err_max_increase", []).append(float(np.max(np.diff(sq)) / sq[0]))
-        row: dict[str, Any] = {"T": int(T), "h": KaryTree(T=T, k=k).h, "n_iter": n_iter, "repeats": repeats}
-        row.update({key: np.mean(v, axis=0) for key, v in acc.items()})
-        row.update({key: (float(np.max(v)) if key.endswith(("gap_iter1", "increase")) else float(np.mean(v))) for key, v in scal.items()})
-        row["ledger"] = ledger
-        rows.append(row)
+        traces = {key: np.mean(v, axis=0) for key, v in acc.items()}
+        worst = {key: float(np.max(scal[key])) for key in ("leaf_gap_iter1", "mse_max_increase", "err_max_increase")}
+        means = {key: float(np.mean(scal[key])) for key in ("err_opt", "err_leaf_opt")}
+        rows.append(ConvergenceTrace(T=int(T), h=KaryTree(T=T, k=k).h, n_iter=n_iter, repeats=repeats, **traces, **worst, **means,
+                                     ledger=ledger))
     return rows
 
 
@@ -150,7 +207,7 @@ def timing_study(
     blas_threads: int | None = 1,
     rng: RNGLike = None,
     progress: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[TimingRow]:
     """Figs. 3/4: wall time of every method on the same seeded instance per T (median of ``repeats``).
 
     Parameters
@@ -174,8 +231,8 @@ def timing_study(
 
     Returns
     -------
-    list of dict
-        Rows ``{T, method, build_s, solve_s, total_s, n_iter, converged, dist_inf, resid_inf, n, m}``;
+    list of TimingRow
+        Rows ``(T, method, n, m, build_s, solve_s, total_s, n_iter, converged, dist_inf, resid_inf)``;
         ``dist_inf`` is ‖x − x*‖∞ against the closed form (itself checked against ``splu``/``pinv``
         by the notebook), ``resid_inf`` is ‖M x − b‖∞. Skipped (T, method) pairs are absent.
     """
@@ -186,7 +243,7 @@ def timing_study(
     max_T = dict(max_T or {})
     over_budget: set[str] = set()
     gens = spawn(rng, len(Ts))
-    rows: list[dict[str, Any]] = []
+    rows: list[TimingRow] = []
     with _blas_limit(blas_threads):
         for T, g in zip(Ts, gens):
             data, rel = _instance(T, k, epsilon, g)
@@ -200,21 +257,21 @@ def timing_study(
                     progress(f"T={T} {mth}")
                 runs = [_run_method(mth, Xn, B, k, T, tol, alg1_max_iter) for _ in range(repeats)]
                 x = runs[0]["x"]
-                row = {
-                    "T": int(T),
-                    "method": mth,
-                    "n": int(Xn.size),
-                    "m": int(B.shape[1] * tree.n_internal + np.linalg.matrix_rank(B) * tree.n_leaves),
-                    "build_s": float(np.median([r["build_s"] for r in runs])),
-                    "solve_s": float(np.median([r["solve_s"] for r in runs])),
-                    "total_s": float(np.median([r["total_s"] for r in runs])),
-                    "n_iter": runs[0]["n_iter"],
-                    "converged": bool(runs[0]["converged"]),
-                    "dist_inf": float(np.max(np.abs(x - ref))),
-                    "resid_inf": float(np.max(np.abs(restaurant_residual(x, tree, B)))),
-                }
+                row = TimingRow(
+                    T=int(T),
+                    method=mth,
+                    n=int(Xn.size),
+                    m=int(B.shape[1] * tree.n_internal + np.linalg.matrix_rank(B) * tree.n_leaves),
+                    build_s=float(np.median([r["build_s"] for r in runs])),
+                    solve_s=float(np.median([r["solve_s"] for r in runs])),
+                    total_s=float(np.median([r["total_s"] for r in runs])),
+                    n_iter=runs[0]["n_iter"],
+                    converged=bool(runs[0]["converged"]),
+                    dist_inf=float(np.max(np.abs(x - ref))),
+                    resid_inf=float(np.max(np.abs(restaurant_residual(x, tree, B)))),
+                )
                 rows.append(row)
-                if time_budget is not None and row["total_s"] > time_budget:
+                if time_budget is not None and row.total_s > time_budget:
                     over_budget.add(mth)
     return rows
 
@@ -227,10 +284,10 @@ def loglog_slope(Ts: Sequence[float], values: Sequence[float]) -> float:
     return float(np.polyfit(t, v, 1)[0])
 
 
-def speed_ratios(rows: Sequence[dict[str, Any]], numerator: str, denominator: str) -> dict[int, float]:
+def speed_ratios(rows: Sequence[TimingRow], numerator: str, denominator: str) -> dict[int, float]:
     """``total_s(numerator) / total_s(denominator)`` for every T where both were measured (one run)."""
-    by = {(r["T"], r["method"]): r["total_s"] for r in rows}
-    Ts = sorted({r["T"] for r in rows})
+    by = {(r.T, r.method): r.total_s for r in rows}
+    Ts = sorted({r.T for r in rows})
     return {T: by[(T, numerator)] / by[(T, denominator)] for T in Ts if (T, numerator) in by and (T, denominator) in by}
 
 

@@ -1,10 +1,12 @@
 """Numerical statistics for seed 004's Properties 1–3, Theorems 1–5 and the Sec. 6 convergence claim.
 
-Each function returns plain floats (relative residuals, ≈ 0 when the claim holds up to rounding)
-so both the tests and the notebook (``metrics.json`` checks) use the same code.
+Each function returns relative residuals (≈ 0 when the claim holds up to rounding) in a small
+frozen dataclass; :mod:`dpkit.claims.consistency` compares them with their bounds, and the unit
+tests use the same code.
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,73 @@ from dpkit.mechanisms.consistency.alternating import alternating_projection, blo
 from dpkit.mechanisms.consistency.constraints import ConstraintSystem, random_consistent_system, random_partition
 from dpkit.mechanisms.consistency.general import GeneralProjector
 
-__all__ = ["pinv_property_residuals", "theorem_residuals", "partition_convergence", "consistent_point", "random_system_suite"]
+__all__ = [
+    "PinvResiduals",
+    "TheoremResiduals",
+    "PartitionConvergence",
+    "SuiteWorst",
+    "pinv_property_residuals",
+    "theorem_residuals",
+    "partition_convergence",
+    "consistent_point",
+    "random_system_suite",
+]
+
+
+@dataclass(frozen=True)
+class PinvResiduals:
+    """Properties 1–3 of the Moore–Penrose inverse (see :func:`pinv_property_residuals`)."""
+
+    prop1: float
+    prop2: float
+    prop3_idempotent: float
+    prop3_norm_P: float
+    prop3_norm_I_minus_P: float
+    prop3_norm_dist01: float
+
+
+@dataclass(frozen=True)
+class TheoremResiduals:
+    """Theorems 1–5 and Cor. 1 at one point (see :func:`theorem_residuals`)."""
+
+    thm1_solver_gap: float
+    thm1_feasibility: float
+    thm1_objective_margin: float
+    thm2_idempotence: float
+    cor1_fixed_point: float
+    thm3_identity: float
+    thm4_pythagoras: float
+    thm5_inner: float
+
+
+@dataclass(frozen=True)
+class PartitionConvergence:
+    """One run of eq. (8) with a random partition (see :func:`partition_convergence`)."""
+
+    rel_dist: float
+    fejer_increase: float
+    telescope: float
+    inner_drift: float
+    n_iter: float
+    converged: float
+
+
+@dataclass(frozen=True)
+class SuiteWorst(TheoremResiduals):
+    """Worst case over random systems (see :func:`random_system_suite`): the theorem residuals of
+    :class:`TheoremResiduals` and the Property/Sec. 6 residuals below, each the maximum over the
+    systems, except ``thm1_objective_margin`` (the minimum) and ``sec6_converged`` (the fraction
+    of Sec. 6 runs that met the stop rule)."""
+
+    prop1: float
+    prop2: float
+    prop3_idempotent: float
+    prop3_norm_dist01: float
+    sec6_rel_dist: float
+    sec6_fejer_increase: float
+    sec6_telescope: float
+    sec6_inner_drift: float
+    sec6_converged: float
 
 
 def consistent_point(system: ConstraintSystem, *, rng: RNGLike = None, scale: float = 1.0) -> np.ndarray:
@@ -23,7 +91,7 @@ def consistent_point(system: ConstraintSystem, *, rng: RNGLike = None, scale: fl
     return GeneralProjector(system=system, method="pinv").project(scale * g.standard_normal(system.n))
 
 
-def pinv_property_residuals(M: Any) -> dict[str, float]:
+def pinv_property_residuals(M: Any) -> PinvResiduals:
     """Properties 1–3 for a (dense or sparse) matrix M, as relative residuals.
 
     * ``prop1``: ‖M^† − Mᵀ(MMᵀ)^†‖_F / ‖M^†‖_F
@@ -40,17 +108,17 @@ def pinv_property_residuals(M: Any) -> dict[str, float]:
     nP = float(np.linalg.norm(P, 2))
     nQ = float(np.linalg.norm(np.eye(n) - P, 2))
     dist01 = max(min(abs(v), abs(v - 1.0)) for v in (nP, nQ))
-    return {
-        "prop1": float(np.linalg.norm(Mp - alt) / max(np.linalg.norm(Mp), 1e-300)),
-        "prop2": float(np.linalg.norm(A @ Mp @ A - A) / max(np.linalg.norm(A), 1e-300)),
-        "prop3_idempotent": float(np.linalg.norm(P @ P - P) / max(1.0, np.linalg.norm(P))),
-        "prop3_norm_P": nP,
-        "prop3_norm_I_minus_P": nQ,
-        "prop3_norm_dist01": float(dist01),
-    }
+    return PinvResiduals(
+        prop1=float(np.linalg.norm(Mp - alt) / max(np.linalg.norm(Mp), 1e-300)),
+        prop2=float(np.linalg.norm(A @ Mp @ A - A) / max(np.linalg.norm(A), 1e-300)),
+        prop3_idempotent=float(np.linalg.norm(P @ P - P) / max(1.0, np.linalg.norm(P))),
+        prop3_norm_P=nP,
+        prop3_norm_I_minus_P=nQ,
+        prop3_norm_dist01=float(dist01),
+    )
 
 
-def theorem_residuals(system: ConstraintSystem, x: Any, *, rng: RNGLike = None, n_feasible: int = 20) -> dict[str, float]:
+def theorem_residuals(system: ConstraintSystem, x: Any, *, rng: RNGLike = None, n_feasible: int = 20) -> TheoremResiduals:
     """Theorems 1–5 and Cor. 1 at the point ``x`` (relative residuals; ≈ 0 when they hold).
 
     * ``thm1_solver_gap``: max ‖y_pinv − y_other‖∞ / (1 + ‖y‖∞) over LSQR and (full row rank) Cholesky
@@ -78,17 +146,17 @@ def theorem_residuals(system: ConstraintSystem, x: Any, *, rng: RNGLike = None, 
     margin = min(float(np.linalg.norm(x - p)) - d_opt for p in ps) / max(float(np.linalg.norm(x)), 1e-300)
     p, p2 = ps[0], ps[1]
     xp2 = float(np.sum((x - p) ** 2))
-    return {
-        "thm1_solver_gap": gap,
-        "thm1_feasibility": float(np.max(np.abs(system.residual(y)))) / (1 + float(np.max(np.abs(system.b)))),
-        "thm1_objective_margin": margin,
-        "thm2_idempotence": float(np.max(np.abs(f.project(y) - y))) / ynorm,
-        "cor1_fixed_point": float(np.max(np.abs(f.project(p) - p))) / (1 + float(np.max(np.abs(p)))),
-        "thm3_identity": abs(float(np.dot(x - p, y - p)) - float(np.sum((y - p) ** 2))) / xp2,
-        "thm4_pythagoras": abs(xp2 - float(np.sum((y - x) ** 2)) - float(np.sum((y - p) ** 2))) / xp2,
-        "thm5_inner": abs(float(np.dot(p - p2, x - p2)) - float(np.dot(p - p2, y - p2)))
+    return TheoremResiduals(
+        thm1_solver_gap=gap,
+        thm1_feasibility=float(np.max(np.abs(system.residual(y)))) / (1 + float(np.max(np.abs(system.b)))),
+        thm1_objective_margin=margin,
+        thm2_idempotence=float(np.max(np.abs(f.project(y) - y))) / ynorm,
+        cor1_fixed_point=float(np.max(np.abs(f.project(p) - p))) / (1 + float(np.max(np.abs(p)))),
+        thm3_identity=abs(float(np.dot(x - p, y - p)) - float(np.sum((y - p) ** 2))) / xp2,
+        thm4_pythagoras=abs(xp2 - float(np.sum((y - x) ** 2)) - float(np.sum((y - p) ** 2))) / xp2,
+        thm5_inner=abs(float(np.dot(p - p2, x - p2)) - float(np.dot(p - p2, y - p2)))
         / (max(float(np.linalg.norm(p - p2)), 1.0 + float(np.linalg.norm(p2))) * float(np.linalg.norm(x - p2))),
-    }
+    )
 
 
 def partition_convergence(
@@ -99,7 +167,7 @@ def partition_convergence(
     rng: RNGLike = None,
     tol: float = 1e-14,
     max_iter: int = 20_000,
-) -> dict[str, float]:
+) -> PartitionConvergence:
     """Sec. 6: eq. (8) with a random k-block partition in random order converges to ``f_{M,b}(x)``.
 
     Returns ``rel_dist`` = ‖x_s − f(x)‖ / (1 + ‖f(x)‖) at the end, ``fejer_increase`` = the largest
@@ -118,17 +186,17 @@ def partition_convergence(
     res = alternating_projection(x, projs, stop="mean-change", tol=tol, max_iter=max_iter, x_ref=ref, invariants=(p1, p2))
     fe = res.trace["fejer"]
     inner = res.trace["inner"]
-    return {
-        "rel_dist": float(np.linalg.norm(res.x - ref)) / (1 + float(np.linalg.norm(ref))),
-        "fejer_increase": float(np.max(np.diff(fe)) / fe[0]) if fe.size > 1 else 0.0,
-        "telescope": float(np.max(np.abs(res.trace["telescope"])) / fe[0]),
-        "inner_drift": float(np.max(np.abs(inner - inner[0])) / (1 + abs(inner[0]))),
-        "n_iter": float(res.n_iter),
-        "converged": float(res.converged),
-    }
+    return PartitionConvergence(
+        rel_dist=float(np.linalg.norm(res.x - ref)) / (1 + float(np.linalg.norm(ref))),
+        fejer_increase=float(np.max(np.diff(fe)) / fe[0]) if fe.size > 1 else 0.0,
+        telescope=float(np.max(np.abs(res.trace["telescope"])) / fe[0]),
+        inner_drift=float(np.max(np.abs(inner - inner[0])) / (1 + abs(inner[0]))),
+        n_iter=float(res.n_iter),
+        converged=float(res.converged),
+    )
 
 
-def random_system_suite(n_systems: int, *, max_size: int = 12, rng: RNGLike = None) -> dict[str, float]:
+def random_system_suite(n_systems: int, *, max_size: int = 12, rng: RNGLike = None) -> SuiteWorst:
     """Worst case over ``n_systems`` random consistent systems of Properties 1–3, Theorems 1–5 and Sec. 6.
 
     Each system has ``m, n ∈ [1, max_size]`` and a random rank (so rank-deficient and
@@ -147,9 +215,9 @@ def random_system_suite(n_systems: int, *, max_size: int = 12, rng: RNGLike = No
         r = int(g.integers(1, min(m, n) + 1))
         S, _ = random_consistent_system(m, n, rank=r, rng=g)
         x = g.standard_normal(n) * 3
-        stats = {**pinv_property_residuals(S.M), **theorem_residuals(S, x, rng=g)}
+        stats = {**asdict(pinv_property_residuals(S.M)), **asdict(theorem_residuals(S, x, rng=g))}
         k = int(g.integers(1, m + 1))
-        sec6 = partition_convergence(S, x, k=k, rng=g)
+        sec6 = asdict(partition_convergence(S, x, k=k, rng=g))
         conv.append(sec6.pop("converged"))
         sec6.pop("n_iter")
         stats.update({f"sec6_{key}": v for key, v in sec6.items()})
@@ -161,4 +229,4 @@ def random_system_suite(n_systems: int, *, max_size: int = 12, rng: RNGLike = No
             else:
                 worst[key] = max(worst.get(key, -np.inf), v)
     worst["sec6_converged"] = float(np.mean(conv))
-    return worst
+    return SuiteWorst(**worst)

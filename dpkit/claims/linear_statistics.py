@@ -1,12 +1,14 @@
-"""The verification suite of spec §4/§6 for the level-set mechanism (used by notebook 30 and tests).
+"""The statistics behind the level-set mechanism's claims (spec §4/§6; used by :mod:`dpkit.claims.linear`).
 
-Every function returns plain numbers (a statistic to compare with a bound) so that the
-notebook only wires them into :class:`dpkit.outputs.report.Report`.
+Every function returns numbers (a statistic to compare with a bound, in a small frozen
+dataclass where there are several); :mod:`dpkit.claims.linear` compares them with the bounds
+and builds the :class:`~dpkit.evaluation.verdicts.Check` values.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -16,7 +18,10 @@ from dpkit.mechanisms.linear.density import LevelSetDensity
 from dpkit.mechanisms.linear.levelset import LevelSets
 
 __all__ = [
-    "CONFIGURATIONS",
+    "LevelCheck",
+    "LevelRatios",
+    "Theorem1LP",
+    "AbsErrorZ",
     "exact_level_check",
     "monte_carlo_level_check",
     "lemma3_violation",
@@ -25,18 +30,6 @@ __all__ = [
     "monte_carlo_abs_error",
     "privacy_test_set",
 ]
-
-#: The experiment configurations V1–V7 of spec §5.1 (V = [0, a] ∪ [b, c]; V4 degenerate).
-CONFIGURATIONS: dict[str, list[list[float]]] = {
-    "V1": [[0.0, 1.0], [1000.0, 1001.0]],
-    "V2": [[0.0, 100.0], [1000.0, 1001.0]],
-    "V3": [[0.0, 500.0], [1000.0, 1001.0]],
-    "V4": [[0.0, 1001.0]],
-    "V5": [[0.0, 1.0], [100.0, 101.0]],
-    "V6": [[0.0, 1.0], [1000.0, 1001.0]],
-    "V7": [[0.0, 1.0], [2000.0, 2001.0]],
-}
-
 
 @dataclass(frozen=True)
 class LevelCheck:
@@ -82,7 +75,15 @@ def privacy_test_set(W: np.ndarray, n_inner: int = 3) -> np.ndarray:
     return v[v != 0.0] if np.any(v != 0.0) else v
 
 
-def monte_carlo_level_check(density: LevelSetDensity, n: int = 20000, *, rng: RNGLike = None) -> dict[str, float]:
+@dataclass(frozen=True)
+class LevelRatios:
+    """Result of :func:`monte_carlo_level_check`: the largest level jump and log-density ratio seen."""
+
+    max_level_jump: float
+    max_log_ratio_over_eps: float
+
+
+def monte_carlo_level_check(density: LevelSetDensity, n: int = 20000, *, rng: RNGLike = None) -> LevelRatios:
     """Spec §4 Lemma 4 (b): random ``r`` (half from the density, half uniform over the
     explicit region plus a band of tail) and ``v ∈ W`` (endpoints, interior points and
     uniform draws): returns ``max |ℓ(r+v) − ℓ(r)|`` (must be ≤ 1) and
@@ -98,7 +99,7 @@ def monte_carlo_level_check(density: LevelSetDensity, n: int = 20000, *, rng: RN
     v = np.where(g.random(n) < 0.5, fixed[g.integers(0, fixed.size, n)], v_rand)
     l0, l1 = density.level(r), density.level(r + v)
     ratio = (density.logpdf(r) - density.logpdf(r + v)) / density.epsilon
-    return {"max_level_jump": float(np.max(np.abs(l1 - l0))), "max_log_ratio_over_eps": float(np.max(ratio))}
+    return LevelRatios(max_level_jump=float(np.max(np.abs(l1 - l0))), max_log_ratio_over_eps=float(np.max(ratio)))
 
 
 def _construction(levels: LevelSets) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +109,7 @@ def _construction(levels: LevelSets) -> tuple[np.ndarray, np.ndarray]:
     return levels.abs_integrals[:m], levels.measures[:m]
 
 
-def _ratios(levels: LevelSets) -> np.ndarray:
+def _ratios(levels: LevelSets) -> tuple[np.ndarray, np.ndarray]:
     a, b = _construction(levels)
     ok = b > 0
     return a[ok] / b[ok], ok
@@ -142,7 +143,18 @@ def corollary1_violation(levels: LevelSets, epsilon: float) -> float:
     return float(worst)
 
 
-def theorem1_lp(levels: LevelSets, epsilon: float, *, max_levels: int | None = None) -> dict[str, float]:
+@dataclass(frozen=True)
+class Theorem1LP:
+    """Result of :func:`theorem1_lp` (values in the units of ``a_i/b_i``)."""
+
+    levels: int
+    lp_value: float
+    theory_value: float
+    relative_gap: float
+    max_profile_error: float
+
+
+def theorem1_lp(levels: LevelSets, epsilon: float, *, max_levels: int | None = None) -> Theorem1LP:
     """Theorem 1 via the Charnes–Cooper LP of spec §4 (HiGHS).
 
     With fixed shells ``R_0..R_K`` (``a_i = ∫_{R_i}|r|``, ``b_i = μ(R_i)``), problem (5)
@@ -194,16 +206,25 @@ def theorem1_lp(levels: LevelSets, epsilon: float, *, max_levels: int | None = N
     theo = np.exp(-epsilon * idx)
     theo_val = float(a_s @ theo / (b_s @ theo))
     lp_val = float(res.fun)
-    return {
-        "levels": int(m),
-        "lp_value": lp_val * sa / sb,
-        "theory_value": theo_val * sa / sb,
-        "relative_gap": abs(lp_val - theo_val) / theo_val,
-        "max_profile_error": float(np.max(np.abs(y / y[0] - theo))),
-    }
+    return Theorem1LP(
+        levels=int(m),
+        lp_value=lp_val * sa / sb,
+        theory_value=theo_val * sa / sb,
+        relative_gap=abs(lp_val - theo_val) / theo_val,
+        max_profile_error=float(np.max(np.abs(y / y[0] - theo))),
+    )
 
 
-def monte_carlo_abs_error(density: LevelSetDensity, n: int, *, rng: RNGLike = None) -> dict[str, float]:
+@dataclass(frozen=True)
+class AbsErrorZ:
+    """Result of :func:`monte_carlo_abs_error`: the Monte-Carlo and closed-form ``E|Z|`` and their z-score."""
+
+    mc: float
+    closed_form: float
+    z: float
+
+
+def monte_carlo_abs_error(density: LevelSetDensity, n: int, *, rng: RNGLike = None) -> AbsErrorZ:
     """Monte-Carlo ``E|Z|`` from Algorithm 2 against the closed form.
 
     ``z = (mean|Z| − E|Z|)/(sd|Z|/√n)`` with ``sd|Z|² = E[Z²] − (E|Z|)²`` from the closed
@@ -211,5 +232,5 @@ def monte_carlo_abs_error(density: LevelSetDensity, n: int, *, rng: RNGLike = No
     x = np.abs(density.sample(n, rng=rng))
     e = density.expected_abs_error
     sd = math.sqrt(max(density.variance - e * e, 0.0))
-    return {"mc": float(x.mean()), "closed_form": e, "z": float((x.mean() - e) / (sd / math.sqrt(n)))}
+    return AbsErrorZ(mc=float(x.mean()), closed_form=e, z=float((x.mean() - e) / (sd / math.sqrt(n))))
 

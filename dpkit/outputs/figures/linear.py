@@ -1,4 +1,9 @@
-"""Figures 1–3 of seeds 001/003 (spec §5.2), shared by notebook 30's batch and interactive paths."""
+"""Figures 1–3 of seeds 001/003 (spec §5.2), shared by notebook 30's batch and interactive paths.
+
+Each function receives computed results (:class:`~dpkit.mechanisms.linear.RateGrid`,
+:class:`~dpkit.mechanisms.linear.RadiusSearch`, :class:`~dpkit.mechanisms.linear.LevelSetDensity`)
+and returns a matplotlib Figure drawn with :func:`dpkit.outputs.plotting.new_figure`.
+"""
 from __future__ import annotations
 
 import math
@@ -7,9 +12,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from dpkit.mechanisms.laplace import Laplace
-from dpkit.outputs.plotting import new_figure
-from dpkit.mechanisms.linear.density import LevelSetDensity, RadiusSearch, RateGrid
+from dpkit.mechanisms.linear.density import LevelSetDensity
 from dpkit.mechanisms.linear.staircase import Staircase
+from dpkit.mechanisms.linear.tuning import RadiusSearch, RateGrid
+from dpkit.outputs.plotting import new_figure
 
 __all__ = ["plot_rate_heatmaps", "plot_min_rate", "plot_densities"]
 

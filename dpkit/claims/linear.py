@@ -1,0 +1,357 @@
+"""Claims of the near-optimal mechanism for 1-D linear queries (seeds 001/003, notebook 30).
+
+Spec: ``shared/spec/near-optimal-linear-queries.md`` (§4 verification, §5 experiments, §5.4 the
+paper's findings). Each public ``*_check``/``*_checks`` function checks one statement (or a
+pair measured on the same draws) and returns :class:`~dpkit.evaluation.verdicts.Check`
+values; the statistics themselves are in :mod:`dpkit.claims.linear_statistics`. The study
+helpers (:func:`rate_maps`, :func:`min_rate_curves`, :func:`densities_at_radius_star`) run the
+δ-tuning of Figs 1–2 and (9) that the checks and figures share.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from dpkit.claims.linear_statistics import (
+    corollary1_violation,
+    exact_level_check,
+    lemma3_violation,
+    monte_carlo_abs_error,
+    monte_carlo_level_check,
+    theorem1_lp,
+)
+from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.evaluation.audit import audit
+from dpkit.evaluation.verdicts import Check, check
+from dpkit.mechanisms.laplace import Laplace
+from dpkit.mechanisms.linear.density import LevelSetDensity
+from dpkit.mechanisms.linear.levelset import LevelSets, build_level_sets
+from dpkit.mechanisms.linear.staircase import Staircase, optimal_gamma
+from dpkit.mechanisms.linear.tuning import RadiusSearch, RateGrid, optimal_radius, rate_grid
+
+__all__ = [
+    "CONFIGURATIONS", "MinRateRow", "AbsErrorRow", "AbsErrorClaim", "rate_maps", "min_rate_curves", "min_rate_rows",
+    "radius_star", "densities_at_radius_star", "privacy_exact_level_check", "privacy_monte_carlo_checks",
+    "privacy_auditor_check", "v4_staircase_rate_check", "v4_never_below_1_check", "v4_staircase_pdf_check",
+    "v6_equals_v1_check", "lemma3_corollary1_checks", "theorem1_checks", "mc_abs_error_check",
+    "staircase_below_laplace_check", "sampler_ks_check", "sampler_ks_printed_support0_check", "convergence_check",
+    "truncation_bound_check", "group_ordering_checks", "never_worse_than_staircase_check",
+]
+
+#: The experiment configurations V1–V7 of spec §5.1 (V = [0, a] ∪ [b, c]; V4 degenerate).
+CONFIGURATIONS: dict[str, list[list[float]]] = {
+    "V1": [[0.0, 1.0], [1000.0, 1001.0]],
+    "V2": [[0.0, 100.0], [1000.0, 1001.0]],
+    "V3": [[0.0, 500.0], [1000.0, 1001.0]],
+    "V4": [[0.0, 1001.0]],
+    "V5": [[0.0, 1.0], [100.0, 101.0]],
+    "V6": [[0.0, 1.0], [1000.0, 1001.0]],
+    "V7": [[0.0, 1.0], [2000.0, 2001.0]],
+}
+_V4 = CONFIGURATIONS["V4"]
+_DF4 = float(np.max(np.abs(_V4)))  # Δf of V4 = [0, 1001]
+
+
+def _max_abs(V: Sequence[Sequence[float]]) -> float:
+    return float(np.max(np.abs(V)))
+
+
+# ----------------------------------------------------------------------------- studies
+def rate_maps(
+    configs: Mapping[str, Sequence[Sequence[float]]], rel_deltas: np.ndarray, epsilons: np.ndarray
+) -> dict[str, RateGrid]:
+    """Figs 1–2: the ``rate`` heat map of every configuration over ``δ = rel_deltas·max|V|`` and ε."""
+    return {name: rate_grid(V, rel_deltas * _max_abs(V), epsilons) for name, V in configs.items()}
+
+
+def min_rate_curves(
+    configs: Mapping[str, Sequence[Sequence[float]]], epsilons: Sequence[float], grids: Mapping[str, RateGrid], *, max_refine: int
+) -> dict[str, list[RadiusSearch]]:
+    """δ* of (9) at every ε, reusing each heat map's level sets as the grid stage."""
+    return {name: optimal_radius(V, list(epsilons), grid=grids[name], max_refine=max_refine) for name, V in configs.items()}
+
+
+@dataclass(frozen=True)
+class MinRateRow:
+    """One row of the min-over-δ table (spec §6 'how to report')."""
+
+    config: str
+    epsilon: float
+    radius_star: float
+    rate: float
+    rate_vs_laplace: float
+    abs_error: float
+    rate_at_least_1: bool
+    evaluations: int
+
+
+def min_rate_rows(curves: Mapping[str, Sequence[RadiusSearch]]) -> list[MinRateRow]:
+    """The table rows of the δ* searches; ``rate_at_least_1`` flags ε where the staircase is not beaten."""
+    return [
+        MinRateRow(config=name, epsilon=r.epsilon, radius_star=r.radius, rate=r.rate,
+                   rate_vs_laplace=r.rate * math.exp(r.epsilon / 2) * r.epsilon / math.expm1(r.epsilon),
+                   abs_error=r.abs_error, rate_at_least_1=bool(r.rate >= 1.0), evaluations=r.n_evaluations)
+        for name, res in curves.items() for r in res
+    ]
+
+
+def radius_star(
+    V: Sequence[Sequence[float]], epsilon: float, *, curve: Sequence[RadiusSearch], grid: RateGrid, max_refine: int
+) -> float:
+    """δ* at ``epsilon``: taken from ``curve`` when it was searched there, otherwise searched on ``grid``."""
+    hit = [r for r in curve if r.epsilon == epsilon]
+    return hit[0].radius if hit else optimal_radius(V, epsilon, grid=grid, max_refine=max_refine).radius
+
+
+def densities_at_radius_star(
+    configs: Mapping[str, Sequence[Sequence[float]]], epsilon: float, *, curves: Mapping[str, Sequence[RadiusSearch]],
+    grids: Mapping[str, RateGrid], max_refine: int,
+) -> dict[str, LevelSetDensity]:
+    """The density of every configuration at its δ* for ``epsilon``, with the shells kept (for pdf, cdf, sampler)."""
+    return {
+        name: LevelSetDensity(levels=build_level_sets(V, radius_star(V, epsilon, curve=curves[name], grid=grids[name],
+                                                                      max_refine=max_refine)), epsilon=epsilon)
+        for name, V in configs.items()
+    }
+
+
+# ----------------------------------------------------------------------------- privacy
+def privacy_exact_level_check(levels: Mapping[str, LevelSets]) -> Check:
+    """Lemma 4 / Theorem 2: ``C_t ⊕ W ⊆ C_{t+1}`` for every t, by interval arithmetic on the stored shells."""
+    exact = [exact_level_check(L) for L in levels.values()]
+    return check("privacy-exact-level", "Lemma 4/Thm 2: C_t ⊕ W ⊆ C_{t+1} for all t (pieces of (C_t⊕W)∖C_{t+1}, V1–V7 at δ*)",
+                 sum(c.violating_pieces for c in exact), 0, relation="<=", confidence=None,
+                 note=f"levels checked: {sum(c.levels_checked for c in exact)}")
+
+
+def privacy_monte_carlo_checks(
+    densities: Mapping[str, LevelSetDensity], *, n_samples: int, rng: RNGLike, tol: float = 1e-9
+) -> tuple[Check, Check]:
+    """``p(r) ≤ e^ε p(r+v)`` at random ``r`` and ``v ∈ W`` (one spawned stream per configuration),
+    and the bound is attained (spec §3.4: the level sets make the DP inequality tight)."""
+    mc = [monte_carlo_level_check(d, n_samples, rng=g) for d, g in zip(densities.values(), spawn(rng, len(densities)))]
+    ratios = [m.max_log_ratio_over_eps for m in mc]
+    return (
+        check("privacy-mc-ratio", "p(r) ≤ e^ε p(r+v) for random r and v ∈ W: max ln(p(r)/p(r+v))/ε over V1–V7",
+              max(ratios), 1.0 + tol, relation="<=", confidence=None),
+        check("privacy-tight", "the DP inequality is attained (spec §3.4): max ln(p(r)/p(r+v))/ε = 1",
+              min(ratios), 1.0 - tol, relation=">=", confidence=None),
+    )
+
+
+def privacy_auditor_check(
+    density: LevelSetDensity, *, n_samples: int, rng: RNGLike, confidence: float = 0.95, config: str = "V1"
+) -> Check:
+    """The empirical auditor (:func:`dpkit.evaluation.audit.audit`) on the sampler: neighbours ``f(x) = 0`` and
+    ``f(x') = v = Δf``, threshold events on ``s(y) = ℓ(y − v) − ℓ(y)``; its lower bound must not exceed ε."""
+    v_shift = density.sensitivity
+
+    def mech(db: float, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
+        return db + density.sample(size, rng=rng)
+
+    def level_step(y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        return (density.level(y - v_shift) - density.level(y)).astype(float)
+
+    aud = audit(mech, 0.0, v_shift, statistic=level_step, n_samples=n_samples, confidence=confidence, rng=rng)
+    return check("privacy-auditor", f"auditor: ε_lb ≤ ε for the sampler ({config} at δ*, shift v = Δf)",
+                 aud.epsilon_lb, density.epsilon, relation="<=", confidence=confidence,
+                 note=f"plug-in ε = {aud.epsilon_point:.4f}; event {aud.event}")
+
+
+# ----------------------------------------------------------------------------- exact identities
+def v4_staircase_rate_check(epsilons: Sequence[float], *, tol: float = 1e-12) -> Check:
+    """V4 = [0, Δf] at δ = γ*Δf is the optimal staircase (spec §0): ``rate = 1`` at every ε."""
+    dev = max(abs(LevelSetDensity.from_query(_V4, epsilon=e, radius=optimal_gamma(e) * _DF4).rate - 1.0) for e in epsilons)
+    return check("V4-staircase-rate", "V4 = [0, Δf] at δ = γ*Δf, γ* = 1/(1+e^{ε/2}): rate = 1 (max |rate − 1| over EPS_CURVE)",
+                 dev, tol, relation="<=", confidence=None)
+
+
+def v4_never_below_1_check(grid: RateGrid, curve: Sequence[RadiusSearch], *, tol: float = 1e-12) -> Check:
+    """V4: no δ beats the staircase, on the heat map nor in the δ* searches (which land on γ*Δf)."""
+    off = ", ".join(f"{r.radius / (optimal_gamma(r.epsilon) * _DF4) - 1:+.2e}" for r in curve)
+    return check("V4-never-below-1", "V4: no δ beats the staircase (min of rate over the heat map and the δ* searches)",
+                 min(float(np.min(grid.rate)), min(r.rate for r in curve)), 1.0 - tol, relation=">=", confidence=None,
+                 note="search δ*/(γ*Δf) − 1: " + off)
+
+
+def v4_staircase_pdf_check(epsilon: float, *, rng: RNGLike, n_points: int = 20_000, tol: float = 1e-9) -> Check:
+    """V4 at δ = γ*Δf: the level-set pdf equals the staircase pdf at uniform points of ``[−6000, 6000]`` (≈ ±6Δf)."""
+    d4 = LevelSetDensity.from_query(_V4, epsilon=epsilon, radius=optimal_gamma(epsilon) * _DF4)
+    st4 = Staircase(epsilon=epsilon, sensitivity=_DF4)
+    zz = resolve_rng(rng).uniform(-6000, 6000, n_points)
+    return check("V4-staircase-pdf", "V4 at δ = γ*Δf: level-set pdf = staircase pdf (max relative difference)",
+                 float(np.max(np.abs(d4.pdf(zz) / st4.pdf(zz) - 1.0))), tol, relation="<=", confidence=None)
+
+
+def v6_equals_v1_check(grid_v6: RateGrid, grid_v1: RateGrid, *, tol: float = 1e-12) -> Check:
+    """V6 is the set V1 (spec §5.1), so the two heat maps must coincide."""
+    return check("V6-equals-V1", "V6 is the set V1: identical rate heat maps (max |difference|)",
+                 float(np.max(np.abs(grid_v6.rate - grid_v1.rate))), tol, relation="<=", confidence=None)
+
+
+def lemma3_corollary1_checks(
+    levels: Mapping[str, LevelSets], grids: Mapping[str, RateGrid], *, epsilon: float,
+    grid_epsilons: Sequence[float] = (0.3, 1.0, 3.0), tol: float = 1e-9,
+) -> tuple[Check, Check]:
+    """Lemma 3 (``a_i/b_i`` non-decreasing) and Corollary 1 (discounted running mean ≤ ``a_t/b_t``) on the
+    level sets at δ* (at ``epsilon``) and on every build of the heat maps (at ``grid_epsilons``)."""
+    lem = [lemma3_violation(L) for L in levels.values()]
+    cor = [corollary1_violation(L, epsilon) for L in levels.values()]
+    for g in grids.values():
+        for Ls in g.levels:
+            lem.append(lemma3_violation(Ls))
+            cor += [corollary1_violation(Ls, e) for e in grid_epsilons]
+    return (
+        check("lemma3-monotone", "Lemma 3: a_i/b_i non-decreasing in i (max decrease / Δf over V1–V7 and δ grid)",
+              max(lem), tol, relation="<=", confidence=None),
+        check("corollary1", "Corollary 1: Σ_{i<t} q^i a_i / Σ_{i<t} q^i b_i ≤ a_t/b_t (max excess / Δf)",
+              max(cor), tol, relation="<=", confidence=None),
+    )
+
+
+def theorem1_checks(
+    levels: Mapping[str, LevelSets], *, epsilons: Sequence[float], gap_tol: float = 1e-7, profile_tol: float = 1e-6
+) -> tuple[Check, Check]:
+    """Theorem 1: with the shells fixed, the Charnes–Cooper LP of (5) is solved by ``y_i ∝ e^{−εi}``."""
+    lps = [theorem1_lp(L, e) for L in levels.values() for e in epsilons]
+    return (
+        check("theorem1-lp-value", "Theorem 1: LP optimum of (5) = value at z_i = −i (max relative gap, HiGHS)",
+              max(x.relative_gap for x in lps), gap_tol, relation="<=", confidence=None),
+        check("theorem1-lp-profile", "Theorem 1: LP solution y_i/y_0 = e^{−εi} (max abs deviation)",
+              max(x.max_profile_error for x in lps), profile_tol, relation="<=", confidence=None),
+    )
+
+
+def staircase_below_laplace_check(epsilons: Sequence[float]) -> Check:
+    """The staircase beats Laplace at every ε: ``E|Z|_stair/E|Z|_Lap = ε e^{ε/2}/(e^ε − 1) < 1`` (2 sinh(ε/2) > ε)."""
+    return check("staircase-below-laplace", "staircase E|Z| < Laplace E|Z| (2 sinh(ε/2) > ε) on the ε grid: max ratio",
+                 float(np.max([Staircase(epsilon=e, sensitivity=1.0).mean_abs_error * e for e in epsilons])), 1.0,
+                 relation="<", confidence=None)
+
+
+# ----------------------------------------------------------------------------- samplers
+@dataclass(frozen=True)
+class AbsErrorRow:
+    """Monte-Carlo against closed-form ``E|Z|`` for one configuration at its δ*."""
+
+    config: str
+    epsilon: float
+    radius_star: float
+    mc_abs_error: float
+    closed_form_abs_error: float
+    z: float
+
+
+@dataclass(frozen=True)
+class AbsErrorClaim:
+    """:func:`mc_abs_error_check`: the check and the per-configuration rows of the table."""
+
+    check: Check
+    rows: tuple[AbsErrorRow, ...]
+
+
+def mc_abs_error_check(
+    densities: Mapping[str, LevelSetDensity], *, n_samples: int, rng: RNGLike, baseline_rng: RNGLike,
+    baseline_sensitivity: float = 101.0, z_bound: float = 3.89, confidence: float = 0.999,
+) -> AbsErrorClaim:
+    """Monte-Carlo ``E|Z|`` = closed form (spec §3.5) for Algorithm 2 (one spawned stream of ``rng`` per
+    configuration) and for the staircase and Laplace samplers (two spawned streams of ``baseline_rng``, at the
+    densities' ε and ``baseline_sensitivity``). ``z = (mean|Z| − E|Z|)/(sd|Z|/√n)``, sd from the closed-form second
+    moment; ``z_bound`` = 3.89 is two-sided 1e-4 per run, so Bonferroni over 9 runs gives ``confidence`` ≥ 0.999."""
+    rows, zs = [], []
+    for (name, d), g in zip(densities.items(), spawn(rng, len(densities))):
+        m = monte_carlo_abs_error(d, n_samples, rng=g)
+        zs.append(abs(m.z))
+        rows.append(AbsErrorRow(config=name, epsilon=d.epsilon, radius_star=d.levels.radius, mc_abs_error=m.mc,
+                                closed_form_abs_error=m.closed_form, z=m.z))
+    eps = next(iter(densities.values())).epsilon
+    if any(d.epsilon != eps for d in densities.values()):
+        raise ValueError(f"densities must share one epsilon; got {sorted({d.epsilon for d in densities.values()})}")
+    g1, g2 = spawn(baseline_rng, 2)
+    st = Staircase(epsilon=eps, sensitivity=baseline_sensitivity)
+    xs = np.abs(st.sample(n_samples, rng=g1))
+    zs.append(abs((xs.mean() - st.mean_abs_error) / math.sqrt((st.variance - st.mean_abs_error**2) / n_samples)))
+    lap = Laplace(epsilon=eps, sensitivity=baseline_sensitivity, neighbouring="add-remove")
+    xl = np.abs(lap.release(np.zeros(n_samples), rng=g2))
+    zs.append(abs((xl.mean() - lap.mean_abs_error) / (lap.scale / math.sqrt(n_samples))))  # sd|Z| = b for Laplace
+    c = check("mc-abs-error", "Monte-Carlo E|Z| = closed form (max |z| over V1–V7, staircase, Laplace)",
+              max(zs), z_bound, relation="<=", confidence=confidence)
+    return AbsErrorClaim(check=c, rows=tuple(rows))
+
+
+def sampler_ks_check(density: LevelSetDensity, *, n_samples: int, rng: RNGLike, level: float = 1e-3) -> Check:
+    """Algorithm 2 (geometric tail on {1, 2, …}) against the exact CDF: KS p-value ≥ ``level``."""
+    p = stats.kstest(density.sample(n_samples, rng=rng), density.cdf).pvalue
+    return check("sampler-ks", "Algorithm 2 (tail on {1,2,…}) matches the exact CDF: KS p-value (V5 at δ*)", p, level,
+                 relation=">=", confidence=1.0 - level)
+
+
+def sampler_ks_printed_support0_check(epsilon: float, *, n_samples: int, rng: RNGLike, level: float = 1e-3) -> Check:
+    """Negative control (erratum 15): the printed Algorithm 2 read with a geometric on {0, 1, …}, on V4 at δ = 50
+    where the tail carries ≈ 1/3 of the mass, must be rejected by the same KS test (expected FAIL)."""
+    d4k = LevelSetDensity.from_query(_V4, epsilon=epsilon, radius=50.0)
+    p = stats.kstest(d4k.sample(n_samples, rng=rng, geometric_support=0), d4k.cdf).pvalue
+    return check("sampler-ks-printed-support0",
+                 "printed Algorithm 2 read with a geometric on {0,1,…} matches the CDF (KS p-value, V4, δ=50)",
+                 p, level, relation=">=", confidence=1.0 - level, expected="FAIL",
+                 note="erratum 15: support {0,…} double-counts R_n's bands")
+
+
+# ----------------------------------------------------------------------------- construction
+def convergence_check(grids: Mapping[str, RateGrid], *, max_steps: int = 2200) -> Check:
+    """Definition 2 is reached within ``max_steps`` (spec §5.3: 2 200) for every build of the heat maps."""
+    steps = {k: int(np.max(g.steps)) for k, g in grids.items()}
+    allconv = all(bool(np.all(g.converged)) for g in grids.values())
+    worst = max(steps.values())
+    within = f"{max_steps:,}".replace(",", " ")  # 2200 -> "2 200"
+    return check("convergence-2200", f"Definition 2 reached within {within} steps for V1–V7 on the whole δ grid (max n)",
+                 worst, max_steps, holds=allconv and worst <= max_steps, confidence=None, note=str(steps))
+
+
+def truncation_bound_check() -> Check:
+    """Truncation (spec §3.6): the counting query V = {1} with δ = 0.3 < 1/2 never converges; the interval that
+    :meth:`LevelSetDensity.tail_bound` states at K = 150 must contain ``E|Z|`` of a 4× longer construction."""
+    short = LevelSetDensity.from_query([[1.0, 1.0]], epsilon=0.1, radius=0.3, max_steps=150)
+    long = LevelSetDensity.from_query([[1.0, 1.0]], epsilon=0.1, radius=0.3, max_steps=600)
+    tb = short.tail_bound()
+    e_long = long.expected_abs_error
+    outside = max(tb["abs_error_low"] - e_long, e_long - tb["abs_error_high"], 0.0)
+    return check("truncation-bound",
+                 "counting query V={1}, δ=0.3: truncated at K=150 (no convergence); the stated interval contains E|Z| at K=600",
+                 outside, 0.0, holds=(not short.levels.converged) and outside == 0.0, confidence=None,
+                 note=f"tail probability {tb['tail_probability']:.3g}, interval [{tb['abs_error_low']:.6g}, "
+                      f"{tb['abs_error_high']:.6g}], K=600 value {e_long:.6g}")
+
+
+# ----------------------------------------------------------------------------- the paper's findings (§5.4, §7)
+def group_ordering_checks(
+    curves: Mapping[str, Sequence[RadiusSearch]], *, min_epsilon: float = 1.0, tol: float = 1e-9
+) -> tuple[Check, Check]:
+    """Spec §5.4: min-rate grows with μ(V) in Group 1 (V1 ≤ V2 ≤ V3 ≤ V4) and falls with Δf in Group 2
+    (V5 ≥ V6 ≥ V7), at every ε ≥ ``min_epsilon`` of the curves."""
+    rr = {k: {r.epsilon: r.rate for r in v} for k, v in curves.items()}
+    big = [e for e in rr["V1"] if e >= min_epsilon]
+    g1_ok = all(rr["V1"][e] <= rr["V2"][e] <= rr["V3"][e] <= rr["V4"][e] + tol for e in big)
+    g2_ok = all(rr["V5"][e] >= rr["V6"][e] >= rr["V7"][e] for e in big)
+    at = f"at every ε ≥ {min_epsilon:g} of EPS_CURVE"
+    return (
+        check("group1-ordering", f"Group 1: min-rate increases with μ(V) (V1 ≤ V2 ≤ V3 ≤ V4) {at}",
+              float(g1_ok), 1.0, holds=g1_ok, confidence=None),
+        check("group2-ordering", f"Group 2: min-rate decreases with Δf (V5 ≥ V6 ≥ V7) {at}",
+              float(g2_ok), 1.0, holds=g2_ok, confidence=None),
+    )
+
+
+def never_worse_than_staircase_check(curves: Mapping[str, Sequence[RadiusSearch]], *, tol: float = 1e-9) -> Check:
+    """Paper §7 read as 'min-rate ≤ 1 at every ε' — expected FAIL: at small ε the gaps of V1 cannot be bridged
+    without making R₀ wider than the staircase optimum (Theorem 2 is only approximate optimality)."""
+    worst = max(r.rate for v in curves.values() for r in v)
+    return check("claim-never-worse-than-staircase",
+                 "paper §7: 'generally more accurate than staircase' read as min-rate ≤ 1 at every ε",
+                 worst, 1.0 + tol, relation="<=", confidence=None, expected="FAIL",
+                 note="fails at small ε (e.g. V1 at ε=0.3); Theorem 2 is only approximate optimality")
