@@ -1,0 +1,1 @@
+"""Topic figures: each function receives computed results and returns a matplotlib Figure."""
