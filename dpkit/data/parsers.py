@@ -122,9 +122,10 @@ def _to_float(df, cols: Sequence, *, code: str, path: Path, header: bool, missin
         bad = np.isnan(v) & ~is_missing
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
+            marker = f" (or the missing marker {'/'.join(missing)})" if missing else ""
             raise MalformedDataError(
                 f"[{code}] {path} line {r + 1 + (1 if header else 0)}: column {c!r} holds {s.iloc[r]!r}, "
-                f"not a number (or the missing marker {'/'.join(missing)}); {int(bad.sum())} such value(s). "
+                f"not a number{marker}; {int(bad.sum())} such value(s). "
                 "Replace the file with the original."
             )
         v[is_missing] = np.nan

@@ -337,5 +337,5 @@ def recipe_for(spec: DatasetSpec) -> Recipe:
     try:
         return RECIPES[spec.recipe](spec)
     except KeyError:
-        raise RegistryError(f"registry entry {spec.code!r} names unknown recipe {spec.recipe!r}; "
+        raise RegistryError(f"registry entry {spec.code!r} in {registry_path()} names unknown recipe {spec.recipe!r}; "
                             f"known: {sorted(RECIPES)}") from None

@@ -134,7 +134,7 @@ def _public_steps(e: Mapping[str, Any]) -> dict[str, str]:
     return steps
 
 
-def _parse_entry(code: str, e: Mapping[str, Any]) -> DatasetSpec:
+def _parse_entry(code: str, e: Mapping[str, Any], path: str) -> DatasetSpec:
     try:
         b = e.get("bounds")
         thesis = e.get("thesis") or {}
@@ -159,7 +159,7 @@ def _parse_entry(code: str, e: Mapping[str, Any]) -> DatasetSpec:
             raw=dict(e),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise RegistryError(f"registry entry {code!r} is malformed ({type(exc).__name__}: {exc})") from exc
+        raise RegistryError(f"registry entry {code!r} in {path} is malformed ({type(exc).__name__}: {exc})") from exc
 
 
 @functools.lru_cache(maxsize=4)
@@ -178,7 +178,7 @@ def _load_registry_cached(path: str, mtime_ns: int) -> dict[str, DatasetSpec]:
     for code, e in doc["datasets"].items():
         if not isinstance(e, dict):
             raise RegistryError(f"registry file {path}: entry {code!r} is not a mapping")
-    return {str(code): _parse_entry(str(code), e) for code, e in doc["datasets"].items()}
+    return {str(code): _parse_entry(str(code), e, path) for code, e in doc["datasets"].items()}
 
 
 def load_registry() -> dict[str, DatasetSpec]:
