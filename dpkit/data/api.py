@@ -56,7 +56,7 @@ def _check_flag(value: Any, name: str, *, allow_none: bool = False) -> None:
     raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
 
 
-def _seed_repr(rng: RNGLike) -> Any:
+def _seed_repr(rng: RNGLike) -> int | str | None:
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return rng
     return None if rng is None else type(rng).__name__
@@ -137,7 +137,7 @@ def load(
     options = {"d": d, "source": source, "subjects": subjects}
     recipe.check_options(**options)
     gen, seed = resolve_rng(rng), _seed_repr(rng)
-    src = recipe.read(path=path, verify=bool(verify), download_=download, n=n, rng=gen, seed=seed, options=options)
+    src = recipe.read(path=path, verify=bool(verify), allow_download=download, n=n, rng=gen, seed=seed, options=options)
     prep = prepare(spec, src, bounds=bounds, rng=gen, seed=seed)
     for category, message in prep.warnings:
         warnings.warn(message, category, stacklevel=2)

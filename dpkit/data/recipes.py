@@ -29,12 +29,13 @@ from dpkit.data import download, parsers
 from dpkit.data.errors import ChecksumError, DataNotFoundError, RegistryError
 from dpkit.data.files import FoundFile, find_file, sha256_file, verify_file
 from dpkit.data.parsers import Table
-from dpkit.data.registry import DatasetSpec, get_spec, load_registry, registry_path
+from dpkit.data.registry import DatasetSpec, FileSpec, get_spec, load_registry, registry_path
 
 __all__ = ["SKLEARN_SOURCE", "Source", "Recipe", "CSNRecipe", "PAMRecipe", "WDBCRecipe", "MockRecipe", "RECIPES",
            "recipe_for", "parse_cached"]
 
 Parser = Callable[[DatasetSpec, Mapping[str, Path], Mapping[str, bool]], Table]
+PathArg = str | os.PathLike | None
 
 #: provenance ``source`` of WDBC loaded from scikit-learn's bundled copy
 SKLEARN_SOURCE = "scikit-learn bundled copy"
@@ -126,7 +127,7 @@ class Recipe:
         """Roles that must still be fetched (default: every role not found)."""
         return [r for r in roles if r not in found]
 
-    def after_locate(self, found: dict[str, FoundFile], path: Any, download_: bool | None) -> None:
+    def after_locate(self, found: dict[str, FoundFile], path: PathArg, allow_download: bool | None) -> None:
         """Extra files fetched on request (default: none)."""
 
     def choose(self, found: Mapping[str, FoundFile], n: int | None) -> tuple[dict[str, FoundFile], list[str], int | None]:
@@ -139,15 +140,15 @@ class Recipe:
             raise RegistryError(f"registry entry {self.spec.code!r}: recipe {self.spec.recipe!r} has no parser")
         return self._parser(self.spec, files, checked)
 
-    def structure_check(self, fs: Any, p: Path) -> None:
+    def structure_check(self, fs: FileSpec, p: Path) -> None:
         """A full strict parse of a downloaded file that has no registry checksum (expects the registry's row count)."""
         self.parse({fs.role: p}, {fs.role: True})
 
     # ---- the straight path ------------------------------------------------------------------------
-    def read(self, *, path: Any, verify: bool, download_: bool | None, n: int | None,
-             rng: np.random.Generator, seed: Any, options: Mapping[str, Any]) -> Source:
+    def read(self, *, path: PathArg, verify: bool, allow_download: bool | None, n: int | None,
+             rng: np.random.Generator, seed: int | str | None, options: Mapping[str, Any]) -> Source:
         """locate -> verify -> parse; returns the :class:`Source` for the Table 3.1 steps."""
-        found = self.locate(self.roles(options), path, download_)
+        found = self.locate(self.roles(options), path, allow_download)
         found = {r: self.verified(ff, verify) for r, ff in found.items()}
         use, notes, subsample_n = self.choose(found, n)
         table = parse_cached(self.spec.code, use)
@@ -160,7 +161,7 @@ class Recipe:
                 return f.role
         return next(f.role for f in self.spec.files if f.role in roles and not f.optional)
 
-    def locate(self, roles: list[str], path: Any, download_: bool | None) -> dict[str, FoundFile]:
+    def locate(self, roles: list[str], path: PathArg, allow_download: bool | None) -> dict[str, FoundFile]:
         """Find every role's file in the search locations; fetch missing required ones (or say what to do)."""
         spec, explicit = self.spec, None
         if path is not None:
@@ -182,12 +183,12 @@ class Recipe:
             if path is not None:
                 reason = "not attempted: an explicit path was given"
                 raise DataNotFoundError(download.missing_message(spec, missing, path=path, reason=reason))
-            if not download.downloads_allowed(download_):
+            if not download.downloads_allowed(allow_download):
                 reason = "downloads disabled (download=False or DPKIT_OFFLINE=1)"
                 raise DataNotFoundError(download.missing_message(spec, missing, reason=reason))
             for ff in download.fetch(spec, roles=[f.role for f in missing], structure_check=self.structure_check):
                 found[ff.spec.role] = ff
-        self.after_locate(found, path, download_)
+        self.after_locate(found, path, allow_download)
         return found
 
     def verified(self, ff: FoundFile, verify: bool) -> FoundFile:
@@ -199,7 +200,7 @@ class Recipe:
         return FoundFile(spec=ff.spec, path=ff.path, found_in=ff.found_in, sha256=sha, variant=variant,
                          verified=variant is not None)
 
-    def fetch(self, *, dest: Any = None, progress: bool = False, include_optional: bool = True,
+    def fetch(self, *, dest: PathArg = None, progress: bool = False, include_optional: bool = True,
               missing_only: bool = True) -> list[FoundFile]:
         """Download this data set's files (see :func:`dpkit.data.fetch`)."""
         roles = [f.role for f in self.spec.files if (include_optional or not f.optional)
@@ -222,8 +223,8 @@ class CSNRecipe(Recipe):
     def missing_required(self, roles: list[str], found: Mapping[str, FoundFile]) -> list[str]:
         return [] if ("train" in found or "test" in found) else ["test"]
 
-    def after_locate(self, found: dict[str, FoundFile], path: Any, download_: bool | None) -> None:
-        if "train" in found or download_ is not True or path is not None:
+    def after_locate(self, found: dict[str, FoundFile], path: PathArg, allow_download: bool | None) -> None:
+        if "train" in found or allow_download is not True or path is not None:
             return
         try:  # optional file, no published checksum: only on explicit request
             for ff in download.fetch(self.spec, roles=["train"], structure_check=self.structure_check):
@@ -273,13 +274,13 @@ class WDBCRecipe(Recipe):
         if options.get("source") not in (None, "files", "sklearn"):
             raise ValueError(f"source must be None, 'files' or 'sklearn' for WDBC; got {options['source']!r}")
 
-    def read(self, *, path: Any, verify: bool, download_: bool | None, n: int | None,
-             rng: np.random.Generator, seed: Any, options: Mapping[str, Any]) -> Source:
+    def read(self, *, path: PathArg, verify: bool, allow_download: bool | None, n: int | None,
+             rng: np.random.Generator, seed: int | str | None, options: Mapping[str, Any]) -> Source:
         source = options.get("source")
         # the bundled copy is the fallback when no file is found (never for a corrupt one, nor with path=)
         if source == "sklearn" or (source is None and path is None and find_file(self.spec.code, self.spec.file("data")) is None):
             return self._read_sklearn(verify, n, explicit=source == "sklearn")
-        return super().read(path=path, verify=verify, download_=download_, n=n, rng=rng, seed=seed, options=options)
+        return super().read(path=path, verify=verify, allow_download=allow_download, n=n, rng=rng, seed=seed, options=options)
 
     def _read_sklearn(self, verify: bool, n: int | None, *, explicit: bool) -> Source:
         import sklearn
@@ -303,8 +304,8 @@ class MockRecipe(Recipe):
 
     options = frozenset({"d"})
 
-    def read(self, *, path: Any, verify: bool, download_: bool | None, n: int | None,
-             rng: np.random.Generator, seed: Any, options: Mapping[str, Any]) -> Source:
+    def read(self, *, path: PathArg, verify: bool, allow_download: bool | None, n: int | None,
+             rng: np.random.Generator, seed: int | str | None, options: Mapping[str, Any]) -> Source:
         if path is not None:
             raise ValueError(f"path is not an option of the synthetic {self.spec.code} data set (got path={os.fspath(path)!r})")
         defaults = self.spec.raw.get("defaults") or {}

@@ -120,7 +120,7 @@ def _drop_missing(spec: DatasetSpec, values: np.ndarray, notes: list, steps: lis
     return values, k
 
 
-def _subsample(spec: DatasetSpec, values: np.ndarray, n: int | None, rng: np.random.Generator, seed: Any,
+def _subsample(spec: DatasetSpec, values: np.ndarray, n: int | None, rng: np.random.Generator, seed: int | str | None,
                notes: list) -> tuple[np.ndarray, dict[str, Any] | None]:
     if n is None:
         return values, None
@@ -147,7 +147,7 @@ def _drop_constant(spec: DatasetSpec, values: np.ndarray, columns: tuple[str, ..
     return values, columns, dropped
 
 
-def prepare(spec: DatasetSpec, src: Source, *, bounds: Any, rng: np.random.Generator, seed: Any) -> Prepared:
+def prepare(spec: DatasetSpec, src: Source, *, bounds: Any, rng: np.random.Generator, seed: int | str | None) -> Prepared:
     """Apply the Table 3.1 steps to ``src``; return X, bounds, provenance and the warnings to emit."""
     table = src.table
     notes, steps, warns = list(src.notes), [], []
