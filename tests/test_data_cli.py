@@ -6,11 +6,10 @@ import subprocess
 import sys
 
 import pytest
-
-import dpkit.data.files as dfiles
-from dpkit.data.__main__ import main
-
 from test_data_loaders import SHARED, needs_shared  # noqa: E402
+
+import dpkit.data.download as ddl
+from dpkit.data.__main__ import main
 
 
 @pytest.fixture
@@ -21,7 +20,7 @@ def offline(monkeypatch):
         calls.append(url)
         raise ConnectionError("offline test")
 
-    monkeypatch.setattr(dfiles, "download_url", _off)
+    monkeypatch.setattr(ddl, "download_url", _off)
     return calls
 
 
@@ -29,7 +28,8 @@ def offline(monkeypatch):
 def test_verify_reports_every_dataset(capsys, offline):
     assert main(["verify"]) == 0
     out = capsys.readouterr().out
-    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln[:5].strip() in {"CRM", "CSN", "CTG", "PAM", "PKS", "WDBC", "mock"}}
+    codes = {"CRM", "CSN", "CTG", "PAM", "PKS", "WDBC", "mock"}
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln[:5].strip() in codes}
     for code, shape in [("CRM", "(1993, 101)"), ("CTG", "(2126, 28)"), ("PKS", "(5875, 19)"), ("WDBC", "(569, 30)")]:
         assert lines[code].split()[1] == "OK" and lines[code].count(shape) == 2, lines[code]
     assert "OK (n differs)" in lines["CSN"] and "(99762, 8)" in lines["CSN"] and "(100000, 8)" in lines["CSN"]

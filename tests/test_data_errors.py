@@ -12,13 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import test_data_loaders
+from test_data_loaders import SHARED, needs_shared
 
 import dpkit.data as dd
-import dpkit.data.files as dfiles
-from dpkit.data import ChecksumError, DataNotFoundError, MalformedDataError, UnknownDatasetError, load
+import dpkit.data.download as ddl
 from dpkit.core.exceptions import PrivacyLeakWarning
+from dpkit.data import ChecksumError, DataNotFoundError, MalformedDataError, UnknownDatasetError, load
 
-from test_data_loaders import SHARED, needs_shared, no_files  # noqa: F401  (shared fixture)
+no_files = test_data_loaders.no_files  # the shared fixture
 
 
 def _copy(code: str, name: str, dest: Path) -> Path:
@@ -228,7 +230,7 @@ def test_corrupt_download_is_never_kept(no_files, monkeypatch, tmp_path):
     def bad_download(url, dest, progress=False):
         dest.write_bytes(good[:1000])  # an interrupted transfer
 
-    monkeypatch.setattr(dfiles, "download_url", bad_download)
+    monkeypatch.setattr(ddl, "download_url", bad_download)
     with pytest.raises(ChecksumError, match="corrupt and was discarded"):
         load("PKS")
     target = tmp_path / "empty" / "PKS"
@@ -236,10 +238,10 @@ def test_corrupt_download_is_never_kept(no_files, monkeypatch, tmp_path):
     assert not target.exists() or not any(target.rglob("*"))  # no temp files left either
 
     def good_download(url, dest, progress=False):
-        assert dest.parent != target  # downloads land in a temp folder first
+        assert dest != target / "parkinsons_updrs.data"  # downloads land in a temporary file first
         dest.write_bytes(good)
 
-    monkeypatch.setattr(dfiles, "download_url", good_download)
+    monkeypatch.setattr(ddl, "download_url", good_download)
     ds = _load("PKS")
     assert ds.shape == (5875, 19) and ds.provenance["files"][0]["found_in"] == "downloaded"
     assert (target / "parkinsons_updrs.data").read_bytes() == good
@@ -251,7 +253,7 @@ def test_csn_training_download_without_checksum_needs_structure(no_files, monkey
         with gzip.open(dest, "wb") as fh:
             fh.write(b"not, census, data\n")
 
-    monkeypatch.setattr(dfiles, "download_url", junk)
+    monkeypatch.setattr(ddl, "download_url", junk)
     with pytest.raises(ChecksumError, match="failed its structure check"):
         dd.fetch("CSN", include_optional=True)
     assert not (tmp_path / "empty" / "CSN" / "census-income.data.gz").exists()
@@ -265,7 +267,7 @@ def test_pam_zip_download_is_verified_member_by_member(no_files, monkeypatch, tm
         with zipfile.ZipFile(dest, "w") as zf:
             zf.writestr("PAMAP2_Dataset/Protocol/subject109.dat", "1 2 3\n")  # wrong size and hash
 
-    monkeypatch.setattr(dfiles, "download_url", fake_zip)
+    monkeypatch.setattr(ddl, "download_url", fake_zip)
     with pytest.raises(ChecksumError, match="subject109.dat.*corrupt and was discarded|corrupt and was discarded"):
         load("PAM", subjects=[109])
     assert not (tmp_path / "empty" / "PAM").exists()
@@ -273,7 +275,7 @@ def test_pam_zip_download_is_verified_member_by_member(no_files, monkeypatch, tm
     def not_a_zip(url, dest, progress=False):
         dest.write_bytes(b"<html>proxy error</html>")
 
-    monkeypatch.setattr(dfiles, "download_url", not_a_zip)
+    monkeypatch.setattr(ddl, "download_url", not_a_zip)
     with pytest.raises(ChecksumError, match="not a valid zip"):
         load("PAM", subjects=[109])
     assert not (tmp_path / "empty" / "PAM").exists()

@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 
 import dpkit.data as dd
+import dpkit.data.download as ddl
 import dpkit.data.files as dfiles
-from dpkit.data import Dataset, load
+import dpkit.data.recipes as drecipes
 from dpkit.core.exceptions import PrivacyLeakWarning
+from dpkit.data import Dataset, load
 
 SHARED = dfiles.shared_raw_dir()
 needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data/raw (../shared beside the clone) is absent")
@@ -41,7 +43,7 @@ def no_files(tmp_path, monkeypatch):
         calls.append(url)
         raise ConnectionError(f"offline test: no route to {url}")
 
-    monkeypatch.setattr(dfiles, "download_url", offline)
+    monkeypatch.setattr(ddl, "download_url", offline)
     return calls
 
 
@@ -71,7 +73,8 @@ def test_shapes_match_thesis(code):
     assert np.all(ds.X >= -1) and np.all(ds.X <= 1)
     assert len(ds.columns) == ds.d == ds.bounds.shape[0] and len(set(ds.columns)) == ds.d
     p = ds.provenance
-    assert p["files"][0]["verified"] is True and p["files"][0]["found_in"] in ("shared data/raw", "repo data/raw", "$DPKIT_DATA_DIR")
+    assert p["files"][0]["verified"] is True
+    assert p["files"][0]["found_in"] in ("shared data/raw", "repo data/raw", "$DPKIT_DATA_DIR")
     assert len(p["files"][0]["sha256"]) == 64 and p["raw_shape"] == list(ds.raw_shape)
 
 
@@ -117,8 +120,11 @@ def test_data_bounds_warn_once_and_rescale_exactly():
 
 @needs_shared
 def test_user_bounds_clip_and_are_recorded():
-    ds = load("PKS", bounds=(0.0, 1.0))  # deliberately too narrow: values clipped, no warning
+    with pytest.warns(dd.ClippingWarning, match=r"PKS: \d+ of 111625 values \(21\.2%\)") as rec:
+        ds = load("PKS", bounds=(0.0, 1.0))  # deliberately too narrow: values clipped, with a warning (no leak warning)
+    assert not any(issubclass(r.category, PrivacyLeakWarning) for r in rec)
     assert ds.bounds_source == "user" and ds.provenance["clipped_values"] > 0
+    assert ds.provenance["clipped_fraction"] == ds.provenance["clipped_values"] / ds.X.size
     assert np.all(np.abs(ds.X) <= 1)
     with pytest.raises(ValueError, match="upper > lower"):
         load("PKS", bounds=(1.0, 0.0))
@@ -173,7 +179,7 @@ def test_loads_are_cached_and_results_independent():
     assert a.X is not b.X and np.array_equal(a.X, b.X)
     with pytest.raises(ValueError):
         a.X[0, 0] = 0.0  # read-only: a caller cannot corrupt the cache
-    info = dd._parse_cached.cache_info()
+    info = drecipes._parse_cached.cache_info()
     assert info.hits >= 1
 
 

@@ -14,10 +14,9 @@ import sys
 import warnings
 
 from dpkit.core.exceptions import PrivacyLeakWarning
-from dpkit.data import DataError, fetch, list_datasets, status
-from dpkit.data.registry import get_spec
+from dpkit.data import DataError, fetch, list_datasets, recipe_for, status
 from dpkit.data.files import search_locations, sha256_file
-from dpkit.data.registry import registry_path
+from dpkit.data.registry import get_spec, registry_path
 
 
 def _shape(s) -> str:
@@ -43,7 +42,8 @@ def cmd_list(names: list[str]) -> int:
         st = status(code, load_data=False)
         req = [f for f in st["files"] if not f["optional"]]
         found = sum(1 for f in req if f["found_in"])
-        extra = " + scikit-learn bundled copy" if spec.code == "WDBC" else ""
+        fallback = recipe_for(spec).fallback
+        extra = f" + {fallback}" if fallback else ""
         print(f"{spec.code:5s} {spec.title}; thesis {_shape(spec.thesis_shape)}; UCI {spec.uci_id}; "
               f"required files found {found}/{len(req)}{extra}")
         _print_files(st, show_checksum=False)
@@ -55,11 +55,13 @@ def cmd_verify(names: list[str]) -> int:
     print(f"{'code':5s} {'status':16s} {'ours':14s} {'thesis':14s} source")
     for code in names:
         st = status(code)
-        print(f"{st['name']:5s} {st['status']:16s} {_shape(st['shape']):14s} {_shape(st['thesis_shape']):14s} {st['source'] or ''}")
+        shapes = f"{_shape(st['shape']):14s} {_shape(st['thesis_shape']):14s}"
+        print(f"{st['name']:5s} {st['status']:16s} {shapes} {st['source'] or ''}")
         _print_files(st, show_checksum=True)
         if st["message"]:
             print("    " + st["message"].replace("\n", "\n    "))
-        if st["status"] in ("BAD CHECKSUM", "MALFORMED", "ERROR", "SHAPE DIFFERS") or any(f["checksum"] == "MISMATCH" for f in st["files"]):
+        failed = st["status"] in ("BAD CHECKSUM", "MALFORMED", "ERROR", "SHAPE DIFFERS")
+        if failed or any(f["checksum"] == "MISMATCH" for f in st["files"]):
             bad += 1
     print("all found files verified" if not bad else f"{bad} data set(s) with corrupt files or failed loads")
     return 1 if bad else 0

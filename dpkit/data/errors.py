@@ -1,4 +1,4 @@
-"""Errors of :mod:`dpkit.data`: each names the file involved and what to do about it."""
+"""Errors and warnings of :mod:`dpkit.data`: each names the file, folder or parameter involved and what to do."""
 from __future__ import annotations
 
 from dpkit.core.exceptions import DPKitError
@@ -10,6 +10,8 @@ __all__ = [
     "ChecksumError",
     "MalformedDataError",
     "RegistryError",
+    "DataConfigError",
+    "ClippingWarning",
 ]
 
 
@@ -34,4 +36,17 @@ class MalformedDataError(DataError, ValueError):
 
 
 class RegistryError(DataError, RuntimeError):
-    """``data/registry.yaml`` is missing or inconsistent."""
+    """``data/registry.yaml`` is missing, unreadable or inconsistent."""
+
+
+class DataConfigError(DataError, ValueError):
+    """An environment variable of the data layer (``DPKIT_DATA_DIR``, ``DPKIT_SHARED_DIR``,
+    ``DPKIT_OFFLINE``) names a folder that does not exist, a file, or an unknown value."""
+
+
+class ClippingWarning(UserWarning):
+    """Values of the data lay outside the public or user-given rescaling bounds and were clipped.
+
+    The message gives the clipped fraction. It is meant for the curator who holds the data (the
+    count is a statistic of the private data and is not a release; it is recorded in the provenance).
+    """

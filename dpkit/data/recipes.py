@@ -1,339 +1,342 @@
-"""Per-data-set parsers: raw file(s) -> the table of kept continuous attributes.
+"""One recipe object per data set: spec -> locate -> verify -> parse, on one straight path.
 
-Each recipe reads strictly (every line must have the documented number of fields, every kept
-value must be a number or the documented missing marker) and returns a :class:`Table` of the
-kept columns with ``NaN`` for missing values. The shared steps of Table 3.1 (drop rows with
-missing values, drop constant columns, rescale to [-1, 1]) happen in :func:`dpkit.data.load`.
-The recipes in words are in ``data/registry.yaml`` (``preprocessing``) and
-``shared/data/SOURCES.md``.
+:class:`Recipe` runs the path every file-based data set shares (:meth:`Recipe.read`): find the
+files (:mod:`dpkit.data.files`, else a verified download through :mod:`dpkit.data.download`),
+check their sizes and sha256 against the registry, and parse them with the data set's parser
+(:mod:`dpkit.data.parsers`, cached per file content). What differs between data sets lives in
+the subclasses, selected by the registry's ``recipe:`` key (:data:`RECIPES`):
+
+- :class:`CSNRecipe`: the training file (no published checksum) is preferred, the test split
+  stands in for it, and the thesis's n is a seeded subsample of the training file;
+- :class:`PAMRecipe`: ``subjects=`` selects the Protocol files;
+- :class:`WDBCRecipe`: scikit-learn's bundled copy (checked by hash) when no file is found;
+- :class:`MockRecipe`: seeded synthetic data, no files.
+
+The Table 3.1 steps that follow (missing rows, subsample, constant columns, rescaling) are the
+same for all and live in :mod:`dpkit.data.steps`.
 """
 from __future__ import annotations
 
-import gzip
-import zlib
+import functools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
-from dpkit.data.errors import MalformedDataError
-from dpkit.data.registry import DatasetSpec
+from dpkit.data import download, parsers
+from dpkit.data.errors import ChecksumError, DataNotFoundError, RegistryError
+from dpkit.data.files import FoundFile, find_file, sha256_file, verify_file
+from dpkit.data.parsers import Table
+from dpkit.data.registry import DatasetSpec, FileSpec, get_spec, load_registry, registry_path
 
-__all__ = ["Table", "RECIPES", "parse", "read_delimited", "mock_table", "sklearn_wdbc"]
+__all__ = ["SKLEARN_SOURCE", "Source", "Recipe", "CSNRecipe", "PAMRecipe", "WDBCRecipe", "MockRecipe", "RECIPES",
+           "recipe_for", "parse_cached"]
+
+Parser = Callable[[DatasetSpec, Mapping[str, Path], Mapping[str, bool]], Table]
+PathArg = str | os.PathLike | None
+
+#: provenance ``source`` of WDBC loaded from scikit-learn's bundled copy
+SKLEARN_SOURCE = "scikit-learn bundled copy"
 
 
 @dataclass(frozen=True)
-class Table:
-    """Kept columns of one raw file (before the shared Table 3.1 steps)."""
+class Source:
+    """What a recipe read, before the Table 3.1 steps.
 
-    values: np.ndarray
-    columns: tuple[str, ...]
-    raw_shape: tuple[int, int]
-    excluded: Mapping[str, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    a.setflags(write=False)
-    return a
-
-
-def read_delimited(
-    path: Path,
-    *,
-    code: str,
-    n_fields: int,
-    header: bool = False,
-    sep: str = ",",
-    skipinitialspace: bool = False,
-):
-    """Read a delimited text file as strings, strictly; return a pandas DataFrame.
-
-    Every line must have exactly ``n_fields`` non-empty fields; a gzip suffix is decompressed.
-
-    Raises
-    ------
-    MalformedDataError
-        Empty file, wrong field count (a dropped or extra column), an empty field (a short,
-        truncated line), or a truncated/corrupt gzip stream; the message names file and line.
+    ``files`` are the provenance entries of the files used; ``subsample_n`` is the number of
+    rows the recipe asks for (``None``: all); ``extra`` holds recipe-specific provenance.
     """
-    import pandas as pd
 
-    fix = "replace the file with the original (see `python -m dpkit.data list`)"
-    try:
-        df = pd.read_csv(
-            path,
-            header=0 if header else None,
-            sep=sep,
-            skipinitialspace=skipinitialspace,
-            dtype=str,
-            na_filter=False,
-            compression="gzip" if str(path).endswith(".gz") else None,
-            engine="c",
-        )
-    except pd.errors.EmptyDataError as exc:
-        raise MalformedDataError(f"[{code}] {path} is empty; {fix}") from exc
-    except pd.errors.ParserError as exc:
-        raise MalformedDataError(f"[{code}] {path} is malformed: {str(exc).strip()} (expected {n_fields} fields per line); {fix}") from exc
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-        raise MalformedDataError(f"[{code}] {path} is a truncated or corrupt gzip stream ({type(exc).__name__}: {exc}); {fix}") from exc
-    except UnicodeDecodeError as exc:
-        raise MalformedDataError(f"[{code}] {path} is not a text file ({exc}); {fix}") from exc
-    if df.shape[1] != n_fields:
-        raise MalformedDataError(
-            f"[{code}] {path} has {df.shape[1]} fields per line, expected {n_fields} "
-            f"(a column is missing or extra); {fix}"
-        )
-    if len(df) == 0:
-        raise MalformedDataError(f"[{code}] {path} has no data rows; {fix}")
-    empty = (df.to_numpy() == "")
-    if empty.any():
-        r, c = np.argwhere(empty)[0]
-        line = int(r) + 1 + (1 if header else 0)
-        raise MalformedDataError(
-            f"[{code}] {path} line {line}: field {int(c) + 1} of {n_fields} is empty "
-            f"({int(empty.any(axis=1).sum())} line(s) affected: short/truncated lines or a dropped value); {fix}"
-        )
-    return df
+    table: Table
+    files: list[dict[str, Any]]
+    source: str
+    notes: list[str] = field(default_factory=list)
+    subsample_n: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _to_float(df, cols: Sequence, *, code: str, path: Path, header: bool, missing: tuple[str, ...] = ("?",)) -> np.ndarray:
-    """Convert columns of a string frame to float64; ``missing`` markers -> NaN; anything else non-numeric is an error."""
-    import pandas as pd
-
-    out = np.empty((len(df), len(cols)), dtype=np.float64)
-    for k, c in enumerate(cols):
-        s = df[c].str.strip()
-        v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, copy=True)
-        is_missing = s.isin(missing).to_numpy()
-        bad = np.isnan(v) & ~is_missing
-        if bad.any():
-            r = int(np.flatnonzero(bad)[0])
-            raise MalformedDataError(
-                f"[{code}] {path} line {r + 1 + (1 if header else 0)}: column {c!r} holds {s.iloc[r]!r}, "
-                f"not a number (or the missing marker {'/'.join(missing)}); {int(bad.sum())} such value(s). "
-                "Replace the file with the original."
-            )
-        v[is_missing] = np.nan
-        out[:, k] = v
-    return out
+def _registry_key() -> tuple[str, int]:
+    p = registry_path()
+    return (str(p), p.stat().st_mtime_ns)
 
 
-def _expect_rows(code: str, spec: DatasetSpec, role: str, path: Path, n: int, checked: bool) -> list[str]:
-    rows = spec.file(role).rows
-    if rows is None or n == rows:
-        return []
-    msg = f"{path} has {n} data rows, the registry expects {rows}"
-    if checked:
-        raise MalformedDataError(f"[{code}] {msg}: the file is truncated or edited; replace it with the original.")
-    return [msg + " (checksum not verified)"]
+@functools.lru_cache(maxsize=16)
+def _parse_cached(code: str, registry_key: tuple, file_key: tuple) -> Table:
+    files = {role: Path(p) for role, p, _sha, _chk in file_key}
+    checked = {role: chk for role, _p, _sha, chk in file_key}
+    return recipe_for(get_spec(code)).parse(files, checked)
 
 
-# --------------------------------------------------------------------------- recipes
+def parse_cached(code: str, use: Mapping[str, FoundFile]) -> Table:
+    """Parse ``use`` (role -> verified file) once per (registry, paths, sha256s); the table is read-only."""
+    file_key = tuple(sorted((r, str(ff.path), ff.sha256, bool(ff.verified)) for r, ff in use.items()))
+    return _parse_cached(code, _registry_key(), file_key)
 
 
-def _crm(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
-    path = files["data"]
-    cols = list(spec.raw["columns"])
-    df = read_delimited(path, code=spec.code, n_fields=len(cols))
-    df.columns = cols
-    drop = spec.raw["drop"]
-    excluded = {c: "non-predictive" for c in drop["non_predictive"]}
-    excluded.update({c: "LEMAS police column (1675 of 1994 values missing)" for c in drop["police_lemas"]})
-    keep = [c for c in cols if c not in excluded]
-    vals = _to_float(df, keep, code=spec.code, path=path, header=False)
-    notes = _expect_rows(spec.code, spec, "data", path, len(df), checked["data"])
-    return Table(_frozen(vals), tuple(keep), tuple(df.shape), excluded, tuple(notes))
+def _file_provenance(role: str, ff: FoundFile, verify: bool) -> dict[str, Any]:
+    if ff.verified:
+        check = "sha256 + size match registry" + (f" ({ff.variant.note})" if ff.variant and ff.variant.note else "")
+    elif not verify:
+        check = "NOT verified (verify=False)"
+    else:
+        check = "no published checksum; checked by structure (row and field counts)"
+    return {"role": role, "file": str(ff.path), "name": ff.spec.name, "sha256": ff.sha256, "found_in": ff.found_in,
+            "verified": ff.verified, "check": check}
 
 
-def _pks(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
-    path = files["data"]
-    cols = list(spec.raw["columns"])
-    df = read_delimited(path, code=spec.code, n_fields=len(cols), header=True)
-    got = [str(c).strip() for c in df.columns]
-    if got != cols:
-        missing = [c for c in cols if c not in got]
-        extra = [c for c in got if c not in cols]
-        raise MalformedDataError(
-            f"[{spec.code}] {path}: header does not match the registry; missing column(s) {missing}, "
-            f"unexpected {extra}, order {'differs' if not missing and not extra else 'n/a'}. Replace the file with the original."
-        )
-    df.columns = cols
-    drop = spec.raw["drop"]
-    excluded = {c: "identifier" for c in drop["identifier"]}
-    excluded.update({c: "not continuous (binary / integer)" for c in drop["not_continuous"]})
-    keep = [c for c in cols if c not in excluded]
-    vals = _to_float(df, keep, code=spec.code, path=path, header=True, missing=())
-    notes = _expect_rows(spec.code, spec, "data", path, len(df), checked["data"])
-    return Table(_frozen(vals), tuple(keep), tuple(df.shape), excluded, tuple(notes))
+class Recipe:
+    """The straight path of a file-based data set; subclasses override the hooks that differ.
 
-
-def wdbc_columns(spec: DatasetSpec) -> tuple[str, ...]:
-    return tuple(f"{f}_{s}" for s in spec.raw["statistics"] for f in spec.raw["features"])
-
-
-def _wdbc(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
-    path = files["data"]
-    n_fields = int(spec.raw["n_fields"])
-    df = read_delimited(path, code=spec.code, n_fields=n_fields)
-    diag = df[1].str.strip()
-    bad = ~diag.isin(["M", "B"])
-    if bad.any():
-        r = int(np.flatnonzero(bad.to_numpy())[0])
-        raise MalformedDataError(f"[{spec.code}] {path} line {r + 1}: diagnosis {diag.iloc[r]!r} is not M or B; replace the file with the original.")
-    vals = _to_float(df, list(range(2, n_fields)), code=spec.code, path=path, header=False, missing=())
-    notes = _expect_rows(spec.code, spec, "data", path, len(df), checked["data"])
-    return Table(_frozen(vals), wdbc_columns(spec), tuple(df.shape), {"ID": "identifier", "diagnosis": "label"}, tuple(notes))
-
-
-def sklearn_wdbc(spec: DatasetSpec) -> tuple[Table, str]:
-    """WDBC from scikit-learn's bundled copy; returns the table and the sha256 of its matrix.
-
-    The matrix hash must equal the registry's ``matrix_sha256`` (the hash of the UCI file's
-    569 x 30 float64 features); the caller checks it.
+    Parameters
+    ----------
+    spec : DatasetSpec
+        The registry entry.
+    parser : callable
+        ``parser(spec, files, checked) -> Table`` (:mod:`dpkit.data.parsers`).
     """
-    import hashlib
 
-    from sklearn.datasets import load_breast_cancer
+    #: keyword options of :func:`dpkit.data.load` this recipe accepts besides the common ones
+    options: ClassVar[frozenset[str]] = frozenset()
+    #: what stands in when no file is found (shown by ``python -m dpkit.data list``)
+    fallback: ClassVar[str] = ""
 
-    X = np.ascontiguousarray(load_breast_cancer().data, dtype=np.float64)
-    sha = hashlib.sha256(X.tobytes()).hexdigest()
-    return Table(_frozen(X), wdbc_columns(spec), (X.shape[0], X.shape[1] + 2), {"ID": "identifier", "diagnosis": "label"}), sha
+    def __init__(self, spec: DatasetSpec, parser: Parser | None = None) -> None:
+        self.spec = spec
+        self._parser = parser
+
+    # ---- hooks ------------------------------------------------------------------------------------
+    def check_options(self, **options: Any) -> None:
+        """``d``, ``source`` and ``subjects`` are each meant for one recipe: elsewhere they are an error."""
+        for key, value in options.items():
+            if value is not None and key not in self.options:
+                owners = [c for c, s in load_registry().items() if s.recipe in RECIPES and key in RECIPES[s.recipe](s).options]
+                raise ValueError(f"{key} is only for the {'/'.join(owners) or 'no'} data set(s); {self.spec.code} has a fixed "
+                                 f"recipe (got {key}={value!r})")
+
+    def roles(self, options: Mapping[str, Any]) -> list[str]:
+        """The file roles to look for (default: the registry's required files)."""
+        return [f.role for f in self.spec.files if not f.optional]
+
+    def roles_with_explicit_file(self, explicit: str, roles: list[str]) -> list[str]:
+        """The roles to look for when ``path`` is a file given for role ``explicit``."""
+        return roles
+
+    def missing_required(self, roles: list[str], found: Mapping[str, FoundFile]) -> list[str]:
+        """Roles that must still be fetched (default: every role not found)."""
+        return [r for r in roles if r not in found]
+
+    def after_locate(self, found: dict[str, FoundFile], path: PathArg, allow_download: bool | None) -> None:
+        """Extra files fetched on request (default: none)."""
+
+    def choose(self, found: Mapping[str, FoundFile], n: int | None) -> tuple[dict[str, FoundFile], list[str], int | None]:
+        """Which files are parsed, notes about the choice and the rows to keep (default: all found, ``n``)."""
+        return dict(found), [], n
+
+    def parse(self, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
+        """Parse ``files`` (role -> path); ``checked[role]`` says whether its checksum was verified."""
+        if self._parser is None:
+            raise RegistryError(f"registry entry {self.spec.code!r}: recipe {self.spec.recipe!r} has no parser")
+        return self._parser(self.spec, files, checked)
+
+    def structure_check(self, fs: FileSpec, p: Path) -> None:
+        """A full strict parse of a downloaded file that has no registry checksum (expects the registry's row count)."""
+        self.parse({fs.role: p}, {fs.role: True})
+
+    # ---- the straight path ------------------------------------------------------------------------
+    def read(self, *, path: PathArg, verify: bool, allow_download: bool | None, n: int | None,
+             rng: np.random.Generator, seed: int | str | None, options: Mapping[str, Any]) -> Source:
+        """locate -> verify -> parse; returns the :class:`Source` for the Table 3.1 steps."""
+        found = self.locate(self.roles(options), path, allow_download)
+        found = {r: self.verified(ff, verify) for r, ff in found.items()}
+        use, notes, subsample_n = self.choose(found, n)
+        table = parse_cached(self.spec.code, use)
+        source = "files (" + ", ".join(sorted({ff.found_in for ff in use.values()})) + ")"
+        return Source(table, [_file_provenance(r, ff, verify) for r, ff in use.items()], source, notes, subsample_n)
+
+    def _explicit_role(self, p: Path, roles: list[str]) -> str:
+        for f in self.spec.files:
+            if f.role in roles and Path(f.name).name == p.name:
+                return f.role
+        return next(f.role for f in self.spec.files if f.role in roles and not f.optional)
+
+    def locate(self, roles: list[str], path: PathArg, allow_download: bool | None) -> dict[str, FoundFile]:
+        """Find every role's file in the search locations; fetch missing required ones (or say what to do)."""
+        spec, explicit = self.spec, None
+        if path is not None:
+            p = Path(path).expanduser()
+            if not p.exists():
+                raise DataNotFoundError(
+                    f"[{spec.code}] path argument {p} does not exist; pass the data file or a folder holding it "
+                    f"(expected file(s): {', '.join(spec.file(r).name for r in roles)})")
+            if p.is_file():
+                explicit = self._explicit_role(p, roles)
+                roles = self.roles_with_explicit_file(explicit, roles)
+        found: dict[str, FoundFile] = {}
+        for role in roles:
+            hit = find_file(spec.code, spec.file(role), path=path, explicit_role=(role == explicit))
+            if hit is not None:
+                found[role] = hit
+        missing = [spec.file(r) for r in self.missing_required(roles, found)]
+        if missing:
+            if path is not None:
+                reason = "not attempted: an explicit path was given"
+                raise DataNotFoundError(download.missing_message(spec, missing, path=path, reason=reason))
+            if not download.downloads_allowed(allow_download):
+                reason = "downloads disabled (download=False or DPKIT_OFFLINE=1)"
+                raise DataNotFoundError(download.missing_message(spec, missing, reason=reason))
+            for ff in download.fetch(spec, roles=[f.role for f in missing], structure_check=self.structure_check):
+                found[ff.spec.role] = ff
+        self.after_locate(found, path, allow_download)
+        return found
+
+    def verified(self, ff: FoundFile, verify: bool) -> FoundFile:
+        """``ff`` with its sha256 and, if ``verify``, the registry variant it matches (ChecksumError otherwise)."""
+        if verify:
+            sha, variant = verify_file(self.spec.code, ff.spec, ff.path)
+        else:
+            sha, variant = sha256_file(ff.path), None
+        return FoundFile(spec=ff.spec, path=ff.path, found_in=ff.found_in, sha256=sha, variant=variant,
+                         verified=variant is not None)
+
+    def fetch(self, *, dest: PathArg = None, progress: bool = False, include_optional: bool = True,
+              missing_only: bool = True) -> list[FoundFile]:
+        """Download this data set's files (see :func:`dpkit.data.fetch`)."""
+        roles = [f.role for f in self.spec.files if (include_optional or not f.optional)
+                 and not (missing_only and find_file(self.spec.code, f) is not None)]
+        if not roles:
+            return []
+        return download.fetch(self.spec, roles=roles, dest=dest, progress=progress, structure_check=self.structure_check)
 
 
-def _csn(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
-    (role, path), = files.items()
-    n_fields = int(spec.raw["n_fields"])
-    df = read_delimited(path, code=spec.code, n_fields=n_fields, sep=",", skipinitialspace=True)
-    labels = set(spec.raw["labels"])
-    lab = df[n_fields - 1].str.strip()
-    bad = ~lab.isin(labels)
-    if bad.any():
-        r = int(np.flatnonzero(bad.to_numpy())[0])
-        raise MalformedDataError(
-            f"[{spec.code}] {path} line {r + 1}: label {lab.iloc[r]!r} is not one of {sorted(labels)} "
-            "(fields shifted: a value is missing or extra); replace the file with the original."
-        )
-    keep = {int(k): str(v) for k, v in spec.raw["keep"].items()}
-    vals = _to_float(df, list(keep), code=spec.code, path=path, header=False)
-    notes = _expect_rows(spec.code, spec, role, path, len(df), checked[role] or not spec.file(role).has_checksum)
-    excluded = {f"field{j}": "nominal" for j in range(n_fields - 1) if j not in keep}
-    excluded[f"field{n_fields - 1}"] = "label"
-    return Table(_frozen(vals), tuple(keep.values()), tuple(df.shape), excluded, tuple(notes))
+class CSNRecipe(Recipe):
+    """Census-Income: the 199,523-row training file (no published checksum) gives the thesis's n = 100000
+    as a seeded subsample; without it the whole 99,762-row test split stands in (stated in the notes)."""
+
+    def roles(self, options: Mapping[str, Any]) -> list[str]:
+        return ["train", "test"]
+
+    def roles_with_explicit_file(self, explicit: str, roles: list[str]) -> list[str]:
+        return [explicit]  # an explicit CSN file is used alone (never mixed with a train file found elsewhere)
+
+    def missing_required(self, roles: list[str], found: Mapping[str, FoundFile]) -> list[str]:
+        return [] if ("train" in found or "test" in found) else ["test"]
+
+    def after_locate(self, found: dict[str, FoundFile], path: PathArg, allow_download: bool | None) -> None:
+        if "train" in found or allow_download is not True or path is not None:
+            return
+        try:  # optional file, no published checksum: only on explicit request
+            for ff in download.fetch(self.spec, roles=["train"], structure_check=self.structure_check):
+                found[ff.spec.role] = ff
+        except DataNotFoundError:
+            pass  # offline: the test split stands in (stated in the provenance notes)
+
+    def choose(self, found: Mapping[str, FoundFile], n: int | None) -> tuple[dict[str, FoundFile], list[str], int | None]:
+        if "train" in found:
+            note = "training file census-income.data.gz present: thesis recipe, seeded subsample of it"
+            return {"train": found["train"]}, [note], (self.spec.thesis_n if n is None else n)
+        notes = [] if n is not None else [
+            "training file census-income.data.gz not found: the whole 99,762-row TEST split stands in; "
+            "the thesis's n = 100000 (a subsample of the 199,523-row training file) cannot be reached from it"]
+        return {"test": found["test"]}, notes, n
 
 
-def _ctg(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
-    import xlrd
+class PAMRecipe(Recipe):
+    """PAMAP2: ``subjects=[101, ...]`` selects the Protocol files (default all nine)."""
 
-    path = files["data"]
-    fix = "replace it with the original CTG.xls"
-    try:
-        book = xlrd.open_workbook(str(path), on_demand=True)
-    except Exception as exc:  # xlrd raises XLRDError, struct.error, AssertionError, ... on damaged files
-        raise MalformedDataError(f"[{spec.code}] {path} is not a readable Excel 97 workbook ({type(exc).__name__}: {exc}); {fix}") from exc
-    sheet_name = spec.raw["sheet"]
-    try:
-        sh = book.sheet_by_name(sheet_name)
-    except xlrd.XLRDError as exc:
-        raise MalformedDataError(f"[{spec.code}] {path} has no sheet {sheet_name!r} (sheets: {book.sheet_names()}); {fix}") from exc
-    mcols = {int(k): str(v) for k, v in spec.raw["measurement_columns"].items()}
-    header = sh.row_values(1) if sh.nrows > 1 else []
-    for j, name in mcols.items():
-        want = name.removesuffix("_count")
-        got = str(header[j]).strip() if j < len(header) else None
-        if got != want:
-            raise MalformedDataError(
-                f"[{spec.code}] {path} sheet {sheet_name!r}: column {want!r} missing (header cell {j + 1} of row 2 is {got!r}); {fix}"
-            )
-    rows = []
-    r = 2
-    while r < sh.nrows and sh.cell_value(r, 0) != "":
-        rows.append(r)
-        r += 1
-    if not rows:
-        raise MalformedDataError(f"[{spec.code}] {path} sheet {sheet_name!r} has no data rows; {fix}")
-    vals = np.empty((len(rows), len(mcols)), dtype=np.float64)
-    for k, j in enumerate(mcols):
-        col = sh.col_values(j, rows[0], rows[-1] + 1)
-        for i, v in enumerate(col):
-            if not isinstance(v, float):
-                raise MalformedDataError(
-                    f"[{spec.code}] {path} sheet {sheet_name!r} row {rows[0] + i + 1}: {mcols[j]!r} holds {v!r}, not a number; {fix}"
-                )
-        vals[:, k] = col
-    excl = dict(spec.raw.get("exclude") or {})
-    names = list(mcols.values())
-    keep_idx = [k for k, nm in enumerate(names) if nm not in excl]
-    notes = _expect_rows(spec.code, spec, "data", path, len(rows), checked["data"])
-    excluded = {c: " ".join(str(why).split()) for c, why in excl.items()}
-    excluded.update({"FileName/Date/SegFile": "identifiers", "A..SUSP, CLASS, NSP": "labels"})
-    return Table(
-        _frozen(vals[:, keep_idx]), tuple(names[k] for k in keep_idx), (len(rows), sh.ncols), excluded, tuple(notes)
-    )
+    options = frozenset({"subjects"})
 
-
-def _pam(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
-    import pandas as pd
-
-    n_fields = int(spec.raw["n_fields"])
-    keep = {int(k): str(v) for k, v in spec.raw["keep"].items()}
-    parts = []
-    raw_rows = 0
-    notes = []
-    # all 54 fields are read (with usecols pandas would silently accept lines with extra fields);
-    # one file at a time, keeping only the 28 columns of the non-transient rows
-    for role, path in files.items():
-        with open(path, "rb") as fh:
-            first = fh.readline().split()
-        if len(first) != n_fields:
-            raise MalformedDataError(f"[{spec.code}] {path} line 1 has {len(first)} fields, expected {n_fields}; replace it with the original.")
+    def roles(self, options: Mapping[str, Any]) -> list[str]:
+        roles = [f.role for f in self.spec.files if f.role.startswith("subject")]
+        subjects = options.get("subjects")
+        if subjects is None:
+            return roles
+        allowed = [int(r[len("subject"):]) for r in roles]
         try:
-            df = pd.read_csv(path, sep=" ", header=None, names=range(n_fields), dtype=np.float64, engine="c")
-        except (ValueError, pd.errors.ParserError) as exc:
-            raise MalformedDataError(f"[{spec.code}] {path} is malformed ({exc}); replace it with the original from the PAMAP2 zip.") from exc
-        # timestamp, activityID and the last field are never missing in a complete line
-        short = df[0].isna().to_numpy() | df[1].isna().to_numpy() | df[n_fields - 1].isna().to_numpy()
-        if short.any():
-            raise MalformedDataError(
-                f"[{spec.code}] {path} line {int(np.flatnonzero(short)[0]) + 1}: truncated line (missing timestamp, "
-                "activityID or last field); replace the file with the original."
-            )
-        raw_rows += len(df)
-        keep_rows = (df[1] != 0).to_numpy()  # activityID 0 = transient, as the readme advises
-        parts.append(df.loc[keep_rows, list(keep)].to_numpy(dtype=np.float64))
-        notes.append(f"{role}: {len(df)} lines, {int(keep_rows.sum())} with activityID != 0")
-    vals = np.concatenate(parts, axis=0)
-    excluded = {"timestamp": "time", "activityID": "label (rows with 0 dropped)", "temperature, acc6, orientation": "see registry"}
-    return Table(_frozen(vals), tuple(keep.values()), (raw_rows, n_fields), excluded, tuple(notes))
+            want = [f"subject{int(s)}" for s in subjects]
+        except (TypeError, ValueError):
+            want = None
+        if not want or any(w not in roles for w in want) or len(set(want)) != len(want):
+            raise ValueError(f"subjects must be a non-empty list of distinct subjects from {allowed}; got {subjects!r}")
+        return want
 
 
-def mock_table(n: int, d: int, rng: np.random.Generator) -> Table:
-    """Seeded synthetic data: a 3-component Gaussian mixture in [-1, 1]^d (clipped)."""
-    k = 3
-    centres = rng.uniform(-0.6, 0.6, size=(k, d))
-    comp = rng.integers(0, k, size=n)
-    X = np.clip(centres[comp] + 0.25 * rng.standard_normal((n, d)), -1.0, 1.0)
-    return Table(_frozen(X), tuple(f"x{j}" for j in range(d)), (n, d), {}, ())
+class WDBCRecipe(Recipe):
+    """WDBC: ``source="files"`` or ``"sklearn"``; by default the file if one is found, else scikit-learn's
+    bundled copy, whose 569 x 30 matrix is checked against the UCI file's hash (``matrix_sha256``)."""
+
+    options = frozenset({"source"})
+    fallback = SKLEARN_SOURCE
+
+    def check_options(self, **options: Any) -> None:
+        super().check_options(**options)
+        if options.get("source") not in (None, "files", "sklearn"):
+            raise ValueError(f"source must be None, 'files' or 'sklearn' for WDBC; got {options['source']!r}")
+
+    def read(self, *, path: PathArg, verify: bool, allow_download: bool | None, n: int | None,
+             rng: np.random.Generator, seed: int | str | None, options: Mapping[str, Any]) -> Source:
+        source = options.get("source")
+        # the bundled copy is the fallback when no file is found (never for a corrupt one, nor with path=)
+        if source == "sklearn" or (source is None and path is None and find_file(self.spec.code, self.spec.file("data")) is None):
+            return self._read_sklearn(verify, n, explicit=source == "sklearn")
+        return super().read(path=path, verify=verify, allow_download=allow_download, n=n, rng=rng, seed=seed, options=options)
+
+    def _read_sklearn(self, verify: bool, n: int | None, *, explicit: bool) -> Source:
+        import sklearn
+
+        table, msha = parsers.sklearn_wdbc(self.spec)
+        want = self.spec.raw.get("matrix_sha256")
+        if verify and msha != want:
+            raise ChecksumError(
+                f"[WDBC] scikit-learn's bundled breast_cancer data (matrix sha256 {msha}) differs from UCI's "
+                f"wdbc.data (registry matrix_sha256 {want}); place wdbc.data ({self.spec.file('data').url}) in "
+                f"data/raw/WDBC/ or $DPKIT_DATA_DIR/WDBC/ instead.")
+        entry = {"role": "data", "file": f"sklearn/datasets/data/breast_cancer.csv (scikit-learn {sklearn.__version__})",
+                 "sha256_matrix": msha, "found_in": self.fallback, "verified": bool(verify and msha == want)}
+        note = ("no wdbc.data found in the search locations; used scikit-learn's bundled copy, "
+                "whose 569 x 30 feature matrix is checked against the UCI file's hash")
+        return Source(table, [entry], self.fallback, [note], n)
 
 
-RECIPES: dict[str, Callable[[DatasetSpec, Mapping[str, Path], Mapping[str, bool]], Table]] = {
-    "crm": _crm,
-    "pks": _pks,
-    "wdbc": _wdbc,
-    "csn": _csn,
-    "ctg": _ctg,
-    "pam": _pam,
+class MockRecipe(Recipe):
+    """Seeded synthetic data (``n`` rows, ``d`` columns; registry ``defaults``), no files."""
+
+    options = frozenset({"d"})
+
+    def read(self, *, path: PathArg, verify: bool, allow_download: bool | None, n: int | None,
+             rng: np.random.Generator, seed: int | str | None, options: Mapping[str, Any]) -> Source:
+        if path is not None:
+            raise ValueError(f"path is not an option of the synthetic {self.spec.code} data set (got path={os.fspath(path)!r})")
+        defaults = self.spec.raw.get("defaults") or {}
+        nn = int(n if n is not None else defaults.get("n", 1000))
+        dd = int(options["d"] if options.get("d") is not None else defaults.get("d", 5))
+        return Source(parsers.mock_table(nn, dd, rng), [], "synthetic", [], None, {"seed": seed, "n": nn, "d": dd})
+
+    def fetch(self, **kwargs: Any) -> list[FoundFile]:
+        return []
+
+
+def _with(parser: Parser, cls: type[Recipe] = Recipe) -> Callable[[DatasetSpec], Recipe]:
+    return lambda spec: cls(spec, parser)
+
+
+#: registry ``recipe:`` key -> recipe factory
+RECIPES: dict[str, Callable[[DatasetSpec], Recipe]] = {
+    "crm": _with(parsers.parse_crm),
+    "csn": _with(parsers.parse_csn, CSNRecipe),
+    "ctg": _with(parsers.parse_ctg),
+    "pam": _with(parsers.parse_pam, PAMRecipe),
+    "pks": _with(parsers.parse_pks),
+    "wdbc": _with(parsers.parse_wdbc, WDBCRecipe),
+    "mock": lambda spec: MockRecipe(spec),
 }
 
 
-def parse(spec: DatasetSpec, files: Mapping[str, Path], checked: Mapping[str, bool]) -> Table:
-    """Run the registry's recipe for ``spec`` on ``files`` (role -> path)."""
+def recipe_for(spec: DatasetSpec) -> Recipe:
+    """The recipe object named by the registry entry's ``recipe:`` key."""
     try:
-        fn = RECIPES[spec.recipe]
+        return RECIPES[spec.recipe](spec)
     except KeyError:
-        from dpkit.data.errors import RegistryError
-
-        raise RegistryError(f"registry entry {spec.code!r} names unknown recipe {spec.recipe!r}; known: {sorted(RECIPES)}") from None
-    return fn(spec, files, checked)
+        raise RegistryError(f"registry entry {spec.code!r} in {registry_path()} names unknown recipe {spec.recipe!r}; "
+                            f"known: {sorted(RECIPES)}") from None

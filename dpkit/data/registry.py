@@ -2,21 +2,27 @@
 
 The YAML file is the human-readable source of truth (UCI id and page, official URLs,
 expected files with sizes and sha256, licence, preprocessing recipe, the thesis's
-Table 3.1 shape, public rescaling bounds). This module only reads and checks it.
+Table 3.1 shape, public rescaling bounds, preprocessing steps declared public). This
+module only reads and checks it; :mod:`dpkit.data.download` turns it into a pooch registry.
 """
 from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from dpkit.core.paths import repo_root
 from typing import Any, Mapping
 
+from dpkit.core.paths import repo_root
 from dpkit.data.errors import RegistryError, UnknownDatasetError
 
-__all__ = ["FileVariant", "FileSpec", "DatasetSpec", "registry_path", "repo_root", "load_registry", "get_spec"]
+__all__ = ["PUBLIC_STEPS", "FileVariant", "FileSpec", "DatasetSpec", "registry_path", "load_registry", "get_spec"]
+
+#: Data-dependent Table 3.1 steps a registry entry may declare public (``public_steps:``).
+PUBLIC_STEPS = ("drop_missing_rows", "drop_constant_columns")
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +70,7 @@ class DatasetSpec:
     preprocessing: str = ""
     public_bounds: tuple[float, float] | None = None
     bounds_reference: str = ""
+    public_steps: Mapping[str, str] = field(default_factory=dict)
     synthetic: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -88,7 +95,7 @@ def registry_path() -> Path:
     """Path of the registry: ``$DPKIT_REGISTRY`` if set, else ``<repo>/data/registry.yaml``."""
     env = os.environ.get("DPKIT_REGISTRY")
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     root = repo_root()
     if root is None:
         raise RegistryError(
@@ -98,25 +105,37 @@ def registry_path() -> Path:
     return root / "data" / "registry.yaml"
 
 
-def _parse_entry(code: str, e: Mapping[str, Any]) -> DatasetSpec:
+def _variant(role: str, v: Mapping[str, Any]) -> FileVariant:
+    sha = str(v["sha256"]).lower()
+    if not _SHA256.match(sha):
+        raise ValueError(f"file {role!r}: sha256 {v['sha256']!r} is not 64 hexadecimal digits")
+    return FileVariant(size=int(v["size"]), sha256=sha, note=str(v.get("note", "")))
+
+
+def _file(role: str, f: Mapping[str, Any]) -> FileSpec:
+    return FileSpec(
+        role=str(role),
+        name=str(f["name"]),
+        url=f.get("url"),
+        optional=bool(f.get("optional", False)),
+        rows=None if f.get("rows") is None else int(f["rows"]),
+        variants=tuple(_variant(role, v) for v in (f.get("variants") or ())),
+        note=str(f.get("note", "")).strip(),
+    )
+
+
+def _public_steps(e: Mapping[str, Any]) -> dict[str, str]:
+    steps = {str(k): " ".join(str(v).split()) for k, v in (e.get("public_steps") or {}).items()}
+    unknown = sorted(set(steps) - set(PUBLIC_STEPS))
+    if unknown:
+        raise ValueError(f"public_steps names unknown step(s) {unknown}; known: {list(PUBLIC_STEPS)}")
+    if any(not why for why in steps.values()):
+        raise ValueError("every public_steps entry needs the public reference that justifies it")
+    return steps
+
+
+def _parse_entry(code: str, e: Mapping[str, Any], path: str) -> DatasetSpec:
     try:
-        files = []
-        for role, f in (e.get("files") or {}).items():
-            variants = tuple(
-                FileVariant(size=int(v["size"]), sha256=str(v["sha256"]).lower(), note=str(v.get("note", "")))
-                for v in (f.get("variants") or ())
-            )
-            files.append(
-                FileSpec(
-                    role=str(role),
-                    name=str(f["name"]),
-                    url=f.get("url"),
-                    optional=bool(f.get("optional", False)),
-                    rows=None if f.get("rows") is None else int(f["rows"]),
-                    variants=variants,
-                    note=str(f.get("note", "")).strip(),
-                )
-            )
         b = e.get("bounds")
         thesis = e.get("thesis") or {}
         return DatasetSpec(
@@ -131,33 +150,43 @@ def _parse_entry(code: str, e: Mapping[str, Any]) -> DatasetSpec:
             licence=str(e.get("licence", "")),
             thesis_n=thesis.get("n"),
             thesis_d=thesis.get("d"),
-            files=tuple(files),
+            files=tuple(_file(role, f) for role, f in (e.get("files") or {}).items()),
             preprocessing=" ".join(str(e.get("preprocessing", "")).split()),
             public_bounds=None if b is None else (float(b["lower"]), float(b["upper"])),
             bounds_reference="" if b is None else " ".join(str(b.get("reference", "")).split()),
+            public_steps=_public_steps(e),
             synthetic=bool(e.get("synthetic", False)),
             raw=dict(e),
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RegistryError(f"registry entry {code!r} is malformed ({type(exc).__name__}: {exc})") from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RegistryError(f"registry entry {code!r} in {path} is malformed ({type(exc).__name__}: {exc})") from exc
 
 
 @functools.lru_cache(maxsize=4)
 def _load_registry_cached(path: str, mtime_ns: int) -> dict[str, DatasetSpec]:
     import yaml
 
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"registry file {path} is not valid YAML: {' '.join(str(exc).split())}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RegistryError(f"registry file {path} cannot be read ({type(exc).__name__}: {exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict):
-        raise RegistryError(f"{path}: expected a mapping with a 'datasets' key")
-    return {str(code): _parse_entry(str(code), e) for code, e in doc["datasets"].items()}
+        raise RegistryError(f"registry file {path}: expected a mapping with a 'datasets' key")
+    for code, e in doc["datasets"].items():
+        if not isinstance(e, dict):
+            raise RegistryError(f"registry file {path}: entry {code!r} is not a mapping")
+    return {str(code): _parse_entry(str(code), e, path) for code, e in doc["datasets"].items()}
 
 
 def load_registry() -> dict[str, DatasetSpec]:
     """All registry entries by code (cached per file modification time)."""
     p = registry_path()
     if not p.is_file():
-        raise RegistryError(f"registry file {p} does not exist")
+        via = " (from DPKIT_REGISTRY)" if os.environ.get("DPKIT_REGISTRY") else ""
+        raise RegistryError(f"registry file {p}{via} does not exist or is not a file")
     return _load_registry_cached(str(p), p.stat().st_mtime_ns)
 
 

@@ -1,9 +1,17 @@
-"""Figures of the data layer: marginal histograms of the rescaled data sets (notebook 10)."""
+"""Figures of the data sets: marginal histograms of the rescaled data (notebook 10).
+
+Each function receives loaded :class:`~dpkit.data.Dataset` objects and returns a matplotlib Figure.
+"""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from dpkit.data import Dataset
 
 __all__ = ["pick_columns", "marginal_histograms", "dataset_marginals"]
 
@@ -15,7 +23,7 @@ def pick_columns(d: int, k: int) -> list[int]:
     return sorted({int(round(x)) for x in np.linspace(0, d - 1, k)})
 
 
-def marginal_histograms(datasets: Sequence, *, k: int = 4, bins: int = 30):
+def marginal_histograms(datasets: Sequence[Dataset], *, k: int = 4, bins: int = 30) -> Figure:
     """One row per data set, ``k`` marginal histograms of its rescaled columns in [-1, 1].
 
     Parameters
@@ -57,14 +65,8 @@ def marginal_histograms(datasets: Sequence, *, k: int = 4, bins: int = 30):
     return fig
 
 
-def dataset_marginals(name: str, k: int = 4, bins: int = 30, rng: int = 0):
-    """Load ``name`` (quietly, data-derived bounds allowed) and return :func:`marginal_histograms` for it."""
-    import warnings
-
-    from dpkit.core.exceptions import PrivacyLeakWarning
-    from dpkit.data import load
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        ds = load(name, rng=rng, download=False)
-    return marginal_histograms([ds], k=k, bins=bins)
+def dataset_marginals(datasets: Mapping[str, Dataset], name: str, k: int = 4, bins: int = 30) -> Figure:
+    """:func:`marginal_histograms` of one of the loaded ``datasets`` (the notebook's interactive explorer)."""
+    if name not in datasets:
+        raise ValueError(f"name must be one of the loaded data sets {sorted(datasets)}; got {name!r}")
+    return marginal_histograms([datasets[name]], k=k, bins=bins)

@@ -1,0 +1,154 @@
+"""The public entry points: :func:`load` (recipe -> Table 3.1 steps -> :class:`Dataset`), :func:`fetch`,
+:func:`list_datasets` and :func:`dataset_info`."""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+
+from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_int_in_range
+from dpkit.data.dataset import Dataset
+from dpkit.data.files import FoundFile
+from dpkit.data.recipes import Source, recipe_for
+from dpkit.data.registry import DatasetSpec, get_spec, load_registry, registry_path
+from dpkit.data.steps import Prepared, prepare
+
+__all__ = ["load", "fetch", "list_datasets", "dataset_info"]
+
+
+def list_datasets() -> list[str]:
+    """Registry codes, in registry order (``["CRM", "CSN", "CTG", "PAM", "PKS", "WDBC", "mock"]``)."""
+    return list(load_registry())
+
+
+def dataset_info(name: str) -> DatasetSpec:
+    """The registry entry of ``name`` (UCI id, page, files, recipe, thesis shape, public bounds)."""
+    return get_spec(name)
+
+
+def fetch(
+    name: str,
+    *,
+    dest: str | os.PathLike | None = None,
+    progress: bool = False,
+    include_optional: bool = True,
+    missing_only: bool = True,
+) -> list[FoundFile]:
+    """Download ``name``'s files from UCI into ``dest`` (default ``$DPKIT_DATA_DIR`` or ``data/raw``), verified.
+
+    Each file is streamed by pooch to a temporary file, checked (registry size and sha256, or a
+    full strict parse for the CSN training file, which has no published checksum) and only then
+    moved into place. With ``missing_only`` (default) files already found in a search location
+    are skipped. Returns the list of installed :class:`~dpkit.data.files.FoundFile`. Offline this
+    raises :class:`~dpkit.data.errors.DataNotFoundError` with what to download and where to put it.
+    """
+    return recipe_for(get_spec(name)).fetch(dest=dest, progress=progress, include_optional=include_optional,
+                                            missing_only=missing_only)
+
+
+def _check_flag(value: Any, name: str, *, allow_none: bool = False) -> None:
+    if isinstance(value, (bool, np.bool_)) or (allow_none and value is None):
+        return
+    allowed = "True, False or None" if allow_none else "True or False"
+    raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
+
+
+def _seed_repr(rng: RNGLike) -> int | str | None:
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return rng
+    return None if rng is None else type(rng).__name__
+
+
+def load(
+    name: str,
+    *,
+    path: str | os.PathLike | None = None,
+    bounds: str | tuple | Mapping[str, tuple[float, float]] = "registry",
+    n: int | None = None,
+    d: int | None = None,
+    rng: RNGLike = 0,
+    verify: bool = True,
+    download: bool | None = None,
+    source: str | None = None,
+    subjects: list[int] | None = None,
+) -> Dataset:
+    """Load a Table 3.1 data set (or ``mock``) rescaled to [-1, 1]^d, with provenance.
+
+    One straight path: registry entry -> recipe object (:mod:`dpkit.data.recipes`: locate, verify,
+    parse) -> Table 3.1 steps (:mod:`dpkit.data.steps`) -> :class:`Dataset`.
+
+    Parameters
+    ----------
+    name : str
+        ``"CRM"``, ``"CSN"``, ``"CTG"``, ``"PAM"``, ``"PKS"``, ``"WDBC"`` or ``"mock"`` (case-insensitive).
+    path : path, optional
+        A raw data file or a folder holding it (then the only place searched).
+    bounds : "registry", "data", (lower, upper) or dict column -> (lower, upper)
+        ``"registry"`` (default): the registry's public bounds, else the data's own min/max (thesis
+        Sec 3.1, warns). ``"data"``: always the data's min/max (warns). A pair (of numbers or
+        per-column arrays) or a dict: public bounds from the caller. Values outside public or user
+        bounds are clipped (warns with the fraction, also in the provenance).
+    n : int, optional
+        Seeded subsample size, at least 2 (without replacement, original order kept). Default: the
+        thesis's recipe (all rows; CSN: 100000 of the training file when present). For ``mock``: rows (1000).
+    d : int, optional
+        ``mock`` only: columns (default 5).
+    rng : int, Generator, SeedSequence or None
+        Seed of subsamples and of ``mock`` (default 0, so loads are reproducible).
+    verify : bool
+        Check sizes and sha256 against the registry (default). ``False`` loads an edited copy
+        and says "not verified" in the provenance.
+    download : bool, optional
+        Download missing required files (default: yes unless ``DPKIT_OFFLINE=1``); the CSN
+        training file (no published checksum) only with ``download=True``.
+    source : {"files", "sklearn"}, optional
+        WDBC only: the raw file or scikit-learn's bundled copy (default: the file if found).
+    subjects : list of int, optional
+        PAM only: which Protocol subject files (101..109) to use (default all nine).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    UnknownDatasetError, DataNotFoundError, ChecksumError, MalformedDataError, DataConfigError
+        Each names the file, folder or variable and the fix; nothing is silently skipped or half-loaded.
+    ValueError, TypeError
+        A bad argument (``n``, ``d``, ``bounds``, ``source``, ``subjects``, ``verify``, ``download``, ``rng``), named.
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        Once per data-dependent step not declared public in the registry (data-derived bounds, rows
+        dropped for missing values, constant columns dropped); see ``provenance["data_dependent_steps"]``.
+    ClippingWarning
+        Values outside public or user bounds were clipped (fraction in the message).
+    """
+    spec = get_spec(name)
+    recipe = recipe_for(spec)
+    n = None if n is None else check_int_in_range(n, name="n", low=2)
+    d = None if d is None else check_int_in_range(d, name="d", low=1)
+    _check_flag(verify, "verify")
+    _check_flag(download, "download", allow_none=True)
+    options = {"d": d, "source": source, "subjects": subjects}
+    recipe.check_options(**options)
+    gen, seed = resolve_rng(rng), _seed_repr(rng)
+    src = recipe.read(path=path, verify=bool(verify), allow_download=download, n=n, rng=gen, seed=seed, options=options)
+    prep = prepare(spec, src, bounds=bounds, rng=gen, seed=seed)
+    for category, message in prep.warnings:
+        warnings.warn(message, category, stacklevel=2)
+    return _dataset(spec, src, prep)
+
+
+def _dataset(spec: DatasetSpec, src: Source, prep: Prepared) -> Dataset:
+    provenance = {
+        "dataset": spec.code, "title": spec.title, "uci_id": spec.uci_id, "page": spec.page, "licence": spec.licence,
+        "citation": spec.citation, "recipe": spec.preprocessing, "registry": str(registry_path()), **prep.provenance,
+    }
+    return Dataset(name=spec.code, title=spec.title, X=prep.X, columns=prep.columns,
+                   raw_shape=tuple(int(s) for s in src.table.raw_shape), bounds=prep.bounds,
+                   bounds_source=prep.bounds_source, provenance=provenance, thesis_shape=spec.thesis_shape)
