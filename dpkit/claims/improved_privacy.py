@@ -32,11 +32,12 @@ from dpkit.mechanisms.trig.grid import discretise
 from dpkit.mechanisms.trig.mechanisms import (
     ImprovedTrigonometricMechanism,
     MomentNoise,
-    TrigResult,
+    TrigDiagnostics,
     moment_noise,
     release_moments,
 )
 from dpkit.mechanisms.trig.privacy import moment_privacy_loss, moment_sensitivity
+from dpkit.queries.release import Release
 
 __all__ = [
     "ImprovedStreams",
@@ -72,7 +73,7 @@ class ImprovedRun:
     delta: float
     constants: str
     R: int
-    result: TrigResult
+    result: Release[TrigDiagnostics]
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def improved_runs(
             for R in rs:
                 mech = ImprovedTrigonometricMechanism(epsilon=epsilon, delta=dl, K=K, C=c, R=R, k=k, n_iter=n_iter, kappa=kappa,
                                                       constants=constants)
-                runs.append(ImprovedRun(delta=dl, constants=constants, R=R, result=mech.fit(X, rng=s.fit)))
+                runs.append(ImprovedRun(delta=dl, constants=constants, R=R, result=mech.release(X, rng=s.fit)))
     return tuple(runs)
 
 

@@ -29,9 +29,10 @@ from dpkit.core.rng import RNGLike
 from dpkit.evaluation.verdicts import Check, check
 from dpkit.mechanisms.trig.basis import basis_indices
 from dpkit.mechanisms.trig.grid import grid_points
-from dpkit.mechanisms.trig.mechanisms import TrigonometricMechanism, TrigResult, moment_noise
+from dpkit.mechanisms.trig.mechanisms import TrigDiagnostics, TrigonometricMechanism, moment_noise
 from dpkit.mechanisms.trig.privacy import moment_sensitivity
 from dpkit.queries.evaluate import answer_reference
+from dpkit.queries.release import Release
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = [
@@ -139,7 +140,7 @@ def _data(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
     return np.clip(rng.normal(0.2, 0.4, (n, d)), -1, 1)
 
 
-def _worst_error(workload: GaussianKernelWorkload, res: TrigResult, truth: np.ndarray) -> float:
+def _worst_error(workload: GaussianKernelWorkload, res: Release[TrigDiagnostics], truth: np.ndarray) -> float:
     est = answer_reference(workload, res.synthetic.points, res.synthetic.weights)
     return float(np.abs(est - truth).max())
 
@@ -174,11 +175,11 @@ def rate_runs(
                 if dl > 0 and d == 2:
                     continue
                 for r in range(reps):
-                    res = TrigonometricMechanism(epsilon=epsilon, delta=dl, K=K).fit(X, rng=s.mech)
+                    res = TrigonometricMechanism(epsilon=epsilon, delta=dl, K=K).release(X, rng=s.mech)
                     runs.append(RateRun(
                         d=d, n=n, mechanism="II" if dl else "I", rep=r, t=res.params["t"], N=res.params["N"], m=res.params["m"],
                         worst_error=_worst_error(workload, res, truth), lp_time=res.timings["lp"],
-                        support=res.lp_database.support_size, basis=res.params["R"],
+                        support=res.diagnostics.lp_database.support_size, basis=res.params["R"],
                         size_ok=int(res.synthetic.multiplicities().sum()) == res.params["m"]))
     return tuple(runs)
 
@@ -294,6 +295,6 @@ def error_terms(
     }
     out: list[ErrorTerm] = []
     for name, kw in variants.items():
-        errs = [_worst_error(workload, TrigonometricMechanism(K=K, **kw).fit(X, rng=s.mech), truth) for _ in range(reps)]
+        errs = [_worst_error(workload, TrigonometricMechanism(K=K, **kw).release(X, rng=s.mech), truth) for _ in range(reps)]
         out.append(ErrorTerm(variant=name, median_worst_error=float(np.median(errs))))
     return tuple(out)
