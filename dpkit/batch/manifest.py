@@ -201,7 +201,7 @@ def _parameter_problem(notebook: Path, name: str, value: Any, declared: dict[str
     hint = ""
     if isinstance(value, str) and types & {"bool", "int", "float"}:
         hint = " (write true/false for a bool and numbers without quotes)"
-    return NotebookParameterTypeError(f"{name}={value!r} is a {type(value).__name__} but {notebook.name} declares "
+    return NotebookParameterTypeError(f"{name}={value!r} has type {type(value).__name__} but {notebook.name} declares "
                                       f"{name}: {annotation or '/'.join(sorted(types))}{hint}")
 
 

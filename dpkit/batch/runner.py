@@ -209,6 +209,7 @@ def _local_cluster(n_workers: int):
             cluster.scheduler.services.pop("dashboard", None)
 
         cluster.sync(_stop)
+        cluster.scheduler_info.get("services", {}).pop("dashboard", None)  # so dashboard_link is ""
     return cluster
 
 
