@@ -42,15 +42,24 @@ bench: $(STAMP) ## full benchmarks -> results/bench.json and results/bench.md
 bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.json
 	$(BIN)/python -m dpkit.batch.bench --quick --out $(RESULTS)
 
-smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a few minutes)
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/smoke.yaml
-	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/smoke --out $(RESULTS)/batch/smoke/checks_summary
+smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a few minutes); then the checks table
+	@status=0; \
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/smoke.yaml --output $(RESULTS)/batch/smoke || status=$$?; \
+	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/smoke --out $(RESULTS)/batch/smoke/checks_summary || status=$$?; \
+	exit $$status
 
-reproduce: $(STAMP) ## reproduce everything (full.yaml) on a local Dask cluster; resumable
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml
-	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full
-	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary
-	$(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures
+reproduce: $(STAMP) ## reproduce everything (full.yaml) on a local Dask cluster; resumable; fails if any run or check failed
+	@status=0; \
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml --output $(RESULTS)/batch/full || status=$$?; \
+	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full || status=$$?; \
+	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary || status=$$?; \
+	if [ $$status -eq 0 ]; then $(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures || status=$$?; \
+	else echo "reproduce: failed runs or checks (listed above): tables not assembled; fix and re-run (finished runs are kept)"; fi; \
+	exit $$status
+
+BATCH ?= full
+collect: $(STAMP) ## merge a batch's runs into one table: make collect BATCH=full|smoke|tables (lists failed runs, exit 1)
+	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/$(BATCH)
 
 tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/tables.yaml

@@ -66,6 +66,9 @@ def test_sync_resume_failure_and_collect(tmp_path):
         folder = Path(r["folder"])
         assert "deliberate failure" in (folder / "error.txt").read_text()
         assert json.loads((folder / "run.json").read_text())["status"] == "failed"
+    # run.json names the run's final folder, not the temporary one it executed in
+    for r in res:
+        assert json.loads((Path(r["folder"]) / "run.json").read_text())["parameters"]["OUTPUT_DIR"] == r["folder"]
     # no temporary folders are left behind
     assert not list(out.glob("*/.*tmp*"))
     # second run: the finished runs are skipped, the failed ones are tried again
@@ -73,6 +76,8 @@ def test_sync_resume_failure_and_collect(tmp_path):
     assert sorted(r["status"] for r in res2) == ["failed", "failed", "skipped", "skipped"]
     table, checks = batch.collect(out)
     assert len(table) == 2 and set(table["param_SEED"]) == {0, 1}
+    # the two failed runs are not hidden: listed by folder
+    assert sorted(str(p.path) for p in table.attrs["problems"]) == sorted(r["folder"] for r in failed)
     assert (checks["verdict"] == "PASS").all()
     assert (out / "collected.csv").is_file()
 

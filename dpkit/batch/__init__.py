@@ -1,26 +1,41 @@
-"""Batch layer: headless papermill runs of notebooks on Dask (:mod:`dpkit.batch.runner`), the
-checks summary over a results folder (:mod:`dpkit.batch.checks`) and the benchmarks
-(:mod:`dpkit.batch.bench`). ``python -m dpkit.batch`` is the runner's command line."""
-from dpkit.batch.runner import (
+"""Batch layer: headless papermill runs of notebooks on Dask (:mod:`dpkit.batch.runner`: manifests in
+:mod:`~dpkit.batch.manifest`, one notebook in :mod:`~dpkit.batch.execute`, run locks in
+:mod:`~dpkit.batch.locks`, reading results back in :mod:`~dpkit.batch.results`), the checks summary
+over a results folder (:mod:`dpkit.batch.checks`) and the benchmarks (:mod:`dpkit.batch.bench`).
+``python -m dpkit.batch`` is the runner's command line (:mod:`dpkit.batch.cli`)."""
+from dpkit.batch.cli import main
+from dpkit.batch.execute import execute_notebook, failure_message
+from dpkit.batch.manifest import (
+    BatchError,
+    ManifestError,
+    NotebookParameterError,
+    NotebookParameterTypeError,
     RunSpec,
-    collect,
-    execute_notebook,
+    check_parameters,
     expand_manifest,
     load_manifest,
-    main,
     run_key,
-    run_manifest,
-    run_one,
 )
+from dpkit.batch.results import Problem, collect, scan_runs
+from dpkit.batch.runner import record_failure, run_manifest, run_one
 
 __all__ = [
     "execute_notebook",
+    "failure_message",
     "RunSpec",
     "load_manifest",
     "expand_manifest",
+    "check_parameters",
     "run_key",
     "run_one",
+    "record_failure",
     "run_manifest",
     "collect",
+    "scan_runs",
+    "Problem",
+    "BatchError",
+    "ManifestError",
+    "NotebookParameterError",
+    "NotebookParameterTypeError",
     "main",
 ]

@@ -477,9 +477,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--progress", action="store_true", help="tqdm progress bars")
     args = ap.parse_args(argv)
     over: dict[str, Any] = {"seed": args.seed}
-    if args.datasets:
+    if args.datasets is not None:
+        from difflib import get_close_matches
+
+        from dpkit.data import list_datasets
+
+        known = list_datasets()
+        for name in args.datasets:
+            if name not in known:
+                close = get_close_matches(name, known, n=1) or [c for c in known if c.lower() == name.lower()]
+                ap.error(f"--datasets: unknown data set {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                         + f"; known: {', '.join(known)}")
         over["datasets"] = tuple(args.datasets)
-    if args.reps:
+    if args.reps is not None:
+        if args.reps < 1:
+            ap.error(f"--reps must be a positive integer (runs per data set, σ and mechanism), got {args.reps}")
         over["reps"] = args.reps
     cfg = quick_config(**over) if args.quick else full_config(**over)
     result = run_benchmark(cfg, progress=args.progress)

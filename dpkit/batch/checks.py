@@ -5,68 +5,83 @@
 batch runs (``RESULTS_DIR/<notebook>/<hash>/``, merged with :func:`dpkit.batch.collect`) —
 and prints one row per check: notebook, id, claim, statistic, bound, confidence,
 verdict, expected and whether the two agree. With ``--out`` it also writes
-``STEM.md``, ``STEM.tex`` and ``STEM.csv``. The exit status is 1 when any verdict differs
-from its expected verdict.
+``STEM.md``, ``STEM.tex`` and ``STEM.csv``. Failed runs (``run.json`` status not ``ok``) and
+unreadable ``run.json``/``metrics.json`` files are listed by path: their checks are missing from
+the table, so they are never hidden behind "all PASS". The exit status is 1 when any verdict
+differs from its expected verdict or there is any such problem, 2 when ``RESULTS_DIR`` is not a folder.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any, Iterable
+
+from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, scan_runs
 
 __all__ = ["gather_checks", "summarise_checks", "to_markdown", "to_latex", "write_summary", "main"]
 
 COLUMNS = ["notebook", "id", "claim", "statistic", "bound", "confidence", "verdict", "expected", "consistent"]
 
 
-def gather_checks(results_dir: str | Path):
-    """All checks below ``results_dir`` as a DataFrame with columns :data:`COLUMNS` (+ ``run_key`` for batches)."""
-    import pandas as pd
+def _plain_checks(root: Path, skip: set[Path], problems: list[Problem]) -> list[dict[str, Any]]:
+    """Checks of plain notebook runs (``<dir>/metrics.json``, optional ``run.json``) not in ``skip``."""
+    rows = []
+    for folder in sorted({p.parent for pattern in ("**/metrics.json", "**/run.json") for p in root.glob(pattern)}):
+        rel = folder.relative_to(root).parts
+        if folder.resolve() in skip or any(part.startswith(".") for part in rel):
+            continue
+        if (folder / "run.json").is_file():
+            info, bad = read_json(folder / "run.json")
+            if bad is not None or not isinstance(info, dict):
+                problems.append(bad or Problem(folder / "run.json", "run.json is not a JSON object"))
+            elif info.get("status") != "ok":
+                problems.append(Problem(folder, failure_reason(info)))
+        if not (folder / "metrics.json").is_file():
+            continue
+        metrics, bad = read_json(folder / "metrics.json")
+        if bad is not None or not isinstance(metrics, dict):
+            problems.append(bad or Problem(folder / "metrics.json", "metrics.json is not a JSON object"))
+            continue
+        rows.extend({"notebook": folder.name, **c} for c in metrics.get("checks", []) or [])
+    return rows
 
-    from dpkit.batch import collect
+
+def gather_checks(results_dir: str | Path):
+    """All checks below ``results_dir`` as a DataFrame with columns :data:`COLUMNS` (+ ``run_key`` for batches).
+
+    ``df.attrs["problems"]`` lists (:class:`~dpkit.batch.results.Problem`) the failed runs and the
+    unreadable ``run.json``/``metrics.json`` files found on the way; their checks are not in the table.
+    """
+    import pandas as pd
 
     root = Path(results_dir)
     if not root.is_dir():
-        raise FileNotFoundError(f"results folder not found: {root}")
-    frames = []
+        raise FileNotFoundError(f"results folder not found (or not a folder): {root}")
+    problems: list[Problem] = []
+    rows: list[dict[str, Any]] = []
     # batch layout (dpkit.batch): <base>/<notebook>/<12-hex key>/{run.json,metrics.json}
-    batch_dirs = {
-        rj.parent.parent.parent
-        for rj in root.glob("**/run.json")
-        if len(rj.parent.name) == 12 and all(ch in "0123456789abcdef" for ch in rj.parent.name)
-    }
+    batch_dirs = {b for rj in root.glob("**/run.json") if is_run_key(rj.parent.name)
+                  and ((b := rj.parent.parent.parent) == root or root in b.parents)}
+    skip: set[Path] = set()
     for b in sorted(batch_dirs):
-        with tempfile.TemporaryDirectory() as tmp:
-            _, checks = collect(b, out=Path(tmp) / "collected")
-        if len(checks):
-            checks = checks.rename(columns={"run_notebook": "notebook"})
-            frames.append(checks)
-    seen = {p.resolve() for b in batch_dirs for p in b.glob("*/*/metrics.json")}
-    rows = []
-    for mj in sorted(root.glob("**/metrics.json")):
-        if mj.resolve() in seen:
-            continue
-        try:
-            metrics = json.loads(mj.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        stem = mj.parent.name
-        for c in metrics.get("checks", []) or []:
-            rows.append({"notebook": stem, **c})
-    if rows:
-        frames.append(pd.DataFrame(rows))
-    if not frames:
-        return pd.DataFrame(columns=COLUMNS)
-    df = pd.concat(frames, ignore_index=True)
+        runs, found = scan_runs(b)
+        problems.extend(found)
+        skip |= {p.resolve() for p in b.glob("*/*") if p.is_dir()}
+        for rec in runs:
+            rows.extend({"notebook": Path(str(rec.info.get("notebook", ""))).stem, "run_key": rec.folder.name, **c}
+                        for c in rec.metrics.get("checks", []) or [])
+    rows += _plain_checks(root, skip, problems)
+    df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=COLUMNS)
     for col in COLUMNS:
         if col not in df.columns:
             df[col] = None
     df["consistent"] = df["verdict"] == df["expected"]
     extra = [c for c in ("run_key",) if c in df.columns]
-    return df[COLUMNS + extra].sort_values(["notebook", *extra], kind="stable").reset_index(drop=True)
+    df = df[COLUMNS + extra].sort_values(["notebook", *extra], kind="stable").reset_index(drop=True)
+    df.attrs["problems"] = problems
+    return df
 
 
 def summarise_checks(df) -> dict[str, Any]:
@@ -81,6 +96,7 @@ def summarise_checks(df) -> dict[str, Any]:
         "n_controls_fail": int((controls["verdict"] == "FAIL").sum()),
         "all_consistent": bool(df["consistent"].all()) if len(df) else True,
         "unexpected": [f"{r.notebook}:{r.id}" for r in df.itertuples() if not r.consistent],
+        "problems": [str(p) for p in df.attrs.get("problems", [])],
     }
 
 
@@ -126,32 +142,45 @@ def to_latex(df, columns: Iterable[str] = ("notebook", "id", "statistic", "bound
     return "\n".join(out) + "\n"
 
 
-def write_summary(results_dir: str | Path, out: str | Path) -> dict[str, Any]:
-    """Gather the checks and write ``out.md``, ``out.tex`` and ``out.csv``; return :func:`summarise_checks`."""
-    df = gather_checks(results_dir)
+def _write(df, out: str | Path) -> None:
     stem = Path(out)
     stem.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{stem}.md").write_text(to_markdown(df))
     Path(f"{stem}.tex").write_text(to_latex(df))
     df.to_csv(f"{stem}.csv", index=False)
+
+
+def write_summary(results_dir: str | Path, out: str | Path) -> dict[str, Any]:
+    """Gather the checks and write ``out.md``, ``out.tex`` and ``out.csv``; return :func:`summarise_checks`."""
+    df = gather_checks(results_dir)
+    _write(df, out)
     return summarise_checks(df)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dpkit.batch.checks", description="Gather every notebook's checks into one table.")
+    """Command line; exit status 0 all as expected, 1 unexpected verdicts or problems, 2 no such folder."""
+    ap = argparse.ArgumentParser(prog="python -m dpkit.batch.checks",
+                                 description="Gather every notebook's checks into one table.")
     ap.add_argument("results_dir")
     ap.add_argument("--out", default=None, help="file stem for .md/.tex/.csv (default: print markdown only)")
     ap.add_argument("--latex", action="store_true", help="print LaTeX instead of markdown")
     args = ap.parse_args(argv)
-    df = gather_checks(args.results_dir)
+    try:
+        df = gather_checks(args.results_dir)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(to_latex(df) if args.latex else to_markdown(df))
     s = summarise_checks(df)
     if args.out:
-        write_summary(args.results_dir, args.out)
+        _write(df, args.out)
     print(f"{s['n_checks']} checks: {s['n_claims_pass']}/{s['n_claims']} claims PASS, "
           f"{s['n_controls_fail']}/{s['n_controls']} negative controls FAIL"
-          + ("" if s["all_consistent"] else f"; UNEXPECTED: {', '.join(s['unexpected'])}"))
-    return 0 if s["all_consistent"] else 1
+          + ("" if s["all_consistent"] else f"; UNEXPECTED: {', '.join(s['unexpected'])}")
+          + (f"; {len(s['problems'])} PROBLEM(S): checks missing from this table" if s["problems"] else ""))
+    for p in s["problems"]:
+        print(f"  {p}", file=sys.stderr)
+    return 0 if s["all_consistent"] and not s["problems"] else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""``python -m dpkit.batch notebook|run|collect``: the command line of :mod:`dpkit.batch.runner`.
+
+Exit status: 0 all well; 1 a notebook or run failed, a verdict differs from its expected verdict,
+or ``collect`` found failed runs or unreadable files (each listed by path); 2 the command could not
+start (bad manifest or parameter, missing file or folder, output not writable: one line naming it).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from dpkit.batch.execute import check_writable, execute_notebook, failure_message
+from dpkit.batch.manifest import BatchError, check_parameters, parse_value
+from dpkit.batch.results import collect
+from dpkit.batch.runner import run_manifest
+
+__all__ = ["main", "parse_params"]
+
+
+def parse_params(pairs: list[list[str]]) -> dict[str, Any]:
+    """``-p NAME VALUE`` pairs as a dict (VALUE as YAML 1.2); a name given twice is an error."""
+    params: dict[str, Any] = {}
+    for name, text in pairs:
+        if name in params:
+            raise BatchError(f"-p {name} given twice ({params[name]!r} and {text!r})")
+        params[name] = parse_value(text, name=name)
+    return params
+
+
+def _unexpected(metrics_path: Path) -> list[str]:
+    from dpkit.outputs.report import read_metrics
+
+    m = read_metrics(metrics_path)
+    return [c["id"] for c in m.get("checks", []) if c["verdict"] != c["expected"]]
+
+
+def _notebook(args: argparse.Namespace) -> int:
+    params = parse_params(args.param)
+    check_parameters(args.notebook, params, source=f"-p for {Path(args.notebook).name}")
+    check_writable(args.output)
+    try:
+        path = execute_notebook(args.notebook, args.output, parameters=params, progress=args.progress, timeout=args.timeout)
+    except BatchError:
+        raise
+    except Exception as exc:  # the notebook failed: say why, where the record is, exit 1
+        print(f"FAILED {args.notebook}: {failure_message(exc, args.timeout)} (see {Path(args.output) / 'run.json'})",
+              file=sys.stderr)
+        return 1
+    print(f"executed: {path}")
+    metrics = Path(args.output) / "metrics.json"
+    if metrics.exists():
+        bad = _unexpected(metrics)
+        print(f"metrics: {metrics} ({len(bad)} unexpected verdicts)")
+        if bad:
+            print("unexpected verdicts: " + ", ".join(bad))
+            return 1
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    results = run_manifest(args.manifest, scheduler=args.scheduler, workers=args.workers, output=args.output,
+                           timeout=args.timeout, progress=None)
+    counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
+    print(f"batch: {len(results)} runs: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed "
+          f"in {time.perf_counter() - t0:.1f} s")
+    for r in results:
+        if r["status"] == "failed":
+            print(f"  FAILED {r['notebook']} {r['key']}: {r.get('error')}  ({r.get('folder')})")
+    if any(r.get("disk_full") for r in results):
+        print("the disk is full: no further runs were started; finished runs are kept. Free space and re-run to resume.",
+              file=sys.stderr)
+    return 1 if counts["failed"] else 0
+
+
+def _collect(args: argparse.Namespace) -> int:
+    table, checks = collect(args.output, out=args.out)
+    problems = table.attrs.get("problems", [])
+    print(f"collected {len(table)} table rows and {len(checks)} checks from {args.output}")
+    if problems:
+        print(f"{len(problems)} problem(s): failed runs and unreadable files (rows missing or marked failed):", file=sys.stderr)
+        for p in problems:
+            print(f"  {p}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m dpkit.batch",
+                                 description="Headless notebook runs (papermill) and batches (Dask).")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    one = sub.add_parser("notebook", help="execute one notebook headless")
+    one.add_argument("notebook")
+    one.add_argument("--output", required=True, help="output folder (executed notebook, metrics.json, figures)")
+    one.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                     help="parameter override; VALUE is parsed as YAML 1.2 (e.g. -p QUICK true -p SIGMAS '[2, 4]')")
+    one.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds")
+    one.add_argument("--progress", action="store_true")
+    run = sub.add_parser("run", help="execute a manifest (notebooks x parameter grids)")
+    run.add_argument("manifest")
+    run.add_argument("--scheduler", default="local", help="local (default), sync, or a Dask scheduler address")
+    run.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
+    run.add_argument("--output", default=None, help="override the manifest's output folder")
+    run.add_argument("--timeout", type=int, default=7200, help="per-cell timeout in seconds")
+    col = sub.add_parser("collect", help="merge every run's metrics into one table")
+    col.add_argument("output")
+    col.add_argument("--out", default=None, help="file stem of the merged tables (default OUTPUT/collected)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point; returns the exit status (see the module docstring)."""
+    ap = _parser()
+    args = ap.parse_args(argv)
+    for name in ("workers", "timeout"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            ap.error(f"--{name} must be a positive integer, got {value}")
+    try:
+        return {"notebook": _notebook, "run": _run, "collect": _collect}[args.cmd](args)
+    except (BatchError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

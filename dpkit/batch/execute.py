@@ -1,0 +1,128 @@
+"""Execute one notebook headlessly with papermill, and say in one line why a run failed.
+
+:func:`execute_notebook` checks the parameters against the notebook's parameters cell
+(:func:`dpkit.batch.manifest.check_parameters`), injects ``INTERACTIVE=False`` and ``OUTPUT_DIR`` and
+records ``run.json`` (``status`` ``ok``/``failed``, ``error``). :func:`failure_message` turns a
+failing cell, a cell timeout, a dead kernel, a dead Dask worker or a full disk into one useful line.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from dpkit.batch.manifest import check_parameters
+
+__all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc"]
+
+# --------------------------------------------------------------------------- small helpers
+def write_json(path: Path, obj: Any) -> None:
+    """Write JSON atomically (a temporary file in the same folder, then a rename)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    try:
+        tmp.write_text(json.dumps(obj, indent=2, default=str))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def is_enospc(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+
+
+def failure_message(exc: BaseException, timeout: float | None = None) -> str:
+    """One useful line on why a run failed (the full traceback goes to ``error.txt``)."""
+    name = type(exc).__name__
+    if name == "PapermillExecutionError":
+        return f"cell In[{getattr(exc, 'exec_count', '?')}] raised {getattr(exc, 'ename', '?')}: {getattr(exc, 'evalue', '')}"
+    if name == "CellTimeoutError":
+        lines = str(exc).splitlines()
+        dashes = [i for i, ln in enumerate(lines) if ln and set(ln) == {"-"}]
+        first = lines[dashes[0] + 1].strip() if dashes and dashes[0] + 1 < len(lines) else "?"
+        limit = f"{timeout:g} s" if timeout else "the limit"
+        return f"a cell ran longer than the per-cell timeout ({limit}; --timeout); the cell begins: {first!r}"
+    if name == "DeadKernelError":
+        return f"the notebook's kernel died (out of memory or killed?): {exc}"
+    if name == "KilledWorker":
+        return f"the Dask worker process running this notebook died (killed, out of memory or crashed): {exc}"
+    if is_enospc(exc):
+        where = f" writing {exc.filename}" if getattr(exc, "filename", None) else ""
+        return f"disk full (no space left on device){where}; finished runs are kept: free space and re-run to resume"
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip("- \t")]
+    return f"{name}: {lines[-1]}" if lines else name
+
+
+def check_writable(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` and write a probe file in it; raise the ``OSError`` naming the folder if that fails."""
+    p = Path(folder)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"output folder {p} is not writable: {exc.strerror or exc}", str(p)) from exc
+    return p
+
+
+def is_done(folder: Path) -> bool:
+    try:
+        return json.loads((folder / "run.json").read_text()).get("status") == "ok"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+# --------------------------------------------------------------------------- one notebook
+def execute_notebook(
+    notebook: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    *,
+    parameters: dict[str, Any] | None = None,
+    kernel_name: str | None = None,
+    timeout: int | None = 3600,
+    progress: bool = False,
+    final_dir: str | os.PathLike | None = None,
+) -> Path:
+    """Execute ``notebook`` headlessly into ``output_dir`` and return the executed copy's path.
+
+    ``parameters`` are checked against the notebook's parameters cell (raises
+    :class:`~dpkit.batch.manifest.NotebookParameterError` before anything runs), then injected
+    with ``INTERACTIVE=False`` (unless given) and ``OUTPUT_DIR=output_dir``. Raises
+    :class:`papermill.PapermillExecutionError` (naming the failing cell) if a cell fails;
+    ``run.json`` in ``output_dir`` records the status either way, with ``OUTPUT_DIR`` =
+    ``final_dir`` when the run executes into a temporary folder that is renamed afterwards.
+    """
+    import papermill as pm
+
+    nb = Path(notebook)
+    if not nb.is_file():
+        raise FileNotFoundError(f"notebook not found: {nb}")
+    check_parameters(nb, dict(parameters or {}), source=f"parameters of {nb.name}")
+    out = Path(output_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    params = {"INTERACTIVE": False, **dict(parameters or {}), "OUTPUT_DIR": str(out)}
+    executed = out / nb.name
+    t0 = time.perf_counter()
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    status, error = "running", None
+    try:
+        pm.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=kernel_name or "python3",
+                            cwd=str(nb.resolve().parent), progress_bar=progress, execution_timeout=timeout, log_output=False)
+        status = "ok"
+    except BaseException as exc:
+        status, error = "failed", failure_message(exc, timeout)
+        raise
+    finally:
+        recorded = {**params, "OUTPUT_DIR": str(Path(final_dir).resolve()) if final_dir else str(out)}
+        try:
+            write_json(out / "run.json", {"notebook": str(nb), "parameters": recorded, "status": status, "error": error,
+                                          "wall_time_s": time.perf_counter() - t0, "python": sys.executable})
+        except OSError:
+            if status == "ok":  # a run without its record is not finished; a failing run keeps its own error
+                raise
+    return executed

@@ -1,0 +1,115 @@
+"""One run at a time: a lock per run, and the clean-up of what interrupted runs left behind.
+
+A run ``<output>/<stem>/<key>`` is locked with :func:`fcntl.flock` on ``<output>/<stem>/.<key>.lock``.
+The lock holds across processes on one machine (two batches, Dask worker processes, the batch's
+own client) and the kernel drops it when the holding process dies, so the lock of a killed worker
+never blocks anybody: the lock file stays (it only names the last holder) and is taken again.
+Lock files are never deleted, which is what keeps ``flock`` race-free.
+
+A run executes into ``.<key>.tmp-<random>`` next to its final folder and is renamed into place;
+a folder being replaced is first moved aside to ``.<key>.old-<random>``. Such dot folders of a
+key whose lock is free belong to an interrupted run and are removed (:func:`clean_stale`).
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+__all__ = ["RunLock", "clean_stale", "stale_folders"]
+
+
+class RunLock:
+    """An exclusive, process-wide lock on one run (a context manager once :meth:`acquire` succeeded).
+
+    Parameters
+    ----------
+    path : path-like
+        The lock file, ``<output>/<stem>/.<key>.lock``; created if missing, never deleted.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def acquire(self, *, wait: bool = True, poll: float = 0.2, timeout: float | None = None) -> bool:
+        """Take the lock; ``False`` if another process holds it and ``wait`` is false (or ``timeout`` passed)."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        t0 = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not wait or (timeout is not None and time.monotonic() - t0 >= timeout):
+                    os.close(fd)
+                    return False
+                time.sleep(poll)
+        self._fd = fd
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        return True
+
+    def release(self) -> None:
+        """Drop the lock (the file stays)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def holder(self) -> str:
+        """Who holds (or last held) the lock, as written in the lock file."""
+        try:
+            return self.path.read_text().strip() or "unknown process"
+        except OSError:
+            return "unknown process"
+
+    def __enter__(self) -> RunLock:
+        if not self.held:
+            self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _key_of(name: str) -> str | None:
+    """``.<key>.tmp-xxxx`` / ``.<key>.old-xxxx`` -> ``key``; anything else -> ``None``."""
+    for marker in (".tmp-", ".old-"):
+        if name.startswith(".") and marker in name:
+            return name[1:name.index(marker)]
+    return None
+
+
+def stale_folders(parent: Path, key: str) -> list[Path]:
+    """The temporary and moved-aside folders of run ``key`` below ``parent`` (``<output>/<stem>``)."""
+    return sorted(p for p in parent.glob(f".{key}.*-*") if p.is_dir() and _key_of(p.name) == key)
+
+
+def clean_stale(output: str | os.PathLike) -> list[Path]:
+    """Remove the temporary folders of interrupted runs below ``output``; return what was removed.
+
+    A folder is only removed while its run's lock is free (taken without waiting), so a run in
+    progress in another process keeps its temporary folder.
+    """
+    removed: list[Path] = []
+    root = Path(output)
+    keys = sorted({(p.parent, k) for p in root.glob("*/.*") if p.is_dir() and (k := _key_of(p.name))})
+    for parent, key in keys:
+        lock = RunLock(parent / f".{key}.lock")
+        if not lock.acquire(wait=False):
+            continue
+        try:
+            for p in stale_folders(parent, key):
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p)
+        finally:
+            lock.release()
+    return removed

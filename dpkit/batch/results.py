@@ -1,0 +1,142 @@
+"""Reading a batch output back: every run, every failure, every unreadable file.
+
+:func:`scan_runs` walks ``<output>/<notebook>/<key>/`` and returns the runs it could read and a
+list of :class:`Problem` (failed runs, unreadable ``run.json``/``metrics.json``, a finished run
+without ``metrics.json``), each naming its path. :func:`collect` merges the runs' tables;
+``python -m dpkit.batch collect`` and ``python -m dpkit.batch.checks`` print the problems and exit
+non-zero when there are any, so a batch with failed runs never looks complete downstream.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Problem", "RunRecord", "read_json", "is_run_key", "scan_runs", "collect"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something downstream commands must not hide: a path and what is wrong with it."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run folder as read back: its ``run.json`` and ``metrics.json`` (empty if absent)."""
+
+    folder: Path
+    info: dict[str, Any]
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def read_json(path: Path) -> tuple[Any, Problem | None]:
+    """``(parsed, None)``, or ``(None, Problem)`` naming the file when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text()), None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, Problem(path, f"unreadable {path.name}: {type(exc).__name__}: {exc}")
+
+
+def is_run_key(name: str) -> bool:
+    """A batch run folder's name: 12 lower-case hex digits (:func:`dpkit.batch.run_key`)."""
+    return len(name) == 12 and all(ch in "0123456789abcdef" for ch in name)
+
+
+def failure_reason(info: dict[str, Any]) -> str:
+    """The one-line reason a run failed, from its ``run.json``."""
+    err = str(info.get("error") or "").strip().splitlines()
+    return f"run {info.get('status')}" + (f": {err[-1]}" if err else "")
+
+
+def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
+    info, bad = read_json(folder / "run.json")
+    if bad is not None or not isinstance(info, dict):
+        problems.append(bad or Problem(folder / "run.json", "run.json is not a JSON object"))
+        return None
+    if info.get("status") != "ok":
+        problems.append(Problem(folder, failure_reason(info)))
+    mj = folder / "metrics.json"
+    metrics: Any = {}
+    if mj.is_file():
+        metrics, bad = read_json(mj)
+        if bad is not None or not isinstance(metrics, dict):
+            problems.append(bad or Problem(mj, "metrics.json is not a JSON object"))
+            metrics = {}
+    elif info.get("status") == "ok":
+        problems.append(Problem(folder, "finished run wrote no metrics.json"))
+    return RunRecord(folder, info, metrics)
+
+
+def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]]:
+    """Every run below a batch output folder and every problem found on the way.
+
+    Raises :class:`FileNotFoundError` if ``output`` is not a folder. Temporary folders (``.*``)
+    are skipped; a run folder (12-hex name) without ``run.json`` is a problem, and so is a folder
+    holding no run at all.
+    """
+    root = Path(output)
+    if not root.is_dir():
+        raise FileNotFoundError(f"results folder not found (or not a folder): {root}")
+    runs: list[RunRecord] = []
+    problems: list[Problem] = []
+    for folder in sorted(p for p in root.glob("*/*") if p.is_dir()):
+        if folder.name.startswith(".") or folder.parent.name.startswith("."):
+            continue
+        if not (folder / "run.json").is_file():
+            if is_run_key(folder.name):
+                problems.append(Problem(folder, "run folder without run.json"))
+            continue
+        rec = _read_run(folder, problems)
+        if rec is not None:
+            runs.append(rec)
+    if not runs and not problems:
+        problems.append(Problem(root, "no batch runs found (expected <notebook>/<key>/run.json)"))
+    return runs, problems
+
+
+def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:
+    rows = []
+    for rec in runs:
+        params = {f"param_{k}": (json.dumps(v) if isinstance(v, (list, dict)) else v)
+                  for k, v in (rec.info.get("parameters") or {}).items() if k != "OUTPUT_DIR"}
+        ident = {"run_notebook": Path(str(rec.info.get("notebook", ""))).stem, "run_key": rec.folder.name,
+                 "run_status": rec.info.get("status"), **params}
+        rows.extend({**ident, **r} for r in (rec.metrics.get(section) or []))
+    return rows
+
+
+def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None):
+    """Merge every run's ``metrics.json`` table rows (and checks) into two DataFrames.
+
+    Writes ``<out>.csv`` / ``<out>_checks.csv`` (and ``.parquet`` when pyarrow is there),
+    default ``<output>/collected``. Each row carries ``run_notebook``, ``run_key``,
+    ``run_status`` and the run's parameters as ``param_<NAME>``. Both frames carry the
+    :class:`Problem` list of :func:`scan_runs` in ``.attrs["problems"]``; raises
+    :class:`FileNotFoundError` when ``output`` is not a folder.
+    """
+    import pandas as pd
+
+    runs, problems = scan_runs(output)
+    table, checks_df = pd.DataFrame(_rows(runs, "table")), pd.DataFrame(_rows(runs, "checks"))
+    stem = Path(out) if out else Path(output) / "collected"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(f"{stem}.csv", index=False)
+    checks_df.to_csv(f"{stem}_checks.csv", index=False)
+    try:
+        import pyarrow  # noqa: F401
+
+        for df, suffix in ((table, ""), (checks_df, "_checks")):
+            df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(f"{stem}{suffix}.parquet", index=False)
+    except ImportError:
+        pass
+    for df in (table, checks_df):
+        df.attrs["problems"] = list(problems)
+    return table, checks_df

@@ -1,0 +1,77 @@
+"""Tiny notebooks and manifests for the batch-runner tests, written into ``tmp_path`` (no test module)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+PARAMETERS = """SEED: int = 0
+QUICK: bool = False
+INTERACTIVE: bool = True
+OUTPUT_DIR: str = "out"
+X: float = 1.0
+NAMES: list = ["a"]
+OPTS: dict = {}
+LABEL: str = "x"
+FAIL: bool = False
+SLEEP: float = 0.0
+LOG: str = ""
+KILL_MARKER: str = \"\""""
+
+BODY = """import os
+import signal
+import time
+from pathlib import Path
+
+from dpkit.outputs.report import Report
+
+if LOG:
+    with open(LOG, "a") as f:
+        f.write(f"start {SEED}\\n")
+if KILL_MARKER and not Path(KILL_MARKER).exists():
+    Path(KILL_MARKER).write_text(str(os.getpid()))
+    os.kill(os.getppid(), signal.SIGKILL)  # the process that runs this kernel: the Dask worker
+    time.sleep(60)
+time.sleep(SLEEP)
+if FAIL:
+    raise RuntimeError("deliberate failure of the tiny notebook")
+rep = Report(OUTPUT_DIR, params={"SEED": SEED, "X": X})
+rep.check("tiny-bound", "X / 2 <= X", X / 2, X)
+rep.row(seed=SEED, x=X)
+rep.write()
+if LOG:
+    with open(LOG, "a") as f:
+        f.write(f"end {SEED}\\n")"""
+
+
+def make_notebook(folder: Path, name: str = "tiny.ipynb", *, parameters: str | None = PARAMETERS, body: str = BODY) -> Path:
+    """A two-cell notebook: a cell tagged ``parameters`` (typed literals) and a body writing ``metrics.json``."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    cells = []
+    if parameters is not None:
+        cell = nbformat.v4.new_code_cell(parameters)
+        cell.metadata["tags"] = ["parameters"]
+        cells.append(cell)
+    cells.append(nbformat.v4.new_code_cell(body))
+    nb.cells = cells
+    path = Path(folder) / name
+    nbformat.write(nb, str(path))
+    return path
+
+
+def make_manifest(folder: Path, runs: list[dict[str, Any]] | None = None, *, name: str = "m.yaml",
+                  text: str | None = None, **top: Any) -> Path:
+    """A manifest next to ``tiny.ipynb`` (created if missing), output ``out``; or the raw ``text``."""
+    folder = Path(folder)
+    if not (folder / "tiny.ipynb").exists():
+        make_notebook(folder)
+    path = folder / name
+    if text is None:
+        runs = runs if runs is not None else [{"notebook": "tiny.ipynb"}]
+        text = yaml.safe_dump({"name": "t", "output": "out", **top, "runs": runs})
+    path.write_text(text)
+    return path
