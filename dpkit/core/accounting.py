@@ -135,7 +135,9 @@ class Ledger:
         return (max(self.epsilon - e, 0.0), max(self.delta - d, 0.0))
 
     def can_spend(self, epsilon: float, delta: float = 0.0) -> bool:
-        """Whether a spend of (ε, δ) fits the budget under the ledger's rule."""
+        """Whether a spend of (ε, δ) fits the budget under the ledger's rule (ε > 0 and δ in [0, 1) are validated)."""
+        epsilon = check_epsilon(epsilon, allow_inf=math.isinf(self.epsilon), name="epsilon")
+        delta = check_delta(delta, name="delta")
         pairs = [(s.epsilon, s.delta) for s in self._entries] + [(float(epsilon), float(delta))]
         e, d = _compose(pairs, self.composition, self.delta_slack)
         return e <= self.epsilon * (1 + _TOL) + _TOL and d <= self.delta * (1 + _TOL) + _TOL

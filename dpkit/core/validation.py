@@ -124,7 +124,9 @@ def check_finite_array(
     dtype: Any = float,
     min_rows: int = 0,
 ) -> np.ndarray:
-    """Convert ``x`` to an array, checking it is numeric, finite and of the right rank."""
+    """Convert ``x`` to an array, checking it is numeric (real), finite and of the right rank."""
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} must be real; got complex values (dtype {np.asarray(x).dtype})")
     try:
         arr = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as exc:

@@ -50,6 +50,9 @@ class Laplace(Mechanism):
         super().__post_init__()
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True, name="epsilon"))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
+        if not math.isinf(self.epsilon) and not math.isfinite(self.sensitivity / self.epsilon):
+            raise ValueError(f"the Laplace scale sensitivity/epsilon = {self.sensitivity}/{self.epsilon} overflows to inf: "
+                             "epsilon is too small for this sensitivity")
 
     @property
     def delta(self) -> float:

@@ -125,6 +125,9 @@ class NetMechanism(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.neighbouring != "replace-one":
+            raise ValueError("neighbouring must be 'replace-one' for NetMechanism (its utility sensitivity assumes "
+                             f"replace-one neighbours with public n; add-remove would reveal n); got {self.neighbouring!r}")
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
         object.__setattr__(self, "n", check_positive_int(self.n, name="n"))
         cap = check_positive_int(self.max_candidates, name="max_candidates")

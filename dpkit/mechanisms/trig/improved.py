@@ -3,6 +3,7 @@ from an ellipsoid and the LP over them."""
 from __future__ import annotations
 
 import math
+import warnings
 import time
 from dataclasses import dataclass
 
@@ -120,6 +121,9 @@ class ImprovedTrigonometricMechanism(TrigBase):
         Z = sample_ellipsoid(self.C, axes, rng=g, method=self.sampler)
         G = np.clip(mu + Z @ psi.components_, -1.0, 1.0)
         cells = _unique_rows(discretise_indices(G, N))
+        if cells.shape[0] == 1 and self.C > 1:
+            warnings.warn(f"kappa = {self.kappa:g} collapses the C = {self.C} candidates to one grid point: the synthetic "
+                          "database is that single point (increase kappa)", RuntimeWarning, stacklevel=4)
         return (2.0 * cells + 1.0 - N) / N
 
     def _release(self, X: np.ndarray, *, rng: RNGLike, ledger: Ledger | None) -> Release[TrigDiagnostics]:
