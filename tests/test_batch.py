@@ -121,3 +121,6 @@ def test_glob_notebooks_and_shipped_manifests(tmp_path):
     assert all(s.parameters["QUICK"] is True for s in smoke)
     full = batch.expand_manifest(batch.load_manifest(root / "manifests" / "full.yaml"))
     assert all(s.parameters["QUICK"] is False for s in full)
+    # every parameter of every shipped manifest fits its notebook's parameters cell (expand validates)
+    tables = batch.expand_manifest(batch.load_manifest(root / "manifests" / "tables.yaml"))
+    assert {s.notebook.name for s in tables} == {"20_tables.ipynb"} and len(tables) == 26

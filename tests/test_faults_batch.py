@@ -317,6 +317,15 @@ def test_notebook_cli_failure_exits_1_and_names_the_cell(tmp_path, capsys):
     assert json.loads((tmp_path / "o" / "run.json").read_text())["status"] == "failed"
 
 
+@pytest.mark.notebook
+def test_notebook_cli_unreadable_metrics_exits_1_naming_the_file(tmp_path, capsys):
+    body = ('from pathlib import Path\nPath(OUTPUT_DIR).mkdir(parents=True, exist_ok=True)\n'
+            '(Path(OUTPUT_DIR) / "metrics.json").write_text("{")')
+    nb = make_notebook(tmp_path, body=body)
+    assert batch.main(["notebook", str(nb), "--output", str(tmp_path / "o")]) == 1
+    assert str(tmp_path / "o" / "metrics.json") in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- collect and the checks CLI
 def _fake_run(root: Path, key: str, status: str = "ok", metrics: str | None = None, run_json: str | None = None) -> Path:
     folder = root / "nb" / key

@@ -16,9 +16,12 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, scan_runs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["gather_checks", "summarise_checks", "to_markdown", "to_latex", "write_summary", "main"]
 
@@ -48,7 +51,7 @@ def _plain_checks(root: Path, skip: set[Path], problems: list[Problem]) -> list[
     return rows
 
 
-def gather_checks(results_dir: str | Path):
+def gather_checks(results_dir: str | Path) -> pd.DataFrame:
     """All checks below ``results_dir`` as a DataFrame with columns :data:`COLUMNS` (+ ``run_key`` for batches).
 
     ``df.attrs["problems"]`` lists (:class:`~dpkit.batch.results.Problem`) the failed runs and the

@@ -52,7 +52,11 @@ def _notebook(args: argparse.Namespace) -> int:
     print(f"executed: {path}")
     metrics = Path(args.output) / "metrics.json"
     if metrics.exists():
-        bad = _unexpected(metrics)
+        try:
+            bad = _unexpected(metrics)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"FAILED {args.notebook}: unreadable {metrics}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
         print(f"metrics: {metrics} ({len(bad)} unexpected verdicts)")
         if bad:
             print("unexpected verdicts: " + ", ".join(bad))

@@ -12,7 +12,6 @@ key whose lock is free belong to an interrupted run and are removed (:func:`clea
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import socket
@@ -37,6 +36,8 @@ class RunLock:
 
     def acquire(self, *, wait: bool = True, poll: float = 0.2, timeout: float | None = None) -> bool:
         """Take the lock; ``False`` if another process holds it and ``wait`` is false (or ``timeout`` passed)."""
+        import fcntl  # POSIX only: imported here so that the rest of dpkit.batch imports everywhere
+
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         t0 = time.monotonic()
         while True:
@@ -56,6 +57,8 @@ class RunLock:
     def release(self) -> None:
         """Drop the lock (the file stays)."""
         if self._fd is not None:
+            import fcntl
+
             fd, self._fd = self._fd, None
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)

@@ -12,7 +12,10 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Problem", "RunRecord", "read_json", "is_run_key", "scan_runs", "collect"]
 
@@ -113,7 +116,7 @@ def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:
     return rows
 
 
-def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None):
+def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Merge every run's ``metrics.json`` table rows (and checks) into two DataFrames.
 
     Writes ``<out>.csv`` / ``<out>_checks.csv`` (and ``.parquet`` when pyarrow is there),

@@ -66,11 +66,15 @@ import time
 import traceback
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from dpkit.batch.execute import check_writable, execute_notebook, failure_message, is_done, is_enospc, write_json
 from dpkit.batch.locks import RunLock, clean_stale, stale_folders
 from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manifest_output
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
+    from tqdm import tqdm
 
 __all__ = ["run_one", "record_failure", "run_manifest"]
 
@@ -192,7 +196,7 @@ def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summ
 
 
 # --------------------------------------------------------------------------- batches
-def _local_cluster(n_workers: int):
+def _local_cluster(n_workers: int) -> LocalCluster:
     """A LocalCluster of ``n_workers`` single-threaded processes and no dashboard.
 
     ``dashboard_address=None`` alone still serves HTTP on port 8787 (distributed always starts the
@@ -214,7 +218,7 @@ def _local_cluster(n_workers: int):
 
 
 @contextlib.contextmanager
-def _client(scheduler: str, workers: int | None) -> Iterator[Any]:
+def _client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
     """``None`` for ``sync``, else a Dask client (of a new LocalCluster for ``local``), closed afterwards."""
     if scheduler == "sync":
         yield None
@@ -240,7 +244,8 @@ def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
     return _summary(spec, spec.folder(out), "failed", error=f"not started: {cause['error']}")
 
 
-def _run_all(client: Any, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool, bar: Any) -> list[Summary]:
+def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
+             bar: tqdm) -> list[Summary]:
     """Run ``specs`` in this process (``client is None``) or on Dask; stop starting runs when the disk is full."""
     results: list[Summary] = []
     if client is None:
