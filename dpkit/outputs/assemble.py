@@ -1,24 +1,37 @@
-"""Assemble Tables 3.2/3.3 from the ``20_tables`` runs of a batch output (split per cell by the
-batch runner): ``python -m dpkit.outputs.assemble tables OUTPUT [--out DIR] [--paper-figures]``."""
+"""Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch
+output split per cell by the batch runner:
+``python -m dpkit.outputs.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``."""
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text
+from dpkit.outputs.figures.leaderboard import plot_leaderboard
 from dpkit.outputs.figures.tables import plot_errors_vs_sigma
 from dpkit.outputs.plotting import export_figure
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
-__all__ = ["rows_from_runs", "assemble_tables", "main"]
+__all__ = ["rows_from_runs", "assemble_tables", "assemble_leaderboard", "main"]
 
 
-def rows_from_runs(output: str, *, notebook: str = "20_tables") -> list[dict[str, Any]]:
-    """Table rows of every finished ``notebook`` run under a batch output folder.
+def _table_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["dataset"], r["sigma"], r["mechanism"], r.get("constants", "correct"))
 
-    Rows of the same (data set, σ, mechanism, constants) from several runs are an error (two runs
-    computed the same cell): nothing is silently overwritten.
+
+def _method_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["dataset"], r["sigma"], r["method"])
+
+
+def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "table",
+                   key: Callable[[dict[str, Any]], tuple[Any, ...]] = _table_key) -> list[dict[str, Any]]:
+    """Rows (``metrics.json[field]``) of every finished ``notebook`` run under a batch output folder.
+
+    Rows of the same cell (``key``) from several runs are an error (two runs computed the same cell):
+    nothing is silently overwritten.
     """
     rows, seen = [], {}
     for rj in sorted(Path(output).glob(f"{notebook}/*/run.json")):
@@ -26,11 +39,11 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables") -> list[dict[str
         mj = rj.parent / "metrics.json"
         if info.get("status") != "ok" or not mj.is_file():
             continue
-        for r in json.loads(mj.read_text()).get("table", []):
-            key = (r["dataset"], r["sigma"], r["mechanism"], r.get("constants", "correct"))
-            if key in seen:
-                raise ValueError(f"cell {key} computed by two runs: {seen[key]} and {rj.parent.name}")
-            seen[key] = rj.parent.name
+        for r in json.loads(mj.read_text()).get(field, []):
+            k = key(r)
+            if k in seen:
+                raise ValueError(f"cell {k} computed by two runs: {seen[k]} and {rj.parent.name}")
+            seen[k] = rj.parent.name
             rows.append(r)
     return rows
 
@@ -57,15 +70,42 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
     return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows})}
 
 
+def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
+    """The leaderboard from the ``45_leaderboard`` runs of a batch output (split per cell): the board,
+    every method's rows, the headline and one figure per table and error kind."""
+    rows = rows_from_runs(output, notebook="45_leaderboard", field="method_rows", key=_method_key)
+    if not rows:
+        raise FileNotFoundError(f"no finished 45_leaderboard runs with rows under {output}")
+    board = leaderboard_rows(rows)
+    dest = Path(out) if out else Path(output) / "assembled"
+    export_table(rows_frame(board), "leaderboard", dest)
+    export_table(rows_frame(rows), "leaderboard_all_methods", dest)
+    head = headline(board)
+    (dest / "leaderboard_headline.md").write_text(head.text() + "\n\n" + lost_cells_text(board, rows) + "\n")
+    for privacy, tag in (("ε-DP", "3_2"), ("(ε,δ)-DP", "3_3")):
+        for kind in ("abs", "rel"):
+            fig = plot_leaderboard(board, privacy=privacy, kind=kind)
+            export_figure(fig, f"leaderboard_table_{tag}_{kind}", dest, notebook="45_leaderboard", paper=paper_figures)
+    return {"rows": len(board), "out": str(dest), "headline": head.text()}
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dpkit.outputs.assemble tables OUTPUT [--out DIR] [--paper-figures]``."""
+    """``python -m dpkit.outputs.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``."""
     ap = argparse.ArgumentParser(prog="python -m dpkit.outputs.assemble")
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tables", help="assemble Tables 3.2/3.3 from the 20_tables runs of a batch output")
     t.add_argument("output")
     t.add_argument("--out", default=None)
     t.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
+    lb = sub.add_parser("leaderboard", help="assemble the leaderboard from the 45_leaderboard runs of a batch output")
+    lb.add_argument("output")
+    lb.add_argument("--out", default=None)
+    lb.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
     args = ap.parse_args(argv)
+    if args.cmd == "leaderboard":
+        info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
+        print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
+        return 0
     info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
     print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
     return 0

@@ -1,0 +1,145 @@
+"""The leaderboard: the best correctly accounted method in every cell of the thesis's Tables 3.2/3.3.
+
+A *cell* is (data set, σ, privacy class, error kind): Table 3.2 compares ε-DP methods with the
+improved mechanism I, Table 3.3 (ε, δ)-DP methods with mechanism II (an ε-DP method is also
+(ε, δ)-DP, so it competes in Table 3.3 too). Non-private references (the noise-free LP, a subsample
+of the data) stay on the board, marked, and never count. The best method of a cell is the one with
+the smallest mean worst error over the repetitions; it *wins* when its mean, rounded to the thesis's
+printed precision (3 decimals), is below the printed number, *ties* when equal, and *loses* otherwise.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from dpkit.experiments.reference import SIGMAS, paper_table
+
+__all__ = ["TABLES", "PRINTED_DECIMALS", "verdict", "leaderboard_rows", "headline", "Headline", "lost_cells_text"]
+
+#: (privacy class of the table, the privacy classes that may compete in it, the thesis's mechanism).
+TABLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "ε-DP": (("ε-DP",), "I"),
+    "(ε,δ)-DP": (("ε-DP", "(ε,δ)-DP"), "II"),
+}
+#: Decimals the thesis prints its errors with.
+PRINTED_DECIMALS = 3
+
+
+def verdict(ours: float, paper: float, *, decimals: int = PRINTED_DECIMALS) -> str:
+    """``"win"``, ``"tie"`` or ``"loss"`` of ``ours`` against the printed ``paper`` at the printed precision.
+
+    >>> verdict(0.0114, 0.011), verdict(0.0104, 0.011), verdict(0.0099, 0.011)
+    ('tie', 'win', 'win')
+    """
+    if math.isnan(ours) or math.isnan(paper):
+        return "n/a"
+    r = round(ours, decimals)
+    return "win" if r < paper else ("tie" if r == paper else "loss")
+
+
+def _paper(dataset: str, sigma: float, privacy: str, kind: str) -> float:
+    try:
+        return float(paper_table(privacy)[dataset.upper()][kind][SIGMAS.index(float(sigma))])
+    except (KeyError, ValueError):
+        return math.nan
+
+
+def _best_two(g: pd.DataFrame, key: str) -> tuple[pd.Series | None, pd.Series | None]:
+    s = g.sort_values(key)
+    return (s.iloc[0] if len(s) else None), (s.iloc[1] if len(s) > 1 else None)
+
+
+def leaderboard_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (data set, σ, table) from :func:`dpkit.experiments.baselines.baseline_rows` rows.
+
+    Keys: ``dataset, sigma, privacy`` (the table's class), ``method`` (best by mean worst absolute
+    error), ``abs_mean, abs_std, rel_mean, rel_std, time_s, eps_spent, delta_spent`` (of that method),
+    ``method_rel`` (best by relative error) and its ``rel_mean``, ``runner_up`` and its ``runner_up_abs``,
+    ``paper_abs, paper_rel, win_abs, win_rel`` and ``reference_abs`` (the best non-private reference).
+    """
+    df = pd.DataFrame(list(rows))
+    out: list[dict[str, Any]] = []
+    if df.empty:
+        return out
+    for (ds, sigma), g in df.groupby(["dataset", "sigma"], sort=True):
+        refs = g[g["privacy"] == "non-private"]
+        for table, (allowed, _mech) in TABLES.items():
+            cand = g[g["privacy"].isin(allowed)]
+            best, second = _best_two(cand, "abs_mean")
+            best_rel, _ = _best_two(cand, "rel_mean")
+            if best is None:
+                continue
+            pa, pr = _paper(str(ds), sigma, table, "abs"), _paper(str(ds), sigma, table, "rel")
+            out.append({
+                "dataset": ds, "sigma": float(sigma), "privacy": table, "method": best["method"],
+                "abs_mean": float(best["abs_mean"]), "abs_std": float(best["abs_std"]),
+                "rel_mean": float(best_rel["rel_mean"]), "rel_std": float(best_rel["rel_std"]),
+                "method_rel": best_rel["method"], "time_s": float(best["time_s"]),
+                "eps_spent": float(best["eps_spent"]), "delta_spent": float(best["delta_spent"]),
+                "runner_up": None if second is None else second["method"],
+                "runner_up_abs": math.nan if second is None else float(second["abs_mean"]),
+                "reference_abs": float(refs["abs_mean"].min()) if len(refs) else math.nan,
+                "paper_abs": pa, "paper_rel": pr,
+                "win_abs": verdict(float(best["abs_mean"]), pa), "win_rel": verdict(float(best_rel["rel_mean"]), pr),
+            })
+    return out
+
+
+@dataclass(frozen=True)
+class Headline:
+    """Cells matched or beaten per table (a cell: data set × σ × {abs, rel})."""
+
+    matched: dict[str, int]
+    cells: dict[str, int]
+
+    def text(self) -> str:
+        """``cells matched or beaten: X/50 (Table 3.2), Y/50 (Table 3.3)``."""
+        parts = [f"{self.matched[t]}/{self.cells[t]} (Table {'3.2' if t == 'ε-DP' else '3.3'})" for t in TABLES]
+        return "cells matched or beaten: " + ", ".join(parts)
+
+
+def headline(board: Sequence[dict[str, Any]]) -> Headline:
+    """Count the cells (abs and rel per row) with a win or a tie, per table; cells without a printed number are skipped."""
+    matched = {t: 0 for t in TABLES}
+    cells = {t: 0 for t in TABLES}
+    for r in board:
+        for key in ("win_abs", "win_rel"):
+            if r[key] == "n/a":
+                continue
+            cells[r["privacy"]] += 1
+            matched[r["privacy"]] += r[key] in ("win", "tie")
+    return Headline(matched=matched, cells=cells)
+
+
+def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
+    """A written account of the cells still lost: which method came closest, by how much, and whether even
+    the non-private references reach the printed number (if they do not, the gap is not the noise)."""
+    lines: list[str] = []
+    for r in board:
+        table = "3.2" if r["privacy"] == "ε-DP" else "3.3"
+        for kind in ("abs", "rel"):
+            if r[f"win_{kind}"] != "loss":
+                continue
+            method = r["method"] if kind == "abs" else r["method_rel"]
+            ours, paper = r[f"{kind}_mean"], r[f"paper_{kind}"]
+            ref = [x for x in rows if x["dataset"] == r["dataset"] and x["sigma"] == r["sigma"]
+                   and x["privacy"] == "non-private"]
+            ref_best = min((x[f"{kind}_mean"] for x in ref), default=math.nan)
+            why = ("even the non-private references do not reach the printed number "
+                   f"(best {ref_best:.3g}): the gap is not the privacy noise" if ref_best >= paper else
+                   f"a non-private reference reaches {ref_best:.3g}: the private methods lose it to their noise")
+            if math.isnan(ref_best):
+                why = "no non-private reference ran"
+            lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at "
+                         f"{ours:.3g} against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
+    if not lines:
+        return "Every cell with a printed number is matched or beaten."
+    return f"{len(lines)} cells stay lost:\n" + "\n".join(lines)
+
+
+def _ratio(ours: float, paper: float) -> str:
+    return f"×{ours / paper:.2g}" if paper > 0 else "printed 0"

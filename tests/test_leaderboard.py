@@ -1,0 +1,71 @@
+"""The leaderboard: cells, privacy classes, printed-precision verdicts, headline, assembly of split runs, and
+notebook 45 in QUICK mode."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, verdict
+
+
+def _row(method, privacy, abs_mean, rel_mean=0.5, sigma=2.0, dataset="WDBC"):
+    return {"dataset": dataset, "sigma": sigma, "method": method, "privacy": privacy, "abs_mean": abs_mean,
+            "abs_std": 0.001, "rel_mean": rel_mean, "rel_std": 0.01, "time_s": 0.1, "eps_spent": 1.0,
+            "delta_spent": 0.0}
+
+
+def test_verdict_at_printed_precision():
+    assert verdict(0.0484, 0.049) == "win"
+    assert verdict(0.0494, 0.049) == "tie"  # rounds to the printed 0.049
+    assert verdict(0.0496, 0.049) == "loss"
+    assert verdict(math.nan, 0.049) == "n/a"
+
+
+def test_privacy_classes_and_references():
+    rows = [_row("a-eps", "ε-DP", 0.040, 0.40), _row("b-approx", "(ε,δ)-DP", 0.010, 0.30),
+            _row("floor", "non-private", 0.001, 0.01)]
+    board = {r["privacy"]: r for r in leaderboard_rows(rows)}
+    # Table 3.2 admits only ε-DP methods; Table 3.3 admits both; the non-private floor never wins
+    assert board["ε-DP"]["method"] == "a-eps" and board["(ε,δ)-DP"]["method"] == "b-approx"
+    assert board["ε-DP"]["paper_abs"] == 0.049 and board["(ε,δ)-DP"]["paper_abs"] == 0.063
+    assert board["ε-DP"]["win_abs"] == "win" and board["ε-DP"]["runner_up"] is None
+    assert board["(ε,δ)-DP"]["runner_up"] == "a-eps" and board["(ε,δ)-DP"]["reference_abs"] == 0.001
+    h = headline(list(board.values()))
+    assert h.cells == {"ε-DP": 2, "(ε,δ)-DP": 2}
+    # rel: 0.40 vs printed 0.355 is a loss for Table 3.2; 0.30 vs 0.452 a win for 3.3
+    assert h.matched == {"ε-DP": 1, "(ε,δ)-DP": 2}
+    assert "1/2 (Table 3.2), 2/2 (Table 3.3)" in h.text()
+    text = lost_cells_text(list(board.values()), rows)
+    assert "Table 3.2 (rel): closest a-eps" in text and "non-private reference reaches" in text
+
+
+def test_assemble_leaderboard_from_split_runs(tmp_path):
+    from dpkit.outputs.assemble import assemble_leaderboard
+
+    for key, sigma in (("aaa", 2.0), ("bbb", 4.0)):
+        d = tmp_path / "45_leaderboard" / key
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+        rows = [_row("m1", "ε-DP", 0.03, sigma=sigma), _row("m2", "(ε,δ)-DP", 0.02, sigma=sigma)]
+        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    info = assemble_leaderboard(str(tmp_path))
+    assert info["rows"] == 4 and "Table 3.2" in info["headline"]
+    assert (tmp_path / "assembled" / "leaderboard.csv").is_file()
+    assert (tmp_path / "assembled" / "leaderboard_table_3_3_abs.pdf").is_file()
+
+
+@pytest.mark.notebook
+def test_leaderboard_notebook_quick(run_notebook):
+    m = run_notebook("45_leaderboard.ipynb")
+    assert m["all_consistent"]
+    keys = {"dataset", "sigma", "privacy", "method", "abs_mean", "rel_mean", "paper_abs", "paper_rel", "win_abs",
+            "win_rel"}
+    assert m["table"] and all(keys <= set(r) for r in m["table"])
+    assert {r["privacy"] for r in m["table"]} == {"ε-DP", "(ε,δ)-DP"}
+    assert m["headline"].startswith("cells matched or beaten:")
+    # every private method of the board ran, and none of the non-private ones is a winner
+    winners = {r["method"] for r in m["table"]}
+    assert not winners & {"lp-eps-inf", "subsample"}
+    assert {"marginals-histogram-eps", "gauss-psi-eps"} <= {r["method"] for r in m["method_rows"]}
