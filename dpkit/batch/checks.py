@@ -126,23 +126,15 @@ def to_markdown(df, columns: Iterable[str] = COLUMNS) -> str:
     return "\n".join(lines) + "\n"
 
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+def to_latex(df: pd.DataFrame, columns: Iterable[str] = ("notebook", "id", "statistic", "bound", "confidence", "verdict",
+                                                          "expected")) -> str:
+    """A booktabs LaTeX table of the checks (:func:`dpkit.outputs.tables.to_latex`; claims are long, they are left to
+    the markdown table by default)."""
+    from dpkit.outputs.tables import to_latex as _to_latex
 
-
-def _tex_escape(s: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in s)
-
-
-def to_latex(df, columns: Iterable[str] = ("notebook", "id", "statistic", "bound", "confidence", "verdict", "expected")) -> str:
-    """A ``booktabs`` LaTeX tabular (claims are long; they are left to the markdown table by default)."""
-    cols = list(columns)
-    align = "".join("r" if c in ("statistic", "bound", "confidence") else "l" for c in cols)
-    out = [f"\\begin{{tabular}}{{{align}}}", "\\toprule", " & ".join(_tex_escape(c) for c in cols) + r" \\", "\\midrule"]
-    for row in _cells(df, cols):
-        out.append(" & ".join(_tex_escape(c) for c in row) + r" \\")
-    out += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(out) + "\n"
+    cols = [c for c in columns if c in df.columns]
+    return _to_latex(df[cols], caption="Every check of every notebook: statistic, bound, verdict and the verdict the "
+                     "theory expects", label="tab:checks", decimals=None)
 
 
 def _write(df, out: str | Path) -> None:

@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["rows_frame", "paper_comparison_table", "export_table"]
+__all__ = ["rows_frame", "paper_comparison_table", "export_table", "to_latex", "HEADERS"]
 
 
 def rows_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
@@ -39,14 +40,80 @@ def paper_comparison_table(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(lines)
 
 
-def export_table(df: pd.DataFrame, name: str, output_dir: str | Path) -> list[Path]:
-    """Write a DataFrame as CSV, markdown and LaTeX (``name.csv|md|tex``) into ``output_dir``."""
+#: Human headers (LaTeX) for the column names the experiments write.
+HEADERS: dict[str, str] = {
+    "dataset": "data set", "sigma": r"$\sigma$", "mechanism": "mech.", "constants": "constants", "method": "method",
+    "privacy": "privacy", "abs_mean": "mean worst abs.", "abs_std": "sd abs.", "abs_min": "min abs.",
+    "abs_max": "max abs.", "rel_mean": "mean worst rel.", "rel_std": "sd rel.", "time_s": "time (s)",
+    "time_max_s": "worst time (s)", "time_median_s": "median time (s)", "reps": "reps", "paper_abs": "thesis abs.",
+    "paper_rel": "thesis rel.", "ratio_abs": "ours/thesis abs.", "ratio_rel": "ours/thesis rel.",
+    "paper_time_s": "thesis time (s)", "support_size_median": "support", "eps_spent": r"$\varepsilon$ spent",
+    "delta_spent": r"$\delta$ spent", "epsilon": r"$\varepsilon$", "delta": r"$\delta$", "param": "parameter",
+    "value": "value", "win_abs": "abs.", "win_rel": "rel.", "error": "error", "runner_up": "runner-up",
+}
+#: Unicode symbols of the experiments' strings, as LaTeX math.
+_SYMBOLS = {"σ": r"$\sigma$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "κ": r"$\kappa$", "±": r"$\pm$",
+            "×": r"$\times$", "≤": r"$\le$", "≥": r"$\ge$", "−": "-", "–": "--", "²": r"$^2$"}
+_DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
+
+
+_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _latex_text(s: str) -> str:
+    out = "".join(_ESCAPES.get(ch, ch) for ch in str(s))
+    for k, v in _SYMBOLS.items():
+        out = out.replace(k, v)
+    return out
+
+
+def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None = 3) -> str:
+    """A booktabs ``table`` that compiles with pdflatex as it is: human headers (:data:`HEADERS`), math-mode
+    symbols, floats to ``decimals`` places (the thesis prints 3; ``None``: 4 significant digits), integers as
+    integers, a caption and a label.
+
+    Needs ``\\usepackage{booktabs}`` in the including document.
+    """
+    df = df[[c for c in df.columns if c not in _DROP_FROM_LATEX]]
+    cols = [HEADERS.get(c, _latex_text(c.replace("_", " "))) for c in df.columns]
+
+    integral = {c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+                and df[c].dropna().map(lambda v: float(v).is_integer() and abs(v) < 1e15).all()}
+
+    def cell(c: str, v: Any) -> str:
+        if isinstance(v, (bool, np.bool_)) or v is None or not isinstance(v, (int, float, np.number)):
+            return _latex_text(str(v))
+        if v != v:
+            return "--"
+        if c in integral:
+            return str(int(v))
+        return f"{float(v):.4g}" if decimals is None else f"{float(v):.{decimals}f}"
+
+    align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\small", rf"\caption{{{_latex_text(caption)}}}",
+             rf"\label{{{label}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(cols) + r" \\",
+             r"\midrule"]
+    for _, row in df.iterrows():
+        lines.append(" & ".join(cell(c, row[c]) for c in df.columns) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def export_table(df: pd.DataFrame, name: str, output_dir: str | Path, *, caption: str | None = None,
+                 label: str | None = None, decimals: int = 3) -> list[Path]:
+    """Write a DataFrame as CSV, markdown and LaTeX (``name.csv|md|tex``) into ``output_dir``.
+
+    The LaTeX is :func:`to_latex` (booktabs, human headers, ``decimals`` places, caption and label
+    ``tab:<name>``): it compiles with pdflatex as it is.
+    """
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.csv", out / f"{name}.md", out / f"{name}.tex"]
     df.to_csv(paths[0], index=False)
     paths[1].write_text(df.to_markdown(index=False) if _has_tabulate() else df.to_string(index=False))
-    paths[2].write_text(df.to_latex(index=False, escape=True))
+    cap = caption or name.replace("_", " ")
+    paths[2].write_text(to_latex(df, caption=cap, label=label or f"tab:{name}", decimals=decimals))
     return paths
 
 
