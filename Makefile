@@ -33,8 +33,11 @@ test: $(STAMP) ## run the whole test suite (statistical, notebooks in QUICK mode
 test-fast: $(STAMP) ## unit tests only (skip notebook executions)
 	$(BIN)/python -m pytest -n 2 -q -m "not notebook"
 
-lab: $(STAMP) ## open JupyterLab with working widgets in this environment
-	$(BIN)/jupyter lab notebooks/
+PORT ?= 8888
+NO_BROWSER ?= 0
+lab: $(STAMP) ## JupyterLab with working widgets (make lab PORT=8899 NO_BROWSER=1; --allow-root when run as root)
+	$(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
+		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
 bench: $(STAMP) ## full benchmarks -> results/bench.json and results/bench.md
 	$(BIN)/python -m dpkit.batch.bench --out $(RESULTS)
