@@ -25,6 +25,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from dpkit.evaluation.verdicts import VERDICTS, Check, check
+from dpkit.outputs.provenance import provenance
 
 __all__ = ["Check", "Report", "check", "write_metrics", "read_metrics", "to_jsonable", "VERDICTS"]
 
@@ -105,6 +106,7 @@ class Report:
                 "dpkit_version": __version__,
                 "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "wall_time_s": time.perf_counter() - self._t0,
+                "provenance": provenance(),
             },
             **self.extra,
         }
