@@ -57,6 +57,7 @@ reproduce: $(STAMP) ## reproduce everything (full.yaml) on a local Dask cluster;
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full || status=$$?; \
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary || status=$$?; \
 	if [ $$status -eq 0 ]; then $(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures || status=$$?; \
+	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/full --paper-figures || status=$$?; \
 	else echo "reproduce: failed runs or checks (listed above): tables not assembled; fix and re-run (finished runs are kept)"; fi; \
 	exit $$status
 

@@ -117,8 +117,13 @@ def export_figure(
     notebook: str | None = None,
     paper: bool = False,
     formats: tuple[str, ...] = ("pdf", "png"),
+    caption: str | None = None,
+    parameters: dict[str, object] | None = None,
 ) -> list[Path]:
     """Save ``fig`` as ``output_dir/name.{pdf,png}`` (fonts embedded); return the paths.
+
+    With ``caption`` and/or ``parameters`` the figure carries them: in the PDF/PNG metadata (``Subject``:
+    the caption, ``Keywords``: ``NAME=value; …``) and in a caption file ``name.caption.txt`` beside it.
 
     Parameters
     ----------
@@ -131,6 +136,10 @@ def export_figure(
         The notebook's stem, used to name paper figures.
     paper : bool
         Also write ``figures/<notebook>__<name>.{pdf,png}`` in the repository.
+    caption : str, optional
+        What the figure shows (protocol, what the bars are).
+    parameters : dict, optional
+        The parameters that made it (σ, ε, δ, data set, repetitions …).
     """
     if not isinstance(name, str) or not name or any(c in name for c in "/\\") or Path(name).suffix in {".pdf", ".png"}:
         raise ValueError(f"name must be a bare file stem without folder or extension; got {name!r}")
@@ -139,14 +148,26 @@ def export_figure(
         if not notebook:
             raise ValueError("notebook must name the notebook when paper=True (figures are named <notebook>__<name>)")
         targets.append((paper_figures_dir(), f"{notebook}__{name}"))
+    keywords = "; ".join(f"{k}={v}" for k, v in (parameters or {}).items())
+    meta: dict[str, str] = {"Creator": "dpkit"}
+    if caption:
+        meta["Subject"] = caption
+    if keywords:
+        meta["Keywords"] = keywords
     paths: list[Path] = []
     for folder, stem in targets:
         folder.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
             p = folder / f"{stem}.{fmt}"
             tmp = folder / f".{stem}.tmp.{fmt}"
+            md = meta if fmt == "pdf" else ({"Software": "dpkit", **{k: v for k, v in meta.items() if k != "Creator"}}
+                                            if fmt == "png" else None)
             with style():
-                fig.savefig(tmp, format=fmt, metadata={"Creator": "dpkit"} if fmt in ("pdf", "png") else None)
+                fig.savefig(tmp, format=fmt, metadata=md)
             os.replace(tmp, p)  # never leave a half-written figure
             paths.append(p)
+        if caption or keywords:
+            cap = folder / f"{stem}.caption.txt"
+            cap.write_text((caption or "") + ("\n\nParameters: " + keywords if keywords else "") + "\n")
+            paths.append(cap)
     return paths

@@ -13,11 +13,19 @@ from dpkit.outputs.plotting import PALETTE, new_figure
 __all__ = ["plot_errors_vs_sigma", "plot_sweep"]
 
 
-def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", title: str = "") -> Figure:
-    """Mean worst error vs σ, one panel per data set: ours (±std) next to the thesis's numbers.
+#: Mechanism I vs II: colour *and* marker; correct constants solid, printed dotted, the thesis dashed with crosses —
+#: so every curve is told apart in grayscale.
+MECH_STYLE = {"I": (PALETTE[0], "o"), "II": (PALETTE[1], "s")}
+#: The thesis's curves: I dashed with crosses, II dash-dotted with pluses.
+THESIS_STYLE = {"I": ("--", "x"), "II": ("-.", "+")}
 
-    Colour = mechanism (I, II); solid = dpkit with correct constants, dotted = printed constants,
-    dashed with crosses = the thesis's Table 3.2/3.3. Log scale (printed zeros are not drawn).
+
+def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", title: str = "") -> Figure:
+    """Mean worst error vs σ, one panel per data set: ours (± std over repetitions) next to the thesis's numbers.
+
+    Mechanism I: circles, II: squares (and two colours); solid = dpkit with correct constants, dotted = printed
+    constants, dashed with crosses (I) and dash-dotted with pluses (II) = the thesis's Tables 3.2/3.3. Log scale (printed zeros are not drawn). σ ticks
+    at the data values. ``title`` is for interactive use; exported paper figures carry none (the caption does).
     """
     df = pd.DataFrame(list(rows))
     if df.empty:
@@ -29,46 +37,56 @@ def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", t
     datasets = sorted(df["dataset"].unique())
     ncols = min(3, len(datasets))
     nrows = -(-len(datasets) // ncols)
-    fig, axes = new_figure(nrows, ncols, width="double", aspect=0.3 * nrows if nrows > 1 else 0.36,
-                           sharex=True, squeeze=False)
-    colours = {"I": PALETTE[0], "II": PALETTE[1]}
+    fig, axes = new_figure(nrows, ncols, width="double", aspect=0.3 * nrows if nrows > 1 else 0.36, squeeze=False)
+    sigmas = sorted(df["sigma"].unique())
     for ax, ds in zip(axes.flat, datasets):
         for (mech, constants), g in df[df.dataset == ds].groupby(["mechanism", "constants"], sort=True):
             g = g.sort_values("sigma")
-            c = colours.get(mech, PALETTE[2])
-            ax.errorbar(g["sigma"], g[f"{kind}_mean"], yerr=g[f"{kind}_std"], marker="o", ms=3, capsize=2, color=c,
-                        ls="-" if constants == "correct" else ":", alpha=1.0 if constants == "correct" else 0.8,
-                        label=f"{mech} dpkit" + ("" if constants == "correct" else " (printed constants)"))
-            if constants == "correct":
+            c, mk = MECH_STYLE.get(mech, (PALETTE[2], "^"))
+            printed = constants != "correct"
+            ax.errorbar(g["sigma"], g[f"{kind}_mean"], yerr=g[f"{kind}_std"], marker=mk, ms=3.5, capsize=2, color=c,
+                        ls=":" if printed else "-", mfc="white" if printed else c,
+                        label=f"{mech} dpkit" + (" (printed constants)" if printed else "") + " ± std over reps")
+            if not printed:
                 paper = g[g[f"paper_{kind}"] > 0]
-                ax.plot(paper["sigma"], paper[f"paper_{kind}"], ls="--", marker="x", color=c, alpha=0.6,
+                tls, tmk = THESIS_STYLE.get(mech, ("--", "x"))
+                ax.plot(paper["sigma"], paper[f"paper_{kind}"], ls=tls, marker=tmk, color=c, alpha=0.7,
                         label=f"{mech} thesis")
         ax.set_yscale("log")
+        ax.set_xticks(sigmas)
+        ax.set_xticklabels([f"{s:g}" for s in sigmas])
         ax.set_title(ds)
+        ax.set_xlabel(r"$\sigma$ ($K = \sigma^2$)")
     for ax in axes.flat[len(datasets):]:
         ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel("σ (K = σ²)")
     for ax in axes[:, 0]:
-        ax.set_ylabel(f"worst {'abs.' if kind == 'abs' else 'rel.'} error")
+        ax.set_ylabel(f"worst {'absolute' if kind == 'abs' else 'relative'} error")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(6, len(labels)), fontsize=6)
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(3, len(labels)), fontsize=8)
     if title:
         fig.suptitle(title)
     return fig
 
 
 def plot_sweep(rows: Iterable[dict[str, Any]], *, xlabel: str, title: str = "", logx: bool = False) -> Figure:
-    """Mean worst absolute error (± std, min–max band) vs the swept parameter."""
+    """Mean worst absolute error (± std over repetitions, min–max band) vs the swept parameter.
+
+    Ticks at the swept values (integers as integers); the legend sits outside the axes so it never covers the band.
+    """
     df = pd.DataFrame(list(rows)).sort_values("value")
-    fig, ax = new_figure()
-    ax.fill_between(df["value"], df["abs_min"], df["abs_max"], alpha=0.15, label="min–max over reps")
-    ax.errorbar(df["value"], df["abs_mean"], yerr=df["abs_std"], marker="o", capsize=2, label="mean ± std")
+    fig, ax = new_figure(aspect=0.85)
+    ax.fill_between(df["value"], df["abs_min"], df["abs_max"], color="0.8", alpha=0.6, label="min–max over repetitions")
+    ax.errorbar(df["value"], df["abs_mean"], yerr=df["abs_std"], color="0.1", marker="o", ms=3.5, capsize=2,
+                label="mean ± std over repetitions")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("worst absolute error")
     if logx:
         ax.set_xscale("log")
-    ax.legend()
+    values = list(df["value"])
+    ax.set_xticks(values)
+    ax.set_xticklabels([f"{v:g}" for v in values], rotation=45 if len(values) > 6 else 0)
+    ax.minorticks_off()
+    fig.legend(loc="outside lower center", ncol=2, fontsize=8)
     if title:
         ax.set_title(title)
     return fig
