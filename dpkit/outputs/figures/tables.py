@@ -24,7 +24,8 @@ def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", t
     """Mean worst error vs σ, one panel per data set: ours (± std over repetitions) next to the thesis's numbers.
 
     Mechanism I: circles, II: squares (and two colours); solid = dpkit with correct constants, dotted = printed
-    constants, dashed with crosses (I) and dash-dotted with pluses (II) = the thesis's Tables 3.2/3.3. Log scale (printed zeros are not drawn). σ ticks
+    constants, dashed with crosses (I) and dash-dotted with pluses (II) = the thesis's Tables 3.2/3.3.
+    Log scale (printed zeros are not drawn). σ ticks
     at the data values. ``title`` is for interactive use; exported paper figures carry none (the caption does).
     """
     df = pd.DataFrame(list(rows))
