@@ -69,3 +69,18 @@ def test_leaderboard_notebook_quick(run_notebook):
     winners = {r["method"] for r in m["table"]}
     assert not winners & {"lp-eps-inf", "subsample"}
     assert {"marginals-histogram-eps", "gauss-psi-eps"} <= {r["method"] for r in m["method_rows"]}
+
+
+def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):
+    from dpkit.outputs.assemble import main
+
+    for key, status in (("aaa", "ok"), ("bbb", "failed"), (".ccc.tmp-1", "ok")):
+        d = tmp_path / "45_leaderboard" / key
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"status": status, "parameters": {}}))
+        if status == "ok":
+            rows = [_row("m1", "ε-DP", 0.03), _row("m2", "(ε,δ)-DP", 0.02)]
+            (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    assert main(["leaderboard", str(tmp_path)]) == 1  # the temporary folder is ignored, the failed run is named
+    err = capsys.readouterr().err
+    assert "bbb" in err and "tmp" not in err

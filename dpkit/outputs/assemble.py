@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,24 @@ def _method_key(r: dict[str, Any]) -> tuple[Any, ...]:
     return (r["dataset"], r["sigma"], r["method"])
 
 
+def _run_files(output: str, notebook: str) -> list[Path]:
+    """``run.json`` of every run folder of ``notebook`` (temporary ``.<key>.tmp-*`` folders excluded)."""
+    return sorted(p for p in Path(output).glob(f"{notebook}/*/run.json") if not p.parent.name.startswith("."))
+
+
+def failed_runs(output: str, notebook: str) -> list[str]:
+    """Folders of the runs of ``notebook`` that did not finish ok, or whose metrics.json is missing."""
+    bad = []
+    for rj in _run_files(output, notebook):
+        try:
+            ok = json.loads(rj.read_text()).get("status") == "ok" and (rj.parent / "metrics.json").is_file()
+        except (OSError, ValueError):
+            ok = False
+        if not ok:
+            bad.append(str(rj.parent))
+    return bad
+
+
 def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "table",
                    key: Callable[[dict[str, Any]], tuple[Any, ...]] = _table_key) -> list[dict[str, Any]]:
     """Rows (``metrics.json[field]``) of every finished ``notebook`` run under a batch output folder.
@@ -40,7 +59,7 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "ta
     nothing is silently overwritten.
     """
     rows, seen = [], {}
-    for rj in sorted(Path(output).glob(f"{notebook}/*/run.json")):
+    for rj in _run_files(output, notebook):
         info = json.loads(rj.read_text())
         mj = rj.parent / "metrics.json"
         if info.get("status") != "ok" or not mj.is_file():
@@ -114,9 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "leaderboard":
         info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
         print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
-        return 0
-    info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
-    print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
+    else:
+        info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
+        print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
+    bad = failed_runs(args.output, "45_leaderboard" if args.cmd == "leaderboard" else "20_tables")
+    if bad:
+        print(f"{len(bad)} run(s) failed and are missing from the assembled tables:", *bad, sep="\n  ", file=sys.stderr)
+        return 1
     return 0
 
 
