@@ -83,4 +83,4 @@ def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):
             (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
     assert main(["leaderboard", str(tmp_path)]) == 1  # the temporary folder is ignored, the failed run is named
     err = capsys.readouterr().err
-    assert "bbb" in err and "tmp" not in err
+    assert "bbb" in err and ".ccc" not in err
