@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from dpkit.outputs.figures._panels import dataset_panels, finish_sigma_panels, sigma_axis
 from dpkit.outputs.plotting import new_figure
 
 __all__ = ["plot_leaderboard"]
@@ -25,9 +26,7 @@ def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str
         ax.text(0.5, 0.5, "no cells", ha="center", va="center", transform=ax.transAxes)
         return fig
     datasets = sorted(df["dataset"].unique())
-    ncols = min(3, len(datasets))
-    nrows = -(-len(datasets) // ncols)
-    fig, axes = new_figure(nrows, ncols, width="double", aspect=0.3 * nrows if nrows > 1 else 0.36, squeeze=False)
+    fig, axes = dataset_panels(datasets)
     method_key = "method" if kind == "abs" else "method_rel"
     for ax, ds in zip(axes.flat, datasets):
         g = df[df["dataset"] == ds].sort_values("sigma")
@@ -38,14 +37,6 @@ def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str
         for _, r in g.iterrows():
             ax.annotate(str(r[method_key]), (r["sigma"], r[f"{kind}_mean"]), fontsize=5, rotation=30,
                         xytext=(2, 2), textcoords="offset points")
-        ax.set_yscale("log")
-        ax.set_xticks(sorted(g["sigma"].unique()))
-        ax.set_title(ds)
-        ax.set_xlabel(r"$\sigma$ ($K = \sigma^2$)")
-    for ax in axes.flat[len(datasets):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(f"worst {'abs.' if kind == 'abs' else 'rel.'} error")
-    h, lab = axes.flat[0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="outside lower center", ncol=2, fontsize=8)
+        sigma_axis(ax, sorted(g["sigma"].unique()), ds)
+    finish_sigma_panels(fig, axes, len(datasets), kind=kind, ncol=2)
     return fig

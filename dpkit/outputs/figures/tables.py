@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from dpkit.outputs.figures._panels import dataset_panels, finish_sigma_panels, sigma_axis
 from dpkit.outputs.plotting import PALETTE, new_figure
 
 __all__ = ["plot_errors_vs_sigma", "plot_sweep"]
@@ -36,9 +37,7 @@ def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", t
     if "constants" not in df:
         df["constants"] = "correct"
     datasets = sorted(df["dataset"].unique())
-    ncols = min(3, len(datasets))
-    nrows = -(-len(datasets) // ncols)
-    fig, axes = new_figure(nrows, ncols, width="double", aspect=0.3 * nrows if nrows > 1 else 0.36, squeeze=False)
+    fig, axes = dataset_panels(datasets)
     sigmas = sorted(df["sigma"].unique())
     for ax, ds in zip(axes.flat, datasets):
         for (mech, constants), g in df[df.dataset == ds].groupby(["mechanism", "constants"], sort=True):
@@ -53,17 +52,8 @@ def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", t
                 tls, tmk = THESIS_STYLE.get(mech, ("--", "x"))
                 ax.plot(paper["sigma"], paper[f"paper_{kind}"], ls=tls, marker=tmk, color=c, alpha=0.7,
                         label=f"{mech} thesis")
-        ax.set_yscale("log")
-        ax.set_xticks(sigmas)
-        ax.set_xticklabels([f"{s:g}" for s in sigmas])
-        ax.set_title(ds)
-        ax.set_xlabel(r"$\sigma$ ($K = \sigma^2$)")
-    for ax in axes.flat[len(datasets):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(f"worst {'absolute' if kind == 'abs' else 'relative'} error")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(3, len(labels)), fontsize=8)
+        sigma_axis(ax, sigmas, ds)
+    finish_sigma_panels(fig, axes, len(datasets), kind=kind, ncol=3)
     if title:
         fig.suptitle(title)
     return fig

@@ -1,0 +1,38 @@
+"""Panels per data set against σ, shared by the tables and leaderboard figures."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from dpkit.outputs.plotting import new_figure
+
+__all__ = ["dataset_panels", "sigma_axis", "finish_sigma_panels"]
+
+
+def dataset_panels(datasets: Sequence[str]) -> tuple[Figure, np.ndarray]:
+    """A double-column grid with one panel per data set (up to three per row)."""
+    ncols = min(3, len(datasets))
+    nrows = -(-len(datasets) // ncols)
+    return new_figure(nrows, ncols, width="double", aspect=0.3 * nrows if nrows > 1 else 0.36, squeeze=False)
+
+
+def sigma_axis(ax: Axes, sigmas: Sequence[float], title: str) -> None:
+    """Log error axis, σ ticks at the data values, the panel's title and the σ label."""
+    ax.set_yscale("log")
+    ax.set_xticks(list(sigmas))
+    ax.set_xticklabels([f"{s:g}" for s in sigmas])
+    ax.set_title(title)
+    ax.set_xlabel(r"$\sigma$ ($K = \sigma^2$)")
+
+
+def finish_sigma_panels(fig: Figure, axes: np.ndarray, n_used: int, *, kind: str, ncol: int) -> None:
+    """Hide unused panels, label the error axes, one legend (≥ 8 pt) below the panels."""
+    for ax in axes.flat[n_used:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"worst {'absolute' if kind == 'abs' else 'relative'} error")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(ncol, max(1, len(labels))), fontsize=8)
