@@ -35,8 +35,8 @@ Cost
 ----
 ``2·n_samples`` mechanism calls plus ``O(n log n)`` sorting and ``O(n_thresholds)``
 Clopper–Pearson evaluations. With a vectorised mechanism (``mechanism_fn(db, rng, size=n)``)
-at ``n_samples = 10⁵`` a call takes ~0.02–0.1 s (measured on the 2-core dev machine); a scalar-only mechanism is called in a Python
-loop (≈1 µs–10 µs overhead per draw, i.e. ~1–2 s at 10⁵ for a cheap mechanism).
+at ``n_samples = 10⁵`` a call takes ~0.02–0.1 s (measured on the 2-core dev machine); a scalar-only mechanism is
+called in a Python loop (≈1 µs–10 µs overhead per draw, i.e. ~1–2 s at 10⁵ for a cheap mechanism).
 Power: with 5·10⁴ estimation draws per side, a Laplace mechanism whose scale is 20% too small
 (true ε_eff = 1.25ε) is flagged at ε = 1 with ε_lb ≈ 1.22.
 """

@@ -14,7 +14,14 @@ from scipy.special import logsumexp
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_epsilon, check_finite_array, check_positive_int, check_probability, check_sensitivity
+from dpkit.core.validation import (
+    check_choice,
+    check_epsilon,
+    check_finite_array,
+    check_positive_int,
+    check_probability,
+    check_sensitivity,
+)
 from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["Exponential", "ReportNoisyMax", "RNM_NOISES"]

@@ -16,7 +16,14 @@ from scipy import integrate
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_epsilon, check_finite_array, check_positive_int, check_probability, check_sensitivity
+from dpkit.core.validation import (
+    check_choice,
+    check_epsilon,
+    check_finite_array,
+    check_positive_int,
+    check_probability,
+    check_sensitivity,
+)
 from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["AboveThreshold", "laplace_cdf", "laplace_pdf"]

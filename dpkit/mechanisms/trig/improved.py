@@ -3,8 +3,8 @@ from an ellipsoid and the LP over them."""
 from __future__ import annotations
 
 import math
-import warnings
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
