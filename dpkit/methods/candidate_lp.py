@@ -20,7 +20,6 @@ so the comparison with the ellipsoid isolates the candidate set.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.trig import (
     MomentNoise,
     basis_indices,
@@ -98,14 +97,11 @@ class CandidateLP(MethodBase):
     n_iter: int = 10
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        check_int_in_range(self.C, name="C", low=1)
-        check_int_in_range(self.R, name="R", low=1)
+        self._check_budget()
+        check_positive_ints(self, "C", "R")
         check_choice(self.source, name="source", choices=("gaussian", "marginals", "uniform"))
         check_choice(self.fit_method, name="fit_method", choices=("analyze_gauss", "psi"))
-        if not (float(self.K) > 0 and math.isfinite(float(self.K))):
-            raise ValueError(f"K must be finite and > 0; got {self.K}")
+        check_positive_finite(self.K, name="K")
 
     def at_width(self, sigma: float) -> CandidateLP:
         """This variant for kernel width σ: smoothness K = σ² (as the trigonometric mechanisms)."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_ints
 from dpkit.mechanisms.pca import PrivateSubspaceIteration
 from dpkit.methods.marginals import noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
@@ -81,12 +81,9 @@ class GaussianFit(MethodBase):
     m: int = 2000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        self._check_budget()
         check_choice(self.method, name="method", choices=("analyze_gauss", "psi"))
-        check_int_in_range(self.k, name="k", low=1)
-        check_int_in_range(self.n_iter, name="n_iter", low=1)
-        check_int_in_range(self.m, name="m", low=1)
+        check_positive_ints(self, "k", "n_iter", "m")
 
     @property
     def name(self) -> str:

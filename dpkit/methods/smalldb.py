@@ -20,7 +20,7 @@ import numpy as np
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.exceptions import FeasibilityError
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range, check_positive_ints
 from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 from dpkit.mechanisms.trig.grid import discretise_indices, grid_points
 from dpkit.methods._kernels import kernel_values
@@ -54,8 +54,7 @@ class SmallDB(MethodBase):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        check_int_in_range(self.levels, name="levels", low=1)
-        check_int_in_range(self.m, name="m", low=1)
+        check_positive_ints(self, "levels", "m")
         check_int_in_range(self.max_candidates, name="max_candidates", low=1, high=MAX_CANDIDATES)
 
     needs_workload = True

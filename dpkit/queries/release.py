@@ -30,6 +30,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_delta, check_epsilon
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -173,6 +174,12 @@ class MethodBase:
     def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[Any]:  # pragma: no cover
         raise NotImplementedError
+
+    def _check_budget(self, *, allow_inf: bool = True) -> None:
+        """Validate (and store as floats) the ``epsilon`` and ``delta`` fields; ``allow_inf`` admits
+        ε = ∞ (the noise-free reference). For ``__post_init__`` of methods with both fields."""
+        object.__setattr__(self, "epsilon", check_epsilon(getattr(self, "epsilon"), allow_inf=allow_inf))
+        object.__setattr__(self, "delta", check_delta(getattr(self, "delta")))
 
     def _require_workload(self, workload: GaussianKernelWorkload | None) -> GaussianKernelWorkload:
         if workload is None:

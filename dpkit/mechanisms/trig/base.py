@@ -12,13 +12,7 @@ from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import (
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_in_unit_cube,
-    check_real_in_range,
-)
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_finite
 from dpkit.mechanisms.base import Mechanism
 from dpkit.mechanisms.trig.basis import basis_moments, evaluate_basis
 from dpkit.mechanisms.trig.grid import lattice_round
@@ -108,11 +102,8 @@ class TrigBase(Mechanism, MethodBase):
             raise ValueError(
                 f"neighbouring must be 'replace-one' for {type(self).__name__} (its calibration assumes replace-one "
                 f"neighbours with public n; add-remove would reveal n); got {self.neighbouring!r}")
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        object.__setattr__(self, "K", check_real_in_range(self.K, name="K", low=0.0, low_inclusive=False))
-        if math.isinf(self.K):
-            raise ValueError("K must be finite")
+        self._check_budget()
+        object.__setattr__(self, "K", check_positive_finite(self.K, name="K"))
         check_choice(self.constants, name="constants", choices=CONSTANTS)
         check_choice(self.output, name="output", choices=OUTPUTS)
         check_choice(self.lp_method, name="lp_method", choices=LP_METHODS)

@@ -2,7 +2,6 @@
 from an ellipsoid and the LP over them."""
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -11,11 +10,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import (
-    check_choice,
-    check_int_in_range,
-    check_real_in_range,
-)
+from dpkit.core.validation import check_choice, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.mechanisms.pca import PrivateSubspaceIteration, psi_noise_scale
@@ -88,15 +83,8 @@ class ImprovedTrigonometricMechanism(TrigBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_int_in_range(self.C, name="C", low=1)
-        check_int_in_range(self.R, name="R", low=1)
-        check_int_in_range(self.k, name="k", low=1)
-        check_int_in_range(self.n_iter, name="n_iter", low=1)
-        object.__setattr__(
-            self, "kappa", check_real_in_range(self.kappa, name="kappa", low=0.0, low_inclusive=False)
-        )
-        if math.isinf(self.kappa):
-            raise ValueError("kappa must be finite")
+        check_positive_ints(self, "C", "R", "k", "n_iter")
+        object.__setattr__(self, "kappa", check_positive_finite(self.kappa, name="kappa"))
         check_choice(self.sampler, name="sampler", choices=("uniform", "thesis"))
         check_choice(self.pca_sensitivity, name="pca_sensitivity", choices=("bound", "thesis"))
 
