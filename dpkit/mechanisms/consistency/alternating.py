@@ -150,42 +150,61 @@ def alternating_projection(
     check_choice(stop, name="stop", choices=STOP_RULES)
     max_iter = check_positive_int(max_iter, name="max_iter")
     tol = check_real_in_range(tol, name="tol", low=0.0, low_inclusive=False)
-    if len(projectors) == 0:
-        raise ValueError("projectors must contain at least one projector")
-    x = np.array(x0, dtype=float, copy=True)
-    if not np.all(np.isfinite(x)):
-        raise ValueError("x0 must be finite")
+    x = _start(x0, projectors)
     N = float(x.size)
     change_norm = N if change_norm is None else float(change_norm)
     tracer = _Tracer(x, residual=residual, x_true=x_true, x_ref=x_ref, invariants=invariants, metrics=metrics,
                      mse_norm=N if mse_norm is None else float(mse_norm),
                      err_norm=N if err_norm is None else float(err_norm))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=max_iter, disable=not progress, desc="alternating projection")
     t0 = time.perf_counter()
     converged = False
     s = 0
-    for s in range(1, max_iter + 1):
-        prev = x
-        for P in projectors:
-            nxt = _apply(P, x)
-            tracer.step(x, nxt)
-            x = nxt
-        change = float(np.sum(np.abs(x - prev))) / change_norm
-        tracer.record(x, change)
-        if bar is not None:
+    with _progress_bar(progress, max_iter) as bar:
+        for s in range(1, max_iter + 1):
+            prev = x
+            for P in projectors:
+                nxt = _apply(P, x)
+                tracer.step(x, nxt)
+                x = nxt
+            change = float(np.sum(np.abs(x - prev))) / change_norm
+            tracer.record(x, change)
             bar.update(1)
-        if stop == "mean-change" and change < tol:
-            converged = True
-            break
-    seconds = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
+            if stop == "mean-change" and change < tol:
+                converged = True
+                break
+        seconds = time.perf_counter() - t0
     return AlternatingResult(x=x, n_iter=s, converged=converged or stop == "fixed", stop=stop, seconds=seconds,
                              trace=tracer.trace())
+
+
+def _start(x0: ArrayLike, projectors: Sequence[Projector]) -> np.ndarray:
+    """A float copy of ``x0`` (finite), after checking there is at least one projector."""
+    if len(projectors) == 0:
+        raise ValueError("projectors must contain at least one projector")
+    x = np.array(x0, dtype=float, copy=True)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x0 must be finite")
+    return x
+
+
+def _progress_bar(progress: bool, total: int) -> Any:
+    """A tqdm bar over the cycles, or a no-op stand-in (tqdm is imported only when asked for)."""
+    if not progress:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="alternating projection")
+
+
+class _NoBar:
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        return None
 
 
 class _Tracer:
