@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from dpkit.core.rng import RNGLike, spawn
@@ -58,7 +59,7 @@ from dpkit.mechanisms.base import Mechanism
 __all__ = ["AuditResult", "audit", "clopper_pearson_lower", "clopper_pearson_upper", "scalar_releaser"]
 
 
-def clopper_pearson_lower(k: Any, n: Any, level: float) -> np.ndarray:
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: float) -> np.ndarray:
     """One-sided Clopper–Pearson lower bound: ``P(p ≥ lower) ≥ level``. (0 when k = 0.)"""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -67,7 +68,7 @@ def clopper_pearson_lower(k: Any, n: Any, level: float) -> np.ndarray:
     return np.where(k <= 0, 0.0, np.nan_to_num(lo, nan=0.0))
 
 
-def clopper_pearson_upper(k: Any, n: Any, level: float) -> np.ndarray:
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, level: float) -> np.ndarray:
     """One-sided Clopper–Pearson upper bound: ``P(p ≤ upper) ≥ level``. (1 when k = n.)"""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
@@ -134,7 +135,7 @@ class CandidateLP(MethodBase):
             return self.epsilon, self.delta, 0.0, 0.0
         return self.epsilon / 3.0, self.delta / 2.0, 2.0 * self.epsilon / 3.0, self.delta - self.delta / 2.0
 
-    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> NoisyMoments:
+    def noisy_moments(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None) -> NoisyMoments:
         """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget), spent
         through ``ledger`` (a fresh one holding the method's budget if omitted)."""
         X = check_in_unit_cube(X, name="X")
@@ -150,7 +151,7 @@ class CandidateLP(MethodBase):
         b_hat = release_moments(b, noise, rng=resolve_rng(rng))
         return NoisyMoments(b_hat=b_hat, indices=idx, schedule=sch, noise=noise)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[CandidateDiagnostics]:
         """Run the variant on ``X`` ⊂ [-1, 1]^d (child streams: moments, candidates, sample)."""
         tm = Timer()

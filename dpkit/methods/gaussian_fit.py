@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
@@ -89,7 +89,7 @@ class GaussianFit(MethodBase):
     def name(self) -> str:
         return f"gauss-{self.method.replace('_', '-')}"
 
-    def measure(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> GaussianStats:
+    def measure(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None) -> GaussianStats:
         """The released (μ̃, Σ̃) (no sampling), spent through ``ledger`` (a fresh one if omitted)."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
@@ -123,7 +123,7 @@ class GaussianFit(MethodBase):
         cov = low + np.diag(np.clip(var - np.diag(low), 0.0, None))
         return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[GaussianStats]:
         """Fit privately and sample ``m`` rows from N(μ̃, Σ̃) clipped to [-1, 1]^d."""
         tm = Timer()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
@@ -116,7 +117,7 @@ class IndependentMarginals(MethodBase):
                           rng=g2, ledger=led, name="second_moment")
         return MarginalStats(mean=mu, second=s)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[MarginalStats]:
         """Fit the marginals privately and sample an ``m``-row synthetic database."""
         tm = Timer()

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
@@ -163,7 +163,7 @@ class MWEM(MethodBase):
         return F, truth, np.ones(idx.shape[0])
 
     # ------------------------------------------------------------------ fit
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[MWEMDiagnostics]:
         """Run MWEM on ``X`` ⊂ [-1, 1]^d; the synthetic database is the final (or average) A over P."""
         tm = Timer()

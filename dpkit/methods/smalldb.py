@@ -13,9 +13,9 @@ mechanism is ε-DP for any public query set. Only toy sizes are feasible: the ne
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.exceptions import FeasibilityError
@@ -73,7 +73,7 @@ class SmallDB(MethodBase):
         mesh = np.meshgrid(*([a] * d), indexing="ij")
         return np.stack([g.ravel() for g in mesh], axis=1)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[None]:
         """Release one candidate database of the net (selected with the workload's queries as the
         exponential mechanism's utility); ``release.synthetic`` is it as a weighted point set."""

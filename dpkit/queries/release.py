@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
@@ -137,7 +138,7 @@ class Method(Protocol):
 
     def at_width(self, sigma: float) -> Method: ...
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[Any]: ...
 
 
@@ -171,7 +172,7 @@ class MethodBase:
         """The method's parameters (its dataclass fields) as a plain dict."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[Any]:  # pragma: no cover
         raise NotImplementedError
 

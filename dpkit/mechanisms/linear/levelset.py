@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.validation import check_int_in_range, check_real_in_range
 from dpkit.mechanisms.linear import intervals as iv
@@ -40,7 +41,7 @@ from dpkit.mechanisms.linear import intervals as iv
 __all__ = ["LevelSets", "neighbour_set", "build_level_sets", "ladder_sets", "algorithm1_shells", "sensitivity_of"]
 
 
-def neighbour_set(values: Any, *, name: str = "V") -> np.ndarray:
+def neighbour_set(values: ArrayLike, *, name: str = "V") -> np.ndarray:
     """Validate a query's neighbour set ``V`` (union of closed intervals; points allowed).
 
     Raises
@@ -172,7 +173,7 @@ def _cumulative_integrals(C: np.ndarray) -> tuple[float, float, float]:
 
 
 def build_level_sets(
-    V: Any,
+    V: ArrayLike,
     radius: float,
     *,
     max_steps: int = 3000,
@@ -310,7 +311,7 @@ def _converged_at(C: np.ndarray, Cn: np.ndarray, W: np.ndarray, dfs: float, tol:
     return A
 
 
-def ladder_sets(V: Any, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
+def ladder_sets(V: ArrayLike, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
     """The ladder shells ``I_0 = {0}, I_1, …, I_steps`` of spec §3.2 (δ = 0, points kept).
 
     ``I_t`` holds the values ``f(x') − f(x)`` reachable in exactly ``t`` add/remove steps
@@ -330,7 +331,7 @@ def ladder_sets(V: Any, steps: int, *, tol: float | None = None) -> list[np.ndar
     return out
 
 
-def algorithm1_shells(V: Any, radius: float, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
+def algorithm1_shells(V: ArrayLike, radius: float, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
     """The literal Algorithm 1 (spec §3.5, corrected): ladder shells ``I_i`` first, then
     ``R_i = (I_i ⊕ [−δ, δ]) ∖ ⋃_{j<i} R_j``. Cost O(n²N²) in the paper's accounting; kept
     only as a cross-check of :func:`build_level_sets` (they agree because dilation

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
@@ -27,7 +28,7 @@ from dpkit.mechanisms.linear.tuning import optimal_radius
 __all__ = ["LinearQueryMechanism", "linear_query_value"]
 
 
-def linear_query_value(counts: Any, record_values: Any) -> float:
+def linear_query_value(counts: ArrayLike, record_values: ArrayLike) -> float:
     """``f(x) = Σ_i x_i f(χ_i)`` for a histogram ``counts`` and per-type values ``f(χ_i)``."""
     c = check_finite_array(counts, name="counts", ndim=1)
     v = check_finite_array(record_values, name="record_values", ndim=1)
@@ -76,7 +77,7 @@ class LinearQueryMechanism(AdditiveNoiseMechanism):
 
     scalar_only = "a 1-D linear query: value is the scalar f(x)"
 
-    neighbour_set: Any
+    neighbour_set: ArrayLike
     epsilon: float
     radius: float | None = None
     max_steps: int = 3000
@@ -105,7 +106,7 @@ class LinearQueryMechanism(AdditiveNoiseMechanism):
         object.__setattr__(self, "_density", LevelSetDensity(levels=L, epsilon=eps))
 
     @classmethod
-    def from_record_values(cls, record_values: Any, **kwargs: Any) -> "LinearQueryMechanism":
+    def from_record_values(cls, record_values: ArrayLike, **kwargs: Any) -> "LinearQueryMechanism":
         """Build from a finite set of per-record values ``f(χ_j)`` (``V`` = those points).
 
         Example: a counting query has ``record_values = [1]`` (or ``[0, 1]`` when records
@@ -159,8 +160,8 @@ class LinearQueryMechanism(AdditiveNoiseMechanism):
 
     def release_histogram(
         self,
-        counts: Any,
-        record_values: Any,
+        counts: ArrayLike,
+        record_values: ArrayLike,
         *,
         rng: RNGLike = None,
         ledger: Ledger | None = None,

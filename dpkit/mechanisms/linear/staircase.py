@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_epsilon, check_real_in_range, check_sensitivity
@@ -119,15 +120,15 @@ class Staircase(AdditiveNoiseMechanism):
     def mse(self) -> float:
         return self.variance
 
-    def level(self, x: Any) -> np.ndarray:
+    def level(self, x: ArrayLike) -> np.ndarray:
         """Staircase level of ``x``: 0 on ``|x| < γΔ``, then ``i`` on ``[γΔ + (i−1)Δ, γΔ + iΔ)``."""
         ax = np.abs(np.asarray(x, dtype=float)) / self.sensitivity
         return np.where(ax < self.gamma, 0, np.floor(ax - self.gamma).astype(np.int64) + 1)
 
-    def pdf(self, x: Any) -> np.ndarray:
+    def pdf(self, x: ArrayLike) -> np.ndarray:
         return self.a * np.exp(-self.epsilon * self.level(x))
 
-    def cdf(self, x: Any) -> np.ndarray | float:
+    def cdf(self, x: ArrayLike) -> np.ndarray | float:
         """Exact CDF (symmetric; mass of ``[0, y]`` summed over whole steps plus a partial one)."""
         x = np.asarray(x, dtype=float)
         y = np.abs(x) / self.sensitivity

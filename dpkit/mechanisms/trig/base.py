@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.accounting import Ledger
@@ -121,7 +122,7 @@ class TrigBase(Mechanism, MethodBase):
         """This mechanism for kernel width σ: smoothness K = σ² (thesis Sec 3.1, Prop 2.2)."""
         return replace(self, K=float(sigma) ** 2)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[TrigDiagnostics]:
         """Run the mechanism on ``X`` ⊂ [-1, 1]^d (n rows) and release a synthetic database.
 
