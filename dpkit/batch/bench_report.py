@@ -68,18 +68,19 @@ def _header(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def _table_head(title: str, intro: str, columns: list[str]) -> list[str]:
+    """A section title, its one-paragraph intro and the header of its markdown table."""
+    return ["", f"## {title}", "", intro, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def _mechanism_table(result: dict[str, Any], target_s: float) -> list[str]:
     """Wall times of mechanisms I and II per data set, and the data sets that failed to load."""
-    lines = [
-        "",
-        "## Improved trigonometric mechanisms I (Alg 9) and II (Alg 10): wall time per run",
-        "",
+    lines = _table_head(
+        "Improved trigonometric mechanisms I (Alg 9) and II (Alg 10): wall time per run",
         f"Target: median < {target_s:g} s per run. The thesis's column is its *worst* time "
         "(Tables 3.2/3.3, C++/CPLEX on 12 cores); compare it with our max.",
-        "",
-        "| data | n | d | mech | runs | median (s) | max (s) | thesis worst (s) | median stages (s) | target |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+        ["data", "n", "d", "mech", "runs", "median (s)", "max (s)", "thesis worst (s)", "median stages (s)", "target"],
+    )
     for name, e in result["datasets"].items():
         for mech in ("I", "II"):
             m = e[mech]
@@ -97,16 +98,12 @@ def _mechanism_table(result: dict[str, Any], target_s: float) -> list[str]:
 
 def _evaluator_table(result: dict[str, Any], target_speedup: float) -> list[str]:
     """The evaluator against the float64 baseline per data set and σ, the headline and the parallel strategies."""
-    lines = [
-        "",
-        "## Evaluator (dpkit.queries.evaluate) vs the float64 numpy baseline (same run)",
-        "",
+    lines = _table_head(
+        "Evaluator (dpkit.queries.evaluate) vs the float64 numpy baseline (same run)",
         f"Target: ≥ {target_speedup:g}×. Logical kernel evaluations Q·J·n per second; the baseline "
         "(`answer_reference`) is timed on the first queries of the same workload.",
-        "",
-        "| data | n (unique) | d | σ | Q | precision | error bound | dpkit evals/s | baseline evals/s | speed-up |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+        ["data", "n (unique)", "d", "σ", "Q", "precision", "error bound", "dpkit evals/s", "baseline evals/s", "speed-up"],
+    )
     for name, r in result["evaluator"].items():
         if "error" in r:
             lines.append(f"| {name} | – | – | – | – | – | – | – | – | error: {r['error']} |")
