@@ -1,7 +1,6 @@
 """The empirical privacy auditor: never flags a correct Laplace mechanism, flags a 20%-under-noised one at N = 1e5."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from scipy import stats

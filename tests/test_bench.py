@@ -67,7 +67,8 @@ def test_bench_cli_writes_files(tmp_path, monkeypatch):
     real_quick = bench.quick_config
     # keep the CLI path but shrink the work (C, queries) for the test
     monkeypatch.setattr(
-        bench, "quick_config", lambda **kw: real_quick(**{**kw, "method_params": (("C", 150), ("R", 4)), "eval_queries": 20, "sigmas": (4.0,)})
+        bench, "quick_config",
+        lambda **kw: real_quick(**{**kw, "method_params": (("C", 150), ("R", 4)), "eval_queries": 20, "sigmas": (4.0,)}),
     )
     assert main(["--quick", "--datasets", "mock", "--reps", "1", "--out", str(tmp_path)]) == 0
     res = json.loads((tmp_path / "bench.json").read_text())

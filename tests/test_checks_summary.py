@@ -39,7 +39,8 @@ def test_batch_layout_goes_through_collect(tmp_path):
         r = Report(folder)
         r.check("E1", "exp claim", verdict_stat, 1.0)
         r.write()
-        (folder / "run.json").write_text(json.dumps({"notebook": "notebooks/52_x.ipynb", "parameters": {"SEED": 1}, "status": "ok"}))
+        run = {"notebook": "notebooks/52_x.ipynb", "parameters": {"SEED": 1}, "status": "ok"}
+        (folder / "run.json").write_text(json.dumps(run))
     df = gather_checks(tmp_path)
     assert len(df) == 2 and set(df["notebook"]) == {"52_x"} and set(df["run_key"]) == {"0123456789ab", "ba9876543210"}
     assert summarise_checks(df)["all_consistent"]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import BudgetExceededError
 from dpkit.mechanisms.consistency import (
     COMBO_B,
     COMBOS,
@@ -30,10 +31,9 @@ from dpkit.mechanisms.consistency import (
     tree_height,
     tree_residual,
 )
+from dpkit.mechanisms.consistency.constraints import ConstraintSystem
 from dpkit.mechanisms.consistency.restaurant import TABLE2
 from dpkit.mechanisms.consistency.trees import tree_constraint_matrix
-from dpkit.mechanisms.consistency.constraints import ConstraintSystem
-from dpkit.core.exceptions import BudgetExceededError
 
 PI_308 = np.array(
     [

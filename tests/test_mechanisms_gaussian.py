@@ -14,7 +14,9 @@ def _hockey_stick_quad(sigma: float, eps: float, s: float) -> float:
     """Independent oracle: ∫ max(0, φ_σ(x) − e^ε φ_σ(x − S)) dx by quadrature."""
     # the integrand is positive for x < S/2 − σ²ε/S
     x0 = s / 2 - sigma**2 * eps / s
-    f = lambda x: stats.norm.pdf(x, 0, sigma) - math.exp(eps) * stats.norm.pdf(x, s, sigma)
+    def f(x: float) -> float:
+        return stats.norm.pdf(x, 0, sigma) - math.exp(eps) * stats.norm.pdf(x, s, sigma)
+
     val, _ = integrate.quad(f, -np.inf, x0, epsabs=0, epsrel=1e-12, limit=200)
     return val
 

@@ -35,7 +35,10 @@ def test_empirical_variance_matches_closed_form(mech):
     # Margin: 5 standard errors (the normal approximation of s² is excellent at n = 2e5).
     n = 200_000
     k = getattr(mech, "k", 1)
-    x = np.concatenate([np.atleast_1d(mech.release(np.zeros(k), rng=s)) for s in range(n // k)]) if k > 1 else mech.release(np.zeros(n), rng=1)
+    if k > 1:
+        x = np.concatenate([np.atleast_1d(mech.release(np.zeros(k), rng=s)) for s in range(n // k)])
+    else:
+        x = mech.release(np.zeros(n), rng=1)
     b = mech.scale
     se = math.sqrt(20.0 * b**4 / x.size)
     assert abs(x.var(ddof=1) - mech.variance) < 5 * se

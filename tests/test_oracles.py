@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.evaluation.oracles import clopper_pearson, hoeffding_upper, laplace_loss_samples, laplace_shift_kl, laplace_shift_kl_numeric, rr_kl
+from dpkit.evaluation.oracles import (
+    clopper_pearson,
+    hoeffding_upper,
+    laplace_loss_samples,
+    laplace_shift_kl,
+    laplace_shift_kl_numeric,
+    rr_kl,
+)
 
 
 def test_clopper_pearson_matches_scipy_exact_interval():

@@ -4,8 +4,17 @@ import pytest
 
 from dpkit.core.exceptions import FeasibilityError
 from dpkit.evaluation.reconstruction import (
-    adversarial_answers, all_subsets, dp_guess_error_bound, exhaustive_attack, hamming, lp_decode,
-    noisy_answers, random_secret, random_subsets, reconstruct, subset_sums,
+    adversarial_answers,
+    all_subsets,
+    dp_guess_error_bound,
+    exhaustive_attack,
+    hamming,
+    lp_decode,
+    noisy_answers,
+    random_secret,
+    random_subsets,
+    reconstruct,
+    subset_sums,
 )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpkit.mechanisms import Exponential, Gaussian, Laplace, LaplaceI, ReportNoisyMax
 from dpkit.core.rng import resolve_rng, spawn, spawn_seeds
+from dpkit.mechanisms import Exponential, Gaussian, Laplace, LaplaceI, ReportNoisyMax
 
 
 def test_resolve_types():
@@ -16,7 +16,10 @@ def test_resolve_types():
     assert resolve_rng(np.int64(4)).random() == resolve_rng(4).random()
 
 
-@pytest.mark.parametrize("bad, exc", [(1.5, TypeError), (True, TypeError), (np.random.RandomState(0), TypeError), ("0", TypeError), (-1, ValueError)])
+@pytest.mark.parametrize(
+    "bad, exc",
+    [(1.5, TypeError), (True, TypeError), (np.random.RandomState(0), TypeError), ("0", TypeError), (-1, ValueError)],
+)
 def test_resolve_rejects(bad, exc):
     with pytest.raises(exc, match="rng"):
         resolve_rng(bad)

@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 
 from dpkit.queries.smoothness import (
-    hermite_sup, kernel_derivative_1d, mixture_derivative, mixture_derivatives, multi_indices, prop22_bound,
+    hermite_sup,
+    kernel_derivative_1d,
+    mixture_derivative,
+    mixture_derivatives,
+    multi_indices,
+    prop22_bound,
     smoothness_norm,
 )
 

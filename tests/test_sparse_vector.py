@@ -54,4 +54,5 @@ def test_ledger_and_validation():
         AboveThreshold(epsilon=1.0, variant="bogus")
     with pytest.raises(ValueError):
         AboveThreshold(epsilon=-1.0)
-    assert (AboveThreshold(epsilon=1.0).sample([0.0, 1.0], 50, rng=3) == AboveThreshold(epsilon=1.0).sample([0.0, 1.0], 50, rng=3)).all()
+    at = AboveThreshold(epsilon=1.0)
+    assert (at.sample([0.0, 1.0], 50, rng=3) == at.sample([0.0, 1.0], 50, rng=3)).all()

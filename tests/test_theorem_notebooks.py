@@ -7,11 +7,13 @@ import pytest
 
 NOTEBOOKS = {
     "55_trig_rates.ipynb": {
-        "PASS": ["Thm 2.4 (2), d=1", "Thm 2.5 (2), d=1", "Thm 2.4 (2), d=2", "Thm 2.4 (3)", "Thm 2.4 (4)", "LP vertex support", "Thm 2.4 (1)"],
+        "PASS": ["Thm 2.4 (2), d=1", "Thm 2.5 (2), d=1", "Thm 2.4 (2), d=2", "Thm 2.4 (3)", "Thm 2.4 (4)", "LP vertex support",
+                 "Thm 2.4 (1)"],
         "FAIL": ["Alg 4 printed Lap(t^d/(nε))"],
     },
     "58_improved_privacy.ipynb": {
-        "PASS": ["Thm 2.13 (ledger)", "Thm 2.13 (Alg 9 moments)", "Thm 2.13 (Alg 10 moments)", "Thm 2.13 (mean)", "Thm 2.13 (moments auditor)"],
+        "PASS": ["Thm 2.13 (ledger)", "Thm 2.13 (Alg 9 moments)", "Thm 2.13 (Alg 10 moments)", "Thm 2.13 (mean)",
+                 "Thm 2.13 (moments auditor)"],
         "FAIL": ["Alg 9 moments, printed 3R/(nε)", "Alg 9 moments auditor, printed"],
     },
     "56_private_pca.ipynb": {
@@ -24,7 +26,8 @@ NOTEBOOKS = {
         "FAIL": ["Alg 8 (printed angles, k ≥ 3)"],
     },
     "50_laplace_gauss.ipynb": {
-        "PASS": ["Ex 1.2 (exact)", "Def 2 / Ex 1.2 (auditor)", "Prop 1.1", "Ex 1.3 (thesis)", "Ex 1.3 (classic)", "Ex 1.3 (analytic)",
+        "PASS": ["Ex 1.2 (exact)", "Def 2 / Ex 1.2 (auditor)", "Prop 1.1", "Ex 1.3 (thesis)", "Ex 1.3 (classic)",
+                 "Ex 1.3 (analytic)",
                  "Ex 1.3 (auditor)", "Ex 1.3 (loss tail)", "Ex 1.3 (loss law)", "Prop 1.13"],
         "FAIL": ["Laplace under-noised (S/(2ε))", "Ex 1.3 (thesis, ε = 12)"],
     },
@@ -35,12 +38,14 @@ NOTEBOOKS = {
         "FAIL": ["RNM (Lap(Δ/ε) on non-monotone)", "SVT without threshold noise"],
     },
     "51_composition.ipynb": {
-        "PASS": ["Thm 1.6 / Prop 1.7", "Thm 1.5/1.6 (auditor)", "Lemma 1.8", "Thm 1.11", "KOV optimal", "KOV ≤ Thm 1.11", "PLD vs Monte Carlo",
+        "PASS": ["Thm 1.6 / Prop 1.7", "Thm 1.5/1.6 (auditor)", "Lemma 1.8", "Thm 1.11", "KOV optimal", "KOV ≤ Thm 1.11",
+                 "PLD vs Monte Carlo",
                  "Prop 1.12 (exact PLD)", "D-R Cor 3.21", "D-R Ex 3.7 (exact inverse)"],
         "FAIL": ["Prop 1.12 (printed proof)", "D-R Ex 3.7 (printed 1/801)"],
     },
     "54_smoothness.ipynb": {
-        "PASS": ["Prop 2.2 (Hermite ineq.)", "Hermite derivatives", "Prop 2.2 (proof chain)", "Prop 2.2", "Prop 2.2 (order margin)"],
+        "PASS": ["Prop 2.2 (Hermite ineq.)", "Hermite derivatives", "Prop 2.2 (proof chain)", "Prop 2.2",
+                 "Prop 2.2 (order margin)"],
         "FAIL": ["Prop 2.2 beyond σ² (K = 3σ²)"],
     },
     "53_reconstruction.ipynb": {

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
+import dpkit.mechanisms.trig.lp as lpmod
 from dpkit.core.exceptions import DPKitError
 from dpkit.mechanisms.trig import LPError, basis_indices, evaluate_basis, solve_l1_lp
-import dpkit.mechanisms.trig.lp as lpmod
 
 
 def _instance(seed, R=12, C=300, d=3, noise=0.05):

@@ -67,7 +67,10 @@ def test_delta_zero_allowed_or_not():
         check_delta("0.1")
 
 
-@pytest.mark.parametrize("value, exc", [(0.0, ValueError), (-2.0, ValueError), (math.inf, ValueError), (math.nan, ValueError), ("a", TypeError), (False, TypeError)])
+@pytest.mark.parametrize(
+    "value, exc",
+    [(0.0, ValueError), (-2.0, ValueError), (math.inf, ValueError), (math.nan, ValueError), ("a", TypeError), (False, TypeError)],
+)
 def test_sensitivity_rejects(value, exc):
     with pytest.raises(exc, match="sens"):
         check_sensitivity(value, name="sens")

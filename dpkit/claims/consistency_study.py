@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, spawn
@@ -107,7 +108,7 @@ def convergence_study(
     repeats: int = 1,
     epsilon: float = 1.0,
     k: int = 2,
-    B: Any = COMBO_B,
+    B: ArrayLike = COMBO_B,
     rng: RNGLike = None,
 ) -> list[ConvergenceTrace]:
     """Figs. 1/2: Algorithm 1 with a fixed number of cycles (Sec. 8.1), averaged over ``repeats``.
@@ -200,7 +201,7 @@ def timing_study(
     repeats: int = 1,
     epsilon: float = 1.0,
     k: int = 2,
-    B: Any = COMBO_B,
+    B: ArrayLike = COMBO_B,
     max_T: dict[str, int] | None = None,
     time_budget: float | None = None,
     alg1_max_iter: int = 1_000_000,
@@ -256,24 +257,30 @@ def timing_study(
                 if progress is not None:
                     progress(f"T={T} {mth}")
                 runs = [_run_method(mth, Xn, B, k, T, tol, alg1_max_iter) for _ in range(repeats)]
-                x = runs[0]["x"]
-                row = TimingRow(
-                    T=int(T),
-                    method=mth,
-                    n=int(Xn.size),
-                    m=int(B.shape[1] * tree.n_internal + np.linalg.matrix_rank(B) * tree.n_leaves),
-                    build_s=float(np.median([r["build_s"] for r in runs])),
-                    solve_s=float(np.median([r["solve_s"] for r in runs])),
-                    total_s=float(np.median([r["total_s"] for r in runs])),
-                    n_iter=runs[0]["n_iter"],
-                    converged=bool(runs[0]["converged"]),
-                    dist_inf=float(np.max(np.abs(x - ref))),
-                    resid_inf=float(np.max(np.abs(restaurant_residual(x, tree, B)))),
-                )
+                row = _timing_row(int(T), mth, runs, Xn, B, tree, ref)
                 rows.append(row)
                 if time_budget is not None and row.total_s > time_budget:
                     over_budget.add(mth)
     return rows
+
+
+def _timing_row(T: int, method: str, runs: list[dict[str, Any]], Xn: np.ndarray, B: np.ndarray, tree: KaryTree,
+                ref: np.ndarray) -> TimingRow:
+    """One :class:`TimingRow`: median times over ``runs``, the first run's x checked against ``ref`` and the constraints."""
+    x = runs[0]["x"]
+    return TimingRow(
+        T=T,
+        method=method,
+        n=int(Xn.size),
+        m=int(B.shape[1] * tree.n_internal + np.linalg.matrix_rank(B) * tree.n_leaves),
+        build_s=float(np.median([r["build_s"] for r in runs])),
+        solve_s=float(np.median([r["solve_s"] for r in runs])),
+        total_s=float(np.median([r["total_s"] for r in runs])),
+        n_iter=runs[0]["n_iter"],
+        converged=bool(runs[0]["converged"]),
+        dist_inf=float(np.max(np.abs(x - ref))),
+        resid_inf=float(np.max(np.abs(restaurant_residual(x, tree, B)))),
+    )
 
 
 def loglog_slope(Ts: Sequence[float], values: Sequence[float]) -> float:

@@ -12,8 +12,10 @@ __all__ = [
     "check_delta",
     "check_sensitivity",
     "check_positive_int",
+    "check_positive_ints",
     "check_int_in_range",
     "check_real_in_range",
+    "check_positive_finite",
     "check_probability",
     "check_finite_array",
     "check_in_unit_cube",
@@ -85,6 +87,12 @@ def check_positive_int(value: Any, *, name: str) -> int:
     return check_int_in_range(value, name=name, low=1)
 
 
+def check_positive_ints(obj: object, *names: str) -> None:
+    """Validate that every attribute ``names`` of ``obj`` (e.g. a method's count fields) is an integer ≥ 1."""
+    for name in names:
+        check_int_in_range(getattr(obj, name), name=name, low=1)
+
+
 def check_real_in_range(
     value: Any,
     *,
@@ -107,6 +115,11 @@ def check_real_in_range(
     if not ok:
         raise ValueError(f"{name} must be in {lb}{low}, {high}{rb}; got {v}")
     return v
+
+
+def check_positive_finite(value: Any, *, name: str) -> float:
+    """Validate a finite real number > 0 (a width, a smoothness order, a scale)."""
+    return check_real_in_range(value, name=name, low=0.0, high=math.inf, low_inclusive=False, high_inclusive=False)
 
 
 def check_probability(value: Any, *, name: str, open_ends: bool = True) -> float:

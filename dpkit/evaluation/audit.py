@@ -35,8 +35,8 @@ Cost
 ----
 ``2·n_samples`` mechanism calls plus ``O(n log n)`` sorting and ``O(n_thresholds)``
 Clopper–Pearson evaluations. With a vectorised mechanism (``mechanism_fn(db, rng, size=n)``)
-at ``n_samples = 10⁵`` a call takes ~0.02–0.1 s (measured on the 2-core dev machine); a scalar-only mechanism is called in a Python
-loop (≈1 µs–10 µs overhead per draw, i.e. ~1–2 s at 10⁵ for a cheap mechanism).
+at ``n_samples = 10⁵`` a call takes ~0.02–0.1 s (measured on the 2-core dev machine); a scalar-only mechanism is
+called in a Python loop (≈1 µs–10 µs overhead per draw, i.e. ~1–2 s at 10⁵ for a cheap mechanism).
 Power: with 5·10⁴ estimation draws per side, a Laplace mechanism whose scale is 20% too small
 (true ε_eff = 1.25ε) is flagged at ε = 1 with ε_lb ≈ 1.22.
 """
@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from dpkit.core.rng import RNGLike, spawn
@@ -58,7 +59,7 @@ from dpkit.mechanisms.base import Mechanism
 __all__ = ["AuditResult", "audit", "clopper_pearson_lower", "clopper_pearson_upper", "scalar_releaser"]
 
 
-def clopper_pearson_lower(k: Any, n: Any, level: float) -> np.ndarray:
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, level: float) -> np.ndarray:
     """One-sided Clopper–Pearson lower bound: ``P(p ≥ lower) ≥ level``. (0 when k = 0.)"""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -67,7 +68,7 @@ def clopper_pearson_lower(k: Any, n: Any, level: float) -> np.ndarray:
     return np.where(k <= 0, 0.0, np.nan_to_num(lo, nan=0.0))
 
 
-def clopper_pearson_upper(k: Any, n: Any, level: float) -> np.ndarray:
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, level: float) -> np.ndarray:
     """One-sided Clopper–Pearson upper bound: ``P(p ≤ upper) ≥ level``. (1 when k = n.)"""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -244,6 +245,32 @@ def audit(
     False
     """
     t0 = time.perf_counter()
+    n, conf, dl, T = _check_audit_args(mechanism_fn, statistic, n_samples, confidence, delta, n_thresholds, tol)
+    n_sel = n // 2
+    n_est = n - n_sel
+    g_sel0, g_sel1, g_est0, g_est1 = spawn(rng, 4)
+    vec = _accepts_size(mechanism_fn)
+
+    def stat(db: Any, m: int, g: np.random.Generator) -> np.ndarray:
+        values = _apply_statistic(statistic, _draw(mechanism_fn, db, m, g, vec))
+        if tol is not None:
+            values = np.round(values / tol) * tol
+        return np.sort(values)
+
+    level = 1.0 - (1.0 - conf) / 2.0  # Bonferroni over the two one-sided bounds
+    sel_lb, (kind, a, b, tau), n_events, discrete = _select_event(
+        (stat(d0, n_sel, g_sel0), stat(d1, n_sel, g_sel1)), T, level, dl)
+    est = _estimate((stat(d0, n_est, g_est0), stat(d1, n_est, g_est1)), kind, a, b, tau, level, dl)
+    return AuditResult(
+        **est, n_samples=n, confidence=conf, selection_epsilon_lb=sel_lb, delta=dl, n_events=n_events,
+        elapsed_s=time.perf_counter() - t0,
+        meta={"n_selection": n_sel, "n_estimation": n_est, "vectorised": vec, "discrete": discrete, "tol": tol},
+    )
+
+
+def _check_audit_args(mechanism_fn: Callable[..., Any], statistic: Callable[[Any], Any] | None, n_samples: int,
+                      confidence: float, delta: float, n_thresholds: int, tol: float | None) -> tuple[int, float, float, int]:
+    """The validated ``(n_samples, confidence, delta, n_thresholds)``; errors name the argument."""
     if not callable(mechanism_fn):
         raise TypeError("mechanism_fn must be callable as mechanism_fn(database, rng)")
     n = check_int_in_range(n_samples, name="n_samples", low=20)
@@ -252,28 +279,24 @@ def audit(
     T = check_positive_int(n_thresholds, name="n_thresholds")
     if statistic is not None and not callable(statistic):
         raise TypeError("statistic must be callable or None")
-    n_sel = n // 2
-    n_est = n - n_sel
-    g_sel0, g_sel1, g_est0, g_est1 = spawn(rng, 4)
-    vec = _accepts_size(mechanism_fn)
-
     if tol is not None and not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be a finite number > 0 or None; got {tol!r}")
+    return n, conf, dl, T
 
-    def stat(db: Any, m: int, g: np.random.Generator) -> np.ndarray:
-        values = _apply_statistic(statistic, _draw(mechanism_fn, db, m, g, vec))
-        if tol is not None:
-            values = np.round(values / tol) * tol
-        return np.sort(values)
 
-    sel = (stat(d0, n_sel, g_sel0), stat(d1, n_sel, g_sel1))
+def _select_event(
+    sel: tuple[np.ndarray, np.ndarray], T: int, level: float, dl: float
+) -> tuple[float, tuple[str, int, int, float], int, bool]:
+    """Steps 2–3: the candidate event with the best lower bound on the (sorted) selection statistics.
+
+    Returns ``(bound, (kind, a, b, τ), number of events compared, discrete)``.
+    """
+    n_sel = sel[0].size
     pooled = np.concatenate(sel)
     uniq = np.unique(pooled)
     discrete = uniq.size <= T
     taus = uniq if discrete else np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, T + 2)[1:-1]))
     kinds = (">", "<", "==") if discrete else (">", "<")
-    level = 1.0 - (1.0 - conf) / 2.0  # Bonferroni over the two one-sided bounds
-
     c_sel = (_counts(sel[0], taus), _counts(sel[1], taus))
     best = (-1.0, None)
     n_events = 0
@@ -285,9 +308,13 @@ def audit(
             n_events += taus.size
             if e[j] > best[0]:
                 best = (float(e[j]), (kind, a, b, float(taus[j])))
-    sel_lb, (kind, a, b, tau) = best  # type: ignore[misc]
+    return best[0], best[1], n_events, discrete  # type: ignore[return-value]
 
-    est = (stat(d0, n_est, g_est0), stat(d1, n_est, g_est1))
+
+def _estimate(est: tuple[np.ndarray, np.ndarray], kind: str, a: int, b: int, tau: float, level: float,
+              dl: float) -> dict[str, Any]:
+    """Step 4: the chosen event on the (sorted) estimation statistics; the :class:`AuditResult` fields it sets."""
+    n_est = est[0].size
     c_est = (_counts(est[0], np.array([tau])), _counts(est[1], np.array([tau])))
     ka, kb = c_est[a][kind], c_est[b][kind]
     e, lo, hi = _eps_lb(ka, kb, n_est, level, dl)
@@ -295,22 +322,15 @@ def audit(
     pa, pb = p_hat[a], p_hat[b]
     with np.errstate(divide="ignore"):
         point = math.log((pa - dl) / pb) if pa - dl > 0 and pb > 0 else (math.inf if pa - dl > 0 else 0.0)
-    return AuditResult(
-        epsilon_lb=float(e[0]),
-        event={"kind": kind, "threshold": tau, "direction": f"d{a} vs d{b}"},
-        n_samples=n,
-        confidence=conf,
-        p0_hat=p_hat[0],
-        p1_hat=p_hat[1],
-        p_lower=float(lo[0]),
-        p_upper=float(hi[0]),
-        epsilon_point=point,
-        selection_epsilon_lb=sel_lb,
-        delta=dl,
-        n_events=n_events,
-        elapsed_s=time.perf_counter() - t0,
-        meta={"n_selection": n_sel, "n_estimation": n_est, "vectorised": vec, "discrete": discrete, "tol": tol},
-    )
+    return {
+        "epsilon_lb": float(e[0]),
+        "event": {"kind": kind, "threshold": tau, "direction": f"d{a} vs d{b}"},
+        "p0_hat": p_hat[0],
+        "p1_hat": p_hat[1],
+        "p_lower": float(lo[0]),
+        "p_upper": float(hi[0]),
+        "epsilon_point": point,
+    }
 
 
 def scalar_releaser(

@@ -20,7 +20,6 @@ with probability above ``e^ε/(1+e^ε)``, so the expected error fraction is at l
 """
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,7 +99,9 @@ def noisy_answers(
     return exact + g.laplace(0.0, scale, size=exact.shape)
 
 
-def adversarial_answers(secret: np.ndarray, alpha: float, *, rng: RNGLike = None, n_subsets: str = "all") -> tuple[np.ndarray, np.ndarray]:
+def adversarial_answers(
+    secret: np.ndarray, alpha: float, *, rng: RNGLike = None, n_subsets: str = "all"
+) -> tuple[np.ndarray, np.ndarray]:
     """Worst-case answers within ``α`` for Thm 1.4: the exact subset sums of a decoy ``c'``.
 
     ``c'`` flips ``⌊α⌋`` random zeros of the secret to one and ``⌊α⌋`` random ones to zero,
@@ -154,10 +155,10 @@ def lp_decode(
     if m * n > max_size:
         raise FeasibilityError(f"LP with {m} x {n} constraint matrix exceeds max_size={max_size}")
     Qs = sparse.csr_matrix(Q)
-    I = sparse.identity(m, format="csr")
+    eye = sparse.identity(m, format="csr")
     if objective == "l1":
         # variables (c, e) with −e ≤ Qc − a ≤ e; minimise Σe
-        A = sparse.vstack([sparse.hstack([Qs, -I]), sparse.hstack([-Qs, -I])], format="csr")
+        A = sparse.vstack([sparse.hstack([Qs, -eye]), sparse.hstack([-Qs, -eye])], format="csr")
         b = np.concatenate([a, -a])
         cost = np.concatenate([np.zeros(n), np.ones(m)])
         bounds = [(0, 1)] * n + [(0, None)] * m

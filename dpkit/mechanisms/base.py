@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import NEIGHBOURING, Ledger
-from dpkit.core.validation import check_choice
+from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_choice, check_finite_array
 
-__all__ = ["Mechanism"]
+__all__ = ["Mechanism", "AdditiveNoiseMechanism"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,3 +56,52 @@ class Mechanism:
         d = asdict(self)
         d["mechanism"] = type(self).__name__
         return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdditiveNoiseMechanism(Mechanism):
+    """A mechanism that releases ``value + Z`` with noise ``Z`` independent of the value.
+
+    Subclasses (Laplace, Gaussian, staircase, the level-set mechanism) implement
+    :meth:`_add_noise` and :meth:`_ledger_meta`; :meth:`release` checks the value, records the
+    spend and only then draws the noise. :attr:`scalar_only` names why a subclass releases one
+    scalar query at a time (``None``: any shape, independent noise per entry).
+    """
+
+    scalar_only: ClassVar[str | None] = None
+
+    def release(
+        self,
+        value: ArrayLike,
+        *,
+        rng: RNGLike = None,
+        ledger: Ledger | None = None,
+        name: str | None = None,
+    ) -> np.ndarray | float:
+        """Return ``value + Z`` (same shape; a float for a scalar): the noise law is the class's.
+
+        Parameters
+        ----------
+        value : array_like
+            The exact query answer ``f(D)`` (finite; one entry when :attr:`scalar_only`).
+        rng : int, Generator, SeedSequence or None
+            Seed of the noise; the same seed gives the same release bit for bit.
+        ledger : Ledger, optional
+            Charged with the mechanism's (ε, δ) *before* any noise is drawn (refused if over budget).
+        name : str, optional
+            Label of the spend (default: the class name).
+        """
+        x = check_finite_array(value, name="value")
+        if self.scalar_only is not None and x.size != 1:
+            raise ValueError(f"value must be a scalar ({self.scalar_only}); got shape {x.shape}")
+        self._charge(ledger, name, **self._ledger_meta(x))
+        out = self._add_noise(x, rng)
+        return float(out) if np.ndim(out) == 0 else out
+
+    def _ledger_meta(self, x: np.ndarray) -> dict[str, Any]:
+        """What the ledger records next to the spend of releasing ``x``."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _add_noise(self, x: np.ndarray, rng: RNGLike) -> np.ndarray | float:
+        """``x + Z`` for the checked value ``x`` (called after the spend is recorded)."""
+        raise NotImplementedError  # pragma: no cover

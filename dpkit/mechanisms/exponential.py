@@ -7,14 +7,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_epsilon, check_finite_array, check_positive_int, check_probability, check_sensitivity
+from dpkit.core.validation import (
+    check_choice,
+    check_epsilon,
+    check_finite_array,
+    check_positive_int,
+    check_probability,
+    check_sensitivity,
+)
 from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["Exponential", "ReportNoisyMax", "RNM_NOISES"]
@@ -22,7 +29,7 @@ __all__ = ["Exponential", "ReportNoisyMax", "RNM_NOISES"]
 RNM_NOISES = ("laplace", "exponential", "gumbel")
 
 
-def _utilities(utilities: Any) -> np.ndarray:
+def _utilities(utilities: ArrayLike) -> np.ndarray:
     return check_finite_array(utilities, name="utilities", ndim=1, min_rows=1)
 
 
@@ -82,16 +89,16 @@ class Exponential(Mechanism):
         """Multiplier of the utility in the exponent: ``ε/(2Δ)`` (``ε/Δ`` if monotone)."""
         return self.epsilon / (self.sensitivity * (1.0 if self.monotone else 2.0))
 
-    def log_probabilities(self, utilities: Any) -> np.ndarray:
+    def log_probabilities(self, utilities: ArrayLike) -> np.ndarray:
         """``log P(r)`` for each entry of ``utilities`` (log-sum-exp normalised)."""
         z = self.temperature * _utilities(utilities)
         return z - logsumexp(z)
 
-    def probabilities(self, utilities: Any) -> np.ndarray:
+    def probabilities(self, utilities: ArrayLike) -> np.ndarray:
         """Exact output probabilities ``P(r)``; sums to 1."""
         return np.exp(self.log_probabilities(utilities))
 
-    def sample(self, utilities: Any, size: int, *, rng: RNGLike = None) -> np.ndarray:
+    def sample(self, utilities: ArrayLike, size: int, *, rng: RNGLike = None) -> np.ndarray:
         """``size`` independent draws (indices; no ledger — for audits and exact checks)."""
         n = check_positive_int(size, name="size")
         p = self.probabilities(utilities)
@@ -101,7 +108,7 @@ class Exponential(Mechanism):
         return np.minimum(idx, p.size - 1)
 
     def release(
-        self, utilities: Any, *, rng: RNGLike = None, ledger: Ledger | None = None, name: str | None = None
+        self, utilities: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None, name: str | None = None
     ) -> int:
         """Select one index ``r`` with probability ``P(r)``; spends (ε, 0) through ``ledger``."""
         u = _utilities(utilities)
@@ -168,7 +175,7 @@ class ReportNoisyMax(Mechanism):
         """Noise scale: ``2Δ/ε`` in general, ``Δ/ε`` for monotone utilities."""
         return self.sensitivity * (1.0 if self.monotone else 2.0) / self.epsilon
 
-    def sample(self, utilities: Any, size: int, *, rng: RNGLike = None) -> np.ndarray:
+    def sample(self, utilities: ArrayLike, size: int, *, rng: RNGLike = None) -> np.ndarray:
         """``size`` independent runs (indices; no ledger — for audits). Ties go to the lowest index."""
         u = _utilities(utilities)
         n = check_positive_int(size, name="size")
@@ -187,7 +194,7 @@ class ReportNoisyMax(Mechanism):
         return out
 
     def release(
-        self, utilities: Any, *, rng: RNGLike = None, ledger: Ledger | None = None, name: str | None = None
+        self, utilities: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None, name: str | None = None
     ) -> int:
         """Return the index of the noisy maximum; spends (ε, 0) through ``ledger``."""
         u = _utilities(utilities)

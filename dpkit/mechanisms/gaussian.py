@@ -20,10 +20,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_finite_array, check_sensitivity
-from dpkit.mechanisms.base import Mechanism
+from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_sensitivity
+from dpkit.mechanisms.base import AdditiveNoiseMechanism
 
 __all__ = ["Gaussian", "gaussian_exact_delta", "analytic_gaussian_sigma", "CALIBRATIONS"]
 
@@ -97,7 +96,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 
 @dataclass(frozen=True, kw_only=True)
-class Gaussian(Mechanism):
+class Gaussian(AdditiveNoiseMechanism):
     """The Gaussian mechanism ``f(D) + N(0, σ² I)``, (ε, δ)-DP (thesis Ex 1.3, D–R Thm 3.22).
 
     Parameters
@@ -117,6 +116,11 @@ class Gaussian(Mechanism):
     ValueError
         For out-of-range parameters, and for ``calibration="classic"`` with ε ≥ 1
         (D–R Thm 3.22 holds only for ε ∈ (0, 1)).
+
+    Notes
+    -----
+    ``release(value)`` returns ``value + N(0, σ²)`` per coordinate (same shape; a float for a
+    scalar); with a ledger the spend (ε, δ) is recorded first.
 
     Examples
     --------
@@ -175,22 +179,12 @@ class Gaussian(Mechanism):
         """Exact δ of this σ at ``epsilon`` (default: the mechanism's ε); ≤ ``delta`` when valid."""
         return gaussian_exact_delta(self.sigma, self.epsilon if epsilon is None else epsilon, self.sensitivity)
 
-    def release(
-        self,
-        value: Any,
-        *,
-        rng: RNGLike = None,
-        ledger: Ledger | None = None,
-        name: str | None = None,
-    ) -> np.ndarray | float:
-        """Return ``value + N(0, σ²)`` per coordinate (same shape; a float for a scalar).
+    def _ledger_meta(self, x: np.ndarray) -> dict[str, Any]:
+        return {"sigma": self.sigma, "calibration": self.calibration, "sensitivity": self.sensitivity}
 
-        With ``ledger`` the spend (ε, δ) is recorded first and refused if over budget.
-        """
-        x = check_finite_array(value, name="value")
-        self._charge(ledger, name, sigma=self.sigma, calibration=self.calibration, sensitivity=self.sensitivity)
-        out = x + resolve_rng(rng).normal(0.0, self.sigma, size=x.shape)
-        return float(out) if out.ndim == 0 else out
+    def _add_noise(self, x: np.ndarray, rng: RNGLike) -> np.ndarray:
+        """``x + N(0, σ²)`` per entry."""
+        return x + resolve_rng(rng).normal(0.0, self.sigma, size=x.shape)
 
     def params(self) -> dict[str, Any]:
         d = super().params()

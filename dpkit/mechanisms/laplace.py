@@ -7,16 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_epsilon, check_finite_array, check_sensitivity
-from dpkit.mechanisms.base import Mechanism
+from dpkit.core.validation import check_epsilon, check_sensitivity
+from dpkit.mechanisms.base import AdditiveNoiseMechanism
 
 __all__ = ["Laplace"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Laplace(Mechanism):
+class Laplace(AdditiveNoiseMechanism):
     """The Laplace mechanism: ``f(D) + Lap(S/ε)`` per coordinate (thesis Ex 1.2).
 
     Parameters
@@ -32,9 +31,10 @@ class Laplace(Mechanism):
 
     Notes
     -----
-    The density ratio of two outputs centred at points ``S`` apart in L1 is at most
-    ``exp(ε)``, so the release is ε-DP. Per coordinate the noise has variance
-    ``2 b²`` with ``b = S/ε``.
+    ``release(value)`` returns ``value + Lap(b)`` per coordinate with ``b = S/ε`` (same shape; a
+    float for a scalar); with a ledger the spend (ε, 0) is recorded first. The density ratio of
+    two outputs centred at points ``S`` apart in L1 is at most ``exp(ε)``, so the release is
+    ε-DP. Per coordinate the noise has variance ``2 b²``.
 
     Examples
     --------
@@ -78,25 +78,14 @@ class Laplace(Mechanism):
         """Per-coordinate ``E|Z| = b``."""
         return self.scale
 
-    def release(
-        self,
-        value: Any,
-        *,
-        rng: RNGLike = None,
-        ledger: Ledger | None = None,
-        name: str | None = None,
-    ) -> np.ndarray | float:
-        """Return ``value + Lap(b)`` (same shape; a float for a scalar input).
+    def _ledger_meta(self, x: np.ndarray) -> dict[str, Any]:
+        return {"scale": self.scale, "sensitivity": self.sensitivity, "size": int(x.size)}
 
-        With ``ledger`` the spend (ε, 0) is recorded first and refused if over budget.
-        """
-        x = check_finite_array(value, name="value")
-        self._charge(ledger, name, scale=self.scale, sensitivity=self.sensitivity, size=int(x.size))
+    def _add_noise(self, x: np.ndarray, rng: RNGLike) -> np.ndarray:
+        """``x + Lap(b)`` per entry; ``x`` itself (a copy) when ε = ∞ (b = 0)."""
         if self.scale == 0.0:
-            out = x.copy()
-        else:
-            out = x + resolve_rng(rng).laplace(0.0, self.scale, size=x.shape)
-        return float(out) if out.ndim == 0 else out
+            return x.copy()
+        return x + resolve_rng(rng).laplace(0.0, self.scale, size=x.shape)
 
     def params(self) -> dict[str, Any]:
         d = super().params()

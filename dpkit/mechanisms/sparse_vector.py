@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import integrate
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_epsilon, check_finite_array, check_positive_int, check_probability, check_sensitivity
+from dpkit.core.validation import (
+    check_choice,
+    check_epsilon,
+    check_finite_array,
+    check_positive_int,
+    check_probability,
+    check_sensitivity,
+)
 from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["AboveThreshold", "laplace_cdf", "laplace_pdf"]
@@ -24,13 +32,13 @@ __all__ = ["AboveThreshold", "laplace_cdf", "laplace_pdf"]
 VARIANTS = ("correct", "no-threshold-noise")
 
 
-def laplace_cdf(x: Any, b: float) -> np.ndarray:
+def laplace_cdf(x: ArrayLike, b: float) -> np.ndarray:
     """CDF of Lap(b) at ``x`` (vectorised)."""
     x = np.asarray(x, dtype=float)
     return np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0) / b), 1.0 - 0.5 * np.exp(-np.maximum(x, 0) / b))
 
 
-def laplace_pdf(x: Any, b: float) -> np.ndarray:
+def laplace_pdf(x: ArrayLike, b: float) -> np.ndarray:
     """Density of Lap(b) at ``x`` (vectorised)."""
     return np.exp(-np.abs(np.asarray(x, dtype=float)) / b) / (2.0 * b)
 

@@ -20,15 +20,15 @@ so the comparison with the ellipsoid isolates the candidate set.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.trig import (
     MomentNoise,
     basis_indices,
@@ -98,14 +98,11 @@ class CandidateLP(MethodBase):
     n_iter: int = 10
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        check_int_in_range(self.C, name="C", low=1)
-        check_int_in_range(self.R, name="R", low=1)
+        self._check_budget()
+        check_positive_ints(self, "C", "R")
         check_choice(self.source, name="source", choices=("gaussian", "marginals", "uniform"))
         check_choice(self.fit_method, name="fit_method", choices=("analyze_gauss", "psi"))
-        if not (float(self.K) > 0 and math.isfinite(float(self.K))):
-            raise ValueError(f"K must be finite and > 0; got {self.K}")
+        check_positive_finite(self.K, name="K")
 
     def at_width(self, sigma: float) -> CandidateLP:
         """This variant for kernel width σ: smoothness K = σ² (as the trigonometric mechanisms)."""
@@ -138,7 +135,7 @@ class CandidateLP(MethodBase):
             return self.epsilon, self.delta, 0.0, 0.0
         return self.epsilon / 3.0, self.delta / 2.0, 2.0 * self.epsilon / 3.0, self.delta - self.delta / 2.0
 
-    def noisy_moments(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> NoisyMoments:
+    def noisy_moments(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None) -> NoisyMoments:
         """Release the noisy moments b̂ (Alg 9 steps 1–3 at this variant's share of the budget), spent
         through ``ledger`` (a fresh one holding the method's budget if omitted)."""
         X = check_in_unit_cube(X, name="X")
@@ -154,7 +151,7 @@ class CandidateLP(MethodBase):
         b_hat = release_moments(b, noise, rng=resolve_rng(rng))
         return NoisyMoments(b_hat=b_hat, indices=idx, schedule=sch, noise=noise)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[CandidateDiagnostics]:
         """Run the variant on ``X`` ⊂ [-1, 1]^d (child streams: moments, candidates, sample)."""
         tm = Timer()

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube
+from dpkit.core.validation import check_choice, check_in_unit_cube
 from dpkit.methods._kernels import kernel_query_ranges
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.truth_cache import exact_truth
@@ -63,8 +63,7 @@ class DirectAnswering(MethodBase):
     sensitivity: str = "range"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        self._check_budget()
         check_choice(self.noise, name="noise", choices=NOISES)
         check_choice(self.sensitivity, name="sensitivity", choices=("range", "unit"))
         if self.noise != "laplace_I" and self.delta == 0 and not math.isinf(self.epsilon):
@@ -76,14 +75,14 @@ class DirectAnswering(MethodBase):
     def name(self) -> str:
         return f"direct-{self.noise}"
 
-    def sensitivities(self, workload: Any, n: int) -> np.ndarray:
+    def sensitivities(self, workload: GaussianKernelWorkload, n: int) -> np.ndarray:
         """Per-query replace-one sensitivities Δ_q (shape (Q,))."""
         Q = int(np.asarray(workload.alphas).shape[0])
         if self.sensitivity == "unit":
             return np.full(Q, 1.0 / n)
         return kernel_query_ranges(workload.centres, workload.alphas, workload.sigma) / n
 
-    def noise_scales(self, workload: Any, n: int) -> tuple[np.ndarray, str, float, float]:
+    def noise_scales(self, workload: GaussianKernelWorkload, n: int) -> tuple[np.ndarray, str, float, float]:
         """(per-query scale, kind, ε spent, δ spent) — Laplace scale b_q or Gaussian std."""
         sens = self.sensitivities(workload, n)
         Q = sens.shape[0]
@@ -101,7 +100,7 @@ class DirectAnswering(MethodBase):
         g = Gaussian(epsilon=self.epsilon, delta=self.delta, sensitivity=float(np.linalg.norm(sens)))
         return np.full(Q, g.sigma), "gaussian", self.epsilon, self.delta
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[None]:
         """Noisy answers to every query of ``workload`` on data ``X`` ⊂ [-1, 1]^d.
 

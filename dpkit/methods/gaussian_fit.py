@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_ints
 from dpkit.mechanisms.pca import PrivateSubspaceIteration
 from dpkit.methods.marginals import noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
@@ -81,18 +81,15 @@ class GaussianFit(MethodBase):
     m: int = 2000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        self._check_budget()
         check_choice(self.method, name="method", choices=("analyze_gauss", "psi"))
-        check_int_in_range(self.k, name="k", low=1)
-        check_int_in_range(self.n_iter, name="n_iter", low=1)
-        check_int_in_range(self.m, name="m", low=1)
+        check_positive_ints(self, "k", "n_iter", "m")
 
     @property
     def name(self) -> str:
         return f"gauss-{self.method.replace('_', '-')}"
 
-    def measure(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> GaussianStats:
+    def measure(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None) -> GaussianStats:
         """The released (μ̃, Σ̃) (no sampling), spent through ``ledger`` (a fresh one if omitted)."""
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
@@ -126,7 +123,7 @@ class GaussianFit(MethodBase):
         cov = low + np.diag(np.clip(var - np.diag(low), 0.0, None))
         return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[GaussianStats]:
         """Fit privately and sample ``m`` rows from N(μ̃, Σ̃) clipped to [-1, 1]^d."""
         tm = Timer()

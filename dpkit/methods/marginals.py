@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_ints
 from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
@@ -87,11 +88,9 @@ class IndependentMarginals(MethodBase):
     m: int = 2000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        self._check_budget()
         check_choice(self.kind, name="kind", choices=("histogram", "moments"))
-        check_int_in_range(self.bins, name="bins", low=1)
-        check_int_in_range(self.m, name="m", low=1)
+        check_positive_ints(self, "bins", "m")
 
     @property
     def name(self) -> str:
@@ -118,7 +117,7 @@ class IndependentMarginals(MethodBase):
                           rng=g2, ledger=led, name="second_moment")
         return MarginalStats(mean=mu, second=s)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[MarginalStats]:
         """Fit the marginals privately and sample an ``m``-row synthetic database."""
         tm = Timer()

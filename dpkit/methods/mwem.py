@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_int_in_range, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.methods._kernels import kernel_query_ranges, kernel_values
@@ -111,10 +111,8 @@ class MWEM(MethodBase):
     m: int | None = 1000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        for nm in ("T", "C", "n_class", "J", "R", "t_basis", "replays"):
-            check_int_in_range(getattr(self, nm), name=nm, low=1)
+        self._check_budget()
+        check_positive_ints(self, "T", "C", "n_class", "J", "R", "t_basis", "replays")
         check_choice(self.candidates, name="candidates", choices=("uniform", "gaussian"))
         check_choice(self.query_class, name="query_class", choices=("kernel", "basis"))
         check_choice(self.output, name="output", choices=("last", "average"))
@@ -122,8 +120,7 @@ class MWEM(MethodBase):
             check_int_in_range(self.m, name="m", low=1)
         if not (0.0 < float(self.candidate_share) < 1.0):
             raise ValueError(f"candidate_share must be in (0, 1); got {self.candidate_share}")
-        if not (float(self.sigma) > 0 and math.isfinite(float(self.sigma))):
-            raise ValueError(f"sigma must be finite and > 0; got {self.sigma}")
+        check_positive_finite(self.sigma, name="sigma")
 
     @property
     def name(self) -> str:
@@ -166,7 +163,7 @@ class MWEM(MethodBase):
         return F, truth, np.ones(idx.shape[0])
 
     # ------------------------------------------------------------------ fit
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[MWEMDiagnostics]:
         """Run MWEM on ``X`` ⊂ [-1, 1]^d; the synthetic database is the final (or average) A over P."""
         tm = Timer()

@@ -13,14 +13,14 @@ mechanism is ε-DP for any public query set. Only toy sizes are feasible: the ne
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.exceptions import FeasibilityError
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range
+from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range, check_positive_ints
 from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 from dpkit.mechanisms.trig.grid import discretise_indices, grid_points
 from dpkit.methods._kernels import kernel_values
@@ -54,8 +54,7 @@ class SmallDB(MethodBase):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        check_int_in_range(self.levels, name="levels", low=1)
-        check_int_in_range(self.m, name="m", low=1)
+        check_positive_ints(self, "levels", "m")
         check_int_in_range(self.max_candidates, name="max_candidates", low=1, high=MAX_CANDIDATES)
 
     needs_workload = True
@@ -74,7 +73,7 @@ class SmallDB(MethodBase):
         mesh = np.meshgrid(*([a] * d), indexing="ij")
         return np.stack([g.ravel() for g in mesh], axis=1)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[None]:
         """Release one candidate database of the net (selected with the workload's queries as the
         exponential mechanism's utility); ``release.synthetic`` is it as a weighted point set."""

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_delta, check_epsilon
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -136,7 +138,7 @@ class Method(Protocol):
 
     def at_width(self, sigma: float) -> Method: ...
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[Any]: ...
 
 
@@ -170,9 +172,15 @@ class MethodBase:
         """The method's parameters (its dataclass fields) as a plain dict."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[Any]:  # pragma: no cover
         raise NotImplementedError
+
+    def _check_budget(self, *, allow_inf: bool = True) -> None:
+        """Validate (and store as floats) the ``epsilon`` and ``delta`` fields; ``allow_inf`` admits
+        ε = ∞ (the noise-free reference). For ``__post_init__`` of methods with both fields."""
+        object.__setattr__(self, "epsilon", check_epsilon(getattr(self, "epsilon"), allow_inf=allow_inf))
+        object.__setattr__(self, "delta", check_delta(getattr(self, "delta")))
 
     def _require_workload(self, workload: GaussianKernelWorkload | None) -> GaussianKernelWorkload:
         if workload is None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.validation import check_choice, check_positive_int, check_real_in_range
 from dpkit.mechanisms.consistency.constraints import ConstraintSystem
@@ -26,7 +27,17 @@ __all__ = ["AlternatingResult", "alternating_projection", "block_projectors", "S
 STOP_RULES = ("fixed", "mean-change")
 
 
-def _apply(P: Any, x: np.ndarray) -> np.ndarray:
+class SupportsProject(Protocol):
+    """Anything with ``project(x)`` (e.g. :class:`GeneralProjector`, the tree projectors)."""
+
+    def project(self, x: np.ndarray) -> np.ndarray: ...
+
+
+#: A projector: an object with ``project(x)`` or a callable ``x -> f(x)``.
+Projector = Union[SupportsProject, Callable[[np.ndarray], np.ndarray]]
+
+
+def _apply(P: Projector, x: np.ndarray) -> np.ndarray:
     if hasattr(P, "project"):
         return P.project(x)
     if callable(P):
@@ -82,19 +93,19 @@ def block_projectors(
 
 
 def alternating_projection(
-    x0: Any,
-    projectors: Sequence[Any],
+    x0: ArrayLike,
+    projectors: Sequence[Projector],
     *,
     stop: str = "mean-change",
     tol: float = 1e-6,
     max_iter: int = 100,
     residual: ConstraintSystem | Callable[[np.ndarray], np.ndarray] | None = None,
-    x_true: Any = None,
-    x_ref: Any = None,
+    x_true: ArrayLike | None = None,
+    x_ref: ArrayLike | None = None,
     mse_norm: float | None = None,
     err_norm: float | None = None,
     change_norm: float | None = None,
-    invariants: tuple[Any, Any] | None = None,
+    invariants: tuple[ArrayLike, ArrayLike] | None = None,
     metrics: dict[str, Callable[[np.ndarray], float]] | None = None,
     progress: bool = False,
 ) -> AlternatingResult:
@@ -139,87 +150,116 @@ def alternating_projection(
     check_choice(stop, name="stop", choices=STOP_RULES)
     max_iter = check_positive_int(max_iter, name="max_iter")
     tol = check_real_in_range(tol, name="tol", low=0.0, low_inclusive=False)
+    x = _start(x0, projectors)
+    N = float(x.size)
+    change_norm = N if change_norm is None else float(change_norm)
+    tracer = _Tracer(x, residual=residual, x_true=x_true, x_ref=x_ref, invariants=invariants, metrics=metrics,
+                     mse_norm=N if mse_norm is None else float(mse_norm),
+                     err_norm=N if err_norm is None else float(err_norm))
+    t0 = time.perf_counter()
+    converged = False
+    s = 0
+    with _progress_bar(progress, max_iter) as bar:
+        for s in range(1, max_iter + 1):
+            prev = x
+            for P in projectors:
+                nxt = _apply(P, x)
+                tracer.step(x, nxt)
+                x = nxt
+            change = float(np.sum(np.abs(x - prev))) / change_norm
+            tracer.record(x, change)
+            bar.update(1)
+            if stop == "mean-change" and change < tol:
+                converged = True
+                break
+        seconds = time.perf_counter() - t0
+    return AlternatingResult(x=x, n_iter=s, converged=converged or stop == "fixed", stop=stop, seconds=seconds,
+                             trace=tracer.trace())
+
+
+def _start(x0: ArrayLike, projectors: Sequence[Projector]) -> np.ndarray:
+    """A float copy of ``x0`` (finite), after checking there is at least one projector."""
     if len(projectors) == 0:
         raise ValueError("projectors must contain at least one projector")
     x = np.array(x0, dtype=float, copy=True)
     if not np.all(np.isfinite(x)):
         raise ValueError("x0 must be finite")
-    N = float(x.size)
-    mse_norm = N if mse_norm is None else float(mse_norm)
-    err_norm = N if err_norm is None else float(err_norm)
-    change_norm = N if change_norm is None else float(change_norm)
+    return x
 
-    def _shape_ok(a: Any, name: str) -> np.ndarray:
+
+def _progress_bar(progress: bool, total: int) -> Any:
+    """A tqdm bar over the cycles, or a no-op stand-in (tqdm is imported only when asked for)."""
+    if not progress:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="alternating projection")
+
+
+class _NoBar:
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        return None
+
+
+class _Tracer:
+    """The per-cycle traces of :func:`alternating_projection` (see :class:`AlternatingResult`)."""
+
+    def __init__(self, x0: np.ndarray, *, residual: ConstraintSystem | Callable[[np.ndarray], np.ndarray] | None,
+                 x_true: ArrayLike | None, x_ref: ArrayLike | None, invariants: tuple[ArrayLike, ArrayLike] | None,
+                 metrics: dict[str, Callable[[np.ndarray], float]] | None, mse_norm: float, err_norm: float) -> None:
+        self.shape = x0.shape
+        if isinstance(residual, ConstraintSystem):
+            system = residual
+            self.resid: Callable[[np.ndarray], np.ndarray] | None = lambda z: system.residual(z.ravel())
+        else:
+            self.resid = residual
+        self.xt = None if x_true is None else self._shape_ok(x_true, "x_true")
+        self.xr = None if x_ref is None else self._shape_ok(x_ref, "x_ref")
+        self.inv = None if invariants is None else tuple(self._shape_ok(p, "invariants") for p in invariants)
+        self.metrics = metrics or {}
+        self.mse_norm, self.err_norm = mse_norm, err_norm
+        self.tr: dict[str, list[float]] = {"change": []}
+        self.steps_sq = 0.0
+        self.fe0 = float(np.sum(np.square(x0 - self.inv[0]))) if self.inv is not None else 0.0
+        self.record(x0, np.nan)
+
+    def _shape_ok(self, a: ArrayLike, name: str) -> np.ndarray:
         a = np.asarray(a, dtype=float)
-        if a.shape != x.shape:
-            raise ValueError(f"{name} must have the shape of x0 {x.shape}; got {a.shape}")
+        if a.shape != self.shape:
+            raise ValueError(f"{name} must have the shape of x0 {self.shape}; got {a.shape}")
         return a
 
-    if isinstance(residual, ConstraintSystem):
-        system = residual
-        resid: Callable | None = lambda z: system.residual(z.ravel())  # noqa: E731
-    else:
-        resid = residual
-    xt = None if x_true is None else _shape_ok(x_true, "x_true")
-    xr = None if x_ref is None else _shape_ok(x_ref, "x_ref")
-    if invariants is not None:
-        p1, p2 = (_shape_ok(p, "invariants") for p in invariants)
+    def step(self, x: np.ndarray, nxt: np.ndarray) -> None:
+        """One projection ``x → nxt`` (the telescope trace sums the squared steps)."""
+        if self.inv is not None:
+            self.steps_sq += float(np.sum(np.square(nxt - x)))
 
-    tr: dict[str, list[float]] = {"change": [np.nan]}
-
-    def record(z: np.ndarray) -> None:
-        if resid is not None:
-            tr.setdefault("mse", []).append(float(np.sum(np.square(resid(z)))) / mse_norm)
-        if xt is not None:
-            tr.setdefault("err", []).append(float(np.sqrt(np.sum(np.square(z - xt)) / err_norm)))
-        if xr is not None:
-            d = z - xr
+    def record(self, z: np.ndarray, change: float) -> None:
+        """The traces of the iterate ``z`` after a cycle whose mean change was ``change``."""
+        tr = self.tr
+        tr["change"].append(change)
+        if self.resid is not None:
+            tr.setdefault("mse", []).append(float(np.sum(np.square(self.resid(z)))) / self.mse_norm)
+        if self.xt is not None:
+            tr.setdefault("err", []).append(float(np.sqrt(np.sum(np.square(z - self.xt)) / self.err_norm)))
+        if self.xr is not None:
+            d = z - self.xr
             tr.setdefault("dist", []).append(float(np.linalg.norm(d.ravel())))
             tr.setdefault("dist_inf", []).append(float(np.max(np.abs(d))))
-        if invariants is not None:
+        if self.inv is not None:
+            p1, p2 = self.inv
             fe = float(np.sum(np.square(z - p1)))
             tr.setdefault("fejer", []).append(fe)
-            tr.setdefault("telescope", []).append(fe0 - fe - steps_sq)
+            tr.setdefault("telescope", []).append(self.fe0 - fe - self.steps_sq)
             tr.setdefault("inner", []).append(float(np.vdot(p1 - p2, z - p2)))
-        for name, fn in (metrics or {}).items():
+        for name, fn in self.metrics.items():
             tr.setdefault(name, []).append(float(fn(z)))
 
-    steps_sq = 0.0
-    fe0 = float(np.sum(np.square(x - p1))) if invariants is not None else 0.0
-    record(x)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=max_iter, disable=not progress, desc="alternating projection")
-    t0 = time.perf_counter()
-    converged = False
-    s = 0
-    for s in range(1, max_iter + 1):
-        prev = x
-        for P in projectors:
-            nxt = _apply(P, x)
-            if invariants is not None:
-                steps_sq += float(np.sum(np.square(nxt - x)))
-            x = nxt
-        change = float(np.sum(np.abs(x - prev))) / change_norm
-        tr["change"].append(change)
-        record(x)
-        if bar is not None:
-            bar.update(1)
-        if stop == "mean-change" and change < tol:
-            converged = True
-            break
-    seconds = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
-    if stop == "fixed":
-        converged = True
-    return AlternatingResult(
-        x=x,
-        n_iter=s,
-        converged=converged,
-        stop=stop,
-        seconds=seconds,
-        trace={k: np.asarray(v) for k, v in tr.items()},
-    )
+    def trace(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v) for k, v in self.tr.items()}

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.validation import check_int_in_range, check_real_in_range
 from dpkit.mechanisms.linear import intervals as iv
@@ -40,7 +41,7 @@ from dpkit.mechanisms.linear import intervals as iv
 __all__ = ["LevelSets", "neighbour_set", "build_level_sets", "ladder_sets", "algorithm1_shells", "sensitivity_of"]
 
 
-def neighbour_set(values: Any, *, name: str = "V") -> np.ndarray:
+def neighbour_set(values: ArrayLike, *, name: str = "V") -> np.ndarray:
     """Validate a query's neighbour set ``V`` (union of closed intervals; points allowed).
 
     Raises
@@ -172,7 +173,7 @@ def _cumulative_integrals(C: np.ndarray) -> tuple[float, float, float]:
 
 
 def build_level_sets(
-    V: Any,
+    V: ArrayLike,
     radius: float,
     *,
     max_steps: int = 3000,
@@ -222,57 +223,24 @@ def build_level_sets(
     q = math.exp(-epsilon) if (epsilon is not None and tail_tol is not None) else None
 
     C = np.array([[-delta, delta]])
-    shells: list[np.ndarray] = [C.copy()]
-    mus = [2.0 * delta]
-    gs = [delta * delta]
-    hs = [2.0 * delta**3 / 3.0]
+    stats = _ShellStats(C, keep_shells)
     mass_K = 2.0 * delta  # Σ q^i μ(R_i) (only used for early stopping)
     converged = False
     n = 0
     a_n = 0.0
     step = 0
-    cum = (2.0 * delta, delta * delta, 2.0 * delta**3 / 3.0)
     zero_in_W = bool(iv.contains(W, 0.0))  # then C ⊕ W ⊇ C and the union is not needed
     Ws, We = W[:, 0].copy(), W[:, 1].copy()
-
-    def add_shell(R: np.ndarray) -> None:
-        shells.append(R)
-        mus.append(iv.measure(R))
-        gs.append(iv.abs_integral(R))
-        hs.append(_sq_integral(R))
-
     for step in range(1, max_steps + 1):
         Cn = _dilate(C, Ws, We, tol) if zero_in_W else iv.union(C, iv.minkowski_sum(C, W, tol), tol=tol)
-        if keep_shells:
-            add_shell(iv.difference(Cn, C, tol))
-        else:
-            # stats only (heat maps): shell integrals as differences of cumulative ones
-            # (C_{i−1} ⊆ C_i); rounding ~1e-16·(max|C_i|)^k, negligible for E|Z|
-            cum_new = _cumulative_integrals(Cn)
-            mus.append(cum_new[0] - cum[0])
-            gs.append(cum_new[1] - cum[1])
-            hs.append(cum_new[2] - cum[2])
-            cum = cum_new
-        if C.shape[0] == 1 and Cn.shape[0] == 1:
-            A = float(C[0, 1])
-            eq_tol = tol + 1e-12 * (A + dfs)
-            if (
-                abs(C[0, 0] + A) <= eq_tol
-                and abs(Cn[0, 1] - (A + dfs)) <= eq_tol
-                and abs(Cn[0, 0] + (A + dfs)) <= eq_tol
-            ):
-                # Definition 2, second half: R_{n+1} = ±(a_n + [Δf, 2Δf])
-                Cnn = iv.union(Cn, iv.minkowski_sum(Cn, W, tol), tol=tol)
-                Rn1 = iv.difference(Cnn, Cn, tol)
-                want = np.array([[-A - 2 * dfs, -A - dfs], [A + dfs, A + 2 * dfs]])
-                if not iv.equal(Rn1, want, 2 * eq_tol):  # pragma: no cover - impossible by the argument above
-                    raise AssertionError(f"Definition 2 half-check failed at step {step}: {Rn1.tolist()}")
-                converged, n, a_n = True, step, A
-                C = Cn
-                break
+        stats.grow(C, Cn, tol)
+        A = _converged_at(C, Cn, W, dfs, tol, step)
         C = Cn
+        if A is not None:
+            converged, n, a_n = True, step, A
+            break
         if q is not None:
-            mass_K += q**step * mus[-1]
+            mass_K += q**step * stats.mus[-1]
             rho = float(np.max(np.abs(C)))
             tail = q ** (step + 1) * (2 * (rho + dfs) - iv.measure(C)) + 2 * dfs * q ** (step + 2) / (1 - q)
             if tail / mass_K <= tail_tol:
@@ -282,26 +250,68 @@ def build_level_sets(
         K = step
         rho = float(np.max(np.abs(C)))
         closing = np.array([[-rho - dfs, rho + dfs]])
-        add_shell(iv.difference(closing, C, tol))
+        stats.add_shell(iv.difference(closing, C, tol))
         n, a_n = K + 1, rho
-    return LevelSets(
-        V=V,
-        W=W,
-        radius=delta,
-        sensitivity=dfs,
-        n=n,
-        a_n=a_n,
-        converged=converged,
-        steps=step,
-        measures=np.asarray(mus),
-        abs_integrals=np.asarray(gs),
-        sq_integrals=np.asarray(hs),
-        shells=tuple(shells) if keep_shells else None,
-        tol=tol,
-    )
+    return LevelSets(V=V, W=W, radius=delta, sensitivity=dfs, n=n, a_n=a_n, converged=converged, steps=step,
+                     measures=np.asarray(stats.mus), abs_integrals=np.asarray(stats.gs), sq_integrals=np.asarray(stats.hs),
+                     shells=tuple(stats.shells) if keep_shells else None, tol=tol)
 
 
-def ladder_sets(V: Any, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
+class _ShellStats:
+    """``μ(R_i)``, ``∫_{R_i}|r|``, ``∫_{R_i} r²`` (and the shells ``R_i`` themselves with ``keep_shells``)."""
+
+    def __init__(self, C0: np.ndarray, keep_shells: bool) -> None:
+        delta = float(C0[0, 1])
+        self.keep_shells = keep_shells
+        self.shells: list[np.ndarray] = [C0.copy()]
+        self.mus = [2.0 * delta]
+        self.gs = [delta * delta]
+        self.hs = [2.0 * delta**3 / 3.0]
+        self.cum = (2.0 * delta, delta * delta, 2.0 * delta**3 / 3.0)
+
+    def add_shell(self, R: np.ndarray) -> None:
+        self.shells.append(R)
+        self.mus.append(iv.measure(R))
+        self.gs.append(iv.abs_integral(R))
+        self.hs.append(_sq_integral(R))
+
+    def grow(self, C: np.ndarray, Cn: np.ndarray, tol: float) -> None:
+        """The shell ``R = C_n ∖ C`` of one step."""
+        if self.keep_shells:
+            self.add_shell(iv.difference(Cn, C, tol))
+            return
+        # stats only (heat maps): shell integrals as differences of cumulative ones
+        # (C_{i−1} ⊆ C_i); rounding ~1e-16·(max|C_i|)^k, negligible for E|Z|
+        cum_new = _cumulative_integrals(Cn)
+        self.mus.append(cum_new[0] - self.cum[0])
+        self.gs.append(cum_new[1] - self.cum[1])
+        self.hs.append(cum_new[2] - self.cum[2])
+        self.cum = cum_new
+
+
+def _converged_at(C: np.ndarray, Cn: np.ndarray, W: np.ndarray, dfs: float, tol: float, step: int) -> float | None:
+    """``a_n`` if Definition 2 holds at this step (``C = [−a_n, a_n]``, ``C_n = [−a_n − Δf, a_n + Δf]`` and
+    ``R_{n+1} = ±(a_n + [Δf, 2Δf])``), else None."""
+    if C.shape[0] != 1 or Cn.shape[0] != 1:
+        return None
+    A = float(C[0, 1])
+    eq_tol = tol + 1e-12 * (A + dfs)
+    if not (
+        abs(C[0, 0] + A) <= eq_tol
+        and abs(Cn[0, 1] - (A + dfs)) <= eq_tol
+        and abs(Cn[0, 0] + (A + dfs)) <= eq_tol
+    ):
+        return None
+    # Definition 2, second half: R_{n+1} = ±(a_n + [Δf, 2Δf])
+    Cnn = iv.union(Cn, iv.minkowski_sum(Cn, W, tol), tol=tol)
+    Rn1 = iv.difference(Cnn, Cn, tol)
+    want = np.array([[-A - 2 * dfs, -A - dfs], [A + dfs, A + 2 * dfs]])
+    if not iv.equal(Rn1, want, 2 * eq_tol):  # pragma: no cover - impossible by the argument above
+        raise AssertionError(f"Definition 2 half-check failed at step {step}: {Rn1.tolist()}")
+    return A
+
+
+def ladder_sets(V: ArrayLike, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
     """The ladder shells ``I_0 = {0}, I_1, …, I_steps`` of spec §3.2 (δ = 0, points kept).
 
     ``I_t`` holds the values ``f(x') − f(x)`` reachable in exactly ``t`` add/remove steps
@@ -321,7 +331,7 @@ def ladder_sets(V: Any, steps: int, *, tol: float | None = None) -> list[np.ndar
     return out
 
 
-def algorithm1_shells(V: Any, radius: float, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
+def algorithm1_shells(V: ArrayLike, radius: float, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
     """The literal Algorithm 1 (spec §3.5, corrected): ladder shells ``I_i`` first, then
     ``R_i = (I_i ⊕ [−δ, δ]) ∖ ⋃_{j<i} R_j``. Cost O(n²N²) in the paper's accounting; kept
     only as a cross-check of :func:`build_level_sets` (they agree because dilation

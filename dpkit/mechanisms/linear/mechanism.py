@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
 from dpkit.core.validation import check_epsilon, check_finite_array, check_int_in_range, check_real_in_range
-from dpkit.mechanisms.base import Mechanism
+from dpkit.mechanisms.base import AdditiveNoiseMechanism
 from dpkit.mechanisms.linear.density import LevelSetDensity
 from dpkit.mechanisms.linear.levelset import build_level_sets as _build
 from dpkit.mechanisms.linear.levelset import neighbour_set as _check_neighbour_set
@@ -27,7 +28,7 @@ from dpkit.mechanisms.linear.tuning import optimal_radius
 __all__ = ["LinearQueryMechanism", "linear_query_value"]
 
 
-def linear_query_value(counts: Any, record_values: Any) -> float:
+def linear_query_value(counts: ArrayLike, record_values: ArrayLike) -> float:
     """``f(x) = Σ_i x_i f(χ_i)`` for a histogram ``counts`` and per-type values ``f(χ_i)``."""
     c = check_finite_array(counts, name="counts", ndim=1)
     v = check_finite_array(record_values, name="record_values", ndim=1)
@@ -39,7 +40,7 @@ def linear_query_value(counts: Any, record_values: Any) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LinearQueryMechanism(Mechanism):
+class LinearQueryMechanism(AdditiveNoiseMechanism):
     """ε-DP release of a 1-D linear query by the level-set mechanism (Theorem 2).
 
     Parameters
@@ -62,6 +63,8 @@ class LinearQueryMechanism(Mechanism):
 
     Notes
     -----
+    ``release(value)`` returns the float ``f(x) + Z`` for the scalar ``value = f(x)``, ``Z`` drawn
+    by Algorithm 2; with a ledger the spend (ε, 0) is recorded first.
     Privacy: levels of ``r`` and ``r + v`` differ by at most 1 for every ``v ∈ W``
     (``C_i ⊕ W ⊆ C_{i+1}``, Lemma 4), so ``p(r − f(x)) ≤ e^ε p(r − f(x'))``.
 
@@ -72,7 +75,9 @@ class LinearQueryMechanism(Mechanism):
     True
     """
 
-    neighbour_set: Any
+    scalar_only = "a 1-D linear query: value is the scalar f(x)"
+
+    neighbour_set: ArrayLike
     epsilon: float
     radius: float | None = None
     max_steps: int = 3000
@@ -101,7 +106,7 @@ class LinearQueryMechanism(Mechanism):
         object.__setattr__(self, "_density", LevelSetDensity(levels=L, epsilon=eps))
 
     @classmethod
-    def from_record_values(cls, record_values: Any, **kwargs: Any) -> "LinearQueryMechanism":
+    def from_record_values(cls, record_values: ArrayLike, **kwargs: Any) -> "LinearQueryMechanism":
         """Build from a finite set of per-record values ``f(χ_j)`` (``V`` = those points).
 
         Example: a counting query has ``record_values = [1]`` (or ``[0, 1]`` when records
@@ -146,28 +151,17 @@ class LinearQueryMechanism(Mechanism):
         """Draw ``Z`` (Algorithm 2) without releasing anything."""
         return self._density.sample(size, rng=rng)
 
-    def release(
-        self,
-        value: Any,
-        *,
-        rng: RNGLike = None,
-        ledger: Ledger | None = None,
-        name: str | None = None,
-    ) -> float:
-        """Return ``f(x) + Z`` for the scalar query value ``value = f(x)``.
+    def _ledger_meta(self, x: np.ndarray) -> dict[str, Any]:
+        return {"radius": self.radius, "sensitivity": self.sensitivity, "levels": self._density.levels.n}
 
-        With ``ledger`` the spend (ε, 0) is recorded first and refused if over budget.
-        """
-        x = check_finite_array(value, name="value")
-        if x.size != 1:
-            raise ValueError(f"value must be a scalar f(x) (a 1-D linear query); got shape {x.shape}")
-        self._charge(ledger, name, radius=self.radius, sensitivity=self.sensitivity, levels=self._density.levels.n)
-        return float(x.reshape(()) + self._density.sample(None, rng=rng))
+    def _add_noise(self, x: np.ndarray, rng: RNGLike) -> float:
+        """``f(x) + Z`` with ``Z`` drawn by Algorithm 2."""
+        return x.reshape(()) + self._density.sample(None, rng=rng)
 
     def release_histogram(
         self,
-        counts: Any,
-        record_values: Any,
+        counts: ArrayLike,
+        record_values: ArrayLike,
         *,
         rng: RNGLike = None,
         ledger: Ledger | None = None,
@@ -179,7 +173,7 @@ class LinearQueryMechanism(Mechanism):
         inside = np.any((v[:, None] >= Varr[None, :, 0] - 1e-12) & (v[:, None] <= Varr[None, :, 1] + 1e-12), axis=1)
         if not np.all(inside):
             raise ValueError(f"record_values {v[~inside].tolist()} are outside the neighbour set V; the guarantee would not hold")
-        return self.release(linear_query_value(counts, v), rng=rng, ledger=ledger, name=name)
+        return float(self.release(linear_query_value(counts, v), rng=rng, ledger=ledger, name=name))
 
     def params(self) -> dict[str, Any]:
         L = self._density.levels

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_epsilon, check_finite_array, check_real_in_range, check_sensitivity
-from dpkit.mechanisms.base import Mechanism
+from dpkit.core.validation import check_epsilon, check_real_in_range, check_sensitivity
+from dpkit.mechanisms.base import AdditiveNoiseMechanism
 
 __all__ = ["Staircase", "optimal_gamma"]
 
@@ -34,7 +34,7 @@ def optimal_gamma(epsilon: float) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Staircase(Mechanism):
+class Staircase(AdditiveNoiseMechanism):
     """Geng–Viswanath staircase mechanism ``f(x) + Z`` for a scalar query.
 
     Parameters
@@ -49,12 +49,19 @@ class Staircase(Mechanism):
     neighbouring : {"add-remove", "replace-one"}
         Relation under which ``sensitivity`` holds (default: the seeds' add/remove).
 
+    Notes
+    -----
+    ``release(value)`` returns ``value + Z`` for one scalar query value (``Z`` from :meth:`sample`);
+    with a ledger the spend (ε, 0) is recorded first.
+
     Examples
     --------
     >>> m = Staircase(epsilon=1.0, sensitivity=1.0)
     >>> round(m.mean_abs_error, 6) == round(math.exp(0.5) / math.expm1(1.0), 6)
     True
     """
+
+    scalar_only = "the staircase mechanism releases one scalar query"
 
     epsilon: float
     sensitivity: float
@@ -113,15 +120,15 @@ class Staircase(Mechanism):
     def mse(self) -> float:
         return self.variance
 
-    def level(self, x: Any) -> np.ndarray:
+    def level(self, x: ArrayLike) -> np.ndarray:
         """Staircase level of ``x``: 0 on ``|x| < γΔ``, then ``i`` on ``[γΔ + (i−1)Δ, γΔ + iΔ)``."""
         ax = np.abs(np.asarray(x, dtype=float)) / self.sensitivity
         return np.where(ax < self.gamma, 0, np.floor(ax - self.gamma).astype(np.int64) + 1)
 
-    def pdf(self, x: Any) -> np.ndarray:
+    def pdf(self, x: ArrayLike) -> np.ndarray:
         return self.a * np.exp(-self.epsilon * self.level(x))
 
-    def cdf(self, x: Any) -> np.ndarray | float:
+    def cdf(self, x: ArrayLike) -> np.ndarray | float:
         """Exact CDF (symmetric; mass of ``[0, y]`` summed over whole steps plus a partial one)."""
         x = np.asarray(x, dtype=float)
         y = np.abs(x) / self.sensitivity
@@ -151,21 +158,9 @@ class Staircase(Mechanism):
             return float(X[0])
         return X.reshape(size)
 
-    def release(
-        self,
-        value: Any,
-        *,
-        rng: RNGLike = None,
-        ledger: Ledger | None = None,
-        name: str | None = None,
-    ) -> np.ndarray | float:
-        """Return ``value + Z`` (independent noise per entry of a scalar query's value).
+    def _ledger_meta(self, x: np.ndarray) -> dict[str, Any]:
+        return {"sensitivity": self.sensitivity, "gamma": self.gamma}
 
-        With ``ledger`` the spend (ε, 0) is recorded first and refused if over budget.
-        """
-        x = check_finite_array(value, name="value")
-        if x.size != 1:
-            raise ValueError(f"value must be a scalar (the staircase mechanism releases one scalar query); got shape {x.shape}")
-        self._charge(ledger, name, sensitivity=self.sensitivity, gamma=self.gamma)
-        out = x + self.sample(x.shape if x.ndim else None, rng=rng)
-        return float(out) if np.ndim(out) == 0 else out
+    def _add_noise(self, x: np.ndarray, rng: RNGLike) -> np.ndarray | float:
+        """``x + Z`` with ``Z`` from :meth:`sample`."""
+        return x + self.sample(x.shape if x.ndim else None, rng=rng)

@@ -8,17 +8,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import (
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_in_unit_cube,
-    check_real_in_range,
-)
+from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_finite
 from dpkit.mechanisms.base import Mechanism
 from dpkit.mechanisms.trig.basis import basis_moments, evaluate_basis
 from dpkit.mechanisms.trig.grid import lattice_round
@@ -108,11 +103,8 @@ class TrigBase(Mechanism, MethodBase):
             raise ValueError(
                 f"neighbouring must be 'replace-one' for {type(self).__name__} (its calibration assumes replace-one "
                 f"neighbours with public n; add-remove would reveal n); got {self.neighbouring!r}")
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
-        object.__setattr__(self, "K", check_real_in_range(self.K, name="K", low=0.0, low_inclusive=False))
-        if math.isinf(self.K):
-            raise ValueError("K must be finite")
+        self._check_budget()
+        object.__setattr__(self, "K", check_positive_finite(self.K, name="K"))
         check_choice(self.constants, name="constants", choices=CONSTANTS)
         check_choice(self.output, name="output", choices=OUTPUTS)
         check_choice(self.lp_method, name="lp_method", choices=LP_METHODS)
@@ -130,7 +122,7 @@ class TrigBase(Mechanism, MethodBase):
         """This mechanism for kernel width σ: smoothness K = σ² (thesis Sec 3.1, Prop 2.2)."""
         return replace(self, K=float(sigma) ** 2)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[TrigDiagnostics]:
         """Run the mechanism on ``X`` ⊂ [-1, 1]^d (n rows) and release a synthetic database.
 
@@ -167,21 +159,33 @@ class TrigBase(Mechanism, MethodBase):
         spend_moments(led, noise, idx.shape[0])
         return b, release_moments(b, noise, rng=rng), noise
 
-    def _finish(self, *, points: np.ndarray, idx: np.ndarray, L: int, b_hat: np.ndarray, m: int,
-                gen_sample: np.random.Generator, timings: dict[str, float]) -> tuple[WeightedDatabase, WeightedDatabase, dict]:
-        """The LP over the candidate columns (Alg 4 step 7 / Alg 9 step 7) and the m-row sample."""
+    def _finish(self, *, X: np.ndarray, sch: Schedule, idx: np.ndarray, points: np.ndarray, moments: np.ndarray,
+                b_hat: np.ndarray, noise: MomentNoise, led: Ledger, gen_sample: np.random.Generator,
+                timings: dict[str, float], t_start: float, algorithm: str, params: dict[str, Any],
+                **released: np.ndarray) -> Release[TrigDiagnostics]:
+        """The LP over the candidate columns (Alg 4 step 7 / Alg 9 step 7), the m-row sample and the release.
+
+        ``params`` are the mechanism-specific parameters (after the common ones), ``released`` the
+        extra :class:`TrigDiagnostics` fields (noisy mean, PCA) of Alg 9/10.
+        """
         W = np.ascontiguousarray(evaluate_basis(points, idx).T)
         if self.lattice:
-            W = lattice_round(W, L)
+            W = lattice_round(W, sch.L)
         t0 = time.perf_counter()
         sol = solve_l1_lp(W, b_hat, method=self.lp_method)
         timings["lp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         keep = sol.u > 0
-        lp_db = WeightedDatabase(points=points[keep], weights=sol.u[keep], m=m)
+        lp_db = WeightedDatabase(points=points[keep], weights=sol.u[keep], m=sch.m)
         synth = lp_db.realise(gen_sample) if self.output == "sample" else lp_db
         timings["sample"] = time.perf_counter() - t0
-        return synth, lp_db, sol.to_dict()
+        timings["total"] = time.perf_counter() - t_start
+        n, d = X.shape
+        params = {"algorithm": algorithm, **self._common_params(noise, sch, n, d), **params}
+        diag = TrigDiagnostics(lp=sol.to_dict(), lp_database=lp_db, noisy_moments=b_hat, true_moments=moments, basis=idx,
+                               candidates=points, **released)
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=timings,
+                       synthetic=synth, diagnostics=diag)
 
     def _common_params(self, noise: MomentNoise, sch: Schedule, n: int, d: int) -> dict[str, Any]:
         return {

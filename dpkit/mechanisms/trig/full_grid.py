@@ -102,18 +102,13 @@ class TrigonometricMechanism(TrigBase):
         points = np.stack([g.ravel() for g in mesh], axis=1)
         timings["candidates"] = time.perf_counter() - t0
 
-        synth, lp_db, lp = self._finish(points=points, idx=idx, L=sch.L, b_hat=b_hat, m=sch.m, gen_sample=g_sample,
-                                        timings=timings)
-        timings["total"] = time.perf_counter() - T0
         params = {
-            "algorithm": "Alg 5 (II)" if self.delta > 0 else "Alg 4 (I)", **self._common_params(noise, sch, n, d),
             "R": int(idx.shape[0]), "grid_size": sch.N**d,
             "noise_scales": {"moments": noise.scale},
             "sensitivities": {"moments_l1": noise.l1_sensitivity, "moments_l2": noise.l2_sensitivity},
         }
-        diag = TrigDiagnostics(lp=lp, lp_database=lp_db, noisy_moments=b_hat, true_moments=b, basis=idx,
-                               candidates=points)
-        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=timings,
-                       synthetic=synth, diagnostics=diag)
+        return self._finish(X=X, sch=sch, idx=idx, points=points, moments=b, b_hat=b_hat, noise=noise, led=led,
+                            gen_sample=g_sample, timings=timings, t_start=T0,
+                            algorithm="Alg 5 (II)" if self.delta > 0 else "Alg 4 (I)", params=params)
 
 

@@ -2,20 +2,15 @@
 from an ellipsoid and the LP over them."""
 from __future__ import annotations
 
-import math
-import warnings
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import (
-    check_choice,
-    check_int_in_range,
-    check_real_in_range,
-)
+from dpkit.core.validation import check_choice, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.mechanisms.pca import PrivateSubspaceIteration, psi_noise_scale
@@ -88,15 +83,8 @@ class ImprovedTrigonometricMechanism(TrigBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_int_in_range(self.C, name="C", low=1)
-        check_int_in_range(self.R, name="R", low=1)
-        check_int_in_range(self.k, name="k", low=1)
-        check_int_in_range(self.n_iter, name="n_iter", low=1)
-        object.__setattr__(
-            self, "kappa", check_real_in_range(self.kappa, name="kappa", low=0.0, low_inclusive=False)
-        )
-        if math.isinf(self.kappa):
-            raise ValueError("kappa must be finite")
+        check_positive_ints(self, "C", "R", "k", "n_iter")
+        object.__setattr__(self, "kappa", check_positive_finite(self.kappa, name="kappa"))
         check_choice(self.sampler, name="sampler", choices=("uniform", "thesis"))
         check_choice(self.pca_sensitivity, name="pca_sensitivity", choices=("bound", "thesis"))
 
@@ -160,12 +148,7 @@ class ImprovedTrigonometricMechanism(TrigBase):
         t0 = time.perf_counter()  # 6. candidates
         points = self._candidates(mu, psi, sch.N, g_cand)
         timings["candidates"] = time.perf_counter() - t0
-        # 7-8. LP and sampling
-        synth, lp_db, lp = self._finish(points=points, idx=idx, L=sch.L, b_hat=b_hat, m=sch.m, gen_sample=g_sample,
-                                        timings=timings)
-        timings["total"] = time.perf_counter() - T0
         params = {
-            "algorithm": "Alg 10 (II)" if self.delta > 0 else "Alg 9 (I)", **self._common_params(noise, sch, n, d),
             "R": self.R, "C": self.C, "n_candidates_distinct": int(points.shape[0]), "k": self.k,
             "n_iter": self.n_iter, "kappa": self.kappa, "sampler": self.sampler,
             "pca_sensitivity": self.pca_sensitivity,
@@ -175,8 +158,8 @@ class ImprovedTrigonometricMechanism(TrigBase):
             "sensitivities": {"moments_l1": noise.l1_sensitivity, "moments_l2": noise.l2_sensitivity,
                               "mean_l1": 2.0 * d / n, "pca_spectral": psi.sensitivity_},
         }
-        diag = TrigDiagnostics(lp=lp, lp_database=lp_db, noisy_moments=b_hat, true_moments=b, basis=idx,
-                               candidates=points, noisy_mean=mu, components=psi.components_,
-                               eigenvalues=psi.explained_variance_)
-        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=timings,
-                       synthetic=synth, diagnostics=diag)
+        # 7-8. LP and sampling
+        return self._finish(X=X, sch=sch, idx=idx, points=points, moments=b, b_hat=b_hat, noise=noise, led=led,
+                            gen_sample=g_sample, timings=timings, t_start=T0,
+                            algorithm="Alg 10 (II)" if self.delta > 0 else "Alg 9 (I)", params=params,
+                            noisy_mean=mu, components=psi.components_, eigenvalues=psi.explained_variance_)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeResult, linprog
 
 from dpkit.core.exceptions import DPKitError
 from dpkit.core.validation import check_choice, check_finite_array
@@ -166,35 +166,9 @@ def solve_l1_lp(
         res = _linprog(W, b, method, presolve, n_vars, n_cons)
         x = res.x[:C]
     else:
-        # initial columns: an evenly spaced (data-independent) subset
-        active = np.unique(np.linspace(0, C - 1, min(C, max(8 * R, 1000))).astype(np.int64))
-        in_active = np.zeros(C, dtype=bool)
-        in_active[active] = True
-        batch = max(8 * R, 1000)
-        while True:
-            rounds += 1
-            res = _linprog(W[:, active], b, method, presolve, n_vars, n_cons)
-            lam = np.asarray(res.eqlin.marginals)
-            rc = -(lam[:R] @ W + lam[R])  # reduced costs of all u-columns
-            rc[in_active] = np.inf
-            new = np.flatnonzero(rc < -cg_tol)
-            if new.size == 0:
-                break
-            if rounds >= cg_max_rounds:
-                raise LPError(1, f"column generation did not converge in {cg_max_rounds} rounds", n_vars, n_cons)
-            new = new[np.argsort(rc[new], kind="stable")[:batch]]
-            in_active[new] = True
-            active = np.flatnonzero(in_active)
-        x = np.zeros(C)
-        x[active] = res.x[: active.size]
+        x, res, rounds = _column_generation(W, b, method, presolve, n_vars, n_cons, cg_tol, cg_max_rounds)
     secs = time.perf_counter() - t0
-    u = np.clip(x, 0.0, None)
-    s = u.sum()
-    if not np.isfinite(s) or s <= 0:
-        raise LPError(4, f"solution weights sum to {s}", n_vars, n_cons)
-    u = u / s
-    u[u <= support_tol] = 0.0
-    u = u / u.sum()
+    u = _simplex_weights(x, support_tol, n_vars, n_cons)
     return LPSolution(
         u=u,
         objective=float(res.fun),
@@ -209,7 +183,47 @@ def solve_l1_lp(
     )
 
 
-def _linprog(W: np.ndarray, b: np.ndarray, method: str, presolve: bool, n_vars: int, n_cons: int) -> Any:
+def _column_generation(W: np.ndarray, b: np.ndarray, method: str, presolve: bool, n_vars: int, n_cons: int,
+                       cg_tol: float, cg_max_rounds: int) -> tuple[np.ndarray, OptimizeResult, int]:
+    """Exact column generation (module docstring): ``(u over all C columns, last restricted solve, rounds)``."""
+    R, C = W.shape
+    # initial columns: an evenly spaced (data-independent) subset
+    active = np.unique(np.linspace(0, C - 1, min(C, max(8 * R, 1000))).astype(np.int64))
+    in_active = np.zeros(C, dtype=bool)
+    in_active[active] = True
+    batch = max(8 * R, 1000)
+    rounds = 0
+    while True:
+        rounds += 1
+        res = _linprog(W[:, active], b, method, presolve, n_vars, n_cons)
+        lam = np.asarray(res.eqlin.marginals)
+        rc = -(lam[:R] @ W + lam[R])  # reduced costs of all u-columns
+        rc[in_active] = np.inf
+        new = np.flatnonzero(rc < -cg_tol)
+        if new.size == 0:
+            break
+        if rounds >= cg_max_rounds:
+            raise LPError(1, f"column generation did not converge in {cg_max_rounds} rounds", n_vars, n_cons)
+        new = new[np.argsort(rc[new], kind="stable")[:batch]]
+        in_active[new] = True
+        active = np.flatnonzero(in_active)
+    x = np.zeros(C)
+    x[active] = res.x[: active.size]
+    return x, res, rounds
+
+
+def _simplex_weights(x: np.ndarray, support_tol: float, n_vars: int, n_cons: int) -> np.ndarray:
+    """The LP's u clipped at 0, renormalised, weights ≤ ``support_tol`` zeroed, renormalised again."""
+    u = np.clip(x, 0.0, None)
+    s = u.sum()
+    if not np.isfinite(s) or s <= 0:
+        raise LPError(4, f"solution weights sum to {s}", n_vars, n_cons)
+    u = u / s
+    u[u <= support_tol] = 0.0
+    return u / u.sum()
+
+
+def _linprog(W: np.ndarray, b: np.ndarray, method: str, presolve: bool, n_vars: int, n_cons: int) -> OptimizeResult:
     c, A_eq, b_eq = build_standard_form(W, b)
     res = linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method=method, options={"presolve": bool(presolve)})
     if res.status != 0 or res.x is None:
