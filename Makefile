@@ -27,8 +27,9 @@ run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDB
 	$(BIN)/python -m dpkit.batch notebook notebooks/00_quickstart.ipynb --output $(RESULTS)/quickstart
 	@echo "executed notebook, metrics.json and figures in $(RESULTS)/quickstart/"
 
-test: $(STAMP) ## run the whole test suite (statistical, notebooks in QUICK mode)
-	$(BIN)/python -m pytest -n 2 -q --durations=15
+test: $(STAMP) ## lint (ruff), the doctests and the whole test suite (statistical, notebooks in QUICK mode)
+	$(BIN)/ruff check dpkit tests
+	$(BIN)/python -m pytest -n 2 -q --durations=15 --doctest-modules dpkit tests --ignore-glob="*/__main__.py"
 
 test-fast: $(STAMP) ## unit tests only (skip notebook executions)
 	$(BIN)/python -m pytest -n 2 -q -m "not notebook"
