@@ -191,6 +191,21 @@ def test_bad_inputs(fitted):
         exact_answers(wl, X, embedding=emb)  # fitted at σ = 2
     with pytest.raises(ValueError, match="underflow"):
         kernel_value_bound(4, 0.01, 2.0, 2.0)
+    with pytest.raises(ValueError, match="prefix_diag"):
+        FitOptions(prefix_diag=0.0)
+    with pytest.raises(ValueError, match="max_rank"):
+        FitOptions(max_rank=0)
+    with pytest.raises(ValueError, match="n_prefix"):
+        KernelEmbedding.from_landmarks(X, 2.0, emb.landmarks, n_prefix=emb.rank + 1)
+
+
+def test_threads_do_not_change_a_bit(fitted):
+    """Centre blocks are independent and summed in a fixed order: any worker count, same bits."""
+    _, emb = fitted
+    C = np.random.default_rng(14).uniform(-1, 1, (1500, 4))
+    a, ba = emb.kernel_means(C, n_threads=1)
+    b, bb = emb.kernel_means(C, n_threads=2)
+    assert a.tobytes() == b.tobytes() and ba.tobytes() == bb.tobytes()
 
 
 # --------------------------------------------------------------------------- the certificate's parts

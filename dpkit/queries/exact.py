@@ -20,6 +20,7 @@ options), so the 30 repetitions of a table cell fit once (:func:`clear_cache`, :
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -29,8 +30,10 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.validation import check_choice, check_finite_array, check_real_in_range
+from dpkit.queries.accurate import compound
 from dpkit.queries.evaluate import answer_data
 from dpkit.queries.lowrank import FitOptions, KernelEmbedding
+from dpkit.queries.rounding import UNIT_ROUNDOFF_F64, gamma
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = [
@@ -49,10 +52,11 @@ DEFAULT_TOL = 1e-6
 _CACHE_SIZE = 16
 _CACHE: OrderedDict[tuple, KernelEmbedding] = OrderedDict()
 _LOCK = threading.Lock()
-#: Cost of one float64 landmark kernel value relative to one float32 evaluator kernel value,
-#: and of one prefix multiply-add (measured on the 2-core development machine).
-_LANDMARK_COST = 1.5
-_PREFIX_COST = 0.02
+#: Cost of one landmark kernel value (float64, with its share of the bounds) relative to one
+#: evaluator kernel value, and of one prefix multiply-add: rounded up from CSN on the 2-core
+#: development machine (σ = 4: 3.3 per landmark including all per-centre work).
+_LANDMARK_COST = 3.0
+_PREFIX_COST = 0.05
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -159,8 +163,20 @@ def lowrank_cost(emb: KernelEmbedding) -> float:
 
 
 def _exact(wl: GaussianKernelWorkload, X: np.ndarray, tol: float, n_threads: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluator with ``rtol = tol``; absolute bounds ``ρ'·q̂``.
+
+    The evaluator's float64 bound takes the exponent error as ``γ_{d+5}·X`` like its float32
+    one, where in float64 the augmented entries' own rounding (``≤ γ_{d+4}`` relative, see
+    :mod:`dpkit.queries.accurate`) is of the same order as the dot product's; that term,
+    ``γ_{d+4}·X`` with ``X ≤ s(max‖p‖ + max‖c‖)² + log n``, is added here (≈ 10⁻¹⁴; in float32
+    it is below the slack of ``γ_{d+5}``).
+    """
     ans, info = answer_data(wl, X, rtol=tol, n_threads=n_threads, return_info=True)
-    rho = float(info["error_bound"])
+    s = 1.0 / (2.0 * wl.sigma**2)
+    norm_p = float(np.sqrt(np.einsum("ij,ij->i", X, X).max()))
+    norm_c = float(np.sqrt(np.einsum("ij,ij->i", wl.flat_centres, wl.flat_centres).max()))
+    x_max = s * (norm_p + norm_c) ** 2 + math.log(X.shape[0])
+    rho = compound(float(info["error_bound"]), math.expm1(gamma(wl.d + 4, UNIT_ROUNDOFF_F64) * x_max))
     bounds = rho / (1.0 - rho) * np.abs(ans)
     if np.any(bounds > tol):
         raise RuntimeError(f"exact evaluator bound {bounds.max():.3g} exceeds tol = {tol:g} (answers > 1?)")

@@ -93,6 +93,17 @@ class FitOptions:
     pool_cube: int = 6000
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_real_in_range(self.tol, name="tol", low=0.0, low_inclusive=False)
+        for name in ("max_rank", "max_prefix", "pool_data"):
+            check_positive_int(getattr(self, name), name=name)
+        if not isinstance(self.pool_cube, int) or self.pool_cube < 0:
+            raise ValueError(f"pool_cube must be a non-negative int; got {self.pool_cube!r}")
+        check_real_in_range(self.prefix_diag, name="prefix_diag", low=0.0, high=1.0, low_inclusive=False)
+        check_real_in_range(self.pivot_floor, name="pivot_floor", low=0.0, high=1.0, low_inclusive=False)
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative int; got {self.seed!r}")
+
 
 def _unique_weighted(X: Any, weights: Any | None) -> tuple[np.ndarray, np.ndarray]:
     P = check_finite_array(X, name="X", ndim=2, min_rows=1)
@@ -156,8 +167,6 @@ class KernelEmbedding:
         """
         opts = options or FitOptions()
         sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
-        check_real_in_range(opts.tol, name="tol", low=0.0, low_inclusive=False)
-        check_positive_int(opts.max_rank, name="max_rank")
         t0 = time.perf_counter()
         P, w = _unique_weighted(X, weights)
         data = Augmented(P, sigma)
