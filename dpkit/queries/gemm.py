@@ -292,20 +292,10 @@ def kernel_sums(
 
     run_blocks(task, starts, work_threads, blas_single=parallel == "threads")
     out *= wmax
-    info.update(
-        dtype=prec.name,
-        error_bound=float(prec.error_bound),
-        n_threads=int(work_threads),
-        peak_memory_bytes=peak_memory_bytes(
-            n,
-            M,
-            d,
-            dtype=prec.gemm_dtype,
-            exp_dtype=prec.exp_dtype,
-            block_centres=block_centres,
-            block_points=block_points,
-            n_threads=work_threads,
-        ),
+    mem = peak_memory_bytes(
+        n, M, d, dtype=prec.gemm_dtype, exp_dtype=prec.exp_dtype, block_centres=block_centres,
+        block_points=block_points, n_threads=work_threads,
     )
+    info.update(dtype=prec.name, error_bound=float(prec.error_bound), n_threads=int(work_threads), peak_memory_bytes=mem)
     return (out, info) if return_info else out
 

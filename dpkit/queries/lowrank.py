@@ -155,6 +155,7 @@ class KernelEmbedding:
 
     Build with :meth:`fit`. Attributes ``landmarks`` (r, d), ``beta`` (r,), ``n_prefix`` = r',
     ``mmd`` ≥ ‖g‖, ``eps_prefix`` ≥ ‖P_W g‖ and ``info`` (timings, selection diagnostics).
+    The landmarks include data rows: an evaluation object, never a release.
     """
 
     sigma: float
