@@ -153,6 +153,16 @@ def test_exact_answers_methods_and_auto():
     assert set(lr.as_dict()) >= {"method", "max_bound", "rank", "n_fallback", "seconds"}
 
 
+def test_auto_picks_lowrank_where_it_pays():
+    clear_cache()
+    X = _data(4500, 3, seed=15)
+    wl = GaussianKernelWorkload.generate(400, 3, sigma=4.0, rng=16)
+    res = exact_answers(wl, X, options=SMALL)  # 4,500 rows, 4,000 centres: the fit is cheaper than one exact pass
+    assert res.method == "lowrank" and 0 < res.rank < 500 and res.max_bound <= 1e-6
+    assert np.all(np.abs(res.answers - answer_reference(wl, X)) <= res.bounds + REF_ERR)
+    clear_cache()
+
+
 def test_cache_reuses_the_embedding_bit_for_bit():
     clear_cache()
     X = _data(900, 3, seed=9)

@@ -86,7 +86,8 @@ class FitOptions:
         Target absolute bound per answer; phase 2 of the greedy stops once
         ``‖g‖² ≤ (tol/2)² / (2·prefix residual)``.
     max_rank, max_prefix : int
-        Landmark and prefix budgets.
+        Landmark and prefix budgets (the rank is also capped at half the distinct rows: beyond
+        that the evaluator is cheaper per centre).
     prefix_diag : float
         Largest pool residual diagonal at which the P-greedy prefix stops.
     pivot_floor : float
@@ -206,7 +207,7 @@ class KernelEmbedding:
             pool,
             pool_means,
             norm_sq,
-            max_rank=opts.max_rank,
+            max_rank=min(opts.max_rank, max(P.shape[0] // 2, 1)),  # beyond n/2 the evaluator is cheaper
             max_prefix=opts.max_prefix,
             prefix_diag=opts.prefix_diag,
             pivot_floor=opts.pivot_floor,
