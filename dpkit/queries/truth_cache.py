@@ -1,5 +1,8 @@
 """Exact answers on the data, computed once per (data, workload) and shared by every consumer.
 
+The answers come from :func:`dpkit.queries.exact.exact_answers` (``method="auto"``: the low-rank
+kernel embedding where it pays, the GEMM evaluator otherwise), each with a proven absolute error
+bound ≤ :data:`~dpkit.queries.exact.DEFAULT_TOL` = 10⁻⁶ (the reported worst errors are ≥ 10⁻⁴).
 The experiment runner computes the true answers ``q_f(D)`` of each repetition's workload once;
 every method of the repetition is evaluated against them, and the direct-answering methods,
 which release noisy versions of the same answers, read them from here instead of recomputing
@@ -18,17 +21,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpkit.queries.evaluate import answer_data
+from dpkit.queries.exact import DEFAULT_TOL, exact_answers
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["ExactAnswers", "exact_truth", "content_hash", "clear_truth_cache", "MAX_ENTRIES"]
+__all__ = ["Truth", "exact_truth", "content_hash", "clear_truth_cache", "MAX_ENTRIES"]
 
 #: Workloads kept (each holds a (Q,) float64 vector).
 MAX_ENTRIES = 8
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class ExactAnswers:
+class Truth:
     """True answers of one workload on one data set.
 
     Attributes
@@ -36,12 +39,12 @@ class ExactAnswers:
     answers : ndarray (Q,)
         ``q_f(D)`` for every query (thesis Sec 3.1).
     error_bound : float
-        Proven bound on the relative numerical error of every answer (:mod:`dpkit.queries.evaluate`).
+        Proven bound on the absolute error of every answer (max over the queries).
     seconds : float
         Wall time their computation took (charged to the direct-answering methods, whose release
         they are the input of, even when they come from the cache).
     method : str
-        How they were computed (``"gemm-float32"``, ``"gemm-float64"``, …).
+        How they were computed (``"exact"`` or ``"lowrank"`` with its rank and fallbacks).
     """
 
     answers: np.ndarray
@@ -65,21 +68,26 @@ def _workload_key(wl: GaussianKernelWorkload) -> str:
     return h.hexdigest()
 
 
-_CACHE: OrderedDict[tuple[str, str], ExactAnswers] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str, str, float], Truth] = OrderedDict()
 
 
-def exact_truth(workload: GaussianKernelWorkload, X: np.ndarray) -> ExactAnswers:
-    """The true answers of ``workload`` on ``X`` (cached by content; see the module docstring)."""
+def exact_truth(workload: GaussianKernelWorkload, X: np.ndarray, *, method: str = "auto",
+                tol: float = DEFAULT_TOL) -> Truth:
+    """The true answers of ``workload`` on ``X`` (cached by content; see the module docstring).
+
+    ``method`` and ``tol`` go to :func:`dpkit.queries.exact.exact_answers` (``"exact"``: the GEMM evaluator only).
+    """
     X = np.asarray(X, dtype=float)
-    key = (content_hash(X), _workload_key(workload))
+    key = (content_hash(X), _workload_key(workload), method, float(tol))
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
     t0 = time.perf_counter()
-    ans, info = answer_data(workload, X, return_info=True)
-    out = ExactAnswers(answers=np.asarray(ans, dtype=float), error_bound=float(info["error_bound"]),
-                       seconds=time.perf_counter() - t0, method=f"gemm-{info['dtype']}")
+    res = exact_answers(workload, X, tol=tol, method=method)
+    how = res.method if res.method == "exact" else f"lowrank (rank {res.rank}, {res.n_fallback} fallbacks)"
+    out = Truth(answers=np.asarray(res.answers, dtype=float), error_bound=res.max_bound,
+                seconds=time.perf_counter() - t0, method=how)
     out.answers.setflags(write=False)
     _CACHE[key] = out
     while len(_CACHE) > MAX_ENTRIES:
