@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from dpkit.claims.results import TableResult
+from dpkit.claims.results import TableResult, retried
 from dpkit.core.composition import (
     LaplacePLD,
     advanced_composition,
@@ -102,6 +102,7 @@ def kl_bound(*, epsilons: np.ndarray | None = None) -> KLResult:
     return KLResult(check=c, epsilons=eps_grid, kl_laplace=kl_lap, kl_rr=kl_rr, bound=bound)
 
 
+@retried
 def adaptive_composition_audit(
     *, composition: AdaptiveComposition | None = None, n_samples: int = 800_000, gamma: float = 1e-3, rng: RNGLike = None,
 ) -> TableResult:
@@ -150,6 +151,7 @@ def composition_bounds(*, plds: Sequence[LaplacePLD], delta_primes: Sequence[flo
     return TableResult(checks=checks, table=comp)
 
 
+@retried
 def pld_monte_carlo(
     *, plds: Sequence[LaplacePLD], n_samples: int = 200_000, quantiles: Sequence[float] = (0.5, 0.9, 0.99), gamma: float = 1e-3,
     rng: RNGLike = None,

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dpkit.claims.results import TableResult
+from dpkit.claims.results import TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import AuditResult, audit
 from dpkit.evaluation.verdicts import Check, check
@@ -121,6 +121,7 @@ def _rnm_audit(monotone: bool, epsilon: float, n_samples: int, gamma: float, rng
     return a, pd.DataFrame([row])
 
 
+@retried
 def report_noisy_max_audit(
     *, epsilon: float = 1.0, n_samples: int = 400_000, gamma: float = 1e-3, rng: RNGLike = None,
 ) -> TableResult:
@@ -147,6 +148,7 @@ def randomized_response_exact() -> Check:
                  RandomizedResponse().max_log_ratio(), math.log(3) + 1e-12, relation="<=", note="tight: equals ln 3")
 
 
+@retried
 def randomized_response_estimator(
     *, n: int = 10_000, reps: int = 2000, shares: Sequence[float] = (0.0, 0.1, 0.5, 0.9), gamma: float = 1e-3,
     rng: RNGLike = None,
@@ -205,6 +207,7 @@ def above_threshold_privacy(
     )
 
 
+@retried
 def above_threshold_sampler(
     *, epsilon: float = 1.0, k: int = 20, n_samples: int = 200_000, gamma: float = 1e-3, rng: RNGLike = None,
 ) -> Check:

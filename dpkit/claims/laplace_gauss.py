@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dpkit.claims.results import TableResult
+from dpkit.claims.results import TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import AuditResult, audit, scalar_releaser
 from dpkit.evaluation.oracles import clopper_pearson
@@ -77,6 +77,7 @@ def _laplace_audit(mech_epsilon: float, sensitivity: float, n_samples: int, gamm
     return audit(scalar_releaser(mech), 0.0, sensitivity, n_samples=n_samples, confidence=1 - gamma, rng=rng)
 
 
+@retried
 def laplace_audit(
     *, epsilon: float = 1.0, sensitivity: float = 1.0, n_samples: int = 400_000, gamma: float = 1e-3, rng: RNGLike = None,
 ) -> Check:
@@ -95,6 +96,7 @@ def laplace_under_noised_audit(
                  a.epsilon_lb, epsilon, relation="<=", confidence=1 - gamma, expected="FAIL", note=f"point {a.epsilon_point:.3f}")
 
 
+@retried
 def post_processing_audit(
     *, epsilon: float = 1.0, sensitivity: float = 1.0, n_samples: int = 200_000, gamma: float = 1e-3, rng: RNGLike = None,
 ) -> TableResult:
@@ -173,6 +175,7 @@ def gaussian_loss_tail(
                  note=f"analytic σ (tight in δ(ε), not in the tail): max ratio {ratio[analytic].max():.2f}")
 
 
+@retried
 def gaussian_loss_law(
     *, epsilon: float = 0.5, delta: float = 1e-3, sensitivity: float = 1.0, n_samples: int = 200_000, gamma: float = 1e-3,
     rng: RNGLike = None,
@@ -189,6 +192,7 @@ def gaussian_loss_law(
                  stats.kstest(L, stats.norm(eta, math.sqrt(2 * eta)).cdf).pvalue, gamma, relation=">=", confidence=1 - gamma)
 
 
+@retried
 def gaussian_audit(
     *, epsilon: float = 1.0, delta: float = 1e-3, sensitivity: float = 1.0, n_samples: int = 400_000, gamma: float = 1e-3,
     rng: RNGLike = None,
@@ -200,6 +204,7 @@ def gaussian_audit(
                  relation="<=", confidence=1 - gamma, note=f"point {a.epsilon_point:.3f}")
 
 
+@retried
 def laplace_accuracy(
     *, epsilon: float = 1.0, sensitivity: float = 1.0, ks: Sequence[int] = (1, 10, 100),
     betas: Sequence[float] = (0.01, 0.05, 0.2), delta: float = 1e-5, n_trials: int = 20_000, gamma: float = 1e-3,

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from dpkit.claims.results import TableResult
+from dpkit.claims.results import TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.oracles import hoeffding_upper
 from dpkit.evaluation.reconstruction import (
@@ -117,6 +117,7 @@ def _law_run(label: str, noise_scale: float, epsilon: float, n: int, trials: int
     return float(fr.mean()), ucb, pd.DataFrame([row])
 
 
+@retried
 def fundamental_law(
     *, epsilon: float = 1.0, n: int = 64, trials: int = 100, gamma: float = 1e-3, rng: RNGLike = None,
 ) -> TableResult:

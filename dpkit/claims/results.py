@@ -1,13 +1,18 @@
-"""Result types shared by the claim modules: the checks plus the numbers behind them."""
+"""Result types shared by the claim modules: the checks plus the numbers behind them, and the retry rule for claims."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import inspect
+from dataclasses import dataclass, replace
+from typing import Callable, TypeVar
 
+import numpy as np
 import pandas as pd
 
-from dpkit.evaluation.verdicts import Check
+from dpkit.core.rng import RNGLike
+from dpkit.evaluation.verdicts import Check, retry_once
 
-__all__ = ["TableResult"]
+__all__ = ["TableResult", "retried"]
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
@@ -24,3 +29,43 @@ class TableResult:
 
     checks: tuple[Check, ...]
     table: pd.DataFrame
+
+
+R = TypeVar("R", Check, TableResult)
+
+
+def retried(claim: Callable[..., R]) -> Callable[..., R]:
+    """Run a statistical claim under the retry rule of :func:`~dpkit.evaluation.verdicts.retry_once`.
+
+    ``claim(..., rng=g)`` must draw all its randomness from ``rng`` and return a :class:`Check` or a
+    :class:`TableResult` with exactly one check. The first attempt gets the caller's ``rng`` as a
+    single test would (same seed ⇒ same statistic and table); a failed attempt is re-run once on a
+    fresh stream spawned from it, and the check fails only if both fail (false-alarm probability
+    ``level²``). The result keeps the first attempt's statistic and table.
+    """
+
+    rng_param = inspect.signature(claim).parameters.get("rng")
+    if rng_param is None:
+        raise TypeError(f"{claim.__name__}: the retry rule needs an `rng` keyword")
+    default = rng_param.default
+
+    @functools.wraps(claim)
+    def run(*args: object, rng: RNGLike = default, **kwargs: object) -> R:
+        if rng is inspect.Parameter.empty:
+            raise TypeError(f"{claim.__name__}() missing required keyword argument: 'rng'")
+        results: list[R] = []
+
+        def attempt(g: np.random.Generator) -> Check:
+            r = claim(*args, rng=g, **kwargs)
+            results.append(r)
+            if isinstance(r, Check):
+                return r
+            if len(r.checks) != 1:
+                raise ValueError(f"{claim.__name__}: the retry rule needs exactly one check; got {len(r.checks)}")
+            return r.checks[0]
+
+        c = retry_once(attempt, rng)
+        return c if isinstance(results[0], Check) else replace(results[0], checks=(c,))
+
+    run.__doc__ = (claim.__doc__ or "") + "\n\n    Runs under the retry rule (:func:`dpkit.claims.results.retried`).\n"
+    return run
