@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, replace
-from typing import Callable, TypeVar
+from typing import Callable, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -12,11 +12,24 @@ import pandas as pd
 from dpkit.core.rng import RNGLike
 from dpkit.evaluation.verdicts import Check, retry_once
 
-__all__ = ["TableResult", "retried"]
+__all__ = ["RowsResult", "TableResult", "retried"]
+
+
+class _Checks:
+    """Mixin of the result types: ``.check`` for a result that holds exactly one check."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def check(self) -> Check:
+        """The only check (raises ``ValueError`` when the result holds several: use ``.checks``)."""
+        if len(self.checks) != 1:
+            raise ValueError(f"this result has {len(self.checks)} checks; use .checks")
+        return self.checks[0]
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
-class TableResult:
+class TableResult(_Checks):
     """Checks plus the table of the numbers behind them (one row per case, as written to ``metrics.json``).
 
     Attributes
@@ -29,6 +42,25 @@ class TableResult:
 
     checks: tuple[Check, ...]
     table: pd.DataFrame
+
+
+Row = TypeVar("Row")
+
+
+@dataclass(frozen=True)
+class RowsResult(_Checks, Generic[Row]):
+    """Checks plus the rows behind them: one frozen dataclass per case (``asdict(row)`` is a ``metrics.json`` row).
+
+    Attributes
+    ----------
+    rows : tuple of Row
+        One per case, in table order.
+    checks : tuple of Check
+        In the order a notebook reports them.
+    """
+
+    rows: tuple[Row, ...]
+    checks: tuple[Check, ...]
 
 
 R = TypeVar("R", Check, TableResult)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from dpkit.claims.results import RowsResult
 from dpkit.claims.streams import Streams
 from dpkit.core.rng import RNGLike
 from dpkit.evaluation.verdicts import Check, check
@@ -40,7 +41,6 @@ __all__ = [
     "RateRun",
     "SlopeFit",
     "MomentPrivacyRow",
-    "MomentPrivacy",
     "ErrorTerm",
     "rate_runs",
     "slope_fits",
@@ -106,13 +106,6 @@ class MomentPrivacyRow:
     scale: float
     eps_exact: float
 
-
-@dataclass(frozen=True)
-class MomentPrivacy:
-    """:func:`moment_privacy`: the table rows and the two checks (claim, negative control)."""
-
-    rows: tuple[MomentPrivacyRow, ...]
-    checks: tuple[Check, Check]
 
 
 @dataclass(frozen=True)
@@ -243,7 +236,7 @@ def vertex_support_check(runs: tuple[RateRun, ...]) -> Check:
                  float(max(r.support - r.basis - 1 for r in runs)), 0.0, relation="<=")
 
 
-def moment_privacy(*, epsilon: float, K: float, n: int, dims: tuple[int, ...] = (1, 2)) -> MomentPrivacy:
+def moment_privacy(*, epsilon: float, K: float, n: int, dims: tuple[int, ...] = (1, 2)) -> RowsResult[MomentPrivacyRow]:
     """Thm 2.4 (1): exact worst-case privacy loss of Alg 4's moment release, correct vs printed constants.
 
     For each d the exact L1 sensitivity over all pairs of grid points of A^d (the schedule's t
@@ -267,7 +260,7 @@ def moment_privacy(*, epsilon: float, K: float, n: int, dims: tuple[int, ...] = 
     control = check("Alg 4 printed Lap(t^d/(nε))", "Alg 4 with the printed Lap(t^d/(nε)): exact worst-case privacy loss ≤ ε",
                     worst["thesis"], epsilon * (1 + 1e-12), relation="<=", expected="FAIL",
                     note="the exact sensitivity exceeds t^d/n (D–R seed §4.2: ≈ 1.2 t/n for d = 1)")
-    return MomentPrivacy(rows=tuple(rows), checks=(claim, control))
+    return RowsResult(rows=tuple(rows), checks=(claim, control))
 
 
 def error_terms(
