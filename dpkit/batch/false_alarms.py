@@ -134,7 +134,7 @@ def _nb58(seed: int, total: float) -> list[Check]:
     streams = improved_privacy.ImprovedStreams.from_seed(seed)
     runs = improved_privacy.improved_runs(n=1000, d=5, rs=[6, 16], c=500, epsilon=1.0, delta=1e-3, rng=streams)
     return _budgeted(1, lambda b: list(improved_privacy.moment_audits(
-        runs, n=1000, d=5, R=6, epsilon=1.0, audit_samples=200_000, gamma=b.level, rng=streams).checks), total)
+        runs, n=1000, d=5, R=6, epsilon=1.0, audit_samples=600_000, gamma=b.level, rng=streams).checks), total)
 
 
 @lru_cache(maxsize=1)
