@@ -90,6 +90,7 @@ class SlopeFit:
     slope: float
     se: float
     claimed: float
+    n_points: int
 
 
 @dataclass(frozen=True)
@@ -177,9 +178,9 @@ def rate_runs(
     return tuple(runs)
 
 
-def _fit(runs: list[RateRun], value: str) -> tuple[float, float]:
+def _fit(runs: list[RateRun], value: str) -> tuple[float, float, int]:
     fit = stats.linregress(np.log([r.n for r in runs]), np.log([getattr(r, value) for r in runs]))
-    return fit.slope, fit.stderr
+    return fit.slope, fit.stderr, len(runs)
 
 
 def slope_fits(runs: tuple[RateRun, ...], *, K: float) -> tuple[SlopeFit, ...]:
@@ -189,28 +190,36 @@ def slope_fits(runs: tuple[RateRun, ...], *, K: float) -> tuple[SlopeFit, ...]:
     """
     fits: list[SlopeFit] = []
     for d, mech in sorted({(r.d, r.mechanism) for r in runs}):
-        s, se = _fit([r for r in runs if (r.d, r.mechanism) == (d, mech)], "worst_error")
-        fits.append(SlopeFit(d=d, mechanism=mech, slope=s, se=se, claimed=claimed_exponent(d, mech, K)))
+        s, se, m = _fit([r for r in runs if (r.d, r.mechanism) == (d, mech)], "worst_error")
+        fits.append(SlopeFit(d=d, mechanism=mech, slope=s, se=se, claimed=claimed_exponent(d, mech, K), n_points=m))
     for d in sorted({r.d for r in runs if r.mechanism == "I"}):
-        s, _ = _fit([r for r in runs if r.mechanism == "I" and r.d == d], "lp_time")
+        s, _, m = _fit([r for r in runs if r.mechanism == "I" and r.d == d], "lp_time")
         claimed = (3 * d * K + 5 * d) / (4 * d + 2 * K)
-        fits.append(SlopeFit(d=d, mechanism="I (LP time)", slope=s, se=float("nan"), claimed=claimed))
+        fits.append(SlopeFit(d=d, mechanism="I (LP time)", slope=s, se=float("nan"), claimed=claimed, n_points=m))
     return tuple(fits)
 
 
 def error_rate_checks(fits: tuple[SlopeFit, ...], *, gamma: float = 1e-3) -> tuple[Check, ...]:
     """Thm 2.4 (2) (mechanism I) and Thm 2.5 (2) (II): one check per (d, mechanism) error fit.
 
-    PASS iff ``slope − z_{1−γ}·se ≤ claimed exponent`` — a one-sided test at level γ that the
-    error decays at least as fast as claimed (reported confidence ``1 − γ``).
+    PASS iff ``slope − t_{1−γ, m−2}·se ≤ claimed exponent`` — the one-sided OLS slope test at level γ
+    (Student t with ``m − 2`` degrees of freedom for ``m`` points, exact under i.i.d. normal errors
+    of the log-error about the line) that the error decays at least as fast as claimed (reported
+    confidence ``1 − γ``). The normal quantile used before is anti-conservative for the few points
+    of a run: at γ = 3.3·10⁻⁴ its real level is 17γ (m = 9) and 41γ (m = 6) in QUICK mode, 4–5γ (m = 25, 20) in full mode.
     """
-    z = stats.norm.ppf(1 - gamma)
-    return tuple(
-        check(f"Thm {'2.4' if f.mechanism == 'I' else '2.5'} (2), d={f.d}",
-              f"mechanism {f.mechanism}: worst-case error decays at least like n^({f.claimed:.3f}) (OLS slope − z·se ≤ exponent)",
-              f.slope - z * f.se, f.claimed, relation="<=", confidence=1 - gamma, note=f"slope {f.slope:.3f} ± {f.se:.3f}")
-        for f in fits if f.mechanism in ("I", "II")
-    )
+    out = []
+    for f in fits:
+        if f.mechanism not in ("I", "II"):
+            continue
+        if f.n_points < 3:
+            raise ValueError(f"slope fit of mechanism {f.mechanism}, d={f.d} has n_points={f.n_points}; the t test needs ≥ 3")
+        q = stats.t.ppf(1 - gamma, df=f.n_points - 2)
+        theorem = "2.4" if f.mechanism == "I" else "2.5"
+        txt = f"mechanism {f.mechanism}: worst-case error decays at least like n^({f.claimed:.3f}) (OLS slope − t·se ≤ exponent)"
+        out.append(check(f"Thm {theorem} (2), d={f.d}", txt, f.slope - q * f.se, f.claimed, relation="<=", confidence=1 - gamma,
+                         note=f"slope {f.slope:.3f} ± {f.se:.3f} ({f.n_points} points, t quantile {q:.2f})"))
+    return tuple(out)
 
 
 def lp_time_check(fits: tuple[SlopeFit, ...]) -> Check:
