@@ -170,7 +170,11 @@ SUITES: dict[str, Suite] = {
 }
 
 
-def notebook_checks(name: str, seed: int, total: float, *, notebooks_dir: Path = Path("notebooks")) -> list[Check]:
+#: The repository's notebooks (this file is ``dpkit/batch/false_alarms.py``).
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def notebook_checks(name: str, seed: int, total: float, *, notebooks_dir: Path = NOTEBOOKS) -> list[Check]:
     """The statistical checks of notebook ``name`` run headless in QUICK mode with ``SEED=seed`` (slow path)."""
     from dpkit.batch.execute import execute_notebook
 
