@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from dpkit.claims import linear as cl
 from dpkit.mechanisms.linear import LevelSetDensity, RadiusSearch, build_level_sets, optimal_radius, rate_grid
@@ -76,10 +77,12 @@ def test_lemma3_corollary1_and_theorem1(dens5, small_grids):
 
 def test_mc_abs_error_and_a_wrong_bound(dens5):
     res = cl.mc_abs_error_check({"V5": dens5}, n_samples=20_000, rng=11, baseline_rng=12)
-    assert _verdict(res.check) == "PASS" and res.check.confidence == 0.999
+    assert _verdict(res.check) == "PASS" and res.check.confidence == pytest.approx(1 - 9e-4)  # the historical default
+    assert res.check.bound == pytest.approx(stats.norm.isf(9e-4 / (2 * 3)))  # two-sided, Bonferroni over V5 + 2 baselines
     assert [r.config for r in res.rows] == ["V5"] and res.rows[0].radius_star == 14.6
-    assert abs(res.rows[0].z) <= res.check.statistic <= 3.89
-    assert cl.mc_abs_error_check({"V5": dens5}, n_samples=20_000, rng=11, baseline_rng=12, z_bound=0.0).check.verdict == "FAIL"
+    assert abs(res.rows[0].z) <= res.check.statistic <= res.check.bound
+    loose = cl.mc_abs_error_check({"V5": dens5}, n_samples=20_000, rng=11, baseline_rng=12, level=0.9).check
+    assert loose.statistic == res.check.statistic and loose.bound < loose.statistic and loose.verdict == "FAIL"
     other = LevelSetDensity(levels=dens5.levels, epsilon=2.0)
     with pytest.raises(ValueError, match="one epsilon"):
         cl.mc_abs_error_check({"a": dens5, "b": other}, n_samples=100, rng=0, baseline_rng=0)

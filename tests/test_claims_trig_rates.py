@@ -5,6 +5,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from scipy import stats
 
 from dpkit.claims import trig_rates as tr
 
@@ -34,21 +35,26 @@ def test_rate_claims_pass(runs):
 
 
 def test_error_rate_check_flips_with_a_wrong_exponent(runs):
-    """Claiming a decay far faster than the data show (n^{-5}) must FAIL."""
+    """Claiming a decay far faster than the data show (n^{-20}) must FAIL.
+
+    With the exact t test the d = 2 fit of these tiny runs (4 points, 2 degrees of freedom, t quantile
+    22.3 at γ = 10⁻³) has lower confidence bound ≈ −10.6 on its slope, so the wrong exponent must lie
+    beyond that (n^{-5} did only under the anti-conservative normal quantile)."""
     fits = tr.slope_fits(runs, K=4.0)
-    wrong = tuple(replace(f, claimed=-5.0) if f.mechanism in ("I", "II") else f for f in fits)
+    wrong = tuple(replace(f, claimed=-20.0) if f.mechanism in ("I", "II") else f for f in fits)
     assert all(c.verdict == "FAIL" for c in tr.error_rate_checks(wrong))
 
 
 def test_error_rate_check_uses_gamma():
-    """A steeper-than-claimed slope with a large standard error passes only thanks to z_{1−γ}·se."""
-    fit = tr.SlopeFit(d=1, mechanism="I", slope=-0.5, se=0.1, claimed=-0.6)
-    assert tr.error_rate_checks((fit,), gamma=1e-3)[0].verdict == "PASS"  # −0.5 − 3.09·0.1 ≤ −0.6
-    assert tr.error_rate_checks((fit,), gamma=0.4)[0].verdict == "FAIL"  # −0.5 − 0.25·0.1 > −0.6
+    """A steeper-than-claimed slope with a large standard error passes only thanks to t_{1−γ, m−2}·se."""
+    fit = tr.SlopeFit(d=1, mechanism="I", slope=-0.5, se=0.1, claimed=-0.6, n_points=12)
+    assert tr.error_rate_checks((fit,), gamma=1e-3)[0].verdict == "PASS"  # −0.5 − t₁₀(0.999)·0.1 = −0.5 − 4.14·0.1 ≤ −0.6
+    assert tr.error_rate_checks((fit,), gamma=0.4)[0].verdict == "FAIL"  # −0.5 − t₁₀(0.6)·0.1 = −0.5 − 0.26·0.1 > −0.6
+    assert tr.error_rate_checks((fit,), gamma=1e-3)[0].statistic == pytest.approx(-0.5 - stats.t.ppf(0.999, 10) * 0.1, rel=1e-12)
 
 
 def test_lp_time_and_support_checks_fail_when_violated(runs):
-    fast = (tr.SlopeFit(d=1, mechanism="I (LP time)", slope=3.0, se=math.nan, claimed=1.0),)
+    fast = (tr.SlopeFit(d=1, mechanism="I (LP time)", slope=3.0, se=math.nan, claimed=1.0, n_points=9),)
     assert tr.lp_time_check(fast).verdict == "FAIL"
     with pytest.raises(ValueError, match="LP time"):
         tr.lp_time_check(())

@@ -38,6 +38,9 @@ def test_linear_queries_notebook_quick(run_notebook):
     assert m["all_consistent"] is True
     # the deliberately broken readings must be caught, the privacy checks must pass
     assert checks["sampler-ks-printed-support0"]["verdict"] == "FAIL"
+    budget = m["false_alarm_budget"]  # privacy-auditor, mc-abs-error, sampler-ks share FALSE_ALARM (Bonferroni)
+    assert budget["n_tests"] == 3 and budget["level"] == pytest.approx(m["params"]["FALSE_ALARM"] / 3, rel=1e-12)
+    assert {r["id"]: r["attempts"] for r in budget["charged"]} == {"privacy-auditor": 2, "mc-abs-error": 1, "sampler-ks": 2}
     assert checks["claim-never-worse-than-staircase"]["verdict"] == "FAIL"
     for k in ("privacy-exact-level", "privacy-mc-ratio", "privacy-auditor", "convergence-2200"):
         assert checks[k]["verdict"] == "PASS", k

@@ -66,6 +66,22 @@ def test_theorem_notebook(run_notebook, name):
             assert checks[cid]["expected"] == expected, f"{name}: {cid!r} should be expected {expected}"
             assert checks[cid]["verdict"] == expected, f"{name}: {cid!r} gave {checks[cid]['verdict']}: {checks[cid]}"
     assert metrics["all_consistent"], [c for c in metrics["checks"] if c["verdict"] != c["expected"]]
+    _assert_budget(metrics)
+
+
+def _assert_budget(metrics: dict) -> None:
+    """Every statistical check is charged to the notebook's FALSE_ALARM budget at the Bonferroni level (or is a control)."""
+    stat = [c for c in metrics["checks"] if c["confidence"] is not None]
+    if not stat:
+        assert "false_alarm_budget" not in metrics
+        return
+    b = metrics["false_alarm_budget"]
+    charged = [c for c in stat if c["expected"] == "PASS"]
+    assert b["total"] == metrics["params"]["FALSE_ALARM"] and b["n_tests"] == len(charged) > 0
+    assert b["level"] == pytest.approx(b["total"] / b["n_tests"], rel=1e-12)
+    assert all(c["confidence"] == pytest.approx(1 - b["level"], rel=1e-12) for c in stat)
+    assert [r["id"] for r in b["charged"]] == [c["id"] for c in charged]
+    assert b["bound"] == pytest.approx(sum(b["level"] ** c["attempts"] for c in charged), rel=1e-12) and b["bound"] <= b["total"]
 
 
 @pytest.mark.notebook

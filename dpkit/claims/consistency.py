@@ -23,6 +23,7 @@ from dpkit.claims.consistency_study import (
     speed_ratios,
     timing_study,
 )
+from dpkit.claims.results import RowsResult
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.evaluation.verdicts import Check, check
 from dpkit.mechanisms.consistency.constraints import ConstraintSystem
@@ -165,12 +166,10 @@ class ConvergenceRow:
 
 
 @dataclass(frozen=True)
-class ConvergenceClaims:
-    """:func:`convergence_checks`: the checks, the traces (for Figs. 1–2) and the table rows."""
+class ConvergenceClaims(RowsResult[ConvergenceRow]):
+    """:func:`convergence_checks`: the table rows, the checks and the traces (for Figs. 1–2)."""
 
-    checks: tuple[Check, ...]
     traces: tuple[ConvergenceTrace, ...]
-    rows: tuple[ConvergenceRow, ...]
 
 
 def convergence_checks(
@@ -206,7 +205,7 @@ def convergence_checks(
               max(r.dist_inf[-1] for r in traces), reach_tol, expected="FAIL",
               note="spec §0: contraction ~ 1 - 1/(2T-1); internal nodes converge slowly"),
     )
-    return ConvergenceClaims(checks, traces, rows)
+    return ConvergenceClaims(rows=rows, checks=checks, traces=traces)
 
 
 # ----------------------------------------------------------------------------- Figs. 3–4
@@ -226,11 +225,9 @@ class SpeedRatios:
 
 
 @dataclass(frozen=True)
-class Fig3Claims:
-    """:func:`fig3_checks`: the checks, the timing rows (for Fig. 3) and the ratio summary."""
+class Fig3Claims(RowsResult[TimingRow]):
+    """:func:`fig3_checks`: the timing rows (for Fig. 3), the checks and the ratio summary."""
 
-    checks: tuple[Check, ...]
-    rows: tuple[TimingRow, ...]
     ratios: SpeedRatios
 
 
@@ -282,7 +279,7 @@ def fig3_checks(
               f"every direct method (pinv, Cholesky, splu, LSQR, closed form) is within {_short(parity_tol)} of x*",
               max(r.dist_inf for r in rows if r.method != "algorithm1"), parity_tol),
     )
-    return Fig3Claims(checks, rows, ratios)
+    return Fig3Claims(rows=rows, checks=checks, ratios=ratios)
 
 
 @dataclass(frozen=True)

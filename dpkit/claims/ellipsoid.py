@@ -17,6 +17,7 @@ tests of a sampler).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +41,6 @@ __all__ = [
     "sampler_scatter",
 ]
 
-METHODS = ("uniform", "thesis")
-
 
 @dataclass(frozen=True)
 class EllipsoidStreams(Streams):
@@ -49,6 +48,10 @@ class EllipsoidStreams(Streams):
 
     uniform: np.random.Generator
     thesis: np.random.Generator
+
+
+#: The sampler methods compared, one per field of :class:`EllipsoidStreams` (in spawn order).
+METHODS = tuple(f.name for f in dataclasses.fields(EllipsoidStreams))
 
 
 @dataclass(frozen=True)

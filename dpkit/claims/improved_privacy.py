@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from dpkit.claims.results import RowsResult
 from dpkit.claims.streams import Streams
 from dpkit.core.composition import laplace_composition_delta
 from dpkit.core.rng import RNGLike
@@ -44,9 +45,7 @@ __all__ = [
     "ImprovedRun",
     "RunRow",
     "ExactLossRow",
-    "ExactLosses",
     "AuditRow",
-    "MomentAudits",
     "improved_runs",
     "run_rows",
     "ledger_check",
@@ -118,13 +117,6 @@ class ExactLossRow:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-@dataclass(frozen=True)
-class ExactLosses:
-    """:func:`exact_losses`: one row per run and the four checks."""
-
-    rows: tuple[ExactLossRow, ...]
-    checks: tuple[Check, Check, Check, Check]
-
 
 @dataclass(frozen=True)
 class AuditRow:
@@ -135,13 +127,6 @@ class AuditRow:
     epsilon_lb: float
     epsilon_point: float
 
-
-@dataclass(frozen=True)
-class MomentAudits:
-    """:func:`moment_audits`: rows (correct, printed) and the two checks (claim, negative control)."""
-
-    rows: tuple[AuditRow, ...]
-    checks: tuple[Check, Check]
 
 
 def improved_runs(
@@ -220,7 +205,7 @@ def _max(values: list[float | None], what: str) -> float:
     return max(defined)
 
 
-def exact_losses(runs: tuple[ImprovedRun, ...], *, n: int, d: int, epsilon: float, delta: float) -> ExactLosses:
+def exact_losses(runs: tuple[ImprovedRun, ...], *, n: int, d: int, epsilon: float, delta: float) -> RowsResult[ExactLossRow]:
     """Exact worst-case losses on the corner pairs (the L1 and L2 moment changes of T_R are maximal at corners for t = 2).
 
     Checks: Alg 9 moments with ``Lap(2(R−1)/(n ε/3))`` within ε/3; with the printed ``Lap(3R/(nε))``
@@ -243,13 +228,13 @@ def exact_losses(runs: tuple[ImprovedRun, ...], *, n: int, d: int, epsilon: floa
         check("Thm 2.13 (mean)", "noisy mean Lap(6d/(nε)): exact worst-case loss ≤ ε/3", max(r.mean_eps_exact for r in rows),
               eps_m * (1 + 1e-12), relation="<="),
     )
-    return ExactLosses(rows=rows, checks=checks)
+    return RowsResult(rows=rows, checks=checks)
 
 
 def moment_audits(
     runs: tuple[ImprovedRun, ...], *, n: int, d: int, R: int, epsilon: float, audit_samples: int, gamma: float = 1e-3,
     rng: ImprovedStreams | RNGLike,
-) -> MomentAudits:
+) -> RowsResult[AuditRow]:
     """The auditor (confidence ``1 − γ``) on Alg 9's moment release with R moments, correct then printed constants.
 
     Neighbours: all n rows at the corner (1, …, 1) vs one row moved to (−1, …, −1); statistic: the
@@ -283,4 +268,4 @@ def moment_audits(
         check("Alg 9 moments auditor, printed", "auditor on the printed Lap(3R/(nε)) moment release: ε_lb ≤ ε/3",
               bad.epsilon_lb, eps_m, relation="<=", confidence=1 - gamma, expected="FAIL", note=f"point {bad.epsilon_point:.3f}"),
     )
-    return MomentAudits(rows=tuple(rows), checks=checks)
+    return RowsResult(rows=tuple(rows), checks=checks)

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.linalg import subspace_angles
 
 from dpkit import data
+from dpkit.claims.results import RowsResult
 from dpkit.claims.streams import Streams
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike, spawn
@@ -38,13 +39,11 @@ from dpkit.mechanisms.pca import (
 __all__ = [
     "PCAStreams",
     "Lemma27Row",
-    "Lemma27",
     "AuditRow",
     "OneStepAudit",
     "PCARateRow",
     "PCARates",
     "SigmaRow",
-    "SigmaVsNorm",
     "corner_pair",
     "planted_data",
     "lemma27",
@@ -77,13 +76,6 @@ class Lemma27Row:
     c_bound: float
     c_true_mean: float
 
-
-@dataclass(frozen=True)
-class Lemma27:
-    """:func:`lemma27`: one row per neighbour pair and the three checks (√d bound, true mean, noisy mean control)."""
-
-    rows: tuple[Lemma27Row, ...]
-    checks: tuple[Check, Check, Check]
 
 
 @dataclass(frozen=True)
@@ -140,13 +132,6 @@ class SigmaRow:
     norm_A: float
 
 
-@dataclass(frozen=True)
-class SigmaVsNorm:
-    """:func:`sigma_vs_norm`: one row per data set and the check."""
-
-    rows: tuple[SigmaRow, ...]
-    check: Check
-
 
 def corner_pair(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     """``D`` = n rows at the corner (1, …, 1) and ``D'`` = D with row 0 moved to (−1, …, −1), where Lemma 2.7 is nearly tight."""
@@ -191,7 +176,9 @@ def _noisy_mean_ratio(n: int, d: int, *, n_draws: int, epsilon: float, delta: fl
     return worst
 
 
-def lemma27(*, sizes: list[list[int]], n_mu_draws: int, epsilon: float, delta: float, rng: PCAStreams | RNGLike) -> Lemma27:
+def lemma27(
+    *, sizes: list[list[int]], n_mu_draws: int, epsilon: float, delta: float, rng: PCAStreams | RNGLike
+) -> RowsResult[Lemma27Row]:
     """Lemma 2.7 on the corner pair and 20 random pairs per ``[n, d]`` in ``sizes``, and the noisy-mean variant.
 
     Random pairs: ``D`` uniform in ``[-1, 1]^{n×d}`` times a uniform factor, one row replaced by a
@@ -220,7 +207,7 @@ def lemma27(*, sizes: list[list[int]], n_mu_draws: int, epsilon: float, delta: f
               worst_thesis, 1.0, relation="<=", expected="FAIL",
               note="erratum: ‖μ̃‖ < ‖D̄‖ happens; the sensitivity is under-stated"),
     )
-    return Lemma27(rows=tuple(rows), checks=checks)
+    return RowsResult(rows=tuple(rows), checks=checks)
 
 
 def one_step_audit(
@@ -283,7 +270,7 @@ def pca_rates(
     return PCARates(rows=tuple(rows), ns=grid, median_sin_theta=med_sin, median_eig_error=med_eig, checks=checks)
 
 
-def sigma_vs_norm(*, datasets: list[str], k: int, n_iter: int, epsilon: float, delta: float) -> SigmaVsNorm:
+def sigma_vs_norm(*, datasets: list[str], k: int, n_iter: int, epsilon: float, delta: float) -> RowsResult[SigmaRow]:
     """Alg 7's σ (budget ε/3, as in Alg 9) next to ‖A‖ on the thesis's data sets; Alg 6's σ at δ/2 for comparison.
 
     The thesis remarks that σ > 1 on every data set but CSN: PASS iff exactly the non-CSN data
@@ -305,4 +292,4 @@ def sigma_vs_norm(*, datasets: list[str], k: int, n_iter: int, epsilon: float, d
     c = check("Alg 7 σ vs ‖A‖ (thesis remark)",
               "Alg 7's σ exceeds 1 on every data set but CSN (so the private PCA is mostly noise there)",
               float(min(others)) if others else 0.0, 1.0, holds=holds, note="statistic: smallest σ among the non-CSN data sets")
-    return SigmaVsNorm(rows=tuple(rows), check=c)
+    return RowsResult(rows=tuple(rows), checks=(c,))

@@ -1,17 +1,35 @@
-"""Result types shared by the claim modules: the checks plus the numbers behind them."""
+"""Result types shared by the claim modules: the checks plus the numbers behind them, and the retry rule for claims."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import inspect
+from dataclasses import dataclass, replace
+from typing import Callable, Generic, TypeVar
 
+import numpy as np
 import pandas as pd
 
-from dpkit.evaluation.verdicts import Check
+from dpkit.core.rng import RNGLike
+from dpkit.evaluation.verdicts import Check, retry_once
 
-__all__ = ["TableResult"]
+__all__ = ["RowsResult", "TableResult", "retried"]
+
+
+class _Checks:
+    """Mixin of the result types: ``.check`` for a result that holds exactly one check."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def check(self) -> Check:
+        """The only check (raises ``ValueError`` when the result holds several: use ``.checks``)."""
+        if len(self.checks) != 1:
+            raise ValueError(f"this result has {len(self.checks)} checks; use .checks")
+        return self.checks[0]
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
-class TableResult:
+class TableResult(_Checks):
     """Checks plus the table of the numbers behind them (one row per case, as written to ``metrics.json``).
 
     Attributes
@@ -24,3 +42,62 @@ class TableResult:
 
     checks: tuple[Check, ...]
     table: pd.DataFrame
+
+
+Row = TypeVar("Row")
+
+
+@dataclass(frozen=True)
+class RowsResult(_Checks, Generic[Row]):
+    """Checks plus the rows behind them: one frozen dataclass per case (``asdict(row)`` is a ``metrics.json`` row).
+
+    Attributes
+    ----------
+    rows : tuple of Row
+        One per case, in table order.
+    checks : tuple of Check
+        In the order a notebook reports them.
+    """
+
+    rows: tuple[Row, ...]
+    checks: tuple[Check, ...]
+
+
+R = TypeVar("R", Check, TableResult)
+
+
+def retried(claim: Callable[..., R]) -> Callable[..., R]:
+    """Run a statistical claim under the retry rule of :func:`~dpkit.evaluation.verdicts.retry_once`.
+
+    ``claim(..., rng=g)`` must draw all its randomness from ``rng`` and return a :class:`Check` or a
+    :class:`TableResult` with exactly one check. The first attempt gets the caller's ``rng`` as a
+    single test would (same seed ⇒ same statistic and table); a failed attempt is re-run once on a
+    fresh stream spawned from it, and the check fails only if both fail (false-alarm probability
+    ``level²``). The result keeps the first attempt's statistic and table.
+    """
+
+    rng_param = inspect.signature(claim).parameters.get("rng")
+    if rng_param is None:
+        raise TypeError(f"{claim.__name__}: the retry rule needs an `rng` keyword")
+    default = rng_param.default
+
+    @functools.wraps(claim)
+    def run(*args: object, rng: RNGLike = default, **kwargs: object) -> R:
+        if rng is inspect.Parameter.empty:
+            raise TypeError(f"{claim.__name__}() missing required keyword argument: 'rng'")
+        results: list[R] = []
+
+        def attempt(g: np.random.Generator) -> Check:
+            r = claim(*args, rng=g, **kwargs)
+            results.append(r)
+            if isinstance(r, Check):
+                return r
+            if len(r.checks) != 1:
+                raise ValueError(f"{claim.__name__}: the retry rule needs exactly one check; got {len(r.checks)}")
+            return r.checks[0]
+
+        c = retry_once(attempt, rng)
+        return c if isinstance(results[0], Check) else replace(results[0], checks=(c,))
+
+    run.__doc__ = (claim.__doc__ or "") + "\n\n    Runs under the retry rule (:func:`dpkit.claims.results.retried`).\n"
+    return run

@@ -1,0 +1,56 @@
+"""``python -m dpkit.batch.false_alarms``: the notebooks' QUICK statistical checks over seeds, against the budget."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from dpkit.batch import false_alarms as fa
+from dpkit.evaluation.verdicts import check
+
+
+def test_command_on_few_seeds(tmp_path) -> None:
+    code = fa.main(["--seeds", "3", "--notebooks", "56", "57", "--out", str(tmp_path)])
+    table = pd.read_csv(tmp_path / "false_alarms.csv")
+    assert list(table.notebook) == ["56_private_pca", "57_ellipsoid"] and list(table.runs) == [3, 3]
+    assert (table.budget == 1e-3).all() and (table.rate == table.unexpected / table.runs).all()
+    # Clopper–Pearson one-sided 95 %: 0 of 3 gives 1 − 0.05^(1/3)
+    clean = table[table.unexpected == 0]
+    assert clean.cp_upper.to_numpy() == pytest.approx(1 - 0.05 ** (1 / 3), rel=1e-9)
+    data = json.loads((tmp_path / "false_alarms.json").read_text())
+    assert data["seeds"] == [0, 2] and set(data["notebooks"]) == {"56_private_pca", "57_ellipsoid"}
+    assert set(data["notebooks"]["57_ellipsoid"]["check_failures"]) == {
+        "Alg 8 (correct sampler)", "Alg 8 (printed radius)", "Alg 8 (printed, k = 2)", "Alg 8 (printed angles, k ≥ 3)"}
+    assert code == int(table.refutes_budget.any())
+
+
+def test_unknown_notebook_is_refused() -> None:
+    with pytest.raises(SystemExit, match="matches no notebook"):
+        fa.main(["--seeds", "1", "--notebooks", "99"])
+
+
+def test_a_broken_check_is_counted_and_refutes_the_budget(monkeypatch) -> None:
+    """A suite whose correct check always fails: every run is a false alarm and the budget is refuted."""
+
+    def broken(seed: int, total: float) -> list:
+        return [check("x", "always fails", 1.0, 0.0, relation="<=", confidence=1 - total)]
+
+    monkeypatch.setitem(fa.SUITES, "57_ellipsoid", broken)
+    res = fa.run(["57_ellipsoid"], range(5), 1e-3, log=lambda s: None)
+    row = fa.summarise(res, 1e-3).iloc[0]
+    assert (row.unexpected, row.false_alarm_runs, row.missed_control_runs) == (5, 5, 0)
+    assert row.cp_lower > 1e-3 and bool(row.refutes_budget)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", ["57_ellipsoid", "50_laplace_gauss"])
+def test_suite_reproduces_the_notebook(name) -> None:
+    """Seed s of a suite gives the statistical checks of the notebook run with SEED = s (QUICK): the --via-notebook path."""
+    nb = {c.id: c for c in fa.notebook_checks(name, 1, 1e-3)}
+    suite = fa.SUITES[name](1, 1e-3)
+    assert sorted(nb) == sorted(c.id for c in suite)
+    for c in suite:
+        n = nb[c.id]
+        assert (c.statistic, c.bound, c.verdict, c.confidence, c.attempts) == (n.statistic, n.bound, n.verdict, n.confidence,
+                                                                               n.attempts), c.id
