@@ -177,11 +177,18 @@ def make_control(name: str, spec: Any, value: Any):
 
 
 def _display_data(item: Any) -> dict[str, Any]:
-    """``item`` as a ``display_data`` output (formatted by the kernel's formatters; safe from any thread)."""
+    """``item`` as a ``display_data`` output, safe from any thread: a figure as PNG (whatever the
+    backend registered), anything else through the kernel's formatters (plain text without a kernel)."""
+    import base64
+    import io
+
     from IPython import get_ipython
 
-    ip = get_ipython()
-    if ip is None:  # no kernel (tests, scripts): the plain-text form
+    if hasattr(item, "savefig"):
+        buf = io.BytesIO()
+        item.savefig(buf, format="png", bbox_inches="tight")
+        data, meta = {"image/png": base64.b64encode(buf.getvalue()).decode("ascii"), "text/plain": repr(item)}, {}
+    elif (ip := get_ipython()) is None:
         data, meta = {"text/plain": repr(item)}, {}
     else:
         data, meta = ip.display_formatter.format(item)
