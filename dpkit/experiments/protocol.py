@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +39,31 @@ from dpkit.queries.release import Method, Release
 from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["RunRecord", "Repetition", "cell_seed", "repetitions", "run_cell", "as_methods"]
+__all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "repetitions", "run_cell", "as_methods"]
+
+#: ``callback(rep_index, reps)`` called after each finished repetition of :func:`run_cell`
+RepetitionCallback = Callable[[int, int], None]
+_ON_REPETITION: ContextVar[RepetitionCallback | None] = ContextVar("dpkit_on_repetition", default=None)
+
+
+class Cancelled(Exception):
+    """Raised by an ``on_repetition`` callback to stop a run between two repetitions (a panel's *Stop*)."""
+
+
+@contextmanager
+def on_repetitions(callback: RepetitionCallback) -> Iterator[None]:
+    """Within the block, every :func:`run_cell` without its own ``on_repetition`` reports to ``callback``.
+
+    This reaches the runs made inside library code (e.g. each value of
+    :func:`dpkit.experiments.sweeps.sweep`) without threading a callback through every signature.
+    The callback only observes (or raises :class:`Cancelled`); it never touches the random streams,
+    so results are unchanged.
+    """
+    token = _ON_REPETITION.set(callback)
+    try:
+        yield
+    finally:
+        _ON_REPETITION.reset(token)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +191,8 @@ def _record(name: str, rel: Release[Any], rep: Repetition, sigma: float, seconds
 
 
 def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,
-             n_queries: int = 10_000, J: int = 10, rng: RNGLike = 0, progress: bool = False) -> list[RunRecord]:
+             n_queries: int = 10_000, J: int = 10, rng: RNGLike = 0, progress: bool = False,
+             on_repetition: RepetitionCallback | None = None) -> list[RunRecord]:
     """Run ``reps`` repetitions of every method at kernel width σ on data ``X`` (module docstring).
 
     Parameters
@@ -184,6 +211,10 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
         Root of the repetitions' streams (:func:`cell_seed` for a table cell).
     progress : bool
         Show a progress bar.
+    on_repetition : callable, optional
+        ``on_repetition(rep_index, reps)`` after each finished repetition (default: the callback of an
+        enclosing :func:`on_repetitions`, if any). It may raise :class:`Cancelled` to stop the run; the
+        streams and hence the results are the same with or without it.
 
     Returns
     -------
@@ -193,10 +224,13 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     named = as_methods(methods)
     configured = {name: m.at_width(sigma) for name, m in named.items()}
     records: list[RunRecord] = []
+    hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
     for rep in repetitions(X, sigma=sigma, n_streams=len(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
         for (name, method), g in zip(configured.items(), rep.generators):
             t0 = time.perf_counter()
             rel = method.release(X, rng=g, workload=rep.workload)
             records.append(_record(name, rel, rep, sigma, time.perf_counter() - t0))
+        if hook is not None:
+            hook(rep.index, int(reps))
     return records

@@ -24,6 +24,13 @@ Noise and privacy under replace-one neighbours, with ρ = c:
   sensitivity of a step is Σ_j ‖(A − A')x_j‖₁ ≤ √d Σ_j ‖(A − A')x_j‖₂ ≤ k√d ρ, and L steps
   compose to L k √d ρ; the printed factor 10 is a safety margin we keep (the release is
   over-noised by 10×, which the thesis's own experiments notice: σ > 1 on most data sets).
+
+Data outside [-1, 1]^d: with ``bounds=(lower, upper)`` (public bounds, scalars or one per feature, as
+diffprivlib's ``PCA(bounds=...)``) the estimator rescales X from the bounds to [-1, 1]^d and clips
+what lies outside, warning :class:`~dpkit.data.errors.ClippingWarning` with the clipped fraction;
+clipping keeps every row in the domain, so the sensitivity above holds. The components then live in
+the rescaled coordinates, and :meth:`~PrivateSubspaceIteration.transform` rescales its input the
+same way. ``bounds=None`` (default) requires X ⊂ [-1, 1]^d, as before.
 """
 from __future__ import annotations
 
@@ -46,6 +53,8 @@ from dpkit.core.validation import (
     check_in_unit_cube,
     check_positive_int,
 )
+from dpkit.data.errors import ClippingWarning
+from dpkit.data.steps import rescale
 
 __all__ = [
     "PrivateSubspaceIteration",
@@ -130,7 +139,12 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         ``"bound"`` (default): ρ = c(n, d, √d), data-independent. ``"thesis"``: ρ = c(n, d, ‖mean‖)
         with the printed noisy-mean norm (not a valid sensitivity; warns PrivacyLeakWarning).
     mean : array of shape (d,), optional
-        The ε'-DP mean estimate μ̃ (used by ``sensitivity="thesis"`` and by :meth:`transform`).
+        The ε'-DP mean estimate μ̃ (used by ``sensitivity="thesis"`` and by :meth:`transform`); in the
+        rescaled coordinates when ``bounds`` is given.
+    bounds : (lower, upper), optional
+        Public bounds of the data (each a scalar or one value per feature). X is rescaled from them to
+        [-1, 1]^d with clipping (:class:`~dpkit.data.errors.ClippingWarning` gives the clipped fraction).
+        ``None`` (default): X must already lie in [-1, 1]^d.
 
     Attributes
     ----------
@@ -157,6 +171,7 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         delta: float = 0.0,
         sensitivity: str = "bound",
         mean: Any = None,
+        bounds: Any = None,
     ) -> None:
         self.n_components = n_components
         self.n_iter = n_iter
@@ -164,14 +179,41 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         self.delta = delta
         self.sensitivity = sensitivity
         self.mean = mean
+        self.bounds = bounds
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]  # computes in float64 whatever the input
+        return tags
+
+    def _validated(self, X: Any, *, reset: bool) -> np.ndarray:
+        """X as a dense 2-D float64 array (scikit-learn's checks and messages), in [-1, 1]^d.
+
+        Without ``bounds`` X must already lie in the domain; with them it is rescaled and clipped.
+        """
+        try:
+            from sklearn.utils.validation import validate_data
+        except ImportError:  # scikit-learn < 1.6
+            X = self._validate_data(X, reset=reset, dtype=np.float64, force_all_finite=False)
+        else:
+            X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
+        X = check_finite_array(X, name="X", ndim=2)  # dpkit's message: how many entries are not finite
+        if self.bounds is None:
+            return check_in_unit_cube(X, name="X") if reset else X
+        lower, upper = _check_bounds(self.bounds, X.shape[1])
+        Z, clipped = rescale(X, lower, upper)
+        if clipped:
+            warnings.warn(f"{clipped} of {X.size} values of X ({clipped / X.size:.2%}) lay outside bounds and were "
+                          "clipped", ClippingWarning, stacklevel=3)
+        return Z
 
     def fit(self, X: Any, y: Any = None, *, rng: RNGLike = None, ledger: Ledger | None = None) -> "PrivateSubspaceIteration":
         """Run the private subspace iteration on ``X`` ⊂ [-1, 1]^d; spend (ε, δ) as ``"pca"``."""
-        X = check_in_unit_cube(X, name="X")
+        X = self._validated(X, reset=True)
         n, d = X.shape
         k = check_positive_int(self.n_components, name="n_components")
         if k > d:
-            raise ValueError(f"n_components must be in [1, d] = [1, {d}]; got {k}")
+            raise ValueError(f"n_components must be in [1, d] = [1, {d}] (n_features = {d}); got {k}")
         L = check_positive_int(self.n_iter, name="n_iter")
         eps = check_epsilon(self.epsilon, allow_inf=True)
         delta = check_delta(self.delta)
@@ -231,13 +273,26 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Project onto ``components_`` (centred by the supplied private ``mean`` if any)."""
+        """Project onto ``components_`` (centred by the supplied private ``mean`` if any; rescaled
+        and clipped by ``bounds`` if given)."""
         if not hasattr(self, "components_"):
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError("PrivateSubspaceIteration is not fitted yet; call fit first")
-        X = check_finite_array(X, name="X", ndim=2)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features; expected {self.n_features_in_}")
+        X = self._validated(X, reset=False)
         Xc = X - self.mean_ if self.mean_ is not None else X
         return Xc @ self.components_.T
+
+
+def _check_bounds(bounds: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)`` as two length-``d`` arrays with ``upper > lower`` (scalars broadcast)."""
+    try:
+        lower, upper = bounds
+        lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (d,))
+        hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (d,))
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be (lower, upper), each a number or {d} numbers (one per feature); "
+                         f"got {bounds!r}") from None
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+        raise ValueError(f"bounds must be finite with upper > lower for every feature; got {bounds!r}")
+    return lo, hi

@@ -55,20 +55,40 @@ def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, va
 
 
 def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
-                epsilon: float, xlabel: str, logx: bool, title: str, seed: int = 0, J: int = 10):
+                epsilon: float, xlabel: str, logx: bool, title: str, seed: int = 0, J: int = 10, n_queries: int = 2_000,
+                reps: int = 3, notebook: str | None = None, constants: dict[str, object] | None = None):
     """The sweep notebooks' widget: the grid is typed as text (parsed by :func:`parse_values`, a bad
-    entry is reported in the panel), σ, ε and the repetitions are controls, *Run* re-runs the sweep."""
+    entry is reported in the panel), σ, ε and the repetitions are controls, *Run* re-runs the sweep.
+
+    Each control sets one notebook parameter (``values_text`` → ``VALUES``, ``sigma`` → ``SIGMA``,
+    ``epsilon`` → ``EPSILON``, ``reps`` → ``REPS``; the fixed ``seed``, ``J``, ``n_queries`` and
+    ``dataset`` → ``SEED``, ``J``, ``N_QUERIES``, ``DATASET``); ``notebook`` and ``constants`` (other
+    notebook parameters the panel holds, e.g. ``MECHANISM``) enable the papermill/manifest/export buttons.
+    """
     from dpkit.experiments.sweeps import parse_values
     from dpkit.methods.registry import configure
     from dpkit.outputs.widgets import explorer
 
     kind = type(values[0])
 
-    def one_sweep(values_text: str, sigma: float, epsilon: float, reps: int) -> tuple[Figure, pd.DataFrame]:
-        vals = parse_values(values_text, kind=kind, name="values")
-        return explore_sweep(X=X, dataset=dataset, method=configure(method, epsilon=epsilon), param=param, values=vals,
-                             sigma=sigma, reps=reps, xlabel=xlabel, logx=logx, J=J, seed=seed)
+    def parse(text: str) -> list[float]:
+        return parse_values(text, kind=kind, name="values")
+
+    def one_sweep(values_text: str, sigma: float, epsilon: float, reps: int, *, seed: int, J: int, n_queries: int,
+                  dataset: str) -> tuple[Figure, pd.DataFrame]:
+        return explore_sweep(X=X, dataset=dataset, method=configure(method, epsilon=epsilon), param=param,
+                             values=parse(values_text), sigma=sigma, reps=reps, xlabel=xlabel, logx=logx, J=J, seed=seed,
+                             n_queries=n_queries)
+
+    def caption(p: dict[str, object]) -> str:
+        return (f"Mean worst absolute error (± one standard deviation, min–max band over {p['REPS']} repetitions) on "
+                f"{dataset} against {xlabel}; σ = {p['SIGMA']:g}, ε = {p['EPSILON']:g}, {n_queries} queries per repetition.")
 
     text = ", ".join(map(str, values))
     return explorer(one_sweep, {"values_text": ("text", text), "sigma": ([2.0, 4.0, 6.0, 8.0, 10.0], sigma),
-                                "epsilon": (("log", 0.05, 20.0), epsilon), "reps": ((1, 10, 1), 3)}, title=title)
+                                "epsilon": (("log", 0.05, 20.0), epsilon), "reps": ((1, 10, 1), reps)}, title=title,
+                    fixed=dict(seed=seed, J=J, n_queries=n_queries, dataset=dataset), notebook=notebook,
+                    parameters={"values_text": ("VALUES", parse), "sigma": "SIGMA", "epsilon": "EPSILON", "reps": "REPS",
+                                "seed": "SEED", "J": "J", "n_queries": "N_QUERIES", "dataset": "DATASET"},
+                    constants=constants, name=f"{param}_sweep", caption=caption,
+                    total=lambda v: int(v["reps"]) * len(parse(v["values_text"])))
