@@ -9,7 +9,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test test-fast lab bench bench-quick smoke reproduce tables leaderboard collect data-list clean distclean
+.PHONY: help venv run test test-fast lab bench bench-quick smoke reproduce tables leaderboard false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -74,6 +74,9 @@ tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembl
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml
 	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
+
+false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget
+	$(BIN)/python -m dpkit.batch.false_alarms --seeds $(or $(SEEDS),200) --out $(RESULTS)/false_alarms
 
 data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
 	$(BIN)/python -m dpkit.data list

@@ -64,3 +64,12 @@ def test_configure_keeps_privacy_classes():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert configure(get("trig-II"), epsilon=0.5, delta=1e-4).privacy == "(ε,δ)-DP"
+
+
+def test_kernel_centres_far_outside_the_cube():
+    wl = GaussianKernelWorkload.generate(3, 2, J=2, sigma=2.0, rng=0)
+    with pytest.raises(ValueError, match="centres"):
+        GaussianKernelWorkload(centres=wl.centres * 1e200, alphas=wl.alphas, sigma=2.0)
+    with pytest.warns(RuntimeWarning, match="underflow"):
+        GaussianKernelWorkload(centres=wl.centres * 0 + 200.0, alphas=wl.alphas, sigma=2.0)
+    GaussianKernelWorkload(centres=wl.centres * 3.0, alphas=wl.alphas, sigma=2.0)  # adversarial but meaningful: no warning

@@ -10,6 +10,7 @@ A query is ``f(x) = Σ_{j=1..J} α_j exp(−‖x − c_j‖² / (2σ²))`` on ``
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ THESIS_SIGMAS: tuple[float, ...] = (2.0, 4.0, 6.0, 8.0, 10.0)
 THESIS_N_QUERIES: int = 10_000
 THESIS_J: int = 10
 
+#: exp(-x) underflows to 0 in float64 beyond about x = 745.
+_UNDERFLOW = 700.0
 _SIMPLEX_TOL = 1e-9
 
 
@@ -86,6 +89,14 @@ class GaussianKernelWorkload:
             worst = int(np.argmax(np.abs(s - 1.0)))
             raise ValueError(f"alphas must sum to 1 per query; query {worst} sums to {s[worst]:.12g}")
         sigma = check_real_in_range(self.sigma, name="sigma", low=0.0, low_inclusive=False)
+        reach = float(np.abs(C).max())
+        if not np.isfinite(reach * reach * C.shape[2]):
+            raise ValueError(f"centres must lie near the cube [-1, 1]^d: max |c| = {reach:.3g} overflows a squared distance")
+        excess2 = np.sum(np.clip(np.abs(C) - 1.0, 0.0, None) ** 2, axis=-1)  # squared distance to the cube
+        if float(excess2.max()) / (2.0 * sigma**2) > _UNDERFLOW:
+            warnings.warn(f"centres lie so far outside the cube [-1, 1]^d (distance {np.sqrt(excess2.max()):.3g} at "
+                          f"sigma = {sigma:g}) that their kernel values underflow to 0 on any data in the cube",
+                          RuntimeWarning, stacklevel=3)
         C = np.array(C, dtype=np.float64, order="C", copy=True)
         A = np.array(A, dtype=np.float64, order="C", copy=True)
         C.setflags(write=False)
