@@ -36,9 +36,10 @@ import numpy as np
 from scipy.optimize import brentq
 
 from dpkit.core.validation import check_delta, check_epsilon, check_int_in_range, check_real_in_range
+from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["cdp_delta", "cdp_rho", "grid_codes", "uniform_in_cells", "pair_counts", "project_simplex",
-           "Measurement", "fit_model", "sample_model", "attr_names"]
+           "Measurement", "fit_model", "sample_model", "synthetic_database", "attr_names"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
@@ -157,15 +158,23 @@ def attr_names(d: int) -> list[str]:
     return [f"x{i}" for i in range(d)]
 
 
-def fit_model(measurements: Sequence[Measurement], *, d: int, bins: int, n: int, iters: int) -> Any:
-    """Private-PGM estimate (``MirrorDescent``, ``iters`` steps) of the distribution on the grid from the
-    noisy counts, each divided by the public n (the model's total is 1)."""
+def fit_model(measurements: Sequence[Measurement], *, d: int, bins: int, n: int, iters: int,
+              warm_start: Any = None) -> Any:
+    """Private-PGM estimate (``MirrorDescent``, ``iters`` steps, optionally warm-started from a previous
+    model) of the distribution on the grid from the noisy counts, each divided by the public n (total 1)."""
     mbi = _mbi()
     names = attr_names(d)
     domain = mbi.Domain(names, [bins] * d)
     ms = [mbi.LinearMeasurement(np.asarray(y, dtype=float) / n, tuple(names[i] for i in cl), stddev=float(s) / n)
           for cl, y, s in measurements]
-    return mbi.estimation.MirrorDescent().estimate(domain, ms, known_total=1.0, iters=int(iters))
+    return mbi.estimation.MirrorDescent().estimate(domain, ms, known_total=1.0, iters=int(iters),
+                                                 warm_start=warm_start)
+
+
+def synthetic_database(model: Any, m: int, bins: int, rng: np.random.Generator) -> WeightedDatabase:
+    """``m`` rows drawn from the model (:func:`sample_model`), each uniform inside its cells, weights 1/m."""
+    pts = uniform_in_cells(sample_model(model, m, rng), bins, rng)
+    return WeightedDatabase(points=pts, weights=np.full(m, 1.0 / m), m=m)
 
 
 def sample_model(model: Any, m: int, rng: np.random.Generator) -> np.ndarray:

@@ -43,9 +43,8 @@ from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_delta, check_epsilon, check_in_unit_cube, check_int_in_range, check_real_in_range
 from dpkit.mechanisms.exponential import Exponential
-from dpkit.methods._discrete import cdp_rho, fit_model, grid_codes, pair_counts, project_simplex, sample_model, uniform_in_cells
+from dpkit.methods._discrete import cdp_rho, fit_model, grid_codes, pair_counts, project_simplex, synthetic_database
 from dpkit.queries.release import MethodBase, Release, Timer
-from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["MST", "MSTStats", "default_bins", "noise_plan"]
@@ -221,8 +220,7 @@ class MST(MethodBase):
         with tm("estimate"):
             model = fit_model(meas, d=d, bins=st.bins, n=n, iters=self.iters)
         with tm("sample"):
-            pts = uniform_in_cells(sample_model(model, self.m, g_smp), st.bins, g_smp)
-        synth = WeightedDatabase(points=pts, weights=np.full(self.m, 1.0 / self.m), m=self.m)
+            synth = synthetic_database(model, self.m, st.bins, g_smp)
         params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": st.bins,
                   "split": list(self.split), "m": self.m, "iters": self.iters,
                   "neighbouring": "replace-one", **noise_plan(self.epsilon, self.delta, d, self.split)}
