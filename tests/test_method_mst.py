@@ -229,3 +229,11 @@ def test_noise_plan_pure_splits_exactly():
     p = noise_plan(EPS, 0.0, 5, (1.0, 1.0, 2.0))
     assert p["eps1"] + p["eps2"] + p["eps3"] == pytest.approx(EPS, abs=1e-15)
     assert p["laplace1"] == 2 * 5 / p["eps1"] and p["eps_round"] == p["eps2"] / 4
+
+
+def test_registered_in_both_privacy_classes():
+    from dpkit.methods.registry import get, names
+
+    assert {"mst", "mst-eps"} <= set(names("leaderboard"))
+    assert get("mst").privacy == "(ε,δ)-DP" and get("mst-eps").privacy == "ε-DP"
+    assert (get("mst").epsilon, get("mst").delta, get("mst-eps").delta) == (EPS, DELTA, 0.0)
