@@ -16,6 +16,7 @@ MWEM                   B4 over uniform (free) or DP-Gaussian (charged) candidate
 SmallDB                B2 net mechanism on a toy grid domain                      ε
 SamplingFloor          random subsample of the data (non-private)                 none
 CandidateLP            Alg 9/10 with DP-Gaussian / marginal / uniform candidates  as Alg 9/10
+MST                    max-spanning-tree marginals + Private-PGM on a public grid ε or (ε, δ)
 =====================  =========================================================  ===========
 """
 from dpkit.methods._kernels import kernel_query_ranges, kernel_values
@@ -23,6 +24,7 @@ from dpkit.methods.candidate_lp import CandidateLP
 from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit, psd_project
 from dpkit.methods.marginals import IndependentMarginals
+from dpkit.methods.mst import MST
 from dpkit.methods.mwem import MWEM
 from dpkit.methods.references import SamplingFloor
 from dpkit.methods.registry import configure, get, names, suite
@@ -36,6 +38,7 @@ __all__ = [
     "GaussianFit",
     "psd_project",
     "MWEM",
+    "MST",
     "SmallDB",
     "SamplingFloor",
     "CandidateLP",
