@@ -30,6 +30,7 @@ from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit
 from dpkit.methods.marginals import IndependentMarginals
 from dpkit.methods.mwem import MWEM
+from dpkit.methods.rap import RelaxedProjection
 from dpkit.methods.references import SamplingFloor
 from dpkit.methods.smalldb import SmallDB
 from dpkit.queries.release import Method
@@ -55,6 +56,7 @@ class Entry:
 _T = ("tables",)
 _B = ("baselines",)
 _TB = ("tables", "baselines")
+_BL = ("baselines", "leaderboard")
 
 #: Every registered method (name, instance, suites), in the order tables list them.
 CATALOGUE: tuple[Entry, ...] = (
@@ -78,6 +80,9 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("marginals-moments-eps", IndependentMarginals(epsilon=EPS, delta=0.0, kind="moments"), _B),
     Entry("gauss-analyze-gauss-eps", GaussianFit(epsilon=EPS, delta=0.0, method="analyze_gauss"), _B),
     Entry("gauss-psi-eps", GaussianFit(epsilon=EPS, delta=0.0, method="psi"), _B),
+    # relaxed projection onto noisy trigonometric moments (Aydore et al. 2021)
+    Entry("rap", RelaxedProjection(epsilon=EPS, delta=DELTA), _BL),
+    Entry("rap-eps", RelaxedProjection(epsilon=EPS, delta=0.0, max_noise_std=0.07), _BL),
     # the 2-d toy panel of notebook 40 (SmallDB is exponential in the domain)
     Entry("smalldb", SmallDB(epsilon=EPS, levels=4, m=4), ("toy",)),
 )
