@@ -28,6 +28,7 @@ from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
 from dpkit.methods.candidate_lp import CandidateLP
 from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit
+from dpkit.methods.kme import KMEAnswers, KMESynthetic
 from dpkit.methods.marginals import IndependentMarginals
 from dpkit.methods.mwem import MWEM
 from dpkit.methods.rap import RelaxedProjection
@@ -83,6 +84,11 @@ CATALOGUE: tuple[Entry, ...] = (
     # relaxed projection onto noisy trigonometric moments (Aydore et al. 2021)
     Entry("rap", RelaxedProjection(epsilon=EPS, delta=DELTA), _BL),
     Entry("rap-eps", RelaxedProjection(epsilon=EPS, delta=0.0, max_noise_std=0.07), _BL),
+    # kernel mean embedding (random Fourier features at the workload's σ; DP-MERF idea, Harder et al. 2021)
+    Entry("kme-answers", KMEAnswers(epsilon=EPS, delta=DELTA), _BL),
+    Entry("kme-answers-eps", KMEAnswers(epsilon=EPS, delta=0.0), _BL),
+    Entry("kme-synthetic", KMESynthetic(epsilon=EPS, delta=DELTA), _BL),
+    Entry("kme-synthetic-eps", KMESynthetic(epsilon=EPS, delta=0.0), _BL),
     # the 2-d toy panel of notebook 40 (SmallDB is exponential in the domain)
     Entry("smalldb", SmallDB(epsilon=EPS, levels=4, m=4), ("toy",)),
 )
