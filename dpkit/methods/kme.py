@@ -81,8 +81,9 @@ class KMEStats:
 
 
 def embedding_answers(workload: GaussianKernelWorkload, omega: np.ndarray, embedding: np.ndarray,
-                      *, block: int = 2048) -> np.ndarray:
-    """q̂_f = Σ_j α_j φ(c_j)·μ̂ for every query of ``workload`` (Q,), in blocks of queries."""
+                      *, block: int = 256) -> np.ndarray:
+    """q̂_f = Σ_j α_j φ(c_j)·μ̂ for every query of ``workload`` (Q,), in blocks of ``block`` queries
+    (temporary memory ≈ 16·block·J·D bytes)."""
     C, A = np.asarray(workload.centres, dtype=float), np.asarray(workload.alphas, dtype=float)
     Q, J, d = C.shape
     D = omega.shape[0]
