@@ -17,15 +17,20 @@ SmallDB                B2 net mechanism on a toy grid domain                    
 SamplingFloor          random subsample of the data (non-private)                 none
 CandidateLP            Alg 9/10 with DP-Gaussian / marginal / uniform candidates  as Alg 9/10
 MST                    max-spanning-tree marginals + Private-PGM on a public grid ε or (ε, δ)
+RelaxedProjection      RAP: noisy trig moments, m points fitted by L-BFGS-B       ε or (ε, δ)
+KMEAnswers             noisy random-Fourier mean embedding, answers from it       ε or (ε, δ)
+KMESynthetic           m points fitted to the noisy mean embedding                ε or (ε, δ)
 =====================  =========================================================  ===========
 """
 from dpkit.methods._kernels import kernel_query_ranges, kernel_values
 from dpkit.methods.candidate_lp import CandidateLP
 from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit, psd_project
+from dpkit.methods.kme import KMEAnswers, KMESynthetic
 from dpkit.methods.marginals import IndependentMarginals
 from dpkit.methods.mst import MST
 from dpkit.methods.mwem import MWEM
+from dpkit.methods.rap import RelaxedProjection
 from dpkit.methods.references import SamplingFloor
 from dpkit.methods.registry import configure, get, names, suite
 from dpkit.methods.smalldb import SmallDB
@@ -39,6 +44,9 @@ __all__ = [
     "psd_project",
     "MWEM",
     "MST",
+    "RelaxedProjection",
+    "KMEAnswers",
+    "KMESynthetic",
     "SmallDB",
     "SamplingFloor",
     "CandidateLP",

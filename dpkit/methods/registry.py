@@ -28,9 +28,11 @@ from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
 from dpkit.methods.candidate_lp import CandidateLP
 from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit
+from dpkit.methods.kme import KMEAnswers, KMESynthetic
 from dpkit.methods.marginals import IndependentMarginals
 from dpkit.methods.mst import MST
 from dpkit.methods.mwem import MWEM
+from dpkit.methods.rap import RelaxedProjection
 from dpkit.methods.references import SamplingFloor
 from dpkit.methods.smalldb import SmallDB
 from dpkit.queries.release import Method
@@ -57,6 +59,7 @@ _T = ("tables",)
 _B = ("baselines",)
 _TB = ("tables", "baselines")
 _L = ("leaderboard",)
+_BL = ("baselines", "leaderboard")
 
 #: Every registered method (name, instance, suites), in the order tables list them.
 CATALOGUE: tuple[Entry, ...] = (
@@ -85,6 +88,14 @@ CATALOGUE: tuple[Entry, ...] = (
     # one estimator per selected tree, 5-80 s a release on this machine
     Entry("mst", MST(epsilon=EPS, delta=DELTA), _L),
     Entry("mst-eps", MST(epsilon=EPS, delta=0.0), _L),
+    # relaxed projection onto noisy trigonometric moments (Aydore et al. 2021)
+    Entry("rap", RelaxedProjection(epsilon=EPS, delta=DELTA), _BL),
+    Entry("rap-eps", RelaxedProjection(epsilon=EPS, delta=0.0, max_noise_std=0.07), _BL),
+    # kernel mean embedding (random Fourier features at the workload's σ; DP-MERF idea, Harder et al. 2021)
+    Entry("kme-answers", KMEAnswers(epsilon=EPS, delta=DELTA), _BL),
+    Entry("kme-answers-eps", KMEAnswers(epsilon=EPS, delta=0.0), _BL),
+    Entry("kme-synthetic", KMESynthetic(epsilon=EPS, delta=DELTA), _BL),
+    Entry("kme-synthetic-eps", KMESynthetic(epsilon=EPS, delta=0.0), _BL),
     # the 2-d toy panel of notebook 40 (SmallDB is exponential in the domain)
     Entry("smalldb", SmallDB(epsilon=EPS, levels=4, m=4), ("toy",)),
 )

@@ -18,7 +18,15 @@ from dpkit.mechanisms.base import Mechanism
 from dpkit.mechanisms.trig.basis import basis_moments, evaluate_basis
 from dpkit.mechanisms.trig.grid import lattice_round
 from dpkit.mechanisms.trig.lp import LP_METHODS, solve_l1_lp
-from dpkit.mechanisms.trig.moments import CONSTANTS, MomentNoise, moment_noise, release_moments, spend_moments
+from dpkit.mechanisms.trig.moments import (
+    CONSTANTS,
+    SENSITIVITIES,
+    MomentNoise,
+    grid_sensitivity,
+    moment_noise,
+    release_moments,
+    spend_moments,
+)
 from dpkit.mechanisms.trig.schedules import Schedule
 from dpkit.queries.release import MethodBase, Release
 from dpkit.queries.synthetic import WeightedDatabase
@@ -96,6 +104,7 @@ class TrigBase(Mechanism, MethodBase):
     lattice: bool = False
     output: str = "sample"
     lp_method: str = "highs-ds"
+    sensitivity: str = "bound"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -108,6 +117,9 @@ class TrigBase(Mechanism, MethodBase):
         check_choice(self.constants, name="constants", choices=CONSTANTS)
         check_choice(self.output, name="output", choices=OUTPUTS)
         check_choice(self.lp_method, name="lp_method", choices=LP_METHODS)
+        check_choice(self.sensitivity, name="sensitivity", choices=SENSITIVITIES)
+        if self.sensitivity == "exact" and self.constants != "correct":
+            raise ValueError("sensitivity='exact' needs constants='correct' (the printed constants use no sensitivity)")
         if not isinstance(self.lattice, bool):
             raise TypeError("lattice must be a bool")
 
@@ -151,11 +163,21 @@ class TrigBase(Mechanism, MethodBase):
         raise NotImplementedError  # pragma: no cover
 
     def _noisy_moments(self, Xd: np.ndarray, idx: np.ndarray, *, epsilon: float, delta: float, led: Ledger,
-                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, MomentNoise]:
-        """Exact moments b of the discretised data and their release b̂ (spent through ``led``)."""
+                       rng: np.random.Generator, N: int | None = None) -> tuple[np.ndarray, np.ndarray, MomentNoise]:
+        """Exact moments b of the discretised data and their release b̂ (spent through ``led``).
+
+        ``sensitivity="exact"`` calibrates the noise on :func:`~dpkit.mechanisms.trig.moments.grid_sensitivity`
+        of the rows' grid A^d (``N`` cells per coordinate; the rows ``Xd`` lie on it) instead of the
+        bounds 2(R−1)/n and 2√(R−1)/n.
+        """
         b = basis_moments(Xd, idx)
+        exact = None
+        if self.sensitivity == "exact" and idx.shape[0] > 1:
+            if N is None:
+                raise ValueError("sensitivity='exact' needs the grid size N of the discretised rows")
+            exact = grid_sensitivity(idx, N, Xd.shape[0])
         noise = moment_noise(Xd.shape[0], idx.shape[0], epsilon=epsilon, delta=delta, constants=self.constants,
-                             thesis_delta=self.delta or None)
+                             thesis_delta=self.delta or None, sensitivity=exact)
         spend_moments(led, noise, idx.shape[0])
         return b, release_moments(b, noise, rng=rng), noise
 
@@ -192,7 +214,7 @@ class TrigBase(Mechanism, MethodBase):
             "method": self.name, "n": n, "d": d, "t": sch.t, "N": sch.N, "m": sch.m, "L": sch.L, "K": self.K,
             "epsilon": self.epsilon,
             "delta": self.delta, "constants": self.constants, "lattice": self.lattice, "output": self.output,
-            "moment_noise": noise.to_dict(), "neighbouring": self.neighbouring,
+            "moment_noise": noise.to_dict(), "neighbouring": self.neighbouring, "sensitivity": self.sensitivity,
         }
 
 

@@ -93,7 +93,8 @@ class TrigonometricMechanism(TrigBase):
 
         t0 = time.perf_counter()
         idx = basis_indices(sch.t, d)
-        b, b_hat, noise = self._noisy_moments(Xd, idx, epsilon=self.epsilon, delta=self.delta, led=led, rng=g_noise)
+        b, b_hat, noise = self._noisy_moments(Xd, idx, epsilon=self.epsilon, delta=self.delta, led=led,
+                                                 rng=g_noise, N=sch.N)
         timings["moments"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()

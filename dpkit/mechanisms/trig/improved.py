@@ -134,7 +134,8 @@ class ImprovedTrigonometricMechanism(TrigBase):
         timings["discretise"] = time.perf_counter() - t0
         t0 = time.perf_counter()  # 2-3. basis T_R and noisy moments (ε/3, δ/2)
         idx = basis_indices(sch.t, d, self.R)
-        b, b_hat, noise = self._noisy_moments(Xd, idx, epsilon=eps3, delta=d_m, led=led, rng=g_mom)
+        b, b_hat, noise = self._noisy_moments(Xd, idx, epsilon=eps3, delta=d_m, led=led, rng=g_mom,
+                                                 N=sch.N)
         timings["moments"] = time.perf_counter() - t0
         t0 = time.perf_counter()  # 4. noisy mean, Lap(6d/(nε)) = L1 sensitivity 2d/n at ε/3
         mean_mech = Laplace(epsilon=eps3, sensitivity=2.0 * d / n, neighbouring="replace-one")

@@ -1,0 +1,140 @@
+"""Relaxed projection: fit m continuous points in [-1, 1]^d to released statistics by gradient descent.
+
+Shared by :mod:`dpkit.methods.rap` (trigonometric moments, Aydore et al. 2021, "Differentially
+Private Query Release Through Adaptive Projection", the *relaxed projection* step) and
+:mod:`dpkit.methods.kme` (random Fourier features of the Gaussian kernel, Harder et al. 2021,
+DP-MERF). Given a per-point statistic map S : [-1, 1]^d → R^K and a released target â ∈ R^K,
+the synthetic database Y = (y_1, …, y_m) minimises
+
+    L(Y) = ‖(1/m) Σ_i S(y_i) − â‖₂²    subject to  Y ∈ [-1, 1]^{m×d},
+
+by L-BFGS-B with box bounds (scipy) from a **data-independent** start (uniform on the cube,
+drawn from ``rng``). The fit only reads â, so it is post-processing of the DP release: it costs
+no budget and needs no sensitivity of its own.
+
+Gradient: with e = (1/m) Σ_i S(y_i) − â, ∂L/∂y_i = (2/m) J_S(y_i)ᵀ e, computed by each
+statistic's vector-Jacobian product :meth:`PointStatistic.vjp`. The optimiser sees the
+equivalent objective m²·L(Y) = ‖Σ_i S(y_i) − m â‖²: L-BFGS-B's stopping and first-step rules are
+not scale-free, and with L itself (gradients O(1/m) per point) it stalled far from the optimum
+(CSN, d = 8, m = 1000, 200 iterations: L = 6.4 versus 1.5·10⁻⁴ for m²·L).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from scipy.optimize import Bounds, minimize
+
+from dpkit.mechanisms.trig.basis import evaluate_basis
+
+__all__ = ["PointStatistic", "ChebyshevStatistic", "FourierStatistic", "FitResult", "fit_points"]
+
+
+class PointStatistic(Protocol):
+    """A per-point statistic map S: ``values(Y)`` (m, K) and ``vjp(Y, G)`` = Σ_k G[i, k] ∇S_k(y_i) (m, d)."""
+
+    def values(self, Y: np.ndarray) -> np.ndarray: ...
+
+    def vjp(self, Y: np.ndarray, G: np.ndarray) -> np.ndarray: ...
+
+
+class ChebyshevStatistic:
+    """The trigonometric moments φ_r(y) = Π_i T_{r_i}(y_i) of :mod:`dpkit.mechanisms.trig.basis`.
+
+    Every index vector r is stored as ``s`` (coordinate, degree) slots (padded with degree 0,
+    whose factor is T_0 = 1 with derivative 0), so values and gradients are dense array products.
+    Derivatives by the recurrence T'_{k+1} = 2 T_k + 2y T'_k − T'_{k−1} (T'_0 = 0, T'_1 = 1).
+    """
+
+    def __init__(self, indices: np.ndarray) -> None:
+        idx = np.asarray(indices, dtype=np.int64)
+        self.indices = idx
+        s = max(1, int((idx > 0).sum(axis=1).max()))
+        self.coord = np.zeros((idx.shape[0], s), dtype=np.int64)
+        self.deg = np.zeros((idx.shape[0], s), dtype=np.int64)
+        for r, row in enumerate(idx):
+            nz = np.flatnonzero(row)
+            self.coord[r, : nz.size] = nz
+            self.deg[r, : nz.size] = row[nz]
+        self.kmax = int(idx.max(initial=0))
+
+    def _tables(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        T = np.empty((self.kmax + 1,) + Y.shape)
+        dT = np.empty_like(T)
+        T[0], dT[0] = 1.0, 0.0
+        if self.kmax >= 1:
+            T[1], dT[1] = Y, 1.0
+        for k in range(1, self.kmax):
+            T[k + 1] = 2.0 * Y * T[k] - T[k - 1]
+            dT[k + 1] = 2.0 * T[k] + 2.0 * Y * dT[k] - dT[k - 1]
+        return T, dT
+
+    def values(self, Y: np.ndarray) -> np.ndarray:
+        return evaluate_basis(Y, self.indices)
+
+    def vjp(self, Y: np.ndarray, G: np.ndarray) -> np.ndarray:
+        T, dT = self._tables(Y)
+        F = T[self.deg, :, self.coord]  # (R, s, m): the factors of every basis function
+        out = np.zeros((Y.shape[1], Y.shape[0]))
+        for j in range(self.coord.shape[1]):
+            others = np.prod(np.delete(F, j, axis=1), axis=1) if F.shape[1] > 1 else 1.0
+            contrib = G.T * others * dT[self.deg[:, j], :, self.coord[:, j]]  # (R, m)
+            np.add.at(out, self.coord[:, j], contrib)
+        return out.T
+
+
+class FourierStatistic:
+    """Normalised random Fourier features φ(y) = (cos(Ωy), sin(Ωy)) / √D of the Gaussian kernel.
+
+    With the D rows of Ω drawn i.i.d. N(0, I_d/σ²), φ(x)·φ(c) = (1/D) Σ_k cos(ω_k·(x − c)) is an
+    unbiased estimate of exp(−‖x − c‖²/(2σ²)) (Rahimi–Recht 2007), and ‖φ(x)‖₂ = 1 exactly.
+    """
+
+    def __init__(self, omega: np.ndarray) -> None:
+        self.omega = np.asarray(omega, dtype=float)
+        self.scale = 1.0 / np.sqrt(self.omega.shape[0])
+
+    def values(self, Y: np.ndarray) -> np.ndarray:
+        Z = Y @ self.omega.T
+        return np.concatenate([np.cos(Z), np.sin(Z)], axis=1) * self.scale
+
+    def vjp(self, Y: np.ndarray, G: np.ndarray) -> np.ndarray:
+        Z = Y @ self.omega.T
+        D = self.omega.shape[0]
+        return ((G[:, D:] * np.cos(Z) - G[:, :D] * np.sin(Z)) * self.scale) @ self.omega
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class FitResult:
+    """The fitted points (m, d), the final loss ‖mean S(Y) − â‖², iterations and the optimiser's message."""
+
+    points: np.ndarray
+    loss: float
+    n_iter: int
+    message: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"loss": self.loss, "n_iter": self.n_iter, "message": self.message}
+
+
+def fit_points(stat: PointStatistic, target: np.ndarray, *, m: int, d: int, rng: np.random.Generator,
+               max_iter: int = 200) -> FitResult:
+    """Minimise ‖(1/m) Σ_i S(y_i) − target‖² over Y ∈ [-1, 1]^{m×d} by L-BFGS-B (module docstring).
+
+    The start is Y₀ ~ U[-1, 1]^{m×d} from ``rng`` (data-independent); the result depends only on
+    ``target``, ``rng`` and the public sizes, hence is post-processing of the release of ``target``.
+    """
+    a = np.asarray(target, dtype=float)
+
+    def loss_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:  # m² L(Y) = ‖Σ_i S(y_i) − m â‖² and its gradient
+        Y = flat.reshape(m, d)
+        e = stat.values(Y).sum(axis=0) - m * a
+        G = np.broadcast_to(2.0 * e, (m, a.shape[0]))
+        return float(e @ e), stat.vjp(Y, G).ravel()
+
+    y0 = rng.uniform(-1.0, 1.0, size=m * d)
+    res = minimize(loss_grad, y0, jac=True, method="L-BFGS-B", bounds=Bounds(np.full(m * d, -1.0), np.full(m * d, 1.0)),
+                   options={"maxiter": int(max_iter)})
+    pts = np.clip(res.x.reshape(m, d), -1.0, 1.0)
+    return FitResult(points=pts, loss=float(res.fun) / m**2, n_iter=int(res.nit), message=str(res.message))

@@ -1,0 +1,234 @@
+"""Kernel mean embedding release (the DP-MERF idea, Harder, Adamczewski & Park, AISTATS 2021).
+
+Features
+--------
+D frequencies ω_1, …, ω_D i.i.d. N(0, I_d/σ²) (data-independent, drawn from ``rng`` and
+released) give the normalised random Fourier features (Rahimi–Recht 2007)
+
+    φ(x) = (cos(ω_1·x), …, cos(ω_D·x), sin(ω_1·x), …, sin(ω_D·x)) / √D ∈ R^{2D},
+
+with ‖φ(x)‖₂ = 1 exactly and φ(x)·φ(c) = (1/D) Σ_k cos(ω_k·(x − c)), an unbiased estimate of the
+Gaussian kernel exp(−‖x − c‖²/(2σ²)) (Bochner). σ is the workload's public width (:meth:`at_width`).
+
+Release
+-------
+The mean embedding μ = (1/n) Σ_x φ(x). Under replace-one neighbours (n public) it moves by
+(φ(x') − φ(x))/n: **L2 sensitivity** ‖φ(x') − φ(x)‖₂/n ≤ (‖φ(x')‖₂ + ‖φ(x)‖₂)/n = 2/n, and
+**L1 sensitivity** ≤ √(2D)·2/n (Cauchy–Schwarz over the 2D coordinates). (ε, δ)-DP: the analytic
+Gaussian mechanism on 2/n (or Laplace when its std is smaller); ε-DP: Laplace on 2√(2D)/n
+(:func:`dpkit.methods.marginals.noisy_release`). Everything after this step is post-processing.
+
+Answers (:class:`KMEAnswers`) and synthetic data (:class:`KMESynthetic`)
+----------------------------------------------------------------------
+(a) A kernel-mixture query f = Σ_j α_j k(·, c_j) is answered as q̂_f = v_f·μ̂, v_f = Σ_j α_j φ(c_j).
+(b) m points are fitted to μ̂ by the relaxed projection of :func:`dpkit.methods._fit.fit_points`
+    and the queries are evaluated exactly (no random-feature approximation) on them.
+
+Error of (a) (derivation)
+-------------------------
+q̂_f − q_f = v_f·(μ̂ − μ) + (v_f·μ − q_f). **Noise**: ‖v_f‖₂ ≤ Σ_j α_j ‖φ(c_j)‖₂ = 1, so with
+N(0, s²) per coordinate the noise term is N(0, s²‖v_f‖²), std ≤ s; with Lap(b) its std is
+≤ √2 b. **Approximation**: v_f·μ = (1/D) Σ_k Z_k with Z_k = Σ_j α_j (1/n) Σ_x cos(ω_k·(x − c_j))
+∈ [−1, 1] i.i.d. and E Z_k = q_f, so its std is ≤ 1/√D and, by Hoeffding and a union bound over
+Q queries, max_f |v_f·μ − q_f| ≤ √(2 ln(2Q/β)/D) with probability ≥ 1 − β.
+**Choice of D** (public: n, ε, δ and the cap only): the bound on the total variance is
+1/D + s(D)². Gaussian noise: s does not depend on D, so D = ``max_features`` (the cap is a
+compute limit; ``params["approx_std_bound"]`` = 1/√D is reported next to ``params["noise_std"]``
+so the reader sees which term dominates). Laplace noise: s² = 2b² = 16D/(nε)², minimised at
+D* = nε/4, so D = min(max_features, max(1, ⌊nε/4⌋)). ``n_features`` overrides the rule.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.accounting import Ledger, ledger_for
+from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.validation import (
+    check_delta,
+    check_epsilon,
+    check_in_unit_cube,
+    check_int_in_range,
+    check_real_in_range,
+)
+from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
+from dpkit.methods._fit import FitResult, FourierStatistic, fit_points
+from dpkit.methods.marginals import noisy_release
+from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.queries.workload import GaussianKernelWorkload
+
+__all__ = ["KMEStats", "KMEAnswers", "KMESynthetic", "embedding_answers"]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class KMEStats:
+    """Released quantities (``Release.diagnostics``): the frequencies Ω (D, d), the noisy mean
+    embedding μ̂ (2D,) and, for :class:`KMESynthetic`, the fit (post-processing of μ̂)."""
+
+    omega: np.ndarray
+    noisy_embedding: np.ndarray
+    fit: FitResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n_features": int(self.omega.shape[0])}
+        if self.fit is not None:
+            out["fit"] = self.fit.to_dict()
+        return out
+
+
+def embedding_answers(workload: GaussianKernelWorkload, omega: np.ndarray, embedding: np.ndarray,
+                      *, block: int = 256) -> np.ndarray:
+    """q̂_f = Σ_j α_j φ(c_j)·μ̂ for every query of ``workload`` (Q,), in blocks of ``block`` queries
+    (temporary memory ≈ 16·block·J·D bytes)."""
+    C, A = np.asarray(workload.centres, dtype=float), np.asarray(workload.alphas, dtype=float)
+    Q, J, d = C.shape
+    D = omega.shape[0]
+    mc, ms = embedding[:D], embedding[D:]
+    out = np.empty(Q)
+    for s in range(0, Q, block):
+        Z = C[s : s + block].reshape(-1, d) @ omega.T
+        vals = (np.cos(Z) @ mc + np.sin(Z) @ ms) / math.sqrt(D)
+        out[s : s + block] = np.sum(A[s : s + block] * vals.reshape(-1, J), axis=1)
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class _KMEBase(MethodBase):
+    """Fields, the choice of D and the embedding release shared by both variants (module docstring)."""
+
+    epsilon: float
+    delta: float = 0.0
+    sigma: float = 2.0
+    n_features: int | None = None
+    max_features: int = 2048
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        object.__setattr__(self, "sigma", check_real_in_range(self.sigma, name="sigma", low=0.0, low_inclusive=False))
+        if math.isinf(self.sigma):
+            raise ValueError("sigma must be finite")
+        if self.n_features is not None:
+            check_int_in_range(self.n_features, name="n_features", low=1)
+        check_int_in_range(self.max_features, name="max_features", low=1)
+
+    def at_width(self, sigma: float) -> _KMEBase:
+        """This method for kernel width σ (the features' bandwidth)."""
+        return replace(self, sigma=float(sigma))
+
+    def features(self, n: int) -> int:
+        """D from the public rule of the module docstring (or ``n_features``)."""
+        if self.n_features is not None:
+            return self.n_features
+        if self.delta > 0 or math.isinf(self.epsilon):
+            return self.max_features
+        return min(self.max_features, max(1, int(n * self.epsilon / 4.0)))
+
+    def noise_std(self, n: int, D: int) -> float:
+        """Per-coordinate noise std of the release (what :func:`noisy_release` draws; 0 for ε = ∞)."""
+        if math.isinf(self.epsilon):
+            return 0.0
+        lap = math.sqrt(2.0) * 2.0 * math.sqrt(2.0 * D) / (n * self.epsilon)
+        return lap if self.delta == 0 else min(lap, analytic_gaussian_sigma(self.epsilon, self.delta, 2.0 / n))
+
+    def measure(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> KMEStats:
+        """Draw Ω, release the noisy mean embedding μ̂ through ``ledger`` (a fresh one if omitted)."""
+        X = check_in_unit_cube(X, name="X")
+        n, d = X.shape
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        g_omega, g_noise = spawn(rng, 2)
+        D = self.features(n)
+        omega = g_omega.standard_normal((D, d)) / self.sigma
+        mu = FourierStatistic(omega).values(X).mean(axis=0)
+        noisy = noisy_release(mu, epsilon=self.epsilon, delta=self.delta, l1=2.0 * math.sqrt(2.0 * D) / n,
+                              l2=2.0 / n, rng=g_noise, ledger=led, name="mean_embedding", n_features=D,
+                              statistics="random Fourier features, ||phi(x)||_2 = 1", kernel_sigma=self.sigma)
+        return KMEStats(omega=omega, noisy_embedding=noisy)
+
+    def _params(self, n: int, D: int) -> dict[str, Any]:
+        return {**self.fields(), "method": self.name, "n": n, "n_features_used": D, "neighbouring": "replace-one",
+                "l1_sensitivity": 2.0 * math.sqrt(2.0 * D) / n, "l2_sensitivity": 2.0 / n,
+                "noise_std": self.noise_std(n, D), "approx_std_bound": 1.0 / math.sqrt(D)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class KMEAnswers(_KMEBase):
+    """Kernel queries answered from the noisy mean embedding: q̂_f = Σ_j α_j φ(c_j)·μ̂ (module docstring).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Total budget (δ = 0: Laplace, ε-DP; δ > 0: analytic Gaussian; ε = ∞: no noise).
+    sigma : float
+        Kernel width of the features; must equal the workload's σ (set by :meth:`at_width`).
+    n_features : int or None
+        D (None: the public rule :meth:`features`).
+    max_features : int
+        Cap on D (compute).
+    """
+
+    label = "kme-answers"
+    needs_workload = True
+
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[KMEStats]:
+        """Release μ̂ and answer every query of ``workload`` from it."""
+        wl = self._require_workload(workload)
+        if not math.isclose(float(wl.sigma), self.sigma, rel_tol=1e-12):
+            raise ValueError(f"workload sigma = {wl.sigma} differs from the features' sigma = {self.sigma}; "
+                             "use method.at_width(workload.sigma)")
+        tm = Timer()
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        with tm("release"):
+            st = self.measure(X, rng=rng, ledger=led)
+        with tm("answer"):
+            ans = embedding_answers(wl, st.omega, st.noisy_embedding)
+        n = np.shape(X)[0]
+        return Release(method=self.name, privacy=self.privacy, params=self._params(n, st.omega.shape[0]),
+                       ledger=led.to_dict(), timings=tm.done(), answers=ans, diagnostics=st)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KMESynthetic(_KMEBase):
+    """m points fitted to the noisy mean embedding (relaxed projection; module docstring).
+
+    Parameters
+    ----------
+    epsilon, delta, sigma, n_features, max_features
+        As :class:`KMEAnswers`.
+    m : int
+        Rows of the synthetic database.
+    max_iter : int
+        L-BFGS-B iterations of the fit.
+    """
+
+    label = "kme-synthetic"
+    max_features: int = 256
+    m: int = 200
+    max_iter: int = 200
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int_in_range(self.m, name="m", low=1)
+        check_int_in_range(self.max_iter, name="max_iter", low=1)
+
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[KMEStats]:
+        """Release μ̂ and fit ``m`` points in [-1, 1]^d to it."""
+        tm = Timer()
+        g_rel, g_fit = spawn(rng, 2)
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        with tm("release"):
+            st = self.measure(X, rng=g_rel, ledger=led)
+        n, d = np.shape(X)
+        with tm("fit"):
+            fit = fit_points(FourierStatistic(st.omega), st.noisy_embedding, m=self.m, d=d, rng=g_fit,
+                             max_iter=self.max_iter)
+        synth = WeightedDatabase(points=fit.points, weights=np.full(self.m, 1.0 / self.m), m=self.m)
+        return Release(method=self.name, privacy=self.privacy, params=self._params(n, st.omega.shape[0]),
+                       ledger=led.to_dict(), timings=tm.done(), synthetic=synth,
+                       diagnostics=replace(st, fit=fit))

@@ -1,0 +1,148 @@
+"""Kernel mean embedding (DP-MERF idea): budget, seeds, the noise-free answers against the exact ones
+within the random-feature bound, the public choice of D, parameter errors, and an audit of the
+released embedding on far-apart neighbours (plus a quarter-noise negative control)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import BudgetExceededError
+from dpkit.evaluation.audit import audit
+from dpkit.methods._fit import FourierStatistic
+from dpkit.methods.kme import KMEAnswers, KMESynthetic
+from dpkit.methods.registry import get, names
+from dpkit.queries.evaluate import answer_data
+from dpkit.queries.workload import GaussianKernelWorkload
+
+EPS, DELTA = 1.0, 1e-3
+
+
+@pytest.fixture(scope="module")
+def data():
+    g = np.random.default_rng(9)
+    return np.clip(0.4 * g.standard_normal((150, 3)), -1.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def workload():
+    return GaussianKernelWorkload.generate(30, 3, J=4, sigma=1.0, rng=3)
+
+
+@pytest.mark.parametrize("cls,kw", [(KMEAnswers, {}), (KMESynthetic, {"m": 20, "max_iter": 30})])
+@pytest.mark.parametrize("delta", [0.0, DELTA])
+def test_ledger_adds_up_and_seeds_reproduce(data, workload, cls, kw, delta):
+    m = cls(epsilon=EPS, delta=delta, sigma=1.0, n_features=64, **kw)
+    a, b = (m.release(data, rng=4, workload=workload) for _ in range(2))
+    assert a.spent == (EPS, delta) and a.ledger["entries"][0]["neighbouring"] == "replace-one"
+    np.testing.assert_array_equal(a.diagnostics.noisy_embedding, b.diagnostics.noisy_embedding)
+    if cls is KMEAnswers:
+        np.testing.assert_array_equal(a.answers, b.answers)
+    else:
+        np.testing.assert_array_equal(a.synthetic.points, b.synthetic.points)
+    assert a.params["l2_sensitivity"] == pytest.approx(2.0 / data.shape[0])
+
+
+def test_features_have_unit_norm_and_estimate_the_kernel():
+    g = np.random.default_rng(0)
+    D, sigma = 20_000, 0.8
+    phi = FourierStatistic(g.standard_normal((D, 2)) / sigma)
+    x, c = np.array([[0.3, -0.2]]), np.array([[-0.4, 0.5]])
+    np.testing.assert_allclose(np.linalg.norm(phi.values(x)), 1.0, rtol=1e-12)
+    k = math.exp(-np.sum((x - c) ** 2) / (2 * sigma**2))
+    # the estimate is a mean of D terms in [-1, 1]: 5 standard deviations of 1/√D
+    assert abs(float((phi.values(x) @ phi.values(c).T)[0, 0]) - k) < 5 / math.sqrt(D)
+
+
+def test_epsilon_inf_answers_within_the_random_feature_bound(data, workload):
+    m = KMEAnswers(epsilon=math.inf, sigma=1.0, n_features=4096)
+    rel = m.release(data, rng=0, workload=workload)
+    exact = answer_data(workload, data)
+    # Hoeffding + union bound over Q queries at β = 10⁻³ (module docstring)
+    bound = math.sqrt(2 * math.log(2 * exact.shape[0] / 1e-3) / 4096)
+    assert np.max(np.abs(rel.answers - exact)) < bound
+    assert rel.params["noise_std"] == 0.0
+
+
+def test_number_of_features_rule():
+    assert KMEAnswers(epsilon=1.0, delta=DELTA, max_features=2048).features(500) == 2048
+    assert KMEAnswers(epsilon=1.0, max_features=2048).features(500) == 125  # nε/4
+    assert KMEAnswers(epsilon=1.0, max_features=2048).features(10**6) == 2048
+    assert KMEAnswers(epsilon=1.0, n_features=7).features(10**6) == 7
+
+
+def test_width_mismatch_and_missing_workload_are_errors(data, workload):
+    with pytest.raises(ValueError, match="sigma"):
+        KMEAnswers(epsilon=EPS, sigma=2.0).release(data, rng=0, workload=workload)
+    with pytest.raises(ValueError, match="workload"):
+        KMEAnswers(epsilon=EPS, sigma=1.0).release(data, rng=0)
+    assert KMEAnswers(epsilon=EPS).at_width(4.0).sigma == 4.0
+
+
+@pytest.mark.parametrize("kw,msg", [({"sigma": 0.0}, "sigma"), ({"n_features": 0}, "n_features"),
+                                    ({"max_features": 0}, "max_features"), ({"epsilon": 0.0}, "epsilon"),
+                                    ({"m": 0}, "m"), ({"max_iter": 0}, "max_iter")])
+def test_bad_parameters_are_named(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        KMESynthetic(**{"epsilon": EPS, **kw})
+
+
+def test_ledger_without_room_is_refused(data, workload):
+    led = Ledger(0.5)
+    with pytest.raises(BudgetExceededError):
+        KMEAnswers(epsilon=EPS, sigma=1.0).release(data, rng=0, ledger=led, workload=workload)
+    assert led.total() == (0.0, 0.0)
+
+
+def test_registered_in_the_leaderboard():
+    for n in ("kme-answers", "kme-answers-eps", "kme-synthetic", "kme-synthetic-eps"):
+        assert n in names("leaderboard") and n in names("baselines")
+    assert get("kme-answers").privacy == "(ε,δ)-DP" and get("kme-synthetic-eps").privacy == "ε-DP"
+
+
+# --- audit: the changed row moves between opposite corners; at σ = 0.5 the features of the two
+# corners are nearly orthogonal (‖φ(x) − φ(x')‖₂ ≈ √2 of the bound 2). Statistic, for the released Ω
+# and u = φ(x') − φ(x): the likelihood-ratio direction of the noise, μ̂·u/‖u‖₂ for Gaussian noise and
+# μ̂·sign(u) for Laplace noise. The ε-DP variant is audited with D = 1 frequency, where the L1 bound
+# 2√(2D)/n is attainable (|Δcos| + |Δsin| ≤ 2√2); with many frequencies it is loose by ≈ √D.
+N_SAMPLES = 2000
+
+
+def neighbours(n=4):
+    d0, d1 = np.zeros((n, 2)), np.zeros((n, 2))
+    d0[0], d1[0] = [-1.0, -1.0], [1.0, 1.0]
+    return d0, d1
+
+
+def projection(method):
+    def stat(db, rng):
+        st = method.measure(db, rng=rng)
+        phi = FourierStatistic(st.omega)
+        u = (phi.values(np.array([[1.0, 1.0]])) - phi.values(np.array([[-1.0, -1.0]])))[0]
+        w = u / np.linalg.norm(u) if method.delta > 0 else np.sign(u)
+        return float(st.noisy_embedding @ w)
+    return stat
+
+
+def audited(delta):
+    return KMEAnswers(epsilon=EPS, delta=delta, sigma=0.5, n_features=16 if delta > 0 else 1)
+
+
+@pytest.mark.parametrize("delta", [0.0, DELTA])
+def test_audit_does_not_refute(delta):
+    m = audited(delta)
+    res = audit(projection(m), *neighbours(), n_samples=N_SAMPLES, delta=delta, rng=0)
+    assert not res.flags(EPS), res.to_dict()
+
+
+@pytest.mark.parametrize("delta", [0.0, DELTA])
+def test_negative_control_quarter_noise_is_flagged(monkeypatch, delta):
+    import dpkit.methods.kme as kme
+
+    real = kme.noisy_release
+    monkeypatch.setattr(kme, "noisy_release", lambda v, *, l1, l2, **kw: real(v, l1=l1 / 4.0, l2=l2 / 4.0, **kw))
+    m = audited(delta)
+    res = audit(projection(m), *neighbours(), n_samples=N_SAMPLES, delta=delta, rng=0)
+    assert res.flags(EPS), res.to_dict()
