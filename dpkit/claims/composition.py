@@ -12,11 +12,7 @@ one statement (or a few sharing one computation) and returns checks, with the ta
 - :func:`laplace_ii_composition` — Prop 1.12: exact accounting holds, the printed derivation overshoots (erratum);
 - :func:`dr_cor_3_21`, :func:`dr_ex_3_7` — Dwork–Roth Cor 3.21 on a grid and Ex 3.7's printed 1/801 (erratum).
 
-Statistical checks take their per-test level ``gamma`` (a single attempt of a correct check fails with
-probability ≤ γ; default 10⁻³, the notebooks' historical γ). A notebook passes the level of its
-:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget` (``FALSE_ALARM`` split over its statistical checks).
-Checks marked "retry rule" run under :func:`~dpkit.claims.results.retried`: they fail only if a
-re-run on fresh randomness fails too (false-alarm probability γ²); negative controls never retry.
+Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
 from __future__ import annotations
 

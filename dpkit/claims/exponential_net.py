@@ -11,11 +11,7 @@ Exact oracles first (enumeration and 1-D quadrature), Monte Carlo second (D–R 
   Thm 3.23/3.24, with the variant without threshold noise as negative control;
 - :func:`net_mechanism` and :func:`net_size` — thesis Alg 3, Thm 1.16, Prop 1.20; D–R Thm 4.2 on {0, 1}³.
 
-Statistical checks take their per-test level ``gamma`` (a single attempt of a correct check fails with
-probability ≤ γ; default 10⁻³, the notebooks' historical γ). A notebook passes the level of its
-:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget` (``FALSE_ALARM`` split over its statistical checks).
-Checks marked "retry rule" run under :func:`~dpkit.claims.results.retried`: they fail only if a
-re-run on fresh randomness fails too (false-alarm probability γ²); negative controls never retry.
+Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
 from __future__ import annotations
 

@@ -14,11 +14,7 @@ Each function checks one statement and returns :class:`~dpkit.evaluation.verdict
 - :func:`gaussian_audit` — the auditor on the analytic Gaussian with δ subtracted;
 - :func:`laplace_accuracy` — Prop 1.7 / Prop 1.13: ``P(max error > bound) ≤ β`` for Laplace I and II.
 
-Statistical checks take their per-test level ``gamma`` (a single attempt of a correct check fails with
-probability ≤ γ; default 10⁻³, the notebooks' historical γ). A notebook passes the level of its
-:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget` (``FALSE_ALARM`` split over its statistical checks).
-Checks marked "retry rule" run under :func:`~dpkit.claims.results.retried`: they fail only if a
-re-run on fresh randomness fails too (false-alarm probability γ²); negative controls never retry.
+Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
 from __future__ import annotations
 

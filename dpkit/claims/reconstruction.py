@@ -11,11 +11,7 @@ A curator holds a secret bit vector ``d ∈ {0,1}^n`` and answers subset-sum que
   fraction ≥ 1/(1 + e^ε); :func:`fundamental_law_per_answer_control` is the negative control that
   spends ε per answer.
 
-Statistical checks take their per-test level ``gamma`` (a single attempt of a correct check fails with
-probability ≤ γ; default 10⁻³, the notebooks' historical γ). A notebook passes the level of its
-:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget` (``FALSE_ALARM`` split over its statistical checks).
-Checks marked "retry rule" run under :func:`~dpkit.claims.results.retried`: they fail only if a
-re-run on fresh randomness fails too (false-alarm probability γ²); negative controls never retry.
+Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
 from __future__ import annotations
 
