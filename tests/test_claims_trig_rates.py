@@ -99,3 +99,31 @@ def test_figures_draw_from_the_results(runs):
     assert len(fig2.axes[0].patches) == 2
     plt.close(fig)
     plt.close(fig2)
+
+
+# ----------------------------------------------------------------------------- exact grid-pair scan (issue #17)
+def test_sensitivity_scan_checks_and_a_wrong_value_is_rejected(monkeypatch):
+    import itertools
+
+    import numpy as np
+
+    from dpkit.claims import trig_rates as tr
+    from dpkit.mechanisms.trig.basis import basis_indices, evaluate_basis
+
+    res = tr.sensitivity_scan([(1, 3, 2, None), (1, 6, 1100, None), (2, 3, 8, 5)], n=10)
+    ids = {c.id: c for c in res.checks}
+    assert all(c.consistent for c in res.checks), [(c.id, c.verdict, c.expected) for c in res.checks]
+    assert ids["trig-scan-printed-constant"].verdict == "FAIL" and ids["trig-scan-printed-constant"].statistic > 1.1
+    # the scan against a brute force through dpkit's own basis evaluation
+    idx = basis_indices(3, 2, 5)
+    a = (2.0 * np.arange(8) + 1.0 - 8) / 8
+    phi = evaluate_basis(np.array(list(itertools.product(a, repeat=2))), idx)[:, 1:]
+    brute = max(np.abs(p - q).sum() for p in phi for q in phi) / 10
+    assert res.rows[2].scan_l1 == pytest.approx(brute, abs=1e-13)
+    # a switch that returns the printed R/n (under-stating the scan) is rejected
+    from dpkit.mechanisms.trig import moments
+
+    monkeypatch.setattr(moments, "grid_sensitivity",
+                        lambda idx, N, n: moments.GridSensitivity(l1=idx.shape[0] / n, l2=idx.shape[0] / n, method="exact"))
+    bad = tr.sensitivity_scan([(1, 4, 16, None)], n=10)
+    assert {c.id: c.verdict for c in bad.checks}["trig-switch-equals-scan"] == "FAIL"

@@ -25,6 +25,12 @@ EXPECTED_IDS = {
     "group1-ordering",
     "group2-ordering",
     "claim-never-worse-than-staircase",
+    *(f"convergence-steps-V{i}" for i in range(1, 8)),
+    "convergence-steps-counting",
+    "EZ-V4-staircase",
+    "EZ-counting-converged",
+    "EZ-counting-truncated",
+    "EZ-geometric-limit",
 }
 
 

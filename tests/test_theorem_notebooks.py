@@ -8,8 +8,8 @@ import pytest
 NOTEBOOKS = {
     "55_trig_rates.ipynb": {
         "PASS": ["Thm 2.4 (2), d=1", "Thm 2.5 (2), d=1", "Thm 2.4 (2), d=2", "Thm 2.4 (3)", "Thm 2.4 (4)", "LP vertex support",
-                 "Thm 2.4 (1)"],
-        "FAIL": ["Alg 4 printed Lap(t^d/(nε))"],
+                 "Thm 2.4 (1)", "trig-scan-default-bound", "trig-switch-equals-scan", "trig-switch-bounds-scan"],
+        "FAIL": ["Alg 4 printed Lap(t^d/(nε))", "trig-scan-printed-constant"],
     },
     "58_improved_privacy.ipynb": {
         "PASS": ["Thm 2.13 (ledger)", "Thm 2.13 (Alg 9 moments)", "Thm 2.13 (Alg 10 moments)", "Thm 2.13 (mean)",

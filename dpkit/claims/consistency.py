@@ -9,8 +9,9 @@ experiment runners of Figs. 1–4 in :mod:`dpkit.claims.consistency_study`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from dpkit.mechanisms.consistency.trees import KaryTree, boost, closed_form, res
 __all__ = [
     "TOL_EXACT", "FIG3_METHODS", "FIG4_METHODS", "RandomSystemClaims", "ConvergenceRow", "ConvergenceClaims",
     "SpeedRatios", "Fig3Claims", "Fig4Claims", "random_system_checks", "boosting_eq7_check", "closed_form_checks",
-    "convergence_checks", "fig3_checks", "fig4_checks",
+    "convergence_checks", "fig3_checks", "fig4_checks", "ContractionRow", "contraction_checks",
 ]
 
 #: Bound of the exact identities: rounding level for the small systems used (relative residuals).
@@ -322,3 +323,99 @@ def fig4_checks(
     )
     largest = {m: max(T for (T, mm) in by if mm == m) for m in methods if any(mm == m for (_, mm) in by)}
     return Fig4Claims(checks, rows, largest)
+
+
+# ----------------------------------------------------------------------------- exact contraction factor (issue #17)
+@dataclass(frozen=True)
+class ContractionRow:
+    """One tree instance of :func:`contraction_checks`."""
+
+    T: int
+    k: int
+    n_nodes: int
+    factor_exact: float
+    factor_closed_form: float
+    factor_spec_2T_1: float
+    fixed_dim: int
+    window: tuple[int, int]
+    rho_observed: float
+    rho_predicted: float
+    transient: float
+    rounding: float
+
+
+def contraction_checks(
+    instances: Sequence[tuple[int, int]], *, n_iter: int, epsilon: float, rng: RNGLike, decay: float = 1e-6,
+    spec_gap_rel: float = 0.1, factor_formula: Callable[[KaryTree], float] | None = None,
+) -> RowsResult[ContractionRow]:
+    """The per-cycle contraction of Algorithm 1 on restaurant trees ``(T, k)`` against the exact eigenvalue of the
+    (linear) iteration (:func:`~dpkit.claims.consistency_statistics.iteration_spectrum`).
+
+    * ``contraction-closed-form`` *[ours]*: the exact factor is ``1 − 1/n_nodes`` (``n_nodes`` of the padded tree);
+      bound: the eigensolver's rounding ``10·N·u``.
+    * ``contraction-observed``: dpkit's Algorithm 1 from a noisy release; the observed per-cycle contraction
+      ``ρ̂ = (d_{S₂}/d_{S₁})^{1/(S₂−S₁)}`` of ``d_s = ‖x_s − x*‖₂`` over the window ``S₁ = S₂/2``,
+      ``S₂ = min(n_iter, ⌊ln(decay)/ln λ⌋)`` (so ``d`` stays far above rounding) must equal the closed-form factor
+      ``factor_formula(tree)`` (default ``1 − 1/n_nodes``) up to the exact transient ``μ_max − ρ_pred`` of the
+      sub-dominant modes (``μ_max`` the top eigenvalue below 1, ``ρ_pred`` the window ratio of the spectral
+      expansion of the same start) plus rounding ``10·S₂·u·‖x₀‖/d`` per distance; statistic
+      ``|ρ̂ − factor|/(|transient| + rounding)``.
+    * ``contraction-spec-2T-1``: spec §0's ``1 − 1/(2T − 1)`` is exact for binary trees with T a power of 2 (the
+      paper's instances); bound as the first check.
+    * ``contraction-spec-2T-1-padded`` (negative control, expected FAIL): the same formula on padded or ternary trees,
+      read as 'about' = within ``spec_gap_rel`` of the gap ``1 − λ``: it is off by 24–62 % there.
+    """
+    from dpkit.claims.consistency_statistics import iteration_spectrum, predicted_distances
+    from dpkit.claims.consistency_study import _instance
+    from dpkit.core.rng import spawn
+    from dpkit.mechanisms.consistency.trees import algorithm1
+
+    u = float(np.finfo(float).eps)
+    rows = []
+    for (T, k), g in zip(instances, spawn(rng, len(instances))):
+        tree = KaryTree(T=T, k=k)
+        spec = iteration_spectrum(tree, COMBO_B)
+        lam = spec.factor
+        data, rel = _instance(T, k, epsilon, g)
+        x0 = rel.X_noisy
+        xs = closed_form(x0, COMBO_B, k=k)
+        S2 = int(min(n_iter, math.floor(math.log(decay) / math.log(lam))))
+        S1 = S2 // 2
+        res = algorithm1(x0, COMBO_B, k=k, T=T, stop="fixed", max_iter=S2, x_ref=xs)
+        d = np.asarray(res.trace["dist"])
+        pred = predicted_distances(spec, x0 - xs, S2)
+        rho = (d[S2] / d[S1]) ** (1.0 / (S2 - S1))
+        rho_p = (pred[S2] / pred[S1]) ** (1.0 / (S2 - S1))
+        rnd = 10 * S2 * u * float(np.linalg.norm(x0)) * (1 / d[S2] + 1 / d[S1]) / (S2 - S1)
+        top = float(spec.eigenvalues[spec.eigenvalues < 1 - 1e-8].max())  # = λ, taken from the spectrum itself
+        claimed = 1 - 1 / tree.n_nodes if factor_formula is None else float(factor_formula(tree))
+        rows.append(ContractionRow(T=T, k=k, n_nodes=tree.n_nodes, factor_exact=lam, factor_closed_form=claimed,
+                                   factor_spec_2T_1=1 - 1 / (2 * T - 1), fixed_dim=spec.fixed_dim, window=(S1, S2),
+                                   rho_observed=float(rho), rho_predicted=float(rho_p), transient=float(top - rho_p),
+                                   rounding=float(rnd + spec.eig_tol)))
+    tol = max(10 * r.n_nodes * COMBO_B.shape[1] * u for r in rows)
+    paper = [r for r in rows if r.k == 2 and r.T & (r.T - 1) == 0]
+    other = [r for r in rows if r not in paper]
+    worst_obs = max(rows, key=lambda r: abs(r.rho_observed - r.factor_closed_form) / (abs(r.transient) + r.rounding))
+    checks = [
+        check("contraction-closed-form", "[ours] exact per-cycle contraction of Algorithm 1 = 1 − 1/n_nodes "
+              "(max |eigenvalue − closed form| over the tree instances)",
+              max(abs(r.factor_exact - r.factor_closed_form) for r in rows), tol, confidence=None,
+              note="; ".join(f"T={r.T},k={r.k}: λ={r.factor_exact:.6f}" for r in rows)),
+        check("contraction-observed", "observed per-cycle contraction ρ̂ of Algorithm 1 = exact factor 1 − 1/n_nodes "
+              "(max |ρ̂ − factor| / (exact transient + rounding))",
+              abs(worst_obs.rho_observed - worst_obs.factor_closed_form) / (abs(worst_obs.transient) + worst_obs.rounding), 1.0,
+              confidence=None, note="; ".join(f"T={r.T},k={r.k}: ρ̂={r.rho_observed:.6f}, λ={r.factor_exact:.6f}, "
+                                              f"transient={r.transient:.2e}" for r in rows)),
+    ]
+    if paper:
+        checks.append(check("contraction-spec-2T-1", "spec §0: contraction ≈ 1 − 1/(2T − 1) for binary trees, T a power of 2 "
+                            "(max |λ − (1 − 1/(2T−1))|)", max(abs(r.factor_exact - r.factor_spec_2T_1) for r in paper), tol,
+                            confidence=None))
+    if other:
+        checks.append(check("contraction-spec-2T-1-padded",
+                            f"spec §0's 1 − 1/(2T − 1) on padded/ternary trees, within {spec_gap_rel:g} of the gap 1 − λ "
+                            "(max relative gap error)",
+                            max(abs((1 - r.factor_spec_2T_1) / (1 - r.factor_exact) - 1) for r in other), spec_gap_rel,
+                            confidence=None, expected="FAIL", note="the exact factor is 1 − 1/n_nodes of the padded tree"))
+    return RowsResult(rows=tuple(rows), checks=tuple(checks))

@@ -17,6 +17,9 @@ from dpkit.mechanisms.consistency.constraints import ConstraintSystem, random_co
 from dpkit.mechanisms.consistency.general import GeneralProjector
 
 __all__ = [
+    "IterationSpectrum",
+    "iteration_spectrum",
+    "predicted_distances",
     "PinvResiduals",
     "TheoremResiduals",
     "PartitionConvergence",
@@ -230,3 +233,58 @@ def random_system_suite(n_systems: int, *, max_size: int = 12, rng: RNGLike = No
                 worst[key] = max(worst.get(key, -np.inf), v)
     worst["sec6_converged"] = float(np.mean(conv))
     return SuiteWorst(**worst)
+
+
+# ----------------------------------------------------------------------------- exact contraction factor (issue #17)
+@dataclass(frozen=True)
+class IterationSpectrum:
+    """Spectrum of one cycle of Algorithm 1 (``x ← P₂P₁x``) on the restaurant trees, from :func:`iteration_spectrum`.
+
+    ``eigenvalues``/``eigenvectors`` are those of the symmetric ``S = P₁P₂P₁`` (same non-zero spectrum as ``P₂P₁``);
+    ``factor`` is the largest eigenvalue below 1 (the exact per-cycle contraction on the complement of the fixed
+    space); ``fixed_dim`` the number of unit eigenvalues (``dim`` of the consistent set); ``P1`` the tree projector.
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    factor: float
+    fixed_dim: int
+    P1: np.ndarray
+    eig_tol: float
+
+
+def iteration_spectrum(tree: Any, B: np.ndarray, *, fixed_tol: float = 1e-8) -> IterationSpectrum:
+    """Build the two projectors of Algorithm 1 from their constraint definitions (not from dpkit's projector code):
+    ``P₁ = I − Aᵀ(AAᵀ)⁻¹A`` for the tree rows ``A`` (``x_parent − Σ x_child = 0`` per item; row-major ``(node, item)``
+    variables) and ``P₂ = I_internal ⊕ (I_leaves ⊗ Π)`` with ``Π = I − Bᵀ(BBᵀ)⁻¹B``; then ``eigh`` of ``S = P₁P₂P₁``.
+
+    A cycle maps ``e_s = x_s − x*`` (``x*`` the projection onto the intersection) to ``e_{s+1} = P₂P₁e_s``; with
+    ``f₀ = P₁e₀`` one has ``‖e_s‖² = f₀ᵀ S^{2s−1} f₀`` (``s ≥ 1``), so the per-cycle contraction tends to the largest
+    eigenvalue of ``S`` below 1. ``eig_tol = 10·N·u`` (``N`` variables) is the eigensolver's rounding level."""
+    from dpkit.mechanisms.consistency.trees import tree_constraint_matrix
+
+    B = np.asarray(B, dtype=float)
+    c = B.shape[1]
+    A = tree_constraint_matrix(tree, c).toarray()
+    N = A.shape[1]
+    P1 = np.eye(N) - A.T @ np.linalg.solve(A @ A.T, A)
+    Pi = np.eye(c) - B.T @ np.linalg.solve(B @ B.T, B)
+    P2 = np.eye(N)
+    lv = slice(tree.n_internal * c, N)
+    P2[lv, lv] = np.kron(np.eye(tree.n_leaves), Pi)
+    S = P1 @ P2 @ P1
+    mu, V = np.linalg.eigh((S + S.T) / 2)
+    free = mu < 1 - fixed_tol
+    return IterationSpectrum(eigenvalues=mu, eigenvectors=V, factor=float(mu[free].max()), fixed_dim=int((~free).sum()),
+                             P1=P1, eig_tol=10 * N * float(np.finfo(float).eps))
+
+
+def predicted_distances(spec: IterationSpectrum, e0: np.ndarray, cycles: int) -> np.ndarray:
+    """``‖e_s‖`` for ``s = 0..cycles`` from the spectral expansion ``‖e_s‖² = Σ_j c_j² μ_j^{2s−1}`` (``c = Vᵀ P₁ e₀``)."""
+    e0 = np.asarray(e0, dtype=float).ravel()
+    coef2 = (spec.eigenvectors.T @ (spec.P1 @ e0)) ** 2
+    mu = np.clip(spec.eigenvalues, 0.0, None)
+    out = [float(np.linalg.norm(e0))]
+    for s in range(1, cycles + 1):
+        out.append(float(np.sqrt(np.sum(coef2 * mu ** (2 * s - 1)))))
+    return np.asarray(out)

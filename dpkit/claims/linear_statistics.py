@@ -29,6 +29,11 @@ __all__ = [
     "theorem1_lp",
     "monte_carlo_abs_error",
     "privacy_test_set",
+    "convergence_step_oracle",
+    "counting_truncation_step_oracle",
+    "staircase_abs_error_closed_form",
+    "counting_abs_error_closed_form",
+    "abs_error_rounding_tolerance",
 ]
 
 @dataclass(frozen=True)
@@ -234,3 +239,93 @@ def monte_carlo_abs_error(density: LevelSetDensity, n: int, *, rng: RNGLike = No
     sd = math.sqrt(max(density.variance - e * e, 0.0))
     return AbsErrorZ(mc=float(x.mean()), closed_form=e, z=float((x.mean() - e) / (sd / math.sqrt(n))))
 
+
+
+# ----------------------------------------------------------------------------- closed-form oracles (issue #17)
+def convergence_step_oracle(V: np.ndarray, radius: float) -> int | None:
+    """Definition-2 step count ``n`` from the closed form of ``C_i`` (no interval arithmetic) *[derived]*.
+
+    * ``V = [0, Δf]`` (one interval containing 0, e.g. V4): ``W = [−Δf, Δf]`` and ``C_1 = [−δ−Δf, δ+Δf]``, so
+      ``n = 1`` for every δ.
+    * ``V = {Δf}`` (the counting query, a single point): ``C_i = ⋃_{|k|≤i} [kΔf − δ, kΔf + δ]`` is one interval
+      iff ``2δ ≥ Δf``; so ``n = 1`` for ``δ ≥ Δf/2`` and **no** convergence (``None``) for ``δ < Δf/2``.
+    * ``V = [0, a] ∪ [b, c]`` with ``0 < a < b < c``: since ``0 ∈ W``, ``C_i = [−δ, δ] ⊕ W^{⊕i}``. A sum of ``j``
+      terms from ``[b, c]``, ``k`` from ``[−c, −b]`` and ``i − j − k`` from ``[−a, a]`` is the interval of centre
+      ``(j − k)m`` (``m = (b + c)/2``) and half-width ``δ + (j + k)(c − b)/2 + (i − j − k)a``, so ``C_i`` is a union
+      of intervals centred at ``dm``, ``|d| ≤ i``. Neighbouring centres overlap iff the two half-widths add up to
+      ``≥ m``; the tightest pair gives: ``C_i`` is one interval iff ``2δ + a + (2i − 1)(c − b)/2 ≥ m``, i.e.
+      ``i ≥ i* = ⌈((b + c − 2a − 4δ)/(c − b) + 1)/2⌉``. Definition 2 needs ``C_{n−1}`` and ``C_n`` to be single
+      intervals, hence ``n = 1`` if ``i* ≤ 1`` (``a + 2δ ≥ b``) and ``n = i* + 1`` otherwise.
+
+    Returns ``None`` when the construction never converges; raises for other shapes of ``V``.
+    """
+    V = np.asarray(V, dtype=float).reshape(-1, 2)
+    delta = float(radius)
+    if V.shape[0] == 1 and V[0, 0] == 0.0 and V[0, 1] > 0:
+        return 1
+    if V.shape[0] == 1 and V[0, 0] == V[0, 1] > 0:
+        return 1 if 2 * delta >= V[0, 0] else None
+    if V.shape[0] == 2 and V[0, 0] == 0.0 and 0 < V[0, 1] < V[1, 0] < V[1, 1]:
+        a, b, c = V[0, 1], V[1, 0], V[1, 1]
+        if a + 2 * delta >= b:
+            return 1
+        return int(math.ceil(((b + c - 2 * a - 4 * delta) / (c - b) + 1) / 2)) + 1
+    raise ValueError(f"no closed form for V = {V.tolist()}: give [0, Δf], a point {{Δf}} or [0, a] ∪ [b, c] with 0 < a < b < c")
+
+
+def counting_truncation_step_oracle(radius: float, epsilon: float, tail_tol: float, *, max_steps: int = 100_000) -> int:
+    """Steps ``K`` after which :func:`~dpkit.mechanisms.linear.levelset.build_level_sets` stops early on the counting
+    query ``V = {1}`` with ``δ < 1/2`` (never converges), from the closed-form shells *[derived]*:
+    ``R_i = ±[i − δ, i + δ]`` (``μ = 4δ``, ``i ≥ 1``), ``μ(C_K) = 2δ(2K + 1)``, ``ρ_K = K + δ``; the rule stops at the
+    first ``K`` with ``T'_K / A_K ≤ tail_tol``, ``A_K = 2δ + 4δ Σ_{i=1}^K q^i`` and
+    ``T'_K = q^{K+1}(2(ρ_K + 1) − μ(C_K)) + 2q^{K+2}/(1 − q)`` (the closed-off tail of the module docstring)."""
+    delta, q = float(radius), math.exp(-float(epsilon))
+    if not 0 < delta < 0.5:
+        raise ValueError(f"radius must lie in (0, 1/2) (the non-converging counting query); got {radius}")
+    mass = 2.0 * delta
+    for K in range(1, max_steps + 1):
+        mass += q**K * 4.0 * delta
+        tail = q ** (K + 1) * (2 * (K + delta + 1) - 2 * delta * (2 * K + 1)) + 2 * q ** (K + 2) / (1 - q)
+        if tail / mass <= tail_tol:
+            return K
+    return max_steps
+
+
+def staircase_abs_error_closed_form(gamma: float, epsilon: float, sensitivity: float = 1.0) -> float:
+    """``E|Z|`` of the level-set density when every shell is a band of width Δf: ``V = [0, Δf]`` with ``δ = γΔf``
+    (the staircase of parameter γ), or the counting query ``V = {Δf}`` with ``δ = γΔf ≥ Δf/2`` *[derived]*.
+    ``R_0 = [−γΔf, γΔf]``, ``R_i = ±[(γ+i−1)Δf, (γ+i)Δf]``; summing the geometric series,
+
+        E|Z| = Δf [γ² + (2γ − 1) q/(1 − q) + 2q/(1 − q)²] / (2[γ + q/(1 − q)]),   q = e^{−ε},
+
+    which at γ* = 1/(1 + e^{ε/2}) is the staircase value Δf e^{ε/2}/(e^ε − 1) (spec §3.7)."""
+    q = math.exp(-epsilon)
+    s = q / (1 - q)
+    return sensitivity * (gamma * gamma + (2 * gamma - 1) * s + 2 * q / (1 - q) ** 2) / (2 * (gamma + s))
+
+
+def counting_abs_error_closed_form(radius: float, epsilon: float) -> float:
+    """``E|Z|`` of the ideal (infinite) construction for the counting query ``V = {1}`` with ``δ < 1/2``
+    *[derived]*: ``R_0 = [−δ, δ]``, ``R_i = ±[i − δ, i + δ]`` (``μ = 4δ``, ``∫|r| = 4iδ``), so with ``q = e^{−ε}``
+
+        E|Z| = 2q/(1 − q²) + δ(1 − q)/(2(1 + q)) = 1/sinh ε + (δ/2) tanh(ε/2),
+
+    which tends to the geometric mechanism's ``E|K| = 1/sinh ε`` as ``δ → 0`` (spec §3.6 [reviewer])."""
+    q = math.exp(-epsilon)
+    return 2 * q / (1 - q * q) + radius * (1 - q) / (2 * (1 + q))
+
+
+def abs_error_rounding_tolerance(levels: LevelSets, epsilon: float, *, factor: float = 8.0) -> float:
+    """Float64 rounding bound for the closed-form sums of :attr:`LevelSetDensity.expected_abs_error`: each
+    shell integral ``∫_{R_i}|r|`` is a difference of squares of endpoints ``≤ ρ_i`` (error ``≤ u ρ_i²`` per endpoint
+    pair), weighted by ``q^i`` and divided by ``α``; ``factor·u·(Σ_i q^i (ρ_i + 1)² · pieces_i + E|Z|·α)/α``."""
+    u = np.finfo(float).eps
+    q = math.exp(-epsilon)
+    d = LevelSetDensity(levels=levels, epsilon=epsilon)
+    acc = 0.0
+    hull = np.array([[-levels.outer_radius, levels.outer_radius]])
+    shells = levels.shells if levels.shells is not None else [hull] * (levels.n + 1)
+    for i, R in enumerate(shells):
+        rho = float(np.max(np.abs(R))) if R.size else 0.0
+        acc += q**i * (rho + levels.sensitivity) ** 2 * max(1, R.shape[0])
+    return factor * u * (acc + d.expected_abs_error * d.alpha) / d.alpha
