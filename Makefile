@@ -5,23 +5,35 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.dpkit-installed
 RESULTS := results
+LOCK   := requirements.lock
 export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test test-fast lab bench bench-quick smoke reproduce tables leaderboard false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# The venv is installed from the lock (every package pinned, with hashes), then dpkit itself without dependencies.
+$(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[all]"
-	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn" 
+	$(BIN)/python -m pip install -q -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi"
 	@touch $(STAMP)
 
-venv: $(STAMP) ## create .venv and install dpkit with notebook, test and baseline extras
+venv: $(STAMP) ## create .venv from requirements.lock (dpkit with notebook, test, baseline and marginal extras)
+
+# `make lock` keeps the current pins where pyproject.toml still allows them; `make lock UPGRADE=1` takes the newest.
+# uv runs from its own small venv (.venv-lock), never from .venv.
+UV_VERSION := 0.13.9
+LOCK_VENV  := .venv-lock
+lock: ## regenerate requirements.lock from pyproject.toml's `all` extra (uv; Linux x86-64, Python 3.11; UPGRADE=1)
+	@test -x $(LOCK_VENV)/bin/uv || { $(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/python -m pip install -q "uv==$(UV_VERSION)"; }
+	$(LOCK_VENV)/bin/uv pip compile pyproject.toml --extra all --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+		--generate-hashes -o $(LOCK)$(if $(filter 1,$(UPGRADE)), --upgrade,)
 
 run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDBC -> results/quickstart/
 	$(BIN)/python -m dpkit.batch notebook notebooks/00_quickstart.ipynb --output $(RESULTS)/quickstart
@@ -84,5 +96,5 @@ data-list: $(STAMP) ## where each data set was found, checksums and shapes vs th
 clean: ## remove run outputs (results/)
 	rm -rf $(RESULTS) .pytest_cache
 
-distclean: clean ## also remove the virtual environment
-	rm -rf $(VENV)
+distclean: clean ## also remove the virtual environments (.venv, .venv-lock)
+	rm -rf $(VENV) $(LOCK_VENV)

@@ -1,8 +1,8 @@
 """dpkit — a notebook-centred experiment workbench for differential privacy.
 
 Core reference: J. Huang, *An Efficient Private Mechanism for Smooth Queries with
-Synthetic Database Output*, master's thesis, Peking University, 2014 (the "thesis";
-restated in ``shared/spec/thesis.md``).
+Synthetic Database Output*, master's thesis, Peking University, 2014 (the "thesis").
+``CITATION.cff`` cites it and the other works dpkit reproduces.
 """
 from __future__ import annotations
 

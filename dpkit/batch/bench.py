@@ -1,4 +1,4 @@
-"""Benchmarks of issue 4: mechanism wall times per stage and the evaluator's speed-up.
+"""Benchmarks: mechanism wall times per stage and the evaluator's speed-up.
 
 Run ``python -m dpkit.batch.bench [--quick] --out results`` (``make bench`` / ``make bench-quick``).
 It writes ``<out>/bench.json`` and ``<out>/bench.md``.
@@ -193,7 +193,7 @@ def _loadavg() -> tuple[float, float, float] | None:
 
 
 def _targets(datasets: dict[str, Any], head: dict[str, Any], speedups: list[float]) -> dict[str, Any]:
-    """The issue-4 targets and whether this run met them."""
+    """The performance targets (:data:`TARGET_MECHANISM_S`, :data:`TARGET_EVALUATOR_SPEEDUP`) and whether this run met them."""
     mech_medians = {
         f"{name}/{m}": datasets[name][m]["median_s"] for name in datasets for m in ("I", "II")
     }

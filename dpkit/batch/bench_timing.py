@@ -28,7 +28,7 @@ __all__ = [
 #: Worst running times printed in Tables 3.2 (I) and 3.3 (II), seconds (C++/CPLEX, 12 cores);
 #: the one copy lives in :mod:`dpkit.experiments`.
 THESIS_WORST_TIME_S: dict[str, dict[str, float]] = PAPER_WORST_TIME
-#: Issue 4's targets: a median run of mechanism I or II below this many seconds, and the
+#: The performance targets: a median run of mechanism I or II below this many seconds, and the
 #: evaluator this many times faster than the float64 baseline.
 TARGET_MECHANISM_S = 1.0
 TARGET_EVALUATOR_SPEEDUP = 10.0
@@ -44,7 +44,7 @@ def load_all(names: Sequence[str], loader: Callable[[str], Any]) -> tuple[dict[s
             if X.ndim != 2 or X.shape[0] < 1:
                 raise ValueError(f"loader returned shape {X.shape}")
             data[name] = X
-        except Exception as exc:  # record why, keep going (issue 4: skip what fails to load)
+        except Exception as exc:  # record why, keep going (a data set that fails to load is skipped)
             msg = f"{type(exc).__name__}: {exc}"
             skipped[name] = msg if len(msg) < 600 else msg[:600] + " …"
     return data, skipped

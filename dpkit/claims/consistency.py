@@ -1,6 +1,6 @@
-"""Claims of consistent release under multiple linear constraints (seed 004, notebook 35).
+"""Claims of consistent release under multiple linear constraints (Cai et al. 2021, notebook 35).
 
-Spec: ``shared/spec/consistency-constraints.md``. Each public ``*_checks`` function checks one
+Each public ``*_checks`` function checks one
 statement or the group of statements measured on the same draws (the same random systems, the
 same Algorithm-1 runs, the same timing instances) and returns
 :class:`~dpkit.evaluation.verdicts.Check` values, with the rows the figures and tables need in a

@@ -1,4 +1,4 @@
-"""Numerical statistics for seed 004's Properties 1–3, Theorems 1–5 and the Sec. 6 convergence claim.
+"""Numerical statistics for Cai et al.'s (2021) Properties 1–3, Theorems 1–5 and the Sec. 6 convergence claim.
 
 Each function returns relative residuals (≈ 0 when the claim holds up to rounding) in a small
 frozen dataclass; :mod:`dpkit.claims.consistency` compares them with their bounds, and the unit

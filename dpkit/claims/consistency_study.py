@@ -1,4 +1,4 @@
-"""Experiment runners for seed 004's Figs. 1–4 (spec §4, §5 "speed-comparison protocol").
+"""Experiment runners for Cai et al.'s (2021) Figs. 1–4 (spec §4, §5 "speed-comparison protocol").
 
 * :func:`convergence_study` – Figs. 1/2: ``mse_s`` (eq. 14) and ``err_s`` (eq. 15) over 100 cycles of
   Algorithm 1, with the exact optimum's error, the leaf-only error and the distance to the optimum.

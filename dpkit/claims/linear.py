@@ -1,11 +1,11 @@
-"""Claims of the near-optimal mechanism for 1-D linear queries (seeds 001/003, notebook 30).
+"""Claims of the near-optimal mechanism for 1-D linear queries (Wu, He & Xia 2017, notebook 30).
 
-Spec: ``shared/spec/near-optimal-linear-queries.md`` (§4 verification, §5 experiments, §5.4 the
-paper's findings). Each public ``*_check``/``*_checks`` function checks one statement (or a
-pair measured on the same draws) and returns :class:`~dpkit.evaluation.verdicts.Check`
-values; the statistics themselves are in :mod:`dpkit.claims.linear_statistics`. The study
-helpers (:func:`rate_maps`, :func:`min_rate_curves`, :func:`densities_at_radius_star`) run the
-δ-tuning of Figs 1–2 and (9) that the checks and figures share.
+``spec §n`` below is a section of the project's English restatement of the paper (§4 the checks, §5 the
+experiments, §5.4 the paper's findings); the paper's own sections are ``Sec. n``. Each public
+``*_check``/``*_checks`` function checks one statement (or a pair measured on the same draws) and returns
+:class:`~dpkit.evaluation.verdicts.Check` values; the statistics themselves are in
+:mod:`dpkit.claims.linear_statistics`. The study helpers (:func:`rate_maps`, :func:`min_rate_curves`,
+:func:`densities_at_radius_star`) run the δ-tuning of Figs 1–2 and (9) that the checks and figures share.
 """
 from __future__ import annotations
 

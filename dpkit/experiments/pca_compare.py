@@ -20,10 +20,8 @@ Parameters and budgets
   ``PrivacyLeakWarning`` would fire if either were left unset.) A fresh
   ``BudgetAccountant`` is passed so runs do not accumulate in its global default accountant.
 
-Compatibility note: diffprivlib 0.6.6 imports ``DOUBLE``/``DTYPE`` from ``sklearn.tree._tree``,
-which scikit-learn ≥ 1.8 no longer exports, so ``import diffprivlib`` fails with the repo's
-scikit-learn. :func:`import_diffprivlib_pca` restores the two names (float64 / float32, their
-values in older scikit-learn) before importing; only diffprivlib's tree models use them.
+Versions: diffprivlib 0.6.6 imports ``DOUBLE``/``DTYPE`` from ``sklearn.tree._tree``, which scikit-learn 1.9
+removed, so the ``baselines`` extra requires ``scikit-learn<1.9`` (requirements.lock pins 1.8.0).
 """
 from __future__ import annotations
 
@@ -46,15 +44,17 @@ __all__ = ["pca_summary", "import_diffprivlib_pca", "pca_quality", "compare_priv
 
 
 def import_diffprivlib_pca():
-    """``diffprivlib.models.PCA`` and ``diffprivlib.accountant.BudgetAccountant`` (with the shim above)."""
-    import sklearn.tree._tree as _tree
+    """``diffprivlib.models.PCA`` and ``diffprivlib.accountant.BudgetAccountant`` (imported lazily: diffprivlib is the
+    optional ``baselines`` extra)."""
+    try:
+        from diffprivlib.accountant import BudgetAccountant
+        from diffprivlib.models import PCA
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        import sklearn
 
-    if not hasattr(_tree, "DOUBLE"):
-        _tree.DOUBLE = np.float64
-    if not hasattr(_tree, "DTYPE"):
-        _tree.DTYPE = np.float32
-    from diffprivlib.accountant import BudgetAccountant
-    from diffprivlib.models import PCA
+        raise ImportError(f"diffprivlib could not be imported with scikit-learn {sklearn.__version__} ({exc}); "
+                          "the PCA comparison needs pip install 'dpkit[baselines]' (scikit-learn<1.9), "
+                          "or the pinned stack: pip install -r requirements.lock") from exc
 
     return PCA, BudgetAccountant
 

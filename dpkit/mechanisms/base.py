@@ -28,7 +28,7 @@ class Mechanism:
     - closed-form error (``variance``, ``mse``) where one exists.
 
     ``neighbouring`` is the neighbouring relation the sensitivity was computed under:
-    ``"replace-one"`` (the thesis) or ``"add-remove"`` (seeds 001/003 and 004).
+    ``"replace-one"`` (the thesis) or ``"add-remove"`` (Wu, He & Xia 2017; Cai et al. 2021).
     """
 
     neighbouring: str = "replace-one"

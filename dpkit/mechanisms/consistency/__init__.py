@@ -1,4 +1,5 @@
-"""Consistent release under multiple linear constraints (seed 004, spec ``consistency-constraints.md``).
+"""Consistent release under multiple linear constraints (Cai, Liu, Xiong, Ying & Wu,
+*Approximation method of multiple consistency constraint under differential privacy*, Journal on Communications, 2021).
 
 * :mod:`.constraints` – the validated sparse system ``M x = b`` and row partitions (eqs. 4–5).
 * :mod:`.general` – the exact projector ``f_{M,b}`` of eq. (7): dense pinv / Cholesky, sparse LU, LSQR.

@@ -1,4 +1,4 @@
-"""The multiple-consistency approximation method: cyclic projections over row blocks (seed 004, eq. 8).
+"""The multiple-consistency approximation method: cyclic projections over row blocks (Cai et al. 2021, eq. 8).
 
 ``x̄ = lim_t (f_k ∘ … ∘ f_1)^t (x̃)`` where ``f_i`` is the exact projector onto
 ``{M_i x = b_i}``. This is cyclic alternating projection onto affine subspaces
@@ -133,7 +133,7 @@ def alternating_projection(
     x_ref : array, optional
         The exact optimum ``f_{M,b}(x̃)``; enables ``dist`` (2-norm) and ``dist_inf``.
     mse_norm, err_norm, change_norm : float, optional
-        Normalisers (default: number of entries of ``x0``). Seed 004 writes ``c|T|`` for all three;
+        Normalisers (default: number of entries of ``x0``). Cai et al. 2021 writes ``c|T|`` for all three;
         see :mod:`dpkit.mechanisms.consistency.restaurant` for the reading used there.
     invariants : (p1, p2), optional
         Two points consistent with the whole system; enables the Sec. 6 traces ``fejer``,

@@ -1,6 +1,6 @@
-"""Sparse linear constraint model ``M x = b`` and row-block partitions (seed 004, eqs. 4–5, Sec. 4).
+"""Sparse linear constraint model ``M x = b`` and row-block partitions (Cai et al. 2021, eqs. 4–5, Sec. 4).
 
-The consistent releases of seed 004 are the solutions of ``M x = b`` (eq. 5); the optimal
+The consistent releases of Cai et al. 2021 are the solutions of ``M x = b`` (eq. 5); the optimal
 consistent release is the Euclidean projection of the noisy vector onto that affine set
 (eq. 6). This module holds the validated constraint system and the row partitions
 ``M = [M_1; …; M_k]`` used by the alternating-projection method of eq. (8).
@@ -31,7 +31,7 @@ DENSE_CHECK_LIMIT = 4_000_000
 
 
 class InconsistentConstraintsError(DPKitError, ValueError):
-    """``M x = b`` has no solution (seed 004 assumes a consistent system, Sec. 3.1)."""
+    """``M x = b`` has no solution (Cai et al. 2021 assumes a consistent system, Sec. 3.1)."""
 
 
 def _as_csr(M: Any) -> sp.csr_matrix:
@@ -54,7 +54,7 @@ def _as_csr(M: Any) -> sp.csr_matrix:
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class ConstraintSystem:
-    """A validated linear system ``M x = b`` (seed 004, eq. 5).
+    """A validated linear system ``M x = b`` (Cai et al. 2021, eq. 5).
 
     Parameters
     ----------
@@ -112,7 +112,7 @@ class ConstraintSystem:
             if res > self.rtol * scale:
                 raise InconsistentConstraintsError(
                     f"the constraints M x = b are inconsistent: the least-squares residual ‖Mx − b‖ = {res:.3g} "
-                    f"exceeds rtol·(‖M‖_F‖x‖ + ‖b‖) = {self.rtol * scale:.3g}; seed 004 (eq. 5) requires a consistent system"
+                    f"exceeds rtol·(‖M‖_F‖x‖ + ‖b‖) = {self.rtol * scale:.3g}; Cai et al. 2021 need a consistent system (eq. 5)"
                 )
 
     # ------------------------------------------------------------------ helpers
@@ -199,7 +199,7 @@ def contiguous_partition(m: int, k: int) -> list[np.ndarray]:
 def random_partition(m: int, k: int, *, rng: RNGLike = None) -> list[np.ndarray]:
     """A uniformly random assignment of the ``m`` rows to ``k`` non-empty blocks, in random order.
 
-    Seed 004 (Sec. 6) claims convergence for *any* partition; this draws test partitions.
+    Cai et al. 2021 (Sec. 6) claims convergence for *any* partition; this draws test partitions.
     """
     m = check_positive_int(m, name="m")
     k = check_positive_int(k, name="k")

@@ -1,4 +1,4 @@
-"""The general projector onto ``{x : M x = b}`` (seed 004, Thm. 1, eq. 7).
+"""The general projector onto ``{x : M x = b}`` (Cai et al. 2021, Thm. 1, eq. 7).
 
 ``f_{M,b}(x) = x + M^†(b − M x)`` is the Euclidean projection onto the affine set
 (the "general solution", 通用解法). Equivalent, cheaper forms (Property 1,

@@ -1,4 +1,4 @@
-"""Synthetic restaurant sales (seed 004, Sec. 1 and 7) and its Laplace privacy step.
+"""Synthetic restaurant sales (Cai et al. 2021, Sec. 1 and 7) and its Laplace privacy step.
 
 Five items (cola, burger, wings, fries, nuggets) are sold only inside three combos
 (2 cola + burger + wings + nuggets; 2 burger + 2 wings + fries; cola + burger + fries + nuggets).
@@ -88,7 +88,7 @@ def generate_restaurant(
 
     Notes
     -----
-    Seed 004 gives no generator (the data are "virtual"); the optimal-release error does not
+    Cai et al. 2021 gives no generator (the data are "virtual"); the optimal-release error does not
     depend on the data content (Sec. 8, ref. [19]), so any consistent data serve.
     """
     T = check_positive_int(T, name="T")

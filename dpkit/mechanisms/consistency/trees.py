@@ -1,6 +1,6 @@
 """Hierarchical-tree consistency, the per-day combo projection, Algorithm 1 and the one-pass closed form.
 
-Seed 004, Sec. 7 (spec §2.3–2.4). A complete k-ary tree over ``T`` days is stored in heap
+Cai et al. 2021, Sec. 7 (spec §2.3–2.4). A complete k-ary tree over ``T`` days is stored in heap
 layout: level ``d`` (root = 0) occupies rows ``o_d … o_{d+1}−1`` with
 ``o_d = (k^d − 1)/(k − 1)``, the children of node ``j`` are ``kj+1 … kj+k`` and the leaves
 (days, padded with zero days up to ``k^{h−1}``) are the last level. A release for ``c`` items is
@@ -45,7 +45,7 @@ __all__ = [
 
 
 def tree_height(T: int, k: int = 2) -> int:
-    """``h = ⌈log_k T⌉ + 1`` (seed 004, Sec. 7), computed in integers."""
+    """``h = ⌈log_k T⌉ + 1`` (Cai et al. 2021, Sec. 7), computed in integers."""
     T = check_positive_int(T, name="T")
     k = check_positive_int(k, name="k")
     if k < 2:
@@ -66,7 +66,7 @@ class KaryTree:
     T : int
         Number of real days (≥ 1).
     k : int
-        Branching factor (≥ 2; the experiments of seed 004 use 2).
+        Branching factor (≥ 2; the experiments of Cai et al. 2021 use 2).
     """
 
     T: int
@@ -321,7 +321,7 @@ def algorithm1(
     metrics: dict | None = None,
     progress: bool = False,
 ) -> AlternatingResult:
-    """Algorithm 1 of seed 004 (spec §2.4): alternate Boosting on all trees and ``Π`` on each day's leaves.
+    """Algorithm 1 of Cai et al. 2021 (spec §2.4): alternate Boosting on all trees and ``Π`` on each day's leaves.
 
     Parameters
     ----------

@@ -1,6 +1,7 @@
-"""The near-optimal additive-noise mechanism for 1-D linear queries (seeds 001/003).
+"""The near-optimal additive-noise mechanism for 1-D linear queries (Wu, He & Xia,
+*Near-Optimal Differentially Private Mechanism for Linear Queries*, Journal of Software 28(9), 2017).
 
-See ``shared/spec/near-optimal-linear-queries.md``. Modules: :mod:`.intervals`
+Modules: :mod:`.intervals`
 (interval-union arithmetic), :mod:`.levelset` (shells, Definition 2, truncation),
 :mod:`.density` (α, pdf, cdf, E|Z|, rate), :mod:`.tuning` (the heat maps of Figs 1–2 and
 δ* of (9)), :mod:`.mechanism` (Algorithm 2 release), :mod:`.staircase` (Geng–Viswanath peer).

@@ -3,7 +3,7 @@
 ``M(x) = f(x) + Z`` with ``Z`` drawn by Algorithm 2 (corrected: geometric tail on
 ``{1, 2, …}``) from the level-set density of :mod:`dpkit.mechanisms.linear.density`. The query is a
 1-D linear query ``f(x) = Σ_i x_i f(χ_i)`` on a histogram ``x``; what matters is its
-neighbour set ``V = {f(y) : y ∈ χ}`` (seeds 001/003 §2), and neighbouring is add/remove
+neighbour set ``V = {f(y) : y ∈ χ}`` (Wu, He & Xia 2017, Sec. 2), and neighbouring is add/remove
 one record (``‖x − x'‖₁ = 1``), so ``f(x') − f(x) ∈ W = V ∪ (−V)``.
 """
 from __future__ import annotations

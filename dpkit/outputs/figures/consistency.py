@@ -1,4 +1,4 @@
-"""Figures for seed 004 (Figs. 1–4 analogues); used by notebook 35's batch and interactive paths.
+"""Figures for Cai et al. 2021 (Figs. 1–4 analogues); used by notebook 35's batch and interactive paths.
 
 Each function receives the rows of :mod:`dpkit.claims.consistency_study` and returns a matplotlib
 Figure drawn with :func:`dpkit.outputs.plotting.new_figure`.

@@ -1,4 +1,4 @@
-"""Figures 1–3 of seeds 001/003 (spec §5.2), shared by notebook 30's batch and interactive paths.
+"""Figures 1–3 of Wu, He & Xia 2017, shared by notebook 30's batch and interactive paths.
 
 Each function receives computed results (:class:`~dpkit.mechanisms.linear.RateGrid`,
 :class:`~dpkit.mechanisms.linear.RadiusSearch`, :class:`~dpkit.mechanisms.linear.LevelSetDensity`)
