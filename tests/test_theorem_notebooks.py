@@ -49,7 +49,7 @@ NOTEBOOKS = {
                  "Prop 1.12 (ε = 0.5, exact PLD)", "Prop 1.12 (ε = 0.5) ≤ RR worst case", "D-R Cor 3.21 (exact)",
                  "D-R Thm 3.20 (k-fold RR, exact)", "D-R Thm 3.20 (RR loss tail)", "k-fold RR: exact vs KOV accountant",
                  "D-R E9.1 (printed example)"],
-        "FAIL": ["Prop 1.12 (printed proof)", "D-R Ex 3.7 (printed 1/801)"],
+        "FAIL": ["Prop 1.12 (printed proof)", "D-R Ex 3.7 (printed 1/801)", "Prop 1.12 (printed proof, ε = 0.5)"],
     },
     "54_smoothness.ipynb": {
         "PASS": ["Prop 2.2 (Hermite ineq.)", "Hermite derivatives", "Prop 2.2 (proof chain)", "Prop 2.2",

@@ -332,8 +332,10 @@ def laplace_ii_exact(
       composition (KOV Thm 3.3), and the bracket is ordered: ``max(lower/δ_RR, lower/upper) ≤ 1``. A PLD
       built at the wrong ε₀ (too large) breaks it.
 
-    The printed derivation's Thm 1.11 ε' (overshoot ≈ ε²/(2 ln(1/δ)), +1.1 % at ε = 0.5) goes to the
-    table. Table columns: ``k, eps_query, delta_lower, delta_upper, delta_rr, eps_thm111``.
+    - ``"Prop 1.12 (printed proof, ε = 0.5)"`` — negative control, the erratum at ε = 0.5: plugging ε₀
+      into Thm 1.11 gives ``ε' = ε + kε₀(e^{ε₀} − 1) > ε`` (overshoot ≈ ε²/(2 ln(1/δ)) ≈ 0.011 at δ = 10⁻⁵).
+
+    Table columns: ``k, eps_query, delta_lower, delta_upper, delta_rr, eps_thm111``.
     """
     rows = []
     for k in ks:
@@ -351,6 +353,10 @@ def laplace_ii_exact(
               "exact Laplace δ(ε) (PLD lower bracket) ≤ exact δ of k-fold ε₀-RR (KOV worst case) and ≤ the upper bracket "
               "(max ratio)",
               order, 1.0, relation="<="),
+        check(f"Prop 1.12 (printed proof, ε = {epsilon:g})",
+              f"at ε = {epsilon:g}: plugging the per-query ε into Thm 1.11 gives ε' ≤ ε (the printed derivation; max ε'/ε)",
+              (tab.eps_thm111 / epsilon).max(), 1.0, relation="<=", expected="FAIL",
+              note=f"erratum: ε' − ε = kε₀(e^ε₀ − 1) ≈ ε²/(2 ln(1/δ)) = {epsilon**2 / (2 * math.log(1 / delta)):.4f}"),
     )
     return TableResult(checks=checks, table=tab)
 
