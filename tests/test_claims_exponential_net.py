@@ -144,3 +144,21 @@ def test_pmw_accuracy_flags_a_too_small_alpha(monkeypatch):
     orig = pmw.PrivateMultiplicativeWeights.alpha
     monkeypatch.setattr(pmw.PrivateMultiplicativeWeights, "alpha", property(lambda self: orig.fget(self) / 100))
     assert en.pmw_accuracy(gamma=1e-3, rng=3).checks[0].verdict == "FAIL"
+
+
+def test_pmw_refuses_bad_input_and_charges_the_ledger():
+    from dpkit.core.accounting import Ledger
+    from dpkit.mechanisms.pmw import PrivateMultiplicativeWeights
+
+    m = PrivateMultiplicativeWeights(epsilon=0.5, beta=0.05, n=1000, domain_size=4, n_queries=3)
+    x, F = np.full(4, 0.25), np.full((3, 4), 0.5)
+    with pytest.raises(ValueError, match="order"):
+        m.run(x, F, order=[0, 0, 1])
+    with pytest.raises(ValueError, match="distribution"):
+        m.run(np.ones(4), F)
+    with pytest.raises(ValueError, match="queries"):
+        m.run(x, np.full((4, 4), 0.5))
+    led = Ledger(1.0)
+    run = m.run(x, F, order=[2, 0, 1], rng=0, ledger=led)
+    assert list(run.query_index) == [2, 0, 1] and np.allclose(run.answers, 0.5) and run.n_updates == 0  # x = x⁰: nothing to learn
+    assert len(led.entries) == 1 and led.entries[0].epsilon == 0.5

@@ -304,10 +304,10 @@ def gaussian_classic_delta(epsilon: float, delta: float) -> float:
 def gaussian_classic_failure_epsilon(delta: float, *, xtol: float = 1e-12) -> float:
     """ε*: the ε at which the classic calibration σ = Δ√(2 ln(1.25/δ))/ε stops being (ε, δ)-DP (brentq).
 
-    The root of ``gaussian_classic_delta(ε, δ) = δ`` on [1, 50] (D–R seed, Thm 3.22 note: ε* ≈ 7.5 at
+    The root of ``gaussian_classic_delta(ε, δ) = δ`` on [10⁻³, 200] (D–R seed, Thm 3.22 note: ε* ≈ 7.5 at
     δ = 10⁻³, 8.4 at 10⁻⁵, 9.4 at 10⁻⁸). Below ε* the exact δ is < δ; the theorem only claims ε < 1.
     """
     from scipy.optimize import brentq
 
     dl = check_probability(delta, name="delta")
-    return float(brentq(lambda e: gaussian_classic_delta(e, dl) / dl - 1.0, 1.0, 50.0, xtol=xtol, rtol=4 * np.finfo(float).eps))
+    return float(brentq(lambda e: gaussian_classic_delta(e, dl) / dl - 1.0, 1e-3, 200.0, xtol=xtol, rtol=4 * np.finfo(float).eps))

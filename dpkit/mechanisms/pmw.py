@@ -203,6 +203,8 @@ class PrivateMultiplicativeWeights(Mechanism):
                              f"got shape {F.shape}")
         m = F.shape[0]
         idx_order = np.arange(m) if order is None else np.asarray(order, dtype=int)
+        if idx_order.shape != (m,) or not np.array_equal(np.sort(idx_order), np.arange(m)):
+            raise ValueError(f"order must be a permutation of 0..{m - 1} (each query asked once); got {order!r}")
         self._charge(ledger, name, n_queries=int(m), alpha=self.alpha, cutoff=self.cutoff)
         g = resolve_rng(rng)
         s_t, s_q, s_a = self.noise_scales()
