@@ -1,4 +1,7 @@
 """Claims of notebook 50 (dpkit.claims.laplace_gauss) at small sizes: claims PASS, negative controls FAIL."""
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 
@@ -71,3 +74,51 @@ def test_laplace_accuracy_flags_a_bound_that_is_too_small(monkeypatch):
     monkeypatch.setattr(lg, "laplace_I_error_bound", lambda *a: orig(*a) / 2)
     res = lg.laplace_accuracy(ks=(1,), betas=(0.05,), n_trials=2000, rng=0)
     assert res.checks[0].verdict == "FAIL"
+
+
+# ---------------------------------------------------------------------- exact oracles (issue #17)
+def test_laplace_max_failure_exact_matches_the_closed_form_and_simulation():
+    from dpkit.evaluation.oracles import laplace_max_failure_exact
+
+    assert laplace_max_failure_exact(math.log(100 / 0.05), 100) == pytest.approx(1 - (1 - 0.05 / 100) ** 100, rel=1e-12)
+    assert laplace_max_failure_exact(math.log(1 / 0.2), 1) == pytest.approx(0.2, rel=1e-14)  # Fact 3.7
+    y = np.random.default_rng(0).laplace(0, 1, size=(200_000, 3))
+    assert (np.abs(y).max(axis=1) > 1.5).mean() == pytest.approx(laplace_max_failure_exact(1.5, 3), abs=0.005)
+    with pytest.raises(ValueError, match="t must be"):
+        laplace_max_failure_exact(-1.0, 3)
+
+
+def test_laplace_accuracy_exact_passes_and_rejects_a_wrong_exact_value(monkeypatch):
+    acc = lg.laplace_accuracy(ks=(1, 10), betas=(0.05, 0.2), n_trials=2000, rng=0)
+    res = lg.laplace_accuracy_exact(acc, n_trials=2000)
+    exact, mc = res.checks
+    assert (exact.id, mc.id) == ("D-R Thm 3.8 (exact)", "D-R Thm 3.8 (MC vs exact)")
+    assert exact.verdict == mc.verdict == "PASS" and exact.confidence is None and mc.confidence == pytest.approx(0.999)
+    assert exact.statistic == pytest.approx(1.0, abs=1e-12)  # equality at k = 1
+    assert mc.bound == pytest.approx(1e-3 / len(res.table))
+    k10 = res.table[res.table.k == 10]
+    assert np.allclose(k10.p_exact, 1 - (1 - k10.beta / 10) ** 10, rtol=1e-12)  # Laplace I and II: t = ln(k/β)
+    # a wrong oracle (the probability that *no* query fails) is refuted by the binomial test and breaks "≤ β"
+    monkeypatch.setattr(lg, "laplace_max_failure_exact", lambda t, k: (1 - math.exp(-t)) ** k)
+    bad = lg.laplace_accuracy_exact(acc, n_trials=2000)
+    assert [c.verdict for c in bad.checks] == ["FAIL", "FAIL"]
+
+
+def test_laplace_accuracy_exact_detects_miscounted_failures():
+    acc = lg.laplace_accuracy(ks=(1,), betas=(0.2,), n_trials=2000, rng=0)
+    wrong = dataclasses.replace(acc, table=acc.table.assign(fail_rate=acc.table.fail_rate * 1.3))
+    assert lg.laplace_accuracy_exact(wrong, n_trials=2000).checks[1].verdict == "FAIL"
+
+
+def test_gaussian_classic_failure_point_matches_the_printed_values():
+    res = lg.gaussian_classic_failure_point()
+    assert [c.verdict for c in res.checks] == ["PASS"] * 3
+    assert list(res.table.eps_star.round(1)) == [7.5, 8.4, 9.4]
+    assert (res.table.max_ratio_below_1 < 0.01).all()  # very conservative for ε < 1 (δ_exact ≈ 10⁻⁴–10⁻² of δ)
+    # just above ε* the calibration fails, just below it holds (ε* is the failure point)
+    from dpkit.evaluation.oracles import gaussian_classic_delta
+    e = res.table.eps_star[0]
+    assert gaussian_classic_delta(e * (1 + 1e-6), 1e-3) > 1e-3 > gaussian_classic_delta(e * (1 - 1e-6), 1e-3)
+    # a wrong printed value (8.5 at δ = 10⁻³) is rejected
+    bad = lg.gaussian_classic_failure_point(printed={1e-3: 8.5})
+    assert bad.checks[1].verdict == "FAIL" and bad.checks[1].statistic == pytest.approx(8.5 - e)

@@ -44,7 +44,7 @@ def test_a_broken_check_is_counted_and_refutes_the_budget(monkeypatch) -> None:
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("name", ["57_ellipsoid", "50_laplace_gauss"])
+@pytest.mark.parametrize("name", ["57_ellipsoid", "50_laplace_gauss", "52_exponential_net"])
 def test_suite_reproduces_the_notebook(name) -> None:
     """Seed s of a suite gives the statistical checks of the notebook run with SEED = s (QUICK): the --via-notebook path."""
     nb = {c.id: c for c in fa.notebook_checks(name, 1, 1e-3)}

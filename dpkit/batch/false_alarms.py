@@ -64,14 +64,18 @@ def _budgeted(n_tests: int, checks: Callable[[FalseAlarmBudget], list[Check]], t
 def _nb50(seed: int, total: float) -> list[Check]:
     g_aud, g_post, g_gauss, g_acc = spawn(seed, 4)
     lg = laplace_gauss
-    return _budgeted(5, lambda b: [
-        lg.laplace_audit(n_samples=100_000, gamma=b.level, rng=g_aud),
-        lg.laplace_under_noised_audit(n_samples=100_000, gamma=b.level, rng=g_aud),
-        *lg.post_processing_audit(n_samples=50_000, gamma=b.level, rng=g_post).checks,
-        lg.gaussian_loss_law(epsilon=0.5, delta=1e-3, n_samples=20_000, gamma=b.level, rng=g_gauss),
-        lg.gaussian_audit(epsilon=1.0, delta=1e-3, n_samples=100_000, gamma=b.level, rng=g_gauss),
-        *lg.laplace_accuracy(ks=[1, 10], betas=[0.01, 0.05, 0.2], delta=1e-5, n_trials=4000, gamma=b.level, rng=g_acc).checks,
-    ], total)
+
+    def checks(b: FalseAlarmBudget) -> list[Check]:
+        out = [lg.laplace_audit(n_samples=100_000, gamma=b.level, rng=g_aud),
+               lg.laplace_under_noised_audit(n_samples=100_000, gamma=b.level, rng=g_aud),
+               *lg.post_processing_audit(n_samples=50_000, gamma=b.level, rng=g_post).checks,
+               lg.gaussian_loss_law(epsilon=0.5, delta=1e-3, n_samples=20_000, gamma=b.level, rng=g_gauss),
+               lg.gaussian_audit(epsilon=1.0, delta=1e-3, n_samples=100_000, gamma=b.level, rng=g_gauss)]
+        acc = lg.laplace_accuracy(ks=[1, 10], betas=[0.01, 0.05, 0.2], delta=1e-5, n_trials=4000, gamma=b.level, rng=g_acc)
+        exact = lg.laplace_accuracy_exact(acc, delta=1e-5, n_trials=4000, gamma=b.level)
+        return [*out, *acc.checks, *[c for c in exact.checks if c.confidence is not None]]
+
+    return _budgeted(6, checks, total)
 
 
 @lru_cache(maxsize=1)
@@ -89,7 +93,7 @@ def _nb51(seed: int, total: float) -> list[Check]:
 
 
 def _nb52(seed: int, total: float) -> list[Check]:
-    _, _, g_rnm, g_rr, g_svt = spawn(seed, 5)
+    _, _, g_rnm, g_rr, g_svt, _, g_pmw = spawn(seed, 7)
     en = exponential_net
 
     def checks(b: FalseAlarmBudget) -> list[Check]:
@@ -97,9 +101,10 @@ def _nb52(seed: int, total: float) -> list[Check]:
                *en.report_noisy_max_monotone_misuse_audit(n_samples=100_000, gamma=b.level, rng=g_rnm).checks,
                *en.randomized_response_estimator(n=1000, reps=500, gamma=b.level, rng=g_rr).checks]
         en.above_threshold_privacy(k=10, n_instances=12, rng=g_svt)  # exact, but it advances the stream the sampler uses
-        return [*out, en.above_threshold_sampler(k=10, n_samples=50_000, gamma=b.level, rng=g_svt)]
+        return [*out, en.above_threshold_sampler(k=10, n_samples=50_000, gamma=b.level, rng=g_svt),
+                *en.pmw_accuracy(gamma=b.level, rng=g_pmw).checks, *en.pmw_printed_threshold(gamma=b.level, rng=g_pmw).checks]
 
-    return _budgeted(3, checks, total)
+    return _budgeted(4, checks, total)
 
 
 def _nb53(seed: int, total: float) -> list[Check]:

@@ -10,7 +10,11 @@ one statement (or a few sharing one computation) and returns checks, with the ta
 - :func:`composition_bounds` — Thm 1.11 and Kairouz–Oh–Viswanath against the exact δ;
 - :func:`pld_monte_carlo` — the PLD bracket against sampled privacy losses;
 - :func:`laplace_ii_composition` — Prop 1.12: exact accounting holds, the printed derivation overshoots (erratum);
-- :func:`dr_cor_3_21`, :func:`dr_ex_3_7` — Dwork–Roth Cor 3.21 on a grid and Ex 3.7's printed 1/801 (erratum).
+- :func:`dr_cor_3_21`, :func:`dr_ex_3_7` — Dwork–Roth Cor 3.21 on a grid and Ex 3.7's printed 1/801 (erratum);
+- :func:`rr_kfold_composition` — D–R Thm 3.20 against the exact δ of k-fold randomized response (discrete PLD),
+  cross-checked with dpkit's KOV accountant;
+- :func:`laplace_ii_exact` — Prop 1.12 (Laplace II) at ε = 0.5 against the exact PLD and the KOV worst case;
+- :func:`dr_cor_3_21_exact` — D–R Cor 3.21 against the exact worst-case δ of k ε-DP steps (k-fold RR, KOV Thm 3.3).
 
 Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
@@ -29,6 +33,7 @@ from dpkit.core.composition import (
     advanced_composition,
     laplace_privacy_loss_exact,
     optimal_composition,
+    optimal_composition_delta,
     per_step_epsilon,
 )
 from dpkit.core.rng import RNGLike, resolve_rng
@@ -39,6 +44,7 @@ from dpkit.evaluation.oracles import (
     laplace_loss_samples,
     laplace_shift_kl,
     laplace_shift_kl_numeric,
+    rr_kfold_delta,
     rr_kl,
 )
 from dpkit.evaluation.verdicts import Check, check
@@ -53,7 +59,14 @@ __all__ = [
     "laplace_ii_composition",
     "dr_cor_3_21",
     "dr_ex_3_7",
+    "RR_PRINTED_EXAMPLE",
+    "rr_kfold_composition",
+    "laplace_ii_exact",
+    "dr_cor_3_21_exact",
 ]
+
+#: D–R seed E9.1: k-fold RR at ε = 0.1, k = 100, δ' = 10⁻⁵ has Thm 3.20's ε' = 5.850 and exact δ(ε') = 2.0·10⁻⁹.
+RR_PRINTED_EXAMPLE: dict[str, float] = dict(epsilon=0.1, k=100, delta_prime=1e-5, eps_prime=5.850, delta_exact=2.0e-9)
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
@@ -239,3 +252,149 @@ def dr_ex_3_7(*, k: int = 10**4, delta_prime: float = math.exp(-32)) -> TableRes
               advanced_composition(e_inv, 0.0, k, delta_prime)[0], 1.0 + 1e-9, relation="<=", note=f"1/ε₀ = {1 / e_inv:.1f}"),
     )
     return TableResult(checks=checks, table=pd.DataFrame([dict(eps_prime_at_1_801=e801, inverse=1 / e_inv)]))
+
+
+def rr_kfold_composition(
+    *, epsilons: Sequence[float] = (0.01, 0.05, 0.1, 0.5, 1.0), ks: Sequence[int] = (10, 100, 1000, 10_000),
+    delta_primes: Sequence[float] = (1e-3, 1e-6, 1e-9),
+) -> TableResult:
+    """D–R Thm 3.20 (advanced composition) against the exact δ of k-fold ε-randomized response (seed E9.1).
+
+    k-fold RR's privacy loss is ``(k − 2l)ε`` with ``l`` binomial, so its exact δ(ε') is a finite sum
+    (:func:`~dpkit.evaluation.oracles.rr_kfold_delta`, from :func:`scipy.stats.binom.logpmf`). Four exact checks:
+
+    - ``"D-R Thm 3.20 (k-fold RR, exact)"`` — at Thm 3.20's ``ε' = √(2k ln(1/δ'))ε + kε(e^ε − 1)`` the exact
+      δ(ε') ≤ δ' (max ratio over the grid);
+    - ``"D-R Thm 3.20 (RR loss tail)"`` — the proof's event: ``P(L > ε') ≤ δ'`` (max ratio);
+    - ``"k-fold RR: exact vs KOV accountant"`` — the binomial sum equals dpkit's
+      :func:`~dpkit.core.composition.optimal_composition_delta` (KOV Thm 3.3, the same quantity by another
+      code path) to relative 1e-9 (the seed protocol's tolerance; both are log-sum-exp evaluations);
+    - ``"D-R E9.1 (printed example)"`` — :data:`RR_PRINTED_EXAMPLE`: ε' = 5.850 and δ(ε') = 2.0·10⁻⁹ as printed
+      (statistic: the larger of the two deviations in units of the printed last digit, ≤ 0.5).
+
+    (dpkit's PLD accountant, :mod:`dpkit.core.pld`, covers Laplace only; KOV's formula is dpkit's
+    accountant for k-fold RR.) Table columns: ``epsilon, k, delta_prime, eps_prime, eps_basic,
+    delta_exact, tail_exact, delta_kov``.
+    """
+    rows = []
+    for e in epsilons:
+        for k in ks:
+            for dp in delta_primes:
+                ep = advanced_composition(e, 0.0, k, dp)[0]
+                tail = _rr_loss_tail(ep, e, k)
+                rows.append(dict(epsilon=e, k=k, delta_prime=dp, eps_prime=ep, eps_basic=k * e,
+                                 delta_exact=rr_kfold_delta(ep, e, k), tail_exact=tail,
+                                 delta_kov=optimal_composition_delta(ep, e, 0.0, k)))
+    tab = pd.DataFrame(rows)
+    both = (tab.delta_exact > 0) | (tab.delta_kov > 0)
+    rel = float(((tab.delta_exact - tab.delta_kov).abs() / tab[["delta_exact", "delta_kov"]].max(axis=1))[both].max()) \
+        if both.any() else 0.0
+    ex = RR_PRINTED_EXAMPLE
+    ep_ex = advanced_composition(ex["epsilon"], 0.0, int(ex["k"]), ex["delta_prime"])[0]
+    d_ex = rr_kfold_delta(ep_ex, ex["epsilon"], int(ex["k"]))
+    dev = max(abs(ep_ex - ex["eps_prime"]) / 1e-3, abs(d_ex - ex["delta_exact"]) / 1e-10)
+    checks = (
+        check("D-R Thm 3.20 (k-fold RR, exact)",
+              "k-fold ε-RR at Thm 3.20's ε' = √(2k ln(1/δ'))ε + kε(e^ε − 1): exact δ(ε') ≤ δ' (max ratio; ε ≤ 1, k ≤ 10⁴)",
+              (tab.delta_exact / tab.delta_prime).max(), 1.0, relation="<="),
+        check("D-R Thm 3.20 (RR loss tail)", "k-fold ε-RR: exact P(privacy loss > ε') ≤ δ' at Thm 3.20's ε' (max ratio)",
+              (tab.tail_exact / tab.delta_prime).max(), 1.0, relation="<="),
+        check("k-fold RR: exact vs KOV accountant",
+              "binomial-sum δ(ε') of k-fold RR equals dpkit's optimal_composition_delta (KOV Thm 3.3): max relative difference",
+              rel, 1e-9, relation="<="),
+        check("D-R E9.1 (printed example)",
+              "k-fold RR, ε = 0.1, k = 100, δ' = 1e-5: ε' = 5.850 and exact δ(ε') = 2.0e-9 as printed "
+              "(max deviation in last digits)",
+              dev, 0.5, relation="<=", note=f"ε' = {ep_ex:.5f}, δ(ε') = {d_ex:.4g}"),
+    )
+    return TableResult(checks=checks, table=tab)
+
+
+def _rr_loss_tail(eps_total: float, epsilon: float, k: int) -> float:
+    """``P((k − 2l)ε > ε')`` for ``l ~ Binomial(k, 1/(1 + e^ε))``: the k-fold RR privacy loss's upper tail."""
+    from scipy import stats
+
+    lmax = math.ceil((k * epsilon - eps_total) / (2 * epsilon)) - 1  # (k − 2l)ε > ε'  ⇔  l < (kε − ε')/(2ε)
+    return float(stats.binom.cdf(lmax, k, 1.0 / (1.0 + math.exp(epsilon)))) if lmax >= 0 else 0.0
+
+
+def laplace_ii_exact(
+    *, epsilon: float = 0.5, delta: float = 1e-5, ks: Sequence[int] = (10, 100, 1000), bins_per_step: int = 2000,
+) -> TableResult:
+    """Prop 1.12 (Laplace II, per-query ``ε₀ = ε/√(2k ln(1/δ))``) at ε = 0.5 against its exact δ(ε).
+
+    The exact δ(ε) of k Laplace releases at ε₀ lies in the rigorous bracket ``[lower, upper]`` of the
+    PLD (:func:`~dpkit.core.pld.laplace_privacy_loss_exact`, FFT with rounded-down/up losses). Two exact checks:
+
+    - ``"Prop 1.12 (ε = 0.5, exact PLD)"`` — ``max upper/δ ≤ 1`` (the claim, with the bracket's upper end);
+    - ``"Prop 1.12 (ε = 0.5) ≤ RR worst case"`` — the bracket's lower end is ≤ the exact δ of k-fold
+      ε₀-RR (:func:`~dpkit.evaluation.oracles.rr_kfold_delta`), the worst case of every k-fold ε₀-DP
+      composition (KOV Thm 3.3), and the bracket is ordered: ``max(lower/δ_RR, lower/upper) ≤ 1``. A PLD
+      built at the wrong ε₀ (too large) breaks it.
+
+    - ``"Prop 1.12 (printed proof, ε = 0.5)"`` — negative control, the erratum at ε = 0.5: plugging ε₀
+      into Thm 1.11 gives ``ε' = ε + kε₀(e^{ε₀} − 1) > ε`` (overshoot ≈ ε²/(2 ln(1/δ)) ≈ 0.011 at δ = 10⁻⁵).
+
+    Table columns: ``k, eps_query, delta_lower, delta_upper, delta_rr, eps_thm111``.
+    """
+    rows = []
+    for k in ks:
+        e0 = epsilon / math.sqrt(2 * k * math.log(1 / delta))
+        lo, hi = laplace_privacy_loss_exact(k, e0, bins_per_step=bins_per_step).delta(epsilon)
+        rows.append(dict(k=k, eps_query=e0, delta_lower=lo, delta_upper=hi, delta_rr=rr_kfold_delta(epsilon, e0, k),
+                         eps_thm111=advanced_composition(e0, 0.0, k, delta)[0]))
+    tab = pd.DataFrame(rows)
+    order = max(_ratio(tab.delta_lower, tab.delta_rr), _ratio(tab.delta_lower, tab.delta_upper))
+    checks = (
+        check(f"Prop 1.12 (ε = {epsilon:g}, exact PLD)",
+              f"Laplace II at ε = {epsilon:g}, δ = {delta:g}: exact δ(ε) ≤ δ (PLD upper bracket, max ratio)",
+              (tab.delta_upper / delta).max(), 1.0, relation="<="),
+        check(f"Prop 1.12 (ε = {epsilon:g}) ≤ RR worst case",
+              "exact Laplace δ(ε) (PLD lower bracket) ≤ exact δ of k-fold ε₀-RR (KOV worst case) and ≤ the upper bracket "
+              "(max ratio)",
+              order, 1.0, relation="<="),
+        check(f"Prop 1.12 (printed proof, ε = {epsilon:g})",
+              f"at ε = {epsilon:g}: plugging the per-query ε into Thm 1.11 gives ε' ≤ ε (the printed derivation; max ε'/ε)",
+              (tab.eps_thm111 / epsilon).max(), 1.0, relation="<=", expected="FAIL",
+              note=f"erratum: ε' − ε = kε₀(e^ε₀ − 1) ≈ ε²/(2 ln(1/δ)) = {epsilon**2 / (2 * math.log(1 / delta)):.4f}"),
+    )
+    return TableResult(checks=checks, table=tab)
+
+
+def _ratio(num: pd.Series, den: pd.Series) -> float:
+    """``max num/den`` with ``0/0 = 0`` (both exactly zero, e.g. δ = 0 below basic composition's kε) and ``x/0 = ∞``."""
+    n, d = num.to_numpy(dtype=float), den.to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(d > 0, n / np.where(d > 0, d, 1.0), np.where(n > 0, np.inf, 0.0))
+    return float(r.max()) if r.size else 0.0
+
+
+def dr_cor_3_21_exact(
+    *, targets: Sequence[float] = (0.1, 0.5, 0.99), ks: Sequence[int] = (1, 10, 100, 10**4, 10**6),
+    delta_primes: Sequence[float] = (1e-12, 1e-6, 1e-2),
+) -> TableResult:
+    """D–R Cor 3.21 against an exact oracle: k steps at ``ε₀ = ε'/(2√(2k ln(1/δ')))`` have exact δ(ε') ≤ δ'.
+
+    By KOV Thm 3.3 the k-fold composition of ε₀-DP mechanisms is dominated by k-fold ε₀-randomized
+    response, so its exact worst-case δ(ε') is :func:`~dpkit.evaluation.oracles.rr_kfold_delta`.
+    Check ``"D-R Cor 3.21 (exact)"``: the max of ``δ_exact(ε')/δ'`` over the grid is ≤ 1; the table
+    also gives the exact ε' reached (``ε_exact = min{ε : δ(ε) ≤ δ'}``, by brentq) next to the target.
+    Table columns: ``target, k, delta_prime, eps_step, delta_exact, eps_exact``.
+    """
+    from scipy.optimize import brentq
+
+    rows = []
+    for target in targets:
+        for k in ks:
+            for dp in delta_primes:
+                e0 = target / (2 * math.sqrt(2 * k * math.log(1 / dp)))
+                d = rr_kfold_delta(target, e0, k)
+                f = lambda e, e0=e0, k=k, dp=dp: rr_kfold_delta(e, e0, k) - dp  # noqa: E731
+                e_ex = 0.0 if f(0.0) <= 0 else brentq(f, 0.0, k * e0 + 1e-12, xtol=1e-12)
+                rows.append(dict(target=target, k=k, delta_prime=dp, eps_step=e0, delta_exact=d, eps_exact=e_ex))
+    tab = pd.DataFrame(rows)
+    c = check("D-R Cor 3.21 (exact)",
+              "ε₀ = ε'/(2√(2k ln(1/δ'))) per step: exact worst-case δ(ε') (k-fold RR, KOV) ≤ δ' (max ratio; ε' < 1, k ≤ 10⁶)",
+              (tab.delta_exact / tab.delta_prime).max(), 1.0, relation="<=",
+              note=f"largest exact ε'/target: {(tab.eps_exact / tab.target).max():.3f}")
+    return TableResult(checks=(c,), table=tab)

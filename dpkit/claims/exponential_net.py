@@ -9,7 +9,12 @@ Exact oracles first (enumeration and 1-D quadrature), Monte Carlo second (D–R 
 - :func:`randomized_response_exact`, :func:`randomized_response_estimator` — D–R Claim 3.5 and the unbiased estimator;
 - :func:`above_threshold_privacy`, :func:`above_threshold_sampler`, :func:`above_threshold_accuracy` — D–R Alg 1,
   Thm 3.23/3.24, with the variant without threshold noise as negative control;
-- :func:`net_mechanism` and :func:`net_size` — thesis Alg 3, Thm 1.16, Prop 1.20; D–R Thm 4.2 on {0, 1}³.
+- :func:`net_mechanism` and :func:`net_size` — thesis Alg 3, Thm 1.16, Prop 1.20; D–R Thm 4.2 on {0, 1}³;
+- :func:`report_noisy_max_exact` — D–R Claim 3.9 / Thm 3.13: the exact privacy loss of report noisy max (Laplace and
+  one-sided exponential noise) by quadrature on worst-case neighbours, tight, with the misused scales as controls;
+- :func:`pmw_alpha_example`, :func:`pmw_accuracy`, :func:`pmw_printed_threshold` — D–R Thm 4.14: the fixed-point α
+  of private multiplicative weights, and a run of :class:`~dpkit.mechanisms.pmw.PrivateMultiplicativeWeights`
+  whose max error must be ≤ 3α (β = the per-test level), with the misprinted threshold ``⌈1/α⌉`` as control.
 
 Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
@@ -26,9 +31,11 @@ from scipy import stats
 from dpkit.claims.results import TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import AuditResult, audit
+from dpkit.evaluation.oracles import report_noisy_max_probabilities
 from dpkit.evaluation.verdicts import Check, check
 from dpkit.mechanisms.exponential import Exponential, ReportNoisyMax
 from dpkit.mechanisms.net import NetMechanism, count_databases, enumerate_databases
+from dpkit.mechanisms.pmw import PrivateMultiplicativeWeights
 from dpkit.mechanisms.randomized_response import RandomizedResponse
 from dpkit.mechanisms.sparse_vector import AboveThreshold
 
@@ -46,6 +53,13 @@ __all__ = [
     "cube_queries",
     "net_mechanism",
     "net_size",
+    "RNM_EXACT_VARIANTS",
+    "report_noisy_max_exact",
+    "PMW_PRINTED_EXAMPLE",
+    "pmw_alpha_example",
+    "pmw_instance",
+    "pmw_accuracy",
+    "pmw_printed_threshold",
 ]
 
 #: Non-monotone neighbouring utilities of report noisy max: one score up by Δ = 1, another down.
@@ -304,3 +318,186 @@ def net_size(*, domain_size: int = 8, m_max: int = 39) -> Check:
     return check("Prop 1.20", f"|N_α| ≤ |X|^(ln k/α²): the m-row net has at most |X|^m members (m = ln k/α²), m ≤ {m_max}",
                  max(math.log(c) / (m * math.log(domain_size)) for m, c in sizes), 1.0, relation="<=",
                  note="statistic: max log|N| / (m log|X|)")
+
+
+#: The report-noisy-max variants of :func:`report_noisy_max_exact`:
+#: (check id, claim, noise, scale in units of Δ/ε, neighbours, expected verdict).
+RNM_EXACT_VARIANTS: tuple[tuple[str, str, str, float, str, str], ...] = (
+    ("D-R Claim 3.9 (exact)", "report noisy max, Lap(Δ/ε), monotone neighbours c' = c − s, s ∈ {0,1}^m", "laplace", 1.0,
+     "monotone", "PASS"),
+    ("RNM general (exact)", "report noisy max, Lap(2Δ/ε), non-monotone neighbours c' = c + s, s ∈ {−1,0,1}^m", "laplace", 2.0,
+     "non-monotone", "PASS"),
+    ("D-R Thm 3.13 (exact)", "one-sided exponential noise, rate ε/(2Δ), non-monotone neighbours", "exponential", 2.0,
+     "non-monotone", "PASS"),
+    ("D-R Thm 3.13, monotone (exact)", "one-sided exponential noise, rate ε/Δ, monotone neighbours", "exponential", 1.0,
+     "monotone", "PASS"),
+    ("RNM Lap(Δ/ε) on non-monotone (exact)", "Lap(Δ/ε) (valid only for monotone neighbours) on non-monotone neighbours",
+     "laplace", 1.0, "non-monotone", "FAIL"),
+    ("Exp rate ε/Δ on non-monotone (exact)", "one-sided exponential, rate ε/Δ (monotone only) on non-monotone neighbours",
+     "exponential", 1.0, "non-monotone", "FAIL"),
+)
+
+
+def _rnm_pairs(kind: str, ms: Sequence[int], gaps: Sequence[float], n_random: int, g: np.random.Generator) -> list:
+    """Neighbouring count vectors: structured worst cases (output 0 far below the rest gains Δ on all others) and random ones."""
+    pairs = []
+    for m in ms:
+        for gap in gaps:
+            c = np.zeros(m)
+            c[0] = -gap
+            s = -np.ones(m)
+            s[0] = 0.0 if kind == "monotone" else 1.0  # monotone: the others lose 1; non-monotone: +1 on 0, −1 elsewhere
+            pairs.append((c, c + s))
+    for _ in range(n_random):
+        m = int(g.integers(2, 7))
+        c = g.integers(0, 21, m).astype(float)
+        s = -g.integers(0, 2, m).astype(float) if kind == "monotone" else g.integers(-1, 2, m).astype(float)
+        pairs.append((c, c + s))
+    if kind == "non-monotone":
+        pairs.append(tuple(np.asarray(v, dtype=float) for v in RNM_NEIGHBOURS))  # the auditor's pair
+    return pairs
+
+
+def report_noisy_max_exact(
+    *, epsilon: float = 1.0, ms: Sequence[int] = (2, 3, 5), gaps: Sequence[float] = (0.0, 5.0, 20.0), n_random: int = 20,
+    rng: RNGLike = None,
+) -> TableResult:
+    """D–R Claim 3.9 and Thm 3.13 by exact quadrature: ``max |ln P(i|c)/P(i|c')| ≤ ε`` over outputs and neighbours.
+
+    ``P(argmax = i) = ∫ f(x − c_i) Π_{j≠i} F(x − c_j) dx``
+    (:func:`~dpkit.evaluation.oracles.report_noisy_max_probabilities`, :func:`scipy.integrate.quad`,
+    relative tolerance 1e-12). Neighbours (Δ = 1): for every m in ``ms`` and gap in ``gaps`` the
+    structured worst case (output 0 at ``−gap``; monotone: every other count −1; non-monotone: +1 on 0,
+    −1 elsewhere), plus ``n_random`` random pairs (m ∈ 2..6, counts in 0..20, s ∈ {0,1}^m resp.
+    {−1,0,1}^m); the non-monotone set also holds the auditor's :data:`RNM_NEIGHBOURS`. One check per
+    :data:`RNM_EXACT_VARIANTS` (four claims, two negative controls: the scale valid only for monotone
+    neighbours used on non-monotone ones is 2ε-DP), each with bound ``ε + tol`` where ``tol`` is the
+    largest first-order log error ``err_P/P + err_P'/P'`` of the quadrature plus 1e-12 (float64);
+    and ``"RNM exact (tight)"``: the smallest worst-case loss of the four claims, in units of ε, is
+    ≥ 0.999 (the losses tend to ε as the gap grows: the bound is attained, not vacuous).
+
+    Table columns: ``variant, noise, scale, neighbours, n_pairs, worst, tol, audit_pair``
+    (``audit_pair``: the exact loss on :data:`RNM_NEIGHBOURS`, next to the auditor's ``ε_lb``).
+    """
+    g = resolve_rng(rng)
+    pairs = {kind: _rnm_pairs(kind, ms, gaps, n_random, g) for kind in ("monotone", "non-monotone")}
+    checks, rows, tight = [], [], []
+    for cid, claim, noise, factor, kind, expected in RNM_EXACT_VARIANTS:
+        scale = factor / epsilon
+        worst, tol, audit_pair = 0.0, 0.0, float("nan")
+        for j, (c, c2) in enumerate(pairs[kind]):
+            p, ep = report_noisy_max_probabilities(c, scale, noise)
+            q, eq = report_noisy_max_probabilities(c2, scale, noise)
+            loss = float(np.max(np.abs(np.log(p) - np.log(q))))
+            worst, tol = max(worst, loss), max(tol, float(np.max(ep / p + eq / q)))
+            if kind == "non-monotone" and j == len(pairs[kind]) - 1:
+                audit_pair = loss
+        bound = epsilon + tol + 1e-12
+        checks.append(check(cid, f"{claim}: exact max |ln P(i|c)/P(i|c')| ≤ ε (quadrature)", worst, bound, relation="<=",
+                            expected=expected, note=f"{len(pairs[kind])} pairs; quadrature tolerance {tol:.1e}"))
+        if expected == "PASS":
+            tight.append(worst / epsilon)
+        rows.append(dict(variant=cid, noise=noise, scale=scale, neighbours=kind, n_pairs=len(pairs[kind]), worst=worst, tol=tol,
+                         audit_pair=audit_pair))
+    checks.append(check("RNM exact (tight)", "the four report-noisy-max claims are attained: min over them of the worst loss/ε",
+                        min(tight), 0.999, relation=">=", note="the loss tends to ε as output 0 falls far below the rest"))
+    return TableResult(checks=tuple(checks), table=pd.DataFrame(rows))
+
+
+#: D–R seed E17's feasibility example: |X| = 441, |Q| = 200, ε = 1, β = 0.05, n = 10⁷ → α = 0.0744, c = 4,404.
+PMW_PRINTED_EXAMPLE: dict[str, float] = dict(domain_size=441, n_queries=200, epsilon=1.0, beta=0.05, n=10**7, alpha=0.0744,
+                                             cutoff=4404)
+
+
+def pmw_alpha_example(*, example: dict[str, float] | None = None) -> Check:
+    """D–R Thm 4.14 (δ = 0): the fixed-point α and cutoff c of seed E17's example, as printed (α = 0.0744, c = 4,404).
+
+    Statistic: ``max(|α − α_printed|/5e-5, |c − c_printed|/0.5)`` (deviation in half units of the printed
+    last digit; ≤ 1 passes). α from :func:`~dpkit.mechanisms.pmw.pmw_alpha` (brentq), c = ⌈4 ln|X|/α²⌉.
+    """
+    ex = dict(PMW_PRINTED_EXAMPLE if example is None else example)
+    mech = PrivateMultiplicativeWeights(epsilon=ex["epsilon"], beta=ex["beta"], n=int(ex["n"]),
+                                        domain_size=int(ex["domain_size"]), n_queries=int(ex["n_queries"]))
+    a, c = mech.alpha_fixed_point, mech.cutoff
+    dev = max(abs(a - ex["alpha"]) / 5e-5, abs(c - ex["cutoff"]) / 0.5)
+    return check("D-R Thm 4.14 (α, c)",
+                 f"PMW fixed point at |X| = {ex['domain_size']:g}, |Q| = {ex['n_queries']:g}, ε = {ex['epsilon']:g}, "
+                 f"β = {ex['beta']:g}, "
+                 f"n = {ex['n']:g}: α = {ex['alpha']:g}, c = {ex['cutoff']:g} as printed (deviation in half last digits)",
+                 dev, 1.0, relation="<=", note=f"α = {a:.6f}, c = {c}, 3α = {3 * a:.4f}")
+
+
+def pmw_instance(
+    *, grid: int = 21, n_queries: int = 200, width: float = 0.3, rng: RNGLike = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seed E17's instance: X = a ``grid × grid`` grid on [−1, 1]², ``n_queries`` Gaussian-kernel queries.
+
+    Query j is ``exp(−‖z − z_j‖²/(2·width²))`` (values in (0, 1]); the data distribution x is one
+    concentrated Gaussian bump (centre μ uniform on [−0.6, 0.6]², sd 0.08) on the grid; the query
+    centres are μ (the query about the data's mode) and ``n_queries − 1`` points uniform on [−1, 1]².
+    The uninformed answers ``f(x⁰)`` (x⁰ uniform) are then off by ≈ 0.7 on the first query, far above
+    3α, so a PMW that never updates fails visibly. Returns ``(X, queries, x)``.
+    """
+    g = resolve_rng(rng)
+    t = np.linspace(-1.0, 1.0, grid)
+    Z = np.array([(a, b) for a in t for b in t])
+    mu = g.uniform(-0.6, 0.6, 2)
+    centres = np.vstack([mu, g.uniform(-1.0, 1.0, (n_queries - 1, 2))])
+    F = np.exp(-((Z[None, :, :] - centres[:, None, :]) ** 2).sum(-1) / (2 * width**2))
+    dens = np.exp(-((Z - mu) ** 2).sum(-1) / (2 * 0.08**2))
+    return Z, F, dens / dens.sum()
+
+
+def _pmw_run(
+    variant: str, epsilon: float, n: int, grid: int, n_queries: int, gamma: float, rng: RNGLike,
+) -> tuple[float, pd.DataFrame]:
+    g = resolve_rng(rng)
+    Z, F, x = pmw_instance(grid=grid, n_queries=n_queries, rng=g)
+    mech = PrivateMultiplicativeWeights(epsilon=epsilon, beta=gamma, n=n, domain_size=len(Z), n_queries=n_queries,
+                                        variant=variant)
+    run = mech.run(x, F, adaptive=True, rng=g)
+    err = np.abs(F[run.query_index[run.query_index >= 0]] @ x - run.answers[: int((run.query_index >= 0).sum())])
+    fail = run.halted or run.n_updates > mech.cutoff or not np.all(np.isfinite(err))
+    stat = math.inf if fail else float(err.max())
+    row = dict(variant=variant, X=len(Z), Q=n_queries, n=n, epsilon=epsilon, beta=gamma, alpha=mech.alpha, cutoff=mech.cutoff,
+               threshold=mech.threshold, max_error=stat, bound=3 * mech.alpha, updates=run.n_updates, halted=run.halted,
+               initial_max_error=float(np.max(np.abs(F @ x - F.mean(axis=1)))))
+    return stat, pd.DataFrame([row])
+
+
+@retried
+def pmw_accuracy(
+    *, epsilon: float = 1.0, n: int = 10**7, grid: int = 21, n_queries: int = 200, gamma: float = 1e-3, rng: RNGLike = None,
+) -> TableResult:
+    """D–R Thm 4.14: a run of private multiplicative weights has max error ≤ 3α, with β = γ.
+
+    Instance :func:`pmw_instance`; the stream is adaptive (each step asks the not-yet-asked query
+    with the largest current error). α is that of the run's cutoff (``T/2``,
+    :attr:`~dpkit.mechanisms.pmw.PrivateMultiplicativeWeights.alpha`) at failure probability
+    ``β = γ``, so a correct implementation fails with probability ≤ γ (the per-test level). An early
+    halt of NumericSparse or more than c updates counts as a failure (statistic ∞). Table columns:
+    ``variant, X, Q, n, epsilon, beta, alpha, cutoff, threshold, max_error, bound, updates, halted,
+    initial_max_error``.
+    """
+    stat, table = _pmw_run("correct", epsilon, n, grid, n_queries, gamma, rng)
+    c = check("D-R Thm 4.14 (PMW run)",
+              "private multiplicative weights (NumericSparse, δ = 0): max_i |f_i(x) − a_i| ≤ 3α (β = γ)",
+              stat, float(table.bound[0]), relation="<=", confidence=1 - gamma,
+              note=f"{int(table.updates[0])} updates ≤ c = {int(table.cutoff[0])}; "
+                   f"uninformed error {table.initial_max_error[0]:.3f}")
+    return TableResult(checks=(c,), table=table)
+
+
+def pmw_printed_threshold(
+    *, epsilon: float = 1.0, n: int = 10**7, grid: int = 21, n_queries: int = 200, gamma: float = 1e-3, rng: RNGLike = None,
+) -> TableResult:
+    """Negative control: PMW with the misprinted threshold ``T ← ⌈1/α⌉`` (seed M13) claimed 3α-accurate.
+
+    The threshold is never crossed, so every answer is the uninformed ``f(x⁰)``; on
+    :func:`pmw_instance` that error exceeds 3α and the check must FAIL.
+    """
+    stat, table = _pmw_run("printed-threshold", epsilon, n, grid, n_queries, gamma, rng)
+    c = check("PMW printed T = ⌈1/α⌉", "PMW with the printed threshold ⌈1/α⌉: max_i |f_i(x) − a_i| ≤ 3α", stat,
+              float(table.bound[0]), relation="<=", confidence=1 - gamma, expected="FAIL",
+              note=f"threshold {table.threshold[0]:g}")
+    return TableResult(checks=(c,), table=table)

@@ -12,7 +12,11 @@ Each function checks one statement and returns :class:`~dpkit.evaluation.verdict
 - :func:`gaussian_loss_tail` — the printed proof's sufficient condition ``P(L > ε) ≤ δ``, ``L ~ N(η, 2η)``;
 - :func:`gaussian_loss_law` — the sampled privacy loss follows ``N(η, 2η)`` (KS test);
 - :func:`gaussian_audit` — the auditor on the analytic Gaussian with δ subtracted;
-- :func:`laplace_accuracy` — Prop 1.7 / Prop 1.13: ``P(max error > bound) ≤ β`` for Laplace I and II.
+- :func:`laplace_accuracy` — Prop 1.7 / Prop 1.13: ``P(max error > bound) ≤ β`` for Laplace I and II;
+- :func:`laplace_accuracy_exact` — D–R Thm 3.8: the exact failure probability ``1 − (1 − e^{−t})^k`` is ≤ β, and
+  the Monte-Carlo failure counts of :func:`laplace_accuracy` agree with it (exact binomial test);
+- :func:`gaussian_classic_failure_point` — D–R Thm 3.22: the classic σ holds for ε < 1 by the exact δ, and the ε*
+  where it stops holding (brentq) is the printed 7.5 / 8.4 / 9.4.
 
 Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
@@ -28,7 +32,12 @@ from scipy import stats
 from dpkit.claims.results import TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import AuditResult, audit, scalar_releaser
-from dpkit.evaluation.oracles import clopper_pearson
+from dpkit.evaluation.oracles import (
+    clopper_pearson,
+    gaussian_classic_delta,
+    gaussian_classic_failure_epsilon,
+    laplace_max_failure_exact,
+)
 from dpkit.evaluation.verdicts import Check, check
 from dpkit.mechanisms.gaussian import Gaussian, gaussian_exact_delta
 from dpkit.mechanisms.laplace import Laplace
@@ -48,7 +57,13 @@ __all__ = [
     "gaussian_loss_law",
     "gaussian_audit",
     "laplace_accuracy",
+    "laplace_accuracy_exact",
+    "GAUSSIAN_FAILURE_POINTS",
+    "gaussian_classic_failure_point",
 ]
+
+#: D–R seed (Thm 3.22 note): the ε* where σ = Δ√(2 ln(1.25/δ))/ε stops being (ε, δ)-DP, as printed (δ → ε*).
+GAUSSIAN_FAILURE_POINTS: dict[float, float] = {1e-3: 7.5, 1e-5: 8.4, 1e-8: 9.4}
 
 #: The post-processing maps of Prop 1.1's check (name → element-wise map).
 POST_PROCESSING_MAPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -234,3 +249,89 @@ def laplace_accuracy(
     c = check("Prop 1.13", "Laplace I and II: P(max error > bound) ≤ β (max of CP_L − β over k, β)", worst, 0.0, relation="<=",
               confidence=1 - gamma)
     return TableResult(checks=(c,), table=pd.DataFrame(rows))
+
+
+def laplace_accuracy_exact(
+    accuracy: TableResult, *, epsilon: float = 1.0, sensitivity: float = 1.0, delta: float = 1e-5, n_trials: int,
+    gamma: float = 1e-3,
+) -> TableResult:
+    """D–R Thm 3.8 with its exact oracle, beside the Monte Carlo of :func:`laplace_accuracy`.
+
+    For every row of ``accuracy.table`` (mechanism I or II, k, β, bound) the exact failure
+    probability is ``p = P(max_i |Lap_i(b)| > bound) = 1 − (1 − e^{−t})^k`` with ``t = bound/b`` and
+    ``b`` the mechanism's scale (:func:`~dpkit.evaluation.oracles.laplace_max_failure_exact`; at
+    ``t = ln(k/β)`` it is ``1 − (1 − β/k)^k``). Two checks:
+
+    - ``"D-R Thm 3.8 (exact)"`` — the theorem: ``max p/β ≤ 1`` (exact; tolerance 1e-12 for float64
+      rounding, since ``p = β`` exactly at k = 1);
+    - ``"D-R Thm 3.8 (MC vs exact)"`` — the Monte-Carlo failure counts (``n_trials`` trials per row,
+      the same draws as ``accuracy``) agree with ``p``: two-sided exact binomial test
+      (:func:`scipy.stats.binomtest`) per row at level ``γ/G`` (Bonferroni over the G rows); the
+      statistic is the smallest p-value, the bound ``γ/G``. A correct sampler fails it with probability ≤ γ.
+
+    ``epsilon``, ``sensitivity``, ``delta`` must be those ``accuracy`` was run with. Table columns:
+    the accuracy table's plus ``scale, t, p_exact, slack`` (β/p) and ``p_value``.
+    """
+    t_in = accuracy.table
+    n_trials = int(n_trials)
+    rows, ratio, p_min = [], 0.0, 1.0
+    for r in t_in.to_dict("records"):
+        k = int(r["k"])
+        mech = (LaplaceI(epsilon=epsilon, sensitivity=sensitivity, k=k) if r["mechanism"] == "I"
+                else LaplaceII(epsilon=epsilon, delta=delta, sensitivity=sensitivity, k=k, calibration="thesis"))
+        t = float(r["bound"]) / mech.scale
+        p = laplace_max_failure_exact(t, k)
+        x = int(round(float(r["fail_rate"]) * n_trials))
+        pv = float(stats.binomtest(x, n_trials, p, alternative="two-sided").pvalue)
+        ratio, p_min = max(ratio, p / float(r["beta"])), min(p_min, pv)
+        rows.append(dict(r, scale=mech.scale, t=t, p_exact=p, slack=float(r["beta"]) / p, p_value=pv))
+    G = len(rows)
+    checks = (
+        check("D-R Thm 3.8 (exact)", "Laplace, k queries: exact P(max error > ln(k/β)·b) = 1 − (1 − β/k)^k ≤ β (max ratio to β)",
+              ratio, 1.0 + 1e-12, relation="<=", note="tolerance: float64 rounding (equality at k = 1)"),
+        check("D-R Thm 3.8 (MC vs exact)",
+              "Monte-Carlo failure counts of Prop 1.13 agree with the exact 1 − (1 − e^-t)^k "
+              f"(binomial test, min p-value ≥ γ/{G})",
+              p_min, gamma / G, relation=">=", confidence=1 - gamma,
+              note=f"{n_trials} trials per case, Bonferroni over {G} cases"),
+    )
+    return TableResult(checks=checks, table=pd.DataFrame(rows))
+
+
+def gaussian_classic_failure_point(
+    *, printed: dict[float, float] | None = None, epsilons: Sequence[float] | None = None,
+) -> TableResult:
+    """D–R Thm 3.22 with its exact oracle: σ = Δ√(2 ln(1.25/δ))/ε against the exact δ(ε) (Balle–Wang).
+
+    For each δ of ``printed`` (default :data:`GAUSSIAN_FAILURE_POINTS`): ε* solves
+    ``δ_exact(ε*) = δ`` (:func:`~dpkit.evaluation.oracles.gaussian_classic_failure_epsilon`, brentq,
+    xtol 1e-12). Three exact checks:
+
+    - ``"D-R Thm 3.22 (classic, ε < 1)"`` — the theorem's range: ``max δ_exact(ε)/δ ≤ 1`` on ``epsilons``
+      (default 199 points of (0, 1): 0.005, 0.01, …, 0.995);
+    - ``"D-R Thm 3.22 (ε* as printed)"`` — ``max |ε* − printed| ≤ 0.05`` (the printed values have one decimal);
+    - ``"D-R Thm 3.22 (δ(ε*) = δ)"`` — the root is one: ``max |δ_exact(ε*)/δ − 1| ≤ 1e-9`` (the seed
+      protocol's relative tolerance on probabilities; the solver's own error is ~1e-14 here).
+
+    Table columns: ``delta, eps_star, printed, delta_ratio_at_star, max_ratio_below_1``.
+    """
+    printed = GAUSSIAN_FAILURE_POINTS if printed is None else dict(printed)
+    grid = np.arange(1, 200) / 200 if epsilons is None else np.asarray(epsilons, dtype=float)
+    rows = []
+    for d, e_pr in printed.items():
+        e_star = gaussian_classic_failure_epsilon(d)
+        rows.append(dict(delta=d, eps_star=e_star, printed=e_pr, delta_ratio_at_star=gaussian_classic_delta(e_star, d) / d,
+                         max_ratio_below_1=max(gaussian_classic_delta(float(e), d) / d for e in grid)))
+    tab = pd.DataFrame(rows)
+    checks = (
+        check("D-R Thm 3.22 (classic, ε < 1)", "σ = Δ√(2 ln(1.25/δ))/ε: exact δ(ε) ≤ δ for ε ∈ (0, 1) (max ratio on a grid)",
+              tab.max_ratio_below_1.max(), 1.0, relation="<=", note=f"δ ∈ {list(printed)}, {len(grid)} values of ε"),
+        check("D-R Thm 3.22 (ε* as printed)",
+              "the classic σ stops being (ε, δ)-DP at ε* ≈ " + " / ".join(f"{v:g}" for v in printed.values())
+              + " (δ = " + " / ".join(f"{d:g}" for d in printed) + "): max |ε* − printed|",
+              (tab.eps_star - tab.printed).abs().max(), 0.05, relation="<=",
+              note="ε* = " + ", ".join(f"{e:.4f}" for e in tab.eps_star)),
+        check("D-R Thm 3.22 (δ(ε*) = δ)", "brentq's ε* solves δ_exact(ε*) = δ: max |δ_exact(ε*)/δ − 1|",
+              (tab.delta_ratio_at_star - 1).abs().max(), 1e-9, relation="<="),
+    )
+    return TableResult(checks=checks, table=tab)

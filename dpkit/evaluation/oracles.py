@@ -10,6 +10,12 @@
 - :class:`AdaptiveComposition` — an adaptive composition Laplace → randomized response →
   exponential mechanism whose sampled outputs come with their **exact** privacy loss
   (thesis Thm 1.5/1.6, audited by :func:`dpkit.evaluation.audit.audit`).
+- :func:`laplace_max_failure_exact` — exact ``P(max_i |Lap_i| > t·b)`` (D–R Thm 3.8's failure probability).
+- :func:`report_noisy_max_probabilities` — exact output law of report noisy max (Laplace or one-sided
+  exponential noise) by quadrature (D–R Claim 3.9, Thm 3.13).
+- :func:`rr_kfold_delta` — exact δ(ε') of k-fold randomized response (discrete privacy-loss distribution).
+- :func:`gaussian_classic_delta`, :func:`gaussian_classic_failure_epsilon` — exact δ of the classic Gaussian
+  calibration (D–R Thm 3.22) and the ε* where it exceeds the target δ.
 """
 from __future__ import annotations
 
@@ -27,7 +33,8 @@ from dpkit.mechanisms.randomized_response import RandomizedResponse
 
 __all__ = [
     "clopper_pearson", "hoeffding_upper", "laplace_shift_kl", "laplace_shift_kl_numeric", "rr_kl", "laplace_loss_samples",
-    "AdaptiveComposition",
+    "AdaptiveComposition", "laplace_max_failure_exact", "report_noisy_max_probabilities", "rr_kfold_delta",
+    "gaussian_classic_delta", "gaussian_classic_failure_epsilon",
 ]
 
 
@@ -169,3 +176,138 @@ class AdaptiveComposition:
             lr = ex3.log_probabilities(U[0][b]) - ex3.log_probabilities(U[1][b])
             loss = loss + np.where(branch == b, lr[r], 0.0)
         return np.round(loss, 9)
+
+
+# ---------------------------------------------------------------------- exact oracles of D–R §3 (issue #17)
+def laplace_max_failure_exact(t: float, k: int) -> float:
+    """Exact ``P(max_i |Y_i| > t·b)`` for ``k`` i.i.d. ``Y_i ~ Lap(b)``: ``1 − (1 − e^{−t})^k`` (D–R Fact 3.7, Thm 3.8).
+
+    At ``t = ln(k/β)`` this is ``1 − (1 − β/k)^k ≤ β`` (the union bound of Thm 3.8 is nearly tight).
+    Computed as ``−expm1(k·log1p(−e^{−t}))`` (no cancellation for small failure probabilities).
+
+    >>> round(laplace_max_failure_exact(math.log(100 / 0.05), 100), 5)
+    0.04878
+    """
+    k = check_positive_int(k, name="k")
+    if not (isinstance(t, (int, float, np.floating)) and math.isfinite(t) and t >= 0):
+        raise ValueError(f"t must be a finite number ≥ 0 (the error bound in units of the Laplace scale); got {t!r}")
+    return float(-math.expm1(k * math.log1p(-math.exp(-float(t))))) if t > 0 else 1.0
+
+
+RNM_NOISES = ("laplace", "exponential")
+
+
+def report_noisy_max_probabilities(
+    utilities: np.ndarray, scale: float, noise: str = "laplace", *, epsrel: float = 1e-12,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact output law of report noisy max by 1-D quadrature (D–R Claim 3.9, Thm 3.13; seed E4/E6).
+
+    ``P(argmax = i) = ∫ f(x − u_i) Π_{j≠i} F(x − u_j) dx`` with ``f, F`` the density and CDF of the
+    noise: ``Lap(scale)`` (``noise="laplace"``) or the one-sided ``Exp`` with mean ``scale`` (rate
+    ``1/scale``, ``noise="exponential"``). Integrated piecewise by :func:`scipy.integrate.quad`
+    between the sorted utilities (the integrand's kinks), with relative tolerance ``epsrel``.
+
+    Returns
+    -------
+    p : ndarray
+        ``P(argmax = i)`` for every i (ties have probability 0: the noise is continuous).
+    err : ndarray
+        The summed absolute error estimates of ``quad`` for every ``p[i]``.
+    """
+    u = np.asarray(utilities, dtype=float)
+    if u.ndim != 1 or u.size < 2 or not np.all(np.isfinite(u)):
+        raise ValueError(f"utilities must be a finite 1-D array with ≥ 2 entries; got shape {u.shape}")
+    b = float(scale)
+    if not (math.isfinite(b) and b > 0):
+        raise ValueError(f"scale must be a finite number > 0; got {scale!r}")
+    noise = check_choice(noise, name="noise", choices=RNM_NOISES)
+
+    if noise == "laplace":
+        def pdf(z: np.ndarray) -> np.ndarray:
+            return np.exp(-np.abs(z) / b) / (2 * b)
+
+        def cdf(z: np.ndarray) -> np.ndarray:
+            return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0) / b), 1.0 - 0.5 * np.exp(-np.maximum(z, 0) / b))
+        lower = -math.inf
+    else:
+        def pdf(z: np.ndarray) -> np.ndarray:
+            return np.where(z >= 0, np.exp(-np.maximum(z, 0) / b) / b, 0.0)
+
+        def cdf(z: np.ndarray) -> np.ndarray:
+            return np.where(z > 0, -np.expm1(-np.maximum(z, 0) / b), 0.0)
+        lower = None  # the integrand of i vanishes below max_j u_j (every other noise is ≥ 0)
+
+    knots = np.unique(u)
+    p, err = np.zeros(u.size), np.zeros(u.size)
+    for i in range(u.size):
+        others = np.delete(u, i)
+
+        def integrand(x: float, i: int = i, others: np.ndarray = others) -> float:
+            return float(pdf(np.array(x - u[i])) * np.prod(cdf(x - others)))
+
+        start = lower if lower is not None else float(u.max())
+        pts = [start] + [float(x) for x in knots if x > start] + [math.inf]
+        for a, c in zip(pts[:-1], pts[1:]):
+            val, e = integrate.quad(integrand, a, c, epsabs=0.0, epsrel=epsrel, limit=200)
+            p[i] += val
+            err[i] += e
+    return p, err
+
+
+def rr_kfold_delta(eps_total: float, epsilon: float, k: int) -> float:
+    """Exact δ(ε') of k-fold ε-randomized response, from its discrete privacy-loss distribution (D–R seed E9.1).
+
+    With ``l`` the number of steps (out of k) whose output favours the other input, the loss is
+    ``(k − 2l)ε``; ``l ~ Binomial(k, q)`` under the first input and ``Binomial(k, 1 − q)`` under the
+    second (``q = 1/(1 + e^ε)``), so ``δ(ε') = Σ_l max(0, P(l) − e^{ε'} P'(l))``. Evaluated from
+    :func:`scipy.stats.binom.logpmf` (independent of the KOV code in :mod:`dpkit.core.composition`, which
+    computes the same quantity; KOV Thm 3.3 shows k-fold RR is the worst case of k ε-DP mechanisms).
+
+    >>> round(rr_kfold_delta(5.850, 0.1, 100) * 1e9, 1)  # D–R seed E9.1: δ(ε') = 2.0e-9
+    2.0
+    """
+    from scipy import stats
+    from scipy.special import logsumexp
+
+    eps = check_epsilon(epsilon)
+    k = check_positive_int(k, name="k")
+    eg = float(eps_total)
+    if not (math.isfinite(eg) and eg >= 0):
+        raise ValueError(f"eps_total must be a finite number ≥ 0; got {eps_total!r}")
+    q = 1.0 / (1.0 + math.exp(eps))
+    # every term is ≤ P(l); outside mean ± (60 sd + 60) the binomial pmf is < e^-1800 (far below float64's range)
+    sd = math.sqrt(k * q * (1.0 - q))
+    ell = np.arange(max(0, math.floor(k * q - 60 * sd - 60)), min(k, math.ceil(k * q + 60 * sd + 60)) + 1)
+    lp = stats.binom.logpmf(ell, k, q)
+    lq = stats.binom.logpmf(ell, k, 1.0 - q)
+    gap = eg + lq - lp  # log(e^{ε'} P'/P); the loss is ln(P/P') = (k − 2l)ε
+    pos = gap < 0
+    if not pos.any():
+        return 0.0
+    return float(np.exp(logsumexp(lp[pos] + np.log(-np.expm1(gap[pos])))))
+
+
+def gaussian_classic_delta(epsilon: float, delta: float) -> float:
+    """Exact δ(ε) (Balle–Wang) of the Gaussian mechanism at the classic σ = Δ√(2 ln(1.25/δ))/ε of D–R Thm 3.22.
+
+    With ``c = √(2 ln(1.25/δ))`` the ratio Δ/σ is ``ε/c``, so δ(ε) = Φ(ε/(2c) − c) − e^ε Φ(−ε/(2c) − c)
+    (independent of Δ).
+    """
+    from dpkit.mechanisms.gaussian import gaussian_exact_delta
+
+    eps = check_epsilon(epsilon)
+    dl = check_probability(delta, name="delta")
+    c = math.sqrt(2.0 * math.log(1.25 / dl))
+    return gaussian_exact_delta(c / eps, eps, 1.0)
+
+
+def gaussian_classic_failure_epsilon(delta: float, *, xtol: float = 1e-12) -> float:
+    """ε*: the ε at which the classic calibration σ = Δ√(2 ln(1.25/δ))/ε stops being (ε, δ)-DP (brentq).
+
+    The root of ``gaussian_classic_delta(ε, δ) = δ`` on [10⁻³, 200] (D–R seed, Thm 3.22 note: ε* ≈ 7.5 at
+    δ = 10⁻³, 8.4 at 10⁻⁵, 9.4 at 10⁻⁸). Below ε* the exact δ is < δ; the theorem only claims ε < 1.
+    """
+    from scipy.optimize import brentq
+
+    dl = check_probability(delta, name="delta")
+    return float(brentq(lambda e: gaussian_classic_delta(e, dl) / dl - 1.0, 1e-3, 200.0, xtol=xtol, rtol=4 * np.finfo(float).eps))
