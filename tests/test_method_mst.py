@@ -237,3 +237,32 @@ def test_registered_in_both_privacy_classes():
     assert {"mst", "mst-eps"} <= set(names("leaderboard"))
     assert get("mst").privacy == "(ε,δ)-DP" and get("mst-eps").privacy == "ε-DP"
     assert (get("mst").epsilon, get("mst").delta, get("mst-eps").delta) == (EPS, DELTA, 0.0)
+
+
+# ----------------------------------------------------------------------------- mbi attribute names
+def test_integer_attribute_names_keep_the_string_order():
+    from dpkit.methods._discrete import attr_names
+
+    names = attr_names(12)
+    assert sorted(range(12), key=names.__getitem__) == sorted(range(12), key=lambda i: f"x{i}")
+    assert names[:4] == [0, 1, 4, 5] and sorted(names) == list(range(12))
+
+
+@pytest.mark.slow
+def test_integer_names_give_the_string_names_estimate(monkeypatch):
+    # the same model bit for bit as with the former names x0, …, x10 (d = 11: "x10" sorts before "x2")
+    from dpkit.methods import _discrete
+
+    g = np.random.default_rng(1)
+    d = 11
+    pairs = [(i, i + 1) for i in range(0, d - 1, 3)] + [(10, 2)]
+    meas = [((i,), g.uniform(20, 80, 2), 3.0) for i in range(d)] + [(p, g.uniform(5, 40, 4), 3.0) for p in pairs]
+
+    def tables(model):
+        idx = {a: i for i, a in enumerate(model.domain.attributes)}
+        return {tuple(idx[a] for a in f.domain.attributes): np.asarray(f.values) for f in model.marginals.tables.values()}
+
+    new = tables(_discrete.fit_model(meas, d=d, bins=2, n=100, iters=50))
+    monkeypatch.setattr(_discrete, "attr_names", lambda d: [f"x{i}" for i in range(d)])
+    old = tables(_discrete.fit_model(meas, d=d, bins=2, n=100, iters=50))
+    assert new.keys() == old.keys() and all(np.array_equal(new[k], old[k]) for k in new)

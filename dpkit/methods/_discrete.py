@@ -22,12 +22,25 @@
   attribute from its conditional given the attributes already drawn (the same scheme), with the
   caller's ``rng`` only.
 
+* **Compilation cache.** ``mbi`` compiles (XLA) one estimator per clique structure, seconds to a minute
+  each, while running it takes milliseconds. On first use :func:`_mbi` points JAX's persistent
+  compilation cache at ``$DPKIT_CACHE_DIR/jax`` (default ``~/.cache/dpkit/jax``; ``DPKIT_JAX_CACHE=0``
+  turns it off; a cache directory the caller already configured is kept), so a structure compiled
+  once — in any process — is loaded instead of recompiled. The cache stores the compiled
+  executable, so results are bit-identical with and without it (tests/test_method_mst.py).
+* **Model queries.** :func:`model_marginals` reads marginals of a fitted model exactly: from a model
+  clique that contains the query, else by contracting the exponentiated potentials
+  (``opt_einsum``, float64) — no per-query compilation, unlike ``mbi``'s variable elimination.
+* **zCDP ledger.** :class:`ZCDPLedger` records ρ per step of a zCDP mechanism, refuses a step that
+  would exceed the total ρ and reports whether the steps add up to it.
+
 ``mbi`` (and JAX) are optional dependencies (``pip install dpkit[marginal]``), imported on first use.
 """
 from __future__ import annotations
 
 import functools
 import math
+import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -39,7 +52,8 @@ from dpkit.core.validation import check_delta, check_epsilon, check_int_in_range
 from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["cdp_delta", "cdp_rho", "grid_codes", "uniform_in_cells", "pair_counts", "project_simplex",
-           "Measurement", "fit_model", "sample_model", "synthetic_database", "attr_names"]
+           "Measurement", "fit_model", "sample_model", "synthetic_database", "attr_names", "model_marginals",
+           "ZCDPLedger", "jax_cache_dir"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
@@ -143,6 +157,34 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- mbi estimation and sampling
+def jax_cache_dir() -> str | None:
+    """The persistent compilation cache directory dpkit sets for JAX (module docstring); ``None`` if turned off."""
+    if os.environ.get("DPKIT_JAX_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    root = os.environ.get("DPKIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "dpkit")
+    return os.path.join(root, "jax")
+
+
+@functools.lru_cache(maxsize=1)
+def _configure_jax_cache() -> str | None:
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:  # the caller's own cache wins
+        return str(jax.config.jax_compilation_cache_dir)
+    path = jax_cache_dir()
+    if path is None:
+        return None
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:  # pragma: no cover - read-only home: run without the cache
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    # every program, also the small per-operation ones (about 0.1 s each to compile, a few dozen per process)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return path
+
+
 def _mbi() -> Any:
     try:
         with warnings.catch_warnings():
@@ -150,12 +192,24 @@ def _mbi() -> Any:
             import mbi
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("MST/AIM need the optional dependency mbi>=2.0: pip install 'dpkit[marginal]'") from exc
+    _configure_jax_cache()
     return mbi
 
 
-def attr_names(d: int) -> list[str]:
-    """Attribute names of the mbi domain: ``x0, …, x{d-1}``."""
-    return [f"x{i}" for i in range(d)]
+def attr_names(d: int) -> list[int]:
+    """Attribute names of the mbi domain: attribute i is named by the rank of the string ``f"x{i}"``
+    among ``x0, …, x{d-1}`` in sorted (lexicographic) order, e.g. d = 12: 0, 1, 4, 5, …, 11, 2, 3.
+
+    Integers, not strings: ``mbi`` builds its junction tree and message schedule partly by iterating
+    over sets of attribute names, and Python randomises string hashes per process
+    (``PYTHONHASHSEED``), so with the names ``x0, …`` the compiled program — though not its results —
+    changed from process to process, and the persistent compilation cache never hit across processes.
+    Integer hashes are fixed. The ranks keep every ``sorted`` order of the former names, so the
+    junction trees, elimination orders and hence the estimates are those of the names ``x0, …``
+    (bit for bit in tests/test_method_mst.py)."""
+    order = sorted(range(d), key=lambda i: f"x{i}")
+    rank = {i: r for r, i in enumerate(order)}
+    return [rank[i] for i in range(d)]
 
 
 def fit_model(measurements: Sequence[Measurement], *, d: int, bins: int, n: int, iters: int,
@@ -199,3 +253,74 @@ def sample_model(model: Any, m: int, rng: np.random.Generator) -> np.ndarray:
         out[:, index[col]] = np.minimum((cdf < rng.random((m, 1))).sum(axis=1), marg.shape[-1] - 1)
         used.add(col)
     return out
+
+
+def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+    """Exact marginals (probabilities, float64, axes in the clique's order) of a fitted ``mbi`` model.
+
+    A query inside a clique of the model is summed from that clique's marginal; any other query
+    contracts the exponentiated potentials ``exp(θ_C − max θ_C)`` of all cliques with ``opt_einsum``
+    (the sum-product the junction tree computes, without compiling a program per query) and normalises.
+    """
+    import opt_einsum
+
+    index = {a: i for i, a in enumerate(model.domain.attributes)}
+    margs = [(tuple(index[a] for a in f.domain.attributes), np.asarray(f.values, dtype=float))
+             for f in model.marginals.tables.values()]
+    pots = []
+    for f in model.potentials.tables.values():
+        v = np.asarray(f.values, dtype=float)
+        pots += [np.exp(v - v.max()), [index[a] for a in f.domain.attributes]]
+    out = []
+    for q in cliques:
+        q = tuple(int(a) for a in q)
+        home = next(((cl, v) for cl, v in margs if set(q) <= set(cl)), None)
+        if home is not None:
+            cl, v = home
+            m = v.sum(axis=tuple(k for k, a in enumerate(cl) if a not in q))
+            m = np.transpose(m, [sorted(set(q), key=cl.index).index(a) for a in q])
+        else:
+            m = opt_einsum.contract(*pots, list(q), optimize="greedy")
+        m = np.maximum(m, 0.0)
+        out.append(m / m.sum())
+    return out
+
+
+class ZCDPLedger:
+    """ρ spent per step of a zCDP mechanism (Bun & Steinke 2016, Lemma 1.7: ρ adds up under composition).
+
+    A step that would take the total beyond ``rho`` (relative tolerance 10⁻¹²) is refused with
+    :class:`~dpkit.core.exceptions.BudgetExceededError` before anything is recorded.
+
+    >>> led = ZCDPLedger(0.5)
+    >>> led.charge("one-way", 0.2, sigma=3.0)
+    0.2
+    >>> round(led.remaining, 12)
+    0.3
+    """
+
+    def __init__(self, rho: float) -> None:
+        self.rho = check_real_in_range(rho, name="rho", low=0.0, low_inclusive=False)
+        self.steps: list[dict[str, Any]] = []
+
+    @property
+    def spent(self) -> float:
+        return math.fsum(s["rho"] for s in self.steps)
+
+    @property
+    def remaining(self) -> float:
+        return max(self.rho - self.spent, 0.0)
+
+    def charge(self, name: str, rho: float, **meta: Any) -> float:
+        """Record ``rho`` for the step ``name``; refuse it if the total would exceed the budget."""
+        from dpkit.core.exceptions import BudgetExceededError
+
+        rho = check_real_in_range(rho, name="rho", low=0.0)
+        if self.spent + rho > self.rho * (1.0 + 1e-12):
+            raise BudgetExceededError(f"zCDP step {name!r} of rho={rho:.6g} would exceed the budget rho={self.rho:.6g} "
+                                      f"(spent {self.spent:.6g})")
+        self.steps.append({"name": name, "rho": float(rho), **meta})
+        return float(rho)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [dict(s) for s in self.steps]

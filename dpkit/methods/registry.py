@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
+from dpkit.methods.aim import AIM
 from dpkit.methods.candidate_lp import CandidateLP
 from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit
@@ -88,6 +89,8 @@ CATALOGUE: tuple[Entry, ...] = (
     # one estimator per selected tree, 5-80 s a release on this machine
     Entry("mst", MST(epsilon=EPS, delta=DELTA), _L),
     Entry("mst-eps", MST(epsilon=EPS, delta=0.0), _L),
+    # AIM (McKenna et al. 2022) on the same grid and mbi; zCDP only (no ε-DP variant, see dpkit.methods.aim)
+    Entry("aim", AIM(epsilon=EPS, delta=DELTA), _L),
     # relaxed projection onto noisy trigonometric moments (Aydore et al. 2021)
     Entry("rap", RelaxedProjection(epsilon=EPS, delta=DELTA), _BL),
     Entry("rap-eps", RelaxedProjection(epsilon=EPS, delta=0.0, max_noise_std=0.07), _BL),

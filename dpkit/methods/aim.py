@@ -1,0 +1,287 @@
+"""AIM (McKenna, Mullins, Sheldon & Miklau 2022, "AIM: An Adaptive and Iterative Mechanism for
+Differentially Private Synthetic Data", Alg 2) on a public grid of [-1, 1]^d, estimated with Private-PGM (``mbi``).
+
+The workload W is every two-way marginal (weight 1) of the attributes cut into ``bins`` public
+cells (:mod:`dpkit.methods._discrete`); the candidates are its downward closure W+ (the one- and
+two-way marginals), each r with the weight ``w_r = Σ_{s ∈ W} |r ∩ s|`` (paper §4, "Workload-aware
+candidates": ``w_r = 2(d − 1)`` for a pair, ``d − 1`` for an attribute).
+
+With the total ρ (ρ-zCDP, :func:`~dpkit.methods._discrete.cdp_rho` of the (ε, δ) budget, exact
+conversion of Canonne, Kamath & Steinke 2020, Prop 12), T = ``rounds`` (paper: 16d) and α = ``alpha``
+(paper: 0.9), Alg 2 runs:
+
+1. **Initialise** (Alg 2 lines 1–4): σ₀ = √(T/(αρ)), ε₀ = √(8(1 − α)ρ/T); measure every one-way
+   marginal with Gaussian noise N(0, σ₀²) and estimate p̂₀ with Private-PGM.
+2. **Rounds** t = 1, 2, … while budget is left (lines 5–17):
+
+   * if the remaining ρ is below twice the cost of a round, this round takes all of it:
+     σ_t = √(1/(α ρ_rem)), ε_t = √(8(1 − α) ρ_rem) (line 14–15, "budget exhausted");
+   * candidates C_t = {r ∈ W+ : JT-SIZE(model ∪ {r}) ≤ (ρ_used/ρ) · MAX-SIZE} (line 7, the model-size
+     constraint, MAX-SIZE = ``max_model_size`` MB of float64 junction-tree tables, paper: 80);
+   * **select** r_t with the exponential mechanism (ε_t) on the quality score (Eq. (2) of §4)
+     ``q_r = w_r (‖M_r(D) − M_r(p̂_{t−1})‖₁ − √(2/π) σ_t n_r)`` (n_r cells of r), sensitivity
+     Δ = max_{r ∈ C_t} 2 w_r;
+   * **measure** y_t = M_{r_t}(D) + N(0, σ_t² I) (line 10) and **estimate** p̂_t with Private-PGM on
+     all measurements, warm-started at p̂_{t−1} (line 11);
+   * **anneal** (line 12–13): if ‖M_{r_t}(p̂_t) − M_{r_t}(p̂_{t−1})‖₁ ≤ √(2/π) σ_t n_{r_t}, then
+     σ_{t+1} = σ_t/2 and ε_{t+1} = 2ε_t.
+3. **Sample** ``m`` rows from the last model (after ``final_iters`` more estimation steps), uniformly
+   inside their cells (weights 1/m).
+
+Neighbours and sensitivities (**replace-one**, n public, as MST): a row leaves one cell and enters
+another of every marginal, so a measurement has L2 sensitivity √2 and costs ρ = 2/(2σ²) = 1/σ²
+(Bun–Steinke Prop 1.6) — the paper's σ's (add/remove, ρ = 1/(2σ²)) are scaled by √2 so that each
+step costs the paper's share; a score moves by at most 2w_r, and the exponential mechanism with ε_t
+is ε_t²/8-zCDP (CKS 2020 Prop 6 / Cesar & Rogers 2021). Every step is charged to a
+:class:`~dpkit.methods._discrete.ZCDPLedger`, which refuses overspending; the last round takes
+exactly the remainder, so the steps add up to ρ (Bun–Steinke Lemma 1.7). The caller's (ε, δ)
+ledger gets one spend of the whole (ε, δ) before any noise is drawn (as for MST); the per-step ρ are
+in ``Release.diagnostics.steps`` and ``params["rho_steps"]``.
+
+No ε-DP variant: AIM is defined and analysed in zCDP — its budget split (α), the rule that the last
+round takes the remaining ρ and the annealing σ → σ/2, ε → 2ε all spend ρ through Gaussian noise,
+whose privacy is not pure. A Laplace version would be a different mechanism with its own analysis
+(the paper gives none), so dpkit does not ship one; ``delta`` must be positive.
+
+Cost: ``mbi`` compiles (XLA) its estimator for every new set of measured cliques, i.e. once per round
+(seconds each, more for wide data); the persistent compilation cache of
+:mod:`dpkit.methods._discrete` makes a repeated run with the same seed cheap, not a new one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.accounting import Ledger, ledger_for
+from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.validation import check_delta, check_epsilon, check_in_unit_cube, check_int_in_range, check_real_in_range
+from dpkit.mechanisms.exponential import Exponential
+from dpkit.methods._discrete import (
+    ZCDPLedger,
+    _mbi,
+    attr_names,
+    cdp_rho,
+    fit_model,
+    grid_codes,
+    model_marginals,
+    synthetic_database,
+)
+from dpkit.methods.mst import default_bins
+from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.workload import GaussianKernelWorkload
+
+__all__ = ["AIM", "AIMStats", "candidates", "jt_size_mb", "initial_scales"]
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class AIMStats:
+    """The released statistics (``Release.diagnostics``): ``oneway`` (d, bins) noisy one-way counts of the
+    initialisation; ``measured`` the later measurements (clique, noisy counts flattened, σ) in round order;
+    ``steps`` the ledger of ρ per step (name, ρ, σ or ε); ``annealed`` the rounds after which σ was halved."""
+
+    bins: int
+    rho: float
+    oneway: np.ndarray
+    measured: list[tuple[tuple[int, ...], np.ndarray, float]]
+    steps: list[dict[str, Any]]
+    annealed: list[int] = field(default_factory=list)
+
+    @property
+    def selected(self) -> list[tuple[int, ...]]:
+        return [cl for cl, _, _ in self.measured]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bins": self.bins, "rho": self.rho, "selected": [list(c) for c in self.selected],
+                "rounds": len(self.measured), "annealed": list(self.annealed)}
+
+
+def candidates(d: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """W+ of the all-pairs workload and the weights ``w_r = Σ_{s ∈ W} |r ∩ s|`` (module docstring)."""
+    work = list(combinations(range(d), 2))
+    cands = [(i,) for i in range(d)] + work
+    w = np.array([sum(len(set(r) & set(s)) for s in work) for r in cands], dtype=float)
+    return cands, w
+
+
+def jt_size_mb(cliques: list[tuple[int, ...]], d: int, bins: int) -> float:
+    """JT-SIZE of the paper (§4): megabytes of the float64 tables of the junction tree of ``cliques``."""
+    mbi = _mbi()
+    names = attr_names(d)
+    dom = mbi.Domain(names, [bins] * d)
+    jtree, _ = mbi.junction_tree.make_junction_tree(dom, [tuple(names[i] for i in cl) for cl in cliques])
+    return float(sum(bins ** len(node) for node in jtree.nodes)) * 8.0 / 2.0 ** 20
+
+
+def initial_scales(rho: float, rounds: int, alpha: float) -> tuple[float, float]:
+    """(σ₀, ε₀) of Alg 2 line 2 under replace-one: σ₀ = √(T/(αρ)) (a measurement costs 1/σ² = αρ/T),
+    ε₀ = √(8(1 − α)ρ/T) (a selection costs ε²/8 = (1 − α)ρ/T)."""
+    return math.sqrt(rounds / (alpha * rho)), math.sqrt(8.0 * (1.0 - alpha) * rho / rounds)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AIM(MethodBase):
+    """AIM synthetic data on a public grid (module docstring).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Total (ε, δ) budget, δ > 0 (accounted in zCDP, converted exactly).
+    bins : int or None
+        Public cells per attribute; ``None``: :func:`~dpkit.methods.mst.default_bins` at the noise of a
+        first-round two-way measurement, σ₀ (from n, d and the budget only).
+    rounds : int or None
+        T of Alg 2 (the initial per-round share is ρ/T); ``None``: the paper's 16d.
+    alpha : float
+        Share of a round's ρ spent on the measurement (the rest on the selection); paper: 0.9.
+    max_model_size : float
+        MAX-SIZE in megabytes of the junction tree's float64 tables; paper: 80.
+    m : int
+        Rows of the synthetic database.
+    iters, final_iters : int
+        Mirror-descent iterations of each round's (warm-started) estimate and of the last one.
+    """
+
+    label = "aim"
+
+    epsilon: float
+    delta: float = 1e-3
+    bins: int | None = None
+    rounds: int | None = None
+    alpha: float = 0.9
+    max_model_size: float = 80.0
+    m: int = 5000
+    iters: int = 1000
+    final_iters: int = 1000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
+        if self.bins is not None:
+            check_int_in_range(self.bins, name="bins", low=2, high=64)
+        if self.rounds is not None:
+            check_int_in_range(self.rounds, name="rounds", low=1)
+        check_real_in_range(self.alpha, name="alpha", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        check_real_in_range(self.max_model_size, name="max_model_size", low=0.0, low_inclusive=False)
+        check_int_in_range(self.m, name="m", low=1)
+        check_int_in_range(self.iters, name="iters", low=1)
+        check_int_in_range(self.final_iters, name="final_iters", low=1)
+
+    def budget(self, d: int) -> tuple[float, int]:
+        """(ρ, T) for d attributes."""
+        return cdp_rho(self.epsilon, self.delta), (self.rounds if self.rounds is not None else 16 * d)
+
+    def grid(self, n: int, d: int) -> int:
+        """Cells per attribute for n rows in d dimensions (public)."""
+        if self.bins is not None:
+            return self.bins
+        rho, T = self.budget(d)
+        return default_bins(n, initial_scales(rho, T, self.alpha)[0])
+
+    # ------------------------------------------------------------------ steps
+    def initialise(self, X: Any, *, rng: RNGLike = None) -> tuple[np.ndarray, float, int]:
+        """Step 1's measurement alone (for audits): the noisy one-way counts (d, bins), σ₀ and the grid."""
+        X = check_in_unit_cube(X, name="X")
+        n, d = X.shape
+        rho, T = self.budget(d)
+        bins = self.grid(n, d)
+        sigma0, _ = initial_scales(rho, T, self.alpha)
+        codes = grid_codes(X, bins)
+        ones = np.stack([np.bincount(codes[:, i], minlength=bins) for i in range(d)]).astype(float)
+        g = spawn(rng, 1)[0]
+        return ones + g.normal(0.0, sigma0, size=ones.shape), sigma0, bins
+
+    @staticmethod
+    def scores(exact: list[np.ndarray], model: list[np.ndarray], weights: np.ndarray, sigma: float,
+               n: int) -> np.ndarray:
+        """Quality scores q_r = w_r(‖M_r(D) − M_r(p̂)‖₁ − √(2/π)σ n_r) (§4 Eq. (2)); ``model`` as probabilities."""
+        return np.array([w * (np.abs(x - n * p).sum() - SQRT_2_OVER_PI * sigma * x.size)
+                         for x, p, w in zip(exact, model, weights)])
+
+    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                workload: GaussianKernelWorkload | None = None) -> Release[AIMStats]:
+        """Alg 2 (module docstring): initialise, select/measure/estimate until ρ is spent, sample ``m`` rows."""
+        tm = Timer()
+        X = check_in_unit_cube(X, name="X")
+        n, d = X.shape
+        if d < 2:
+            raise ValueError(f"AIM needs d >= 2 attributes (a workload of two-way marginals); got d={d}")
+        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        rho, T = self.budget(d)
+        alpha = self.alpha
+        bins = self.grid(n, d)
+        g_init, g_rounds, g_smp = spawn(rng, 3)
+        led.spend("aim (zCDP total)", self.epsilon, self.delta, mechanism="gaussian + exponential (zCDP, CKS20 Prop 12)",
+                  neighbouring="replace-one", bins=bins, rho=rho, rounds=T, alpha=alpha)
+        zled = ZCDPLedger(rho)
+        sigma, eps = initial_scales(rho, T, alpha)
+        with tm("measure"):
+            oneway, sigma0, _ = self.initialise(X, rng=g_init)
+            for i in range(d):
+                zled.charge(f"one-way {i}", 1.0 / sigma0 ** 2, sigma=sigma0)
+            codes = grid_codes(X, bins)
+            cands, weights = candidates(d)
+            exact = [np.bincount(codes[:, r[0]], minlength=bins).astype(float) if len(r) == 1 else
+                     np.bincount(codes[:, r[0]] * bins + codes[:, r[1]], minlength=bins * bins).astype(float)
+                     .reshape(bins, bins) for r in cands]
+        meas: list[tuple[tuple[int, ...], np.ndarray, float]] = [((i,), oneway[i], sigma0) for i in range(d)]
+        with tm("estimate"):
+            model = fit_model(meas, d=d, bins=bins, n=n, iters=self.iters)
+        measured: list[tuple[tuple[int, ...], np.ndarray, float]] = []
+        annealed: list[int] = []
+        cliques = [(i,) for i in range(d)]
+        sizes: dict[tuple[int, ...], float] = {}
+        t, last = 0, False
+        while not last:
+            t += 1
+            remaining = zled.remaining
+            if remaining < 2.0 * (1.0 / sigma ** 2 + eps ** 2 / 8.0):  # Alg 2 lines 14-15: this round takes the rest
+                sigma, eps, last = math.sqrt(1.0 / (alpha * remaining)), math.sqrt(8.0 * (1.0 - alpha) * remaining), True
+            used = zled.spent + 1.0 / sigma ** 2 + eps ** 2 / 8.0
+            with tm("select"):
+                limit = self.max_model_size * min(used / rho, 1.0)
+                ok = []
+                for k, r in enumerate(cands):
+                    if any(set(r) <= set(c) for c in cliques):
+                        ok.append(k)
+                        continue
+                    if r not in sizes:
+                        sizes[r] = jt_size_mb(cliques + [r], d, bins)
+                    if sizes[r] <= limit:
+                        ok.append(k)
+                p_hat = model_marginals(model, [cands[k] for k in ok])
+                q = self.scores([exact[k] for k in ok], p_hat, weights[ok], sigma, n)
+                mech = Exponential(epsilon=eps, sensitivity=2.0 * float(weights[ok].max()))
+                zled.charge(f"select {t}", eps ** 2 / 8.0, epsilon=eps, sensitivity=mech.sensitivity,
+                            candidates=len(ok))
+                j = int(mech.sample(q, 1, rng=g_rounds)[0])
+                r = cands[ok[j]]
+                before = p_hat[j]
+            zled.charge(f"measure {t} {list(r)}", 1.0 / sigma ** 2, sigma=sigma)
+            y = exact[ok[j]] + g_rounds.normal(0.0, sigma, size=exact[ok[j]].shape)
+            measured.append((r, y.ravel(), sigma))
+            if r not in cliques:
+                cliques.append(r)
+                sizes.clear()  # the junction tree changed
+            with tm("estimate"):
+                model = fit_model(meas + measured, d=d, bins=bins, n=n, iters=self.iters, warm_start=model)
+            after = model_marginals(model, [r])[0]
+            if n * np.abs(after - before).sum() <= SQRT_2_OVER_PI * sigma * y.size and not last:
+                sigma, eps = sigma / 2.0, eps * 2.0  # Alg 2 lines 12-13: anneal
+                annealed.append(t)
+        with tm("estimate"):
+            model = fit_model(meas + measured, d=d, bins=bins, n=n, iters=self.final_iters, warm_start=model)
+        with tm("sample"):
+            synth = synthetic_database(model, self.m, bins, g_smp)
+        st = AIMStats(bins=bins, rho=rho, oneway=oneway, measured=measured, steps=zled.to_list(), annealed=annealed)
+        params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": bins, "rho": rho,
+                  "rounds_max": T, "rounds": len(measured), "alpha": alpha, "max_model_size": self.max_model_size,
+                  "m": self.m, "iters": self.iters, "final_iters": self.final_iters, "neighbouring": "replace-one",
+                  "rho_spent": zled.spent, "rho_steps": [s["rho"] for s in zled.steps]}
+        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
+                       synthetic=synth, diagnostics=st)
