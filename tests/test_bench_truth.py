@@ -68,3 +68,22 @@ def test_table_costs_and_projection_fields():
     assert sorted(c for c in cells if c[0] != "PAM") == sorted(
         (d, s) for d in ("CRM", "CSN", "CTG", "PKS", "WDBC") for s in (2.0, 4.0, 6.0, 8.0, 10.0))
     clear_cache()
+
+
+def test_main_tables_prints_the_projection(capsys, monkeypatch, tmp_path):
+    import dpkit.batch.bench_truth as bt
+
+    X = np.clip(np.random.default_rng(3).normal(0, 0.4, (300, 3)), -1, 1)
+    monkeypatch.setattr(bt, "_load", lambda name: X)
+    monkeypatch.setattr(bt, "_notebook_overhead", lambda: 1.0)  # (a papermill start: seconds, not for the unit test)
+    monkeypatch.setattr(bt, "TABLE_PARAMS", dict(epsilon=1.0, delta=1e-3, C=200, R=6, k=2, n_iter=3, kappa=7.0))
+    out_json = tmp_path / "b.json"
+    assert main(["--datasets", "toy", "--sigmas", "4", "--queries", "20", "--skip-truth", "--tables",
+                 "--probe-reps", "2", "--out", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert "toy σ=4" in out and "projected" in out and "| cold" in out and "| warm" in out
+    import json
+
+    rep = json.loads(out_json.read_text())
+    assert set(rep) == {"table_costs", "projection"} and rep["projection"]["cold"]["core_s"] > 0
+    clear_cache()
