@@ -138,3 +138,30 @@ def test_truth_reused_from_disk_and_recomputed_after_corruption(cache):
     with pytest.warns(CacheWarning, match="foreign"):
         t4 = exact_truth(wl, X)
     assert np.array_equal(t4.answers, t1.answers)
+
+
+def test_other_method_lists_of_a_cell_reuse_the_answers_from_disk(cache, monkeypatch):
+    """A table cell and a leaderboard cell (other methods, same cell seed) see the same workloads: the second
+    process computes no exact answer (the workload is the first child of each repetition's seed)."""
+    import dpkit.queries.truth_cache as tc
+    from dpkit.experiments.protocol import cell_seed, run_cell
+    from dpkit.methods.registry import get
+
+    X = _data(500, 2, seed=4)
+    calls = []
+    real = tc.exact_answers
+    monkeypatch.setattr(tc, "exact_answers", lambda *a, **k: calls.append(1) or real(*a, **k))
+    small = dict(epsilon=1.0, C=100, R=4, k=1, n_iter=2)
+    table = [get("trig-I", **small), get("trig-II", delta=1e-3, **{k: v for k, v in small.items()})]
+    rec1 = run_cell(X, methods=table, sigma=4.0, reps=2, n_queries=20, rng=cell_seed(0, "toy", 4.0))
+    assert len(calls) == 2
+    clear_truth_cache()  # a new process
+    board = {"a": table[1], "b": table[0], "c": get("trig-I", **{**small, "R": 3})}
+    rec2 = run_cell(X, methods=board, sigma=4.0, reps=2, n_queries=20, rng=cell_seed(0, "toy", 4.0))
+    assert len(calls) == 2  # every exact answer of the second run came from the disk cache
+    assert len(rec1) == 4 and len(rec2) == 6
+    from dpkit.experiments.protocol import repetitions
+
+    w2 = [r.workload.centres for r in repetitions(X, sigma=4.0, n_streams=2, reps=2, n_queries=20, rng=cell_seed(0, "toy", 4.0))]
+    w3 = [r.workload.centres for r in repetitions(X, sigma=4.0, n_streams=3, reps=2, n_queries=20, rng=cell_seed(0, "toy", 4.0))]
+    assert all(np.array_equal(a, b) for a, b in zip(w2, w3))
