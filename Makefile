@@ -52,9 +52,9 @@ lab: $(STAMP) ## JupyterLab with working widgets (make lab PORT=8899 NO_BROWSER=
 	$(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
-bench: $(STAMP) ## full benchmarks -> results/bench.{json,md} and the truth stage -> results/bench_truth.json
+bench: $(STAMP) ## full benchmarks -> results/bench.{json,md}; truth stage + projected full-table time -> results/bench_truth.json
 	$(BIN)/python -m dpkit.batch.bench --out $(RESULTS)
-	$(BIN)/python -m dpkit.batch.bench_truth --datasets CSN CRM CTG PKS WDBC --out $(RESULTS)/bench_truth.json
+	$(BIN)/python -m dpkit.batch.bench_truth --datasets CSN CRM CTG PKS WDBC --tables --out $(RESULTS)/bench_truth.json
 
 bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.json
 	$(BIN)/python -m dpkit.batch.bench --quick --out $(RESULTS)

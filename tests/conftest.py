@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# hermetic tests: no reuse of (or writes to) the on-disk cache of embeddings and exact answers
+# (dpkit.queries.disk_cache); tests of the cache point it at a tmp folder with monkeypatch
+os.environ["DPKIT_CACHE_DIR"] = "off"
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

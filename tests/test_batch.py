@@ -123,4 +123,5 @@ def test_glob_notebooks_and_shipped_manifests(tmp_path):
     assert all(s.parameters["QUICK"] is False for s in full)
     # every parameter of every shipped manifest fits its notebook's parameters cell (expand validates)
     tables = batch.expand_manifest(batch.load_manifest(root / "manifests" / "tables.yaml"))
-    assert {s.notebook.name for s in tables} == {"20_tables.ipynb"} and len(tables) == 26
+    assert {s.notebook.name for s in tables} == {"20_tables.ipynb"} and len(tables) == 14
+    assert sum(s.parameters.get("SENSITIVITY_DATASET") == "WDBC" for s in tables) == 1  # the sweep runs once

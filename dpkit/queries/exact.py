@@ -17,7 +17,9 @@ one-time fit per (data set, σ)). Every answer carries a bound ``|q̂ − q_f(D)
   CTG, CRM, WDBC: the evaluator is faster (auto: exact).
 
 Fitted embeddings are cached per (sha256 of the data's float64 bytes and shape, σ, fit
-options), so the 30 repetitions of a table cell fit once (:func:`clear_cache`, :func:`cache_info`).
+options), in memory (:func:`clear_cache`, :func:`cache_info`) and on disk
+(:mod:`dpkit.queries.disk_cache`, shared by processes): a data set is fitted once per σ for all the
+repetitions of a table cell, the printed-constant runs, the leaderboard's methods and the widgets.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.validation import check_choice, check_finite_array, check_real_in_range
+from dpkit.queries import disk_cache
 from dpkit.queries.accurate import compound
 from dpkit.queries.evaluate import answer_data
 from dpkit.queries.lowrank import FitOptions, KernelEmbedding
@@ -118,7 +121,7 @@ def data_hash(X: Any) -> str:
 
 
 def clear_cache() -> None:
-    """Forget every cached embedding."""
+    """Forget every embedding cached in memory (the disk cache: ``disk_cache.clear("embeddings")``)."""
     with _LOCK:
         _CACHE.clear()
 
@@ -135,20 +138,19 @@ def cache_info() -> list[dict[str, Any]]:
 def embedding_for(
     X: Any, sigma: float, *, options: FitOptions | None = None, cache: bool = True, n_threads: int | None = None
 ) -> tuple[KernelEmbedding, bool]:
-    """The embedding of ``(X, sigma)``: from the cache if present (``(emb, True)``), else fitted (and cached)."""
+    """The embedding of ``(X, sigma)``: from the memory or disk cache if present (``(emb, True)``), else
+    fitted (and cached in memory and on disk, :mod:`dpkit.queries.disk_cache`)."""
     opts = options or FitOptions()
     key = _key(X, sigma, opts)
     if cache:
-        with _LOCK:
-            if key in _CACHE:
-                _CACHE.move_to_end(key)
-                return _CACHE[key], True
+        hit = _cached(key)
+        if hit is not None:
+            return hit, True
     emb = KernelEmbedding.fit(X, sigma, options=opts, n_threads=n_threads)
     if cache:
-        with _LOCK:
-            _CACHE[key] = emb
-            while len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
+        _remember(key, emb)
+        arrays, meta = emb.to_arrays()
+        disk_cache.save("embeddings", _disk_key(key), arrays, meta)
     return emb, False
 
 
@@ -156,9 +158,32 @@ def _key(X: Any, sigma: float, options: FitOptions) -> tuple:
     return (data_hash(X), float(sigma), options)
 
 
-def _cached(key: tuple) -> KernelEmbedding | None:
+def _disk_key(key: tuple) -> str:
+    h, sigma, opts = key
+    return disk_cache.entry_key("embedding", {"data": h, "sigma": float(sigma).hex(), "options": repr(opts)})
+
+
+def _remember(key: tuple, emb: KernelEmbedding) -> None:
     with _LOCK:
-        return _CACHE.get(key)
+        _CACHE[key] = emb
+        _CACHE.move_to_end(key)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+
+
+def _cached(key: tuple) -> KernelEmbedding | None:
+    """The embedding of ``key`` from memory, else from the disk cache (then kept in memory), else None."""
+    with _LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    entry = disk_cache.load("embeddings", _disk_key(key))
+    if entry is None:
+        return None
+    emb = KernelEmbedding.from_arrays(*entry)
+    emb.info["from_disk"] = True
+    _remember(key, emb)
+    return emb
 
 
 def lowrank_cost(emb: KernelEmbedding) -> float:

@@ -48,6 +48,7 @@ The observed differences to the evaluator were ≤ 6.4e-8 (the evaluator's own f
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -298,6 +299,35 @@ class KernelEmbedding:
             lambda_min_prefix=lam,
             max_prefix_residual=float(np.abs(rho_W).max(initial=0.0)),
         )
+        return emb
+
+    # ------------------------------------------------------------------ persistence
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``(arrays, meta)`` that :meth:`from_arrays` turns back into an equal embedding (bit for bit)."""
+        arrays = {"landmarks": self.landmarks, "beta": self.beta, "prefix_B": self.prefix.B}
+        meta = {
+            "sigma": float(self.sigma).hex(), "n_prefix": int(self.n_prefix), "mmd": float(self.mmd).hex(),
+            "eps_prefix": float(self.eps_prefix).hex(), "n_unique": int(self.n_unique),
+            "eta": [float(v).hex() for v in (self.prefix.eta_E, self.prefix.eta_A, self.prefix.eta_B)],
+            "info": json.loads(json.dumps(self.info, default=float)),
+        }
+        return arrays, meta
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "KernelEmbedding":
+        """The embedding stored by :meth:`to_arrays` (floats travel as hex strings: exact)."""
+        eta_E, eta_A, eta_B = (float.fromhex(v) for v in meta["eta"])
+        emb = cls(
+            sigma=float.fromhex(meta["sigma"]),
+            landmarks=np.ascontiguousarray(arrays["landmarks"], dtype=np.float64),
+            beta=np.ascontiguousarray(arrays["beta"], dtype=np.float64),
+            n_prefix=int(meta["n_prefix"]),
+            prefix=PrefixQuadratic(np.ascontiguousarray(arrays["prefix_B"], dtype=np.float64), eta_E, eta_A, eta_B),
+            mmd=float.fromhex(meta["mmd"]),
+            eps_prefix=float.fromhex(meta["eps_prefix"]),
+            n_unique=int(meta["n_unique"]),
+        )
+        emb.info.update(meta.get("info") or {})
         return emb
 
     # ------------------------------------------------------------------ evaluation
