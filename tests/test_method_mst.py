@@ -266,3 +266,22 @@ def test_integer_names_give_the_string_names_estimate(monkeypatch):
     monkeypatch.setattr(_discrete, "attr_names", lambda d: [f"x{i}" for i in range(d)])
     old = tables(_discrete.fit_model(meas, d=d, bins=2, n=100, iters=50))
     assert new.keys() == old.keys() and all(np.array_equal(new[k], old[k]) for k in new)
+
+
+@pytest.mark.parametrize("value", ["off", "0", "none", ""])
+def test_cache_dir_off_turns_the_jax_cache_off(monkeypatch, value):
+    from dpkit.methods._discrete import jax_cache_dir
+
+    monkeypatch.setenv("DPKIT_CACHE_DIR", value)
+    monkeypatch.delenv("DPKIT_JAX_CACHE", raising=False)
+    assert jax_cache_dir() is None  # never a directory named "off" in the working directory
+
+
+def test_jax_cache_under_the_dpkit_cache_root(monkeypatch, tmp_path):
+    from dpkit.methods._discrete import jax_cache_dir
+
+    monkeypatch.setenv("DPKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("DPKIT_JAX_CACHE", raising=False)
+    assert jax_cache_dir() == str(tmp_path / "jax")
+    monkeypatch.setenv("DPKIT_JAX_CACHE", "0")
+    assert jax_cache_dir() is None

@@ -24,7 +24,8 @@
 
 * **Compilation cache.** ``mbi`` compiles (XLA) one estimator per clique structure, seconds to a minute
   each, while running it takes milliseconds. On first use :func:`_mbi` points JAX's persistent
-  compilation cache at ``$DPKIT_CACHE_DIR/jax`` (default ``~/.cache/dpkit/jax``; ``DPKIT_JAX_CACHE=0``
+  compilation cache at ``$DPKIT_CACHE_DIR/jax`` (default ``~/.cache/dpkit/jax``; ``DPKIT_CACHE_DIR=off``
+  or ``DPKIT_JAX_CACHE=0``
   turns it off; a cache directory the caller already configured is kept), so a structure compiled
   once — in any process — is loaded instead of recompiled. The cache stores the compiled
   executable, so results are bit-identical with and without it (tests/test_method_mst.py).
@@ -49,6 +50,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from dpkit.core.validation import check_delta, check_epsilon, check_int_in_range, check_real_in_range
+from dpkit.queries.disk_cache import cache_dir
 from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["cdp_delta", "cdp_rho", "grid_codes", "uniform_in_cells", "pair_counts", "project_simplex",
@@ -161,8 +163,10 @@ def jax_cache_dir() -> str | None:
     """The persistent compilation cache directory dpkit sets for JAX (module docstring); ``None`` if turned off."""
     if os.environ.get("DPKIT_JAX_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
-    root = os.environ.get("DPKIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "dpkit")
-    return os.path.join(root, "jax")
+    if os.environ.get("DPKIT_CACHE_DIR") is not None:  # dpkit's cache root; "off" etc. turn both caches off
+        root = cache_dir()
+        return None if root is None else os.path.join(root, "jax")
+    return os.path.join(os.path.expanduser("~"), ".cache", "dpkit", "jax")  # programs hold no data: per user
 
 
 @functools.lru_cache(maxsize=1)
@@ -176,7 +180,9 @@ def _configure_jax_cache() -> str | None:
         return None
     try:
         os.makedirs(path, exist_ok=True)
-    except OSError:  # pragma: no cover - read-only home: run without the cache
+    except OSError as exc:  # pragma: no cover - read-only home: run without the cache, and say so
+        warnings.warn(f"JAX compilation cache not used: cannot create {path!r} ({exc}); set DPKIT_CACHE_DIR",
+                      RuntimeWarning, stacklevel=2)
         return None
     jax.config.update("jax_compilation_cache_dir", path)
     # every program, also the small per-operation ones (about 0.1 s each to compile, a few dozen per process)
