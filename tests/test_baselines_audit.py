@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from neighbour_pairs import replace_one as neighbours
 
 from dpkit.evaluation.audit import audit
 from dpkit.methods import MWEM, CandidateLP, DirectAnswering, GaussianFit, IndependentMarginals, SmallDB
@@ -18,13 +19,6 @@ from dpkit.queries.workload import GaussianKernelWorkload
 
 EPS, DELTA = 1.0, 1e-3
 N_SAMPLES = 4000
-
-
-def neighbours(a, b, n=4, d=2):
-    base = np.zeros((n, d))
-    d0, d1 = base.copy(), base.copy()
-    d0[0], d1[0] = a, b
-    return d0, d1
 
 
 WL = GaussianKernelWorkload(centres=np.array([[[0.5, 0.5]], [[-0.5, -0.5]]]), alphas=np.ones((2, 1)), sigma=1.0)

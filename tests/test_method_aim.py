@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("mbi")
 
+from neighbour_pairs import corners
+
 from dpkit.core.accounting import Ledger  # noqa: E402
 from dpkit.core.exceptions import BudgetExceededError  # noqa: E402
 from dpkit.data import load  # noqa: E402
@@ -155,12 +157,6 @@ def test_jt_size_grows_with_a_cycle():
 # ----------------------------------------------------------------------------- audits
 N_SAMPLES = 4000
 AUDIT = {"bins": 2, "rounds": 2, "alpha": 0.99}  # T = d: the initial measurement gets α·ρ, almost all of it
-
-
-def corners(n=4, d=2):
-    d0, d1 = np.zeros((n, d)), np.zeros((n, d))
-    d0[0], d1[0] = -1.0, 1.0
-    return d0, d1
 
 
 def oneway_stat(m):

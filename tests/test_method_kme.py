@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from neighbour_pairs import corners as neighbours
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import BudgetExceededError
@@ -108,12 +109,6 @@ def test_registered_in_the_leaderboard():
 # μ̂·sign(u) for Laplace noise. The ε-DP variant is audited with D = 1 frequency, where the L1 bound
 # 2√(2D)/n is attainable (|Δcos| + |Δsin| ≤ 2√2); with many frequencies it is loose by ≈ √D.
 N_SAMPLES = 2000
-
-
-def neighbours(n=4):
-    d0, d1 = np.zeros((n, 2)), np.zeros((n, 2))
-    d0[0], d1[0] = [-1.0, -1.0], [1.0, 1.0]
-    return d0, d1
 
 
 def projection(method):

@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("mbi")
 
+from neighbour_pairs import corners
+
 from dpkit.core.accounting import Ledger  # noqa: E402
 from dpkit.core.exceptions import BudgetExceededError  # noqa: E402
 from dpkit.evaluation.audit import audit  # noqa: E402
@@ -177,12 +179,6 @@ def test_default_grid_is_public():
 # ----------------------------------------------------------------------------- audits
 N_SAMPLES = 4000
 SPLIT_ONEWAY = (1.0, 0.01, 0.01)  # concentrate the budget in the audited step: a stronger test
-
-
-def corners(n=4, d=2):
-    d0, d1 = np.zeros((n, d)), np.zeros((n, d))
-    d0[0], d1[0] = -1.0, 1.0
-    return d0, d1
 
 
 def oneway_stat(m):

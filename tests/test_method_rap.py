@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from neighbour_pairs import corners as neighbours
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import BudgetExceededError
@@ -119,12 +120,6 @@ def test_vjp_is_the_gradient(stat):
 # --- audit on the worst-case neighbours: R = 3 (1, x1, x2), the changed row moves between opposite
 # corners, so both moments move by 2/n: the L1 (4/n) and L2 (2√2/n) sensitivities are attained.
 N_SAMPLES = 2000
-
-
-def neighbours(n=4):
-    d0, d1 = np.zeros((n, 2)), np.zeros((n, 2))
-    d0[0], d1[0] = [-1.0, -1.0], [1.0, 1.0]
-    return d0, d1
 
 
 def moment_stat(method):
