@@ -69,3 +69,22 @@ def test_exporter_writes_pdf_with_embedded_truetype_and_png(tmp_path):
         export_figure(fig, "a", tmp_path, paper=True)
     with pytest.raises(ValueError, match="width"):
         new_figure(width="triple")
+
+
+def test_exporter_writes_the_same_bytes_twice(tmp_path):
+    """A re-run of the same figure is byte-identical (no creation date in the PDF), so a repeated
+    ``make reproduce`` does not show every paper figure as changed; a changed figure still differs."""
+    import hashlib
+    import time
+
+    def digests(ys, folder):
+        fig, ax = new_figure()
+        ax.plot([1, 2, 3], ys, label="$q_f(D)$")
+        ax.legend()
+        paths = export_figure(fig, "fig", folder, caption="c", parameters={"SEED": 0})
+        return {p.suffix: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+    first = digests([1, 4, 9], tmp_path / "a")
+    time.sleep(1.1)  # PDF dates have a resolution of one second
+    assert digests([1, 4, 9], tmp_path / "b") == first
+    assert digests([1, 4, 8], tmp_path / "c")[".pdf"] != first[".pdf"]  # the comparison can fail

@@ -149,7 +149,8 @@ def export_figure(
             raise ValueError("notebook must name the notebook when paper=True (figures are named <notebook>__<name>)")
         targets.append((paper_figures_dir(), f"{notebook}__{name}"))
     keywords = "; ".join(f"{k}={v}" for k, v in (parameters or {}).items())
-    meta: dict[str, str] = {"Creator": "dpkit"}
+    # no CreationDate: the same run writes the same bytes (a re-run does not show up as a changed figure)
+    meta: dict[str, str | None] = {"Creator": "dpkit", "CreationDate": None}
     if caption:
         meta["Subject"] = caption
     if keywords:
@@ -160,7 +161,8 @@ def export_figure(
         for fmt in formats:
             p = folder / f"{stem}.{fmt}"
             tmp = folder / f".{stem}.tmp.{fmt}"
-            md = meta if fmt == "pdf" else ({"Software": "dpkit", **{k: v for k, v in meta.items() if k != "Creator"}}
+            md = meta if fmt == "pdf" else ({"Software": "dpkit", **{k: v for k, v in meta.items()
+                                                                     if k not in ("Creator", "CreationDate")}}
                                             if fmt == "png" else None)
             with style():
                 fig.savefig(tmp, format=fmt, metadata=md)
