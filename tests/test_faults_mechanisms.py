@@ -104,3 +104,13 @@ def test_kernel_width_whose_exponent_scale_is_not_finite_is_an_error(sigma):
         GaussianKernelWorkload(centres=wl.centres, alphas=wl.alphas, sigma=sigma)
     with pytest.raises(ValueError, match="sigma"):
         GaussianKernelWorkload.generate(3, 3, J=2, sigma=sigma, rng=0)
+
+
+def test_noise_that_overflows_to_inf_is_an_error_not_a_release():
+    """A Laplace scale that is finite (1e308) but whose draws overflow float64: no ±inf "release"."""
+    m = Laplace(epsilon=1e-308, sensitivity=1.0)
+    assert math.isfinite(m.scale)
+    led = Ledger(1.0, 0.0)
+    with pytest.raises(OverflowError, match="scale"):
+        m.release(np.zeros(64), rng=0, ledger=Ledger(math.inf, 0.0))
+    assert np.all(np.isfinite(Laplace(epsilon=1.0, sensitivity=1.0).release(np.zeros(64), rng=0, ledger=led)))
