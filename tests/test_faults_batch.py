@@ -424,3 +424,32 @@ def test_local_cluster_starts_no_dashboard():
         assert listening <= comms and cluster.dashboard_link == ""
     finally:
         cluster.close()
+
+
+def test_collect_and_checks_list_runs_the_batch_recorded_as_failed_without_a_folder(tmp_path, monkeypatch, capsys):
+    """A run that failed before it had a folder (its lock could not be taken; on a full disk, not started): batch.json
+    names it, and collect / checks list it by its folder and exit 1 instead of reporting the finished runs as all."""
+    monkeypatch.setattr(runner, "execute_notebook", _fake_execute())
+    m = _seeds_manifest(tmp_path, seeds=(0, 1))
+    lost = tmp_path / "out" / "tiny" / batch.run_key("tiny.ipynb", {"SEED": 1})
+    (lost.parent / f".{lost.name}.lock").mkdir(parents=True)  # a directory in the way of the lock file
+    assert batch.main(["run", str(m), "--scheduler", "sync"]) == 1
+    assert not lost.exists() and "cannot lock" in capsys.readouterr().out
+    out = tmp_path / "out"
+    assert batch.main(["collect", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert str(lost) in err and "batch.json" in err and "cannot lock" in err
+    assert checks_cli.main([str(out)]) == 1
+    assert str(lost) in capsys.readouterr().err
+    (lost.parent / f".{lost.name}.lock").rmdir()  # resumed: the batch finishes the lost run, nothing is left to report
+    assert batch.main(["run", str(m), "--scheduler", "sync"]) == 0
+    capsys.readouterr()
+    assert batch.main(["collect", str(out)]) == 0
+
+
+def test_collect_names_an_unreadable_batch_json(tmp_path, capsys):
+    root = tmp_path / "batch"
+    _fake_run(root, "0123456789ab", metrics=_GOOD)
+    (root / "batch.json").write_text("{")
+    assert batch.main(["collect", str(root)]) == 1
+    assert str(root / "batch.json") in capsys.readouterr().err

@@ -83,7 +83,8 @@ def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]
 
     Raises :class:`FileNotFoundError` if ``output`` is not a folder. Temporary folders (``.*``)
     are skipped; a run folder (12-hex name) without ``run.json`` is a problem, and so is a folder
-    holding no run at all.
+    holding no run at all, and every run the last batch listed in ``batch.json`` that has no
+    folder (it failed before it had one, or was not started on a full disk).
     """
     root = Path(output)
     if not root.is_dir():
@@ -100,9 +101,37 @@ def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]
         rec = _read_run(folder, problems)
         if rec is not None:
             runs.append(rec)
+    problems.extend(_lost_runs(root))
     if not runs and not problems:
         problems.append(Problem(root, "no batch runs found (expected <notebook>/<key>/run.json)"))
     return runs, problems
+
+
+def _lost_runs(root: Path) -> list[Problem]:
+    """Runs the last batch (``batch.json``) recorded that have no folder: failed before they had one, not started.
+
+    A run whose folder exists is judged by its own ``run.json`` instead (finished, failed or missing).
+    """
+    bj = root / "batch.json"
+    if not bj.is_file():
+        return []
+    info, bad = read_json(bj)
+    if bad is not None:
+        return [bad]
+    entries = info.get("runs") if isinstance(info, dict) else None
+    if not isinstance(entries, list):
+        return [Problem(bj, "batch.json has no list 'runs'")]
+    lost = []
+    for r in entries:
+        if not isinstance(r, dict) or not is_run_key(str(r.get("key", ""))):
+            lost.append(Problem(bj, f"batch.json lists a run without a valid key: {r!r}"))
+            continue
+        folder = root / Path(str(r.get("notebook", ""))).stem / str(r["key"])
+        if not folder.exists():
+            err = str(r.get("error") or "").strip().splitlines()
+            lost.append(Problem(folder, f"run listed in batch.json as {r.get('status')} has no folder"
+                                + (f": {err[-1]}" if err else "")))
+    return lost
 
 
 def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:

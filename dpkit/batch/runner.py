@@ -14,8 +14,10 @@ Commands (:mod:`dpkit.batch.cli`)
     goes on and exits non-zero with a summary.
 ``python -m dpkit.batch collect OUTPUT [--out FILE_STEM]``
     Merge every run's ``metrics.json`` into one table (CSV, and parquet when pyarrow is
-    installed), plus one table of all checks. Failed runs and unreadable files are listed by
-    path and make the exit status 1; an OUTPUT that is not a folder is an error (status 2).
+    installed), plus one table of all checks. Failed runs, unreadable files and runs the last
+    batch (``batch.json``) recorded without a folder (failed before they had one, not started on
+    a full disk) are listed by path and make the exit status 1; an OUTPUT that is not a folder is
+    an error (status 2).
 
 Guarantees
 ----------
