@@ -404,6 +404,26 @@ def test_bench_options(capsys, argv, needle):
     assert info.value.code == 2 and needle in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, needle", [
+    (["--datasets", "XYZ"], "--datasets"),
+    (["--datasets", "wdbc"], "did you mean 'WDBC'"),
+    (["--queries", "0"], "--queries"),
+    (["--repeats", "0"], "--repeats"),
+    (["--tables", "--probe-reps", "0"], "--probe-reps"),
+    (["--tables", "--workers", "0"], "--workers"),
+    (["--sigmas", "2", "-1"], "--sigmas"),
+    (["--tol", "0"], "--tol"),
+])
+def test_bench_truth_options_are_checked_before_anything_runs(capsys, monkeypatch, argv, needle):
+    from dpkit.batch import bench_truth
+
+    monkeypatch.setattr(bench_truth, "truth_stage", lambda *a, **k: pytest.fail("the truth stage ran"))
+    monkeypatch.setattr(bench_truth, "table_costs", lambda *a, **k: pytest.fail("the table stage ran"))
+    with pytest.raises(SystemExit) as info:
+        bench_truth.main(argv)
+    assert info.value.code == 2 and needle in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("opt", ["--workers", "--timeout"])
 def test_run_options_must_be_positive(tmp_path, capsys, opt):
     with pytest.raises(SystemExit) as info:
