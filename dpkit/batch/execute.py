@@ -77,6 +77,23 @@ def is_done(folder: Path) -> bool:
         return False
 
 
+def _rename_in_notebook(executed: Path, tmp: str, final: str) -> None:
+    """Name the run's final folder in the executed notebook (parameters cell, papermill metadata, printed paths).
+
+    The temporary folder's name (``.<key>.tmp-<random>``) occurs nowhere else, so a plain replacement of its
+    JSON-encoded form is exact. Best effort: a notebook that cannot be rewritten keeps the temporary name.
+    """
+    enc = (json.dumps(tmp)[1:-1], json.dumps(final)[1:-1])
+    try:
+        text = executed.read_text()
+        if enc[0] in text:
+            tmp_file = executed.with_name(f".{executed.name}.{uuid.uuid4().hex[:8]}")
+            tmp_file.write_text(text.replace(enc[0], enc[1]))
+            os.replace(tmp_file, executed)
+    except OSError:
+        pass
+
+
 # --------------------------------------------------------------------------- one notebook
 def execute_notebook(
     notebook: str | os.PathLike,
@@ -122,6 +139,8 @@ def execute_notebook(
         raise
     finally:
         recorded = {**params, "OUTPUT_DIR": str(Path(final_dir).resolve()) if final_dir else str(out)}
+        if recorded["OUTPUT_DIR"] != str(out):
+            _rename_in_notebook(executed, str(out), recorded["OUTPUT_DIR"])
         try:
             write_json(out / "run.json", {"notebook": str(nb), "parameters": recorded, "status": status, "error": error,
                                           "wall_time_s": time.perf_counter() - t0, "python": sys.executable})
