@@ -473,3 +473,22 @@ def test_collect_names_an_unreadable_batch_json(tmp_path, capsys):
     (root / "batch.json").write_text("{")
     assert batch.main(["collect", str(root)]) == 1
     assert str(root / "batch.json") in capsys.readouterr().err
+
+
+def test_checks_of_a_batch_whose_every_run_was_lost_fails(tmp_path, capsys):
+    """No run of the batch left a run.json (lock failures, not started on a full disk): checks still finds the batch
+    (by batch.json and its run folders) and lists every lost run, exit 1 — not "0 checks" and exit 0."""
+    root = tmp_path / "lost"
+    (root / "nb" / "0123456789ab").mkdir(parents=True)
+    (root / "batch.json").write_text(json.dumps({"runs": [
+        {"notebook": "nb.ipynb", "key": "0123456789ab", "status": "failed", "error": "boom"},
+        {"notebook": "nb.ipynb", "key": "ba9876543210", "status": "failed", "error": "not started: disk full"}]}))
+    assert checks_cli.main([str(root)]) == 1
+    err = capsys.readouterr().err
+    assert str(root / "nb" / "0123456789ab") in err and str(root / "nb" / "ba9876543210") in err
+
+
+def test_checks_of_a_folder_without_any_run_or_metrics_fails(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert checks_cli.main([str(tmp_path / "empty")]) == 1
+    assert "no metrics.json" in capsys.readouterr().err
