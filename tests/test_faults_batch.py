@@ -492,3 +492,13 @@ def test_checks_of_a_folder_without_any_run_or_metrics_fails(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert checks_cli.main([str(tmp_path / "empty")]) == 1
     assert "no metrics.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scheduler, needle", [("lcoal", "did you mean 'local'"), ("snyc", "did you mean 'sync'"),
+                                               ("", "--scheduler")])
+def test_misspelt_scheduler_is_an_error_before_anything_runs(tmp_path, monkeypatch, capsys, scheduler, needle):
+    monkeypatch.setattr(runner, "execute_notebook", lambda *a, **k: pytest.fail("a run started"))
+    m = _seeds_manifest(tmp_path)
+    assert batch.main(["run", str(m), "--scheduler", scheduler]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "tcp://host:8786" in err and not (tmp_path / "out").exists()

@@ -72,13 +72,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from dpkit.batch.execute import check_writable, execute_notebook, failure_message, is_done, is_enospc, write_json
 from dpkit.batch.locks import RunLock, clean_stale, stale_folders
-from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manifest_output
+from dpkit.batch.manifest import BatchError, RunSpec, expand_manifest, load_manifest, manifest_output
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
     from tqdm import tqdm
 
-__all__ = ["run_one", "record_failure", "run_manifest"]
+__all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler"]
 
 Summary = dict[str, Any]
 
@@ -198,6 +198,20 @@ def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summ
 
 
 # --------------------------------------------------------------------------- batches
+def check_scheduler(scheduler: str) -> str:
+    """``local``, ``sync`` or a Dask scheduler address (``tcp://host:8786``, ``host:8786``); else a :class:`BatchError`."""
+    import difflib
+    import re
+
+    if scheduler in ("local", "sync") or (isinstance(scheduler, str) and (
+            re.fullmatch(r"[a-z][a-z0-9+.-]*://\S+", scheduler) or re.fullmatch(r"[^\s:/]+:\d+", scheduler))):
+        return scheduler  # an address: distributed itself says if it cannot connect (exit 2, naming it)
+    close = difflib.get_close_matches(str(scheduler), ["local", "sync"], n=1)
+    raise BatchError(f"--scheduler must be 'local', 'sync' or a Dask scheduler address such as tcp://host:8786; "
+                     f"got {scheduler!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
+# --------------------------------------------------------------------------- batches
 def _local_cluster(n_workers: int) -> LocalCluster:
     """A LocalCluster of ``n_workers`` single-threaded processes and no dashboard.
 
@@ -301,6 +315,7 @@ def run_manifest(
         (default: one per core); ``"sync"``: in this process, sequentially; anything else is
         the address of an existing Dask scheduler (``tcp://host:8786``).
     """
+    check_scheduler(scheduler)
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
     out = Path(output).resolve() if output else manifest_output(m)
     specs = expand_manifest(m)
