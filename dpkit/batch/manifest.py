@@ -270,6 +270,12 @@ def load_manifest(path: str | os.PathLike) -> dict[str, Any]:
     for k in ("name", "output"):
         if k in m and not isinstance(m[k], str):
             raise ManifestError(f"{where}: {k} must be a string, got {m[k]!r}")
+    if "output" in m and not m["output"].strip():
+        raise ManifestError(f"{where}: output must be a non-empty folder path (relative to the manifest); omit it for "
+                            f"results/batch/<name>")
+    if "name" in m and (not m["name"].strip() or m["name"] in (".", "..") or any(ch in m["name"] for ch in "/\\")):
+        raise ManifestError(f"{where}: name must be a non-empty plain folder name (no '/', not '.' or '..'; it names "
+                            f"results/batch/<name>), got {m['name']!r}")
     if "defaults" in m and not isinstance(m["defaults"], (dict, type(None))):
         raise ManifestError(f"{where}: defaults must be a mapping of parameters")
     for i, r in enumerate(m["runs"]):
