@@ -351,7 +351,8 @@ def test_collect_missing_folder_is_an_error_and_creates_nothing(tmp_path, capsys
     assert "nowhere" in capsys.readouterr().err and not (tmp_path / "nowhere").exists()
 
 
-@pytest.mark.parametrize("kind", ["failed-run", "corrupt-metrics", "corrupt-run-json", "ok-without-metrics",
+@pytest.mark.parametrize("kind", ["failed-run", "corrupt-metrics", "corrupt-run-json", "run-json-bad-parameters",
+                                  "ok-without-metrics",
                                   "key-without-run-json"])
 def test_collect_and_checks_list_problems_by_path(tmp_path, capsys, kind):
     root = tmp_path / "batch"
@@ -359,6 +360,8 @@ def test_collect_and_checks_list_problems_by_path(tmp_path, capsys, kind):
     bad = {"failed-run": lambda: _fake_run(root, "ba9876543210", status="failed"),
            "corrupt-metrics": lambda: _fake_run(root, "ba9876543210", metrics="{oops") / "metrics.json",
            "corrupt-run-json": lambda: _fake_run(root, "ba9876543210", run_json="{") / "run.json",
+           "run-json-bad-parameters": lambda: _fake_run(root, "ba9876543210", run_json='{"status": "ok", "parameters": [1]}',
+                                                        metrics=_GOOD) / "run.json",
            "ok-without-metrics": lambda: _fake_run(root, "ba9876543210"),
            "key-without-run-json": lambda: (root / "nb" / "ba9876543210").mkdir() or root / "nb" / "ba9876543210"}[kind]()
     assert batch.main(["collect", str(root)]) == 1
@@ -505,3 +508,26 @@ def test_misspelt_scheduler_is_an_error_before_anything_runs(tmp_path, monkeypat
     assert batch.main(["run", str(m), "--scheduler", scheduler]) == 2
     err = capsys.readouterr().err
     assert needle in err and "tcp://host:8786" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("metrics, needle", [
+    ('{"checks": {"a": 1}}', "'checks' must be a list of objects"),
+    ('{"checks": [1, 2]}', "'checks' must be a list of objects"),
+    ('{"checks": [], "table": {"x": 1}}', "'table' must be a list of objects"),
+    ('[1, 2]', "not a JSON object"),
+])
+@pytest.mark.parametrize("layout", ["batch", "plain"])
+def test_metrics_json_of_the_wrong_shape_is_named_not_a_traceback(tmp_path, capsys, metrics, needle, layout):
+    root = tmp_path / "res"
+    if layout == "batch":
+        bad = _fake_run(root, "0123456789ab", metrics=metrics) / "metrics.json"
+        assert batch.main(["collect", str(root)]) == 1
+        err = capsys.readouterr().err
+        assert str(bad) in err and needle in err
+    else:
+        (root / "50_x").mkdir(parents=True)
+        bad = root / "50_x" / "metrics.json"
+        bad.write_text(metrics)
+    assert checks_cli.main([str(root)]) == 1
+    err = capsys.readouterr().err
+    assert str(bad) in err and needle in err

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, scan_runs
+from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, read_metrics_json, scan_runs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,9 +44,9 @@ def _plain_checks(root: Path, skip: set[Path], problems: list[Problem]) -> list[
                 problems.append(Problem(folder, failure_reason(info)))
         if not (folder / "metrics.json").is_file():
             continue
-        metrics, bad = read_json(folder / "metrics.json")
-        if bad is not None or not isinstance(metrics, dict):
-            problems.append(bad or Problem(folder / "metrics.json", "metrics.json is not a JSON object"))
+        metrics, bad = read_metrics_json(folder / "metrics.json")
+        if bad is not None:
+            problems.append(bad)
             continue
         rows.extend({"notebook": folder.name, **c} for c in metrics.get("checks", []) or [])
     return rows

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Problem", "RunRecord", "read_json", "is_run_key", "scan_runs", "collect"]
+__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,25 @@ def read_json(path: Path) -> tuple[Any, Problem | None]:
         return None, Problem(path, f"unreadable {path.name}: {type(exc).__name__}: {exc}")
 
 
+def read_metrics_json(path: Path) -> tuple[dict[str, Any], Problem | None]:
+    """``(metrics, None)``, or ``({}, Problem)`` naming the file when it is unreadable or not of the metrics shape.
+
+    The shape :mod:`dpkit.outputs.report` writes: a JSON object whose ``checks`` and ``table`` (when present) are
+    lists of objects.
+    """
+    metrics, bad = read_json(path)
+    if bad is not None:
+        return {}, bad
+    if not isinstance(metrics, dict):
+        return {}, Problem(path, "metrics.json is not a JSON object")
+    for key in ("checks", "table"):
+        value = metrics.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(r, dict) for r in value)):
+            return {}, Problem(path, f"metrics.json: {key!r} must be a list of objects, got {type(value).__name__}"
+                               + (" holding non-objects" if isinstance(value, list) else ""))
+    return metrics, None
+
+
 def is_run_key(name: str) -> bool:
     """A batch run folder's name: 12 lower-case hex digits (:func:`dpkit.batch.run_key`)."""
     return len(name) == 12 and all(ch in "0123456789abcdef" for ch in name)
@@ -64,15 +83,17 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
     if bad is not None or not isinstance(info, dict):
         problems.append(bad or Problem(folder / "run.json", "run.json is not a JSON object"))
         return None
+    if not isinstance(info.get("parameters") or {}, dict):
+        problems.append(Problem(folder / "run.json", "run.json: 'parameters' must be an object"))
+        return None
     if info.get("status") != "ok":
         problems.append(Problem(folder, failure_reason(info)))
     mj = folder / "metrics.json"
     metrics: Any = {}
     if mj.is_file():
-        metrics, bad = read_json(mj)
-        if bad is not None or not isinstance(metrics, dict):
-            problems.append(bad or Problem(mj, "metrics.json is not a JSON object"))
-            metrics = {}
+        metrics, bad = read_metrics_json(mj)
+        if bad is not None:
+            problems.append(bad)
     elif info.get("status") == "ok":
         problems.append(Problem(folder, "finished run wrote no metrics.json"))
     return RunRecord(folder, info, metrics)
