@@ -298,6 +298,11 @@ def test_failure_messages_are_useful():
                                "Here is a preview of the cell contents:\n-------------------\nslow_call()\n-------------------\n")
     msg = batch.failure_message(timeout, 5)
     assert "timeout (5 s" in msg and "slow_call()" in msg and "-----" not in msg
+    # nbclient previews a cell whose source is a list of lines as that list's repr: the first line is named instead
+    listed = CellTimeoutError("A cell timed out while it was being executed, after 5 seconds.\nHere is a preview of the "
+                              "cell contents:\n-------------------\n['', 'import os', 'slow_call()']\n...\n"
+                              "-------------------\n")
+    assert batch.failure_message(listed, 5).endswith("the cell begins: 'import os'")
     assert "kernel died" in batch.failure_message(DeadKernelError("Kernel died"))
     assert "disk full" in batch.failure_message(OSError(errno.ENOSPC, "No space left on device", "/x/y"))
     assert batch.failure_message(ValueError("boom\n")) == "ValueError: boom"
