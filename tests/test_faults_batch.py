@@ -536,3 +536,19 @@ def test_metrics_json_of_the_wrong_shape_is_named_not_a_traceback(tmp_path, caps
     assert checks_cli.main([str(root)]) == 1
     err = capsys.readouterr().err
     assert str(bad) in err and needle in err
+
+
+def test_a_failing_run_that_left_a_corrupt_run_json_is_still_recorded(tmp_path, monkeypatch):
+    """run_one never raises: a notebook that fails after leaving an unparsable run.json in its folder is recorded
+    as failed with its own error (the corrupt record is replaced)."""
+
+    def fake(notebook, output_dir, *, parameters=None, timeout=None, final_dir=None, **kw):
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / "run.json").write_text('{"status": "ok"')
+        raise RuntimeError("the notebook failed after writing a corrupt run.json")
+
+    monkeypatch.setattr(runner, "execute_notebook", fake)
+    [r] = batch.run_manifest(_seeds_manifest(tmp_path, seeds=(0,)), scheduler="sync")
+    assert r["status"] == "failed" and "corrupt run.json" in r["error"]
+    info = json.loads((Path(r["folder"]) / "run.json").read_text())
+    assert info["status"] == "failed" and info["parameters"]["SEED"] == 0

@@ -112,8 +112,13 @@ def _finish(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | 
         if status != "ok":
             (tmp / "error.txt").write_text(tb or error or "")
             rj = tmp / "run.json"
-            info = json.loads(rj.read_text()) if rj.is_file() else {
-                "notebook": str(spec.notebook), "parameters": {**spec.parameters, "OUTPUT_DIR": str(final)}}
+            info = {"notebook": str(spec.notebook), "parameters": {**spec.parameters, "OUTPUT_DIR": str(final)}}
+            try:  # the record execute_notebook wrote (an unparsable one is replaced)
+                found = json.loads(rj.read_text()) if rj.is_file() else None
+            except (ValueError, UnicodeDecodeError):
+                found = None
+            if isinstance(found, dict):
+                info = found
             info.update(status="failed", error=error, traceback=(tb or "")[-4000:], key=spec.key)
             write_json(rj, info)
         (tmp / "log.txt").write_text(
