@@ -7,6 +7,7 @@ failing cell, a cell timeout, a dead kernel, a dead Dask worker or a full disk i
 """
 from __future__ import annotations
 
+import ast
 import errno
 import json
 import os
@@ -45,6 +46,11 @@ def failure_message(exc: BaseException, timeout: float | None = None) -> str:
         lines = str(exc).splitlines()
         dashes = [i for i, ln in enumerate(lines) if ln and set(ln) == {"-"}]
         first = lines[dashes[0] + 1].strip() if dashes and dashes[0] + 1 < len(lines) else "?"
+        if first.startswith("["):  # a source stored as a list of lines is previewed as that list's repr
+            try:
+                first = next((ln.strip() for ln in ast.literal_eval(first) if ln.strip()), first)
+            except (ValueError, SyntaxError, TypeError, AttributeError):
+                pass
         limit = f"{timeout:g} s" if timeout else "the limit"
         return f"a cell ran longer than the per-cell timeout ({limit}; --timeout); the cell begins: {first!r}"
     if name == "DeadKernelError":
