@@ -552,3 +552,16 @@ def test_a_failing_run_that_left_a_corrupt_run_json_is_still_recorded(tmp_path, 
     assert r["status"] == "failed" and "corrupt run.json" in r["error"]
     info = json.loads((Path(r["folder"]) / "run.json").read_text())
     assert info["status"] == "failed" and info["parameters"]["SEED"] == 0
+
+
+def test_two_notebooks_with_one_name_in_one_batch_is_an_error(tmp_path):
+    """Runs live in <output>/<notebook stem>/<key>, the key hashing the file name: two notebooks named alike in
+    different folders would share run folders (the second 'finished' by the first). An error naming both."""
+    make_notebook(tmp_path)
+    (tmp_path / "other").mkdir()
+    make_notebook(tmp_path / "other")
+    m = make_manifest(tmp_path, [{"notebook": "tiny.ipynb"}, {"notebook": "other/tiny.ipynb"}])
+    with pytest.raises(ManifestError, match="tiny") as info:
+        batch.run_manifest(m, scheduler="sync")
+    assert str(tmp_path / "tiny.ipynb") in str(info.value) and str(tmp_path / "other" / "tiny.ipynb") in str(info.value)
+    assert not (tmp_path / "out").exists()
