@@ -69,6 +69,9 @@ def test_sync_resume_failure_and_collect(tmp_path):
     # run.json names the run's final folder, not the temporary one it executed in
     for r in res:
         assert json.loads((Path(r["folder"]) / "run.json").read_text())["parameters"]["OUTPUT_DIR"] == r["folder"]
+        # and so does the executed notebook (its injected parameters cell and papermill's metadata)
+        [executed] = [p.read_text() for p in Path(r["folder"]).glob("*.ipynb")]
+        assert ".tmp-" not in executed and json.dumps(r["folder"]) in executed
     # no temporary folders are left behind
     assert not list(out.glob("*/.*tmp*"))
     # second run: the finished runs are skipped, the failed ones are tried again

@@ -30,6 +30,7 @@ def test_main_prints_a_table(capsys, monkeypatch):
 
     X = np.random.default_rng(1).uniform(-1, 1, (300, 2))
     monkeypatch.setattr(bt, "_load", lambda name: X)
+    monkeypatch.setattr("dpkit.data.list_datasets", lambda: ["toy"])  # --datasets is checked against the registry
     assert main(["--datasets", "toy", "--sigmas", "4", "--queries", "10"]) == 0
     out = capsys.readouterr().out
     assert "| toy | 300 | 2 | 4 |" in out
@@ -75,6 +76,7 @@ def test_main_tables_prints_the_projection(capsys, monkeypatch, tmp_path):
 
     X = np.clip(np.random.default_rng(3).normal(0, 0.4, (300, 3)), -1, 1)
     monkeypatch.setattr(bt, "_load", lambda name: X)
+    monkeypatch.setattr("dpkit.data.list_datasets", lambda: ["toy"])  # --datasets is checked against the registry
     monkeypatch.setattr(bt, "_notebook_overhead", lambda: 1.0)  # (a papermill start: seconds, not for the unit test)
     monkeypatch.setattr(bt, "TABLE_PARAMS", dict(epsilon=1.0, delta=1e-3, C=200, R=6, k=2, n_iter=3, kappa=7.0))
     out_json = tmp_path / "b.json"

@@ -44,6 +44,9 @@ MANIFEST_FAULTS = [
     ("param-and-grid", "runs: [{notebook: tiny.ipynb, parameters: {SEED: 1}, grid: {SEED: [1, 2]}}]", ManifestError,
      ["runs[0]", "SEED", "both"]),
     ("output-not-a-string", "output: [a, b]\n" + RUN, ManifestError, ["output must be a string"]),
+    ("output-empty", 'output: ""\n' + RUN, ManifestError, ["m.yaml", "output must be a non-empty"]),
+    ("name-empty", 'name: ""\n' + RUN, ManifestError, ["m.yaml", "name must be a non-empty", "''"]),
+    ("name-a-path", "name: ../../etc\n" + RUN, ManifestError, ["m.yaml", "name must be", "'../../etc'"]),
     ("exclude-not-a-list", "runs: [{notebook: '*.ipynb', exclude: x.ipynb}]", ManifestError, ["runs[0].exclude"]),
     ("notebook-missing", "runs: [{notebook: nope.ipynb}]", FileNotFoundError, ["nope.ipynb"]),
     ("glob-matches-nothing", "runs: [{notebook: 'zz_*.ipynb'}]", FileNotFoundError, ["zz_*.ipynb"]),
@@ -295,6 +298,11 @@ def test_failure_messages_are_useful():
                                "Here is a preview of the cell contents:\n-------------------\nslow_call()\n-------------------\n")
     msg = batch.failure_message(timeout, 5)
     assert "timeout (5 s" in msg and "slow_call()" in msg and "-----" not in msg
+    # nbclient previews a cell whose source is a list of lines as that list's repr: the first line is named instead
+    listed = CellTimeoutError("A cell timed out while it was being executed, after 5 seconds.\nHere is a preview of the "
+                              "cell contents:\n-------------------\n['', 'import os', 'slow_call()']\n...\n"
+                              "-------------------\n")
+    assert batch.failure_message(listed, 5).endswith("the cell begins: 'import os'")
     assert "kernel died" in batch.failure_message(DeadKernelError("Kernel died"))
     assert "disk full" in batch.failure_message(OSError(errno.ENOSPC, "No space left on device", "/x/y"))
     assert batch.failure_message(ValueError("boom\n")) == "ValueError: boom"
@@ -348,7 +356,8 @@ def test_collect_missing_folder_is_an_error_and_creates_nothing(tmp_path, capsys
     assert "nowhere" in capsys.readouterr().err and not (tmp_path / "nowhere").exists()
 
 
-@pytest.mark.parametrize("kind", ["failed-run", "corrupt-metrics", "corrupt-run-json", "ok-without-metrics",
+@pytest.mark.parametrize("kind", ["failed-run", "corrupt-metrics", "corrupt-run-json", "run-json-bad-parameters",
+                                  "ok-without-metrics",
                                   "key-without-run-json"])
 def test_collect_and_checks_list_problems_by_path(tmp_path, capsys, kind):
     root = tmp_path / "batch"
@@ -356,6 +365,8 @@ def test_collect_and_checks_list_problems_by_path(tmp_path, capsys, kind):
     bad = {"failed-run": lambda: _fake_run(root, "ba9876543210", status="failed"),
            "corrupt-metrics": lambda: _fake_run(root, "ba9876543210", metrics="{oops") / "metrics.json",
            "corrupt-run-json": lambda: _fake_run(root, "ba9876543210", run_json="{") / "run.json",
+           "run-json-bad-parameters": lambda: _fake_run(root, "ba9876543210", run_json='{"status": "ok", "parameters": [1]}',
+                                                        metrics=_GOOD) / "run.json",
            "ok-without-metrics": lambda: _fake_run(root, "ba9876543210"),
            "key-without-run-json": lambda: (root / "nb" / "ba9876543210").mkdir() or root / "nb" / "ba9876543210"}[kind]()
     assert batch.main(["collect", str(root)]) == 1
@@ -404,6 +415,26 @@ def test_bench_options(capsys, argv, needle):
     assert info.value.code == 2 and needle in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, needle", [
+    (["--datasets", "XYZ"], "--datasets"),
+    (["--datasets", "wdbc"], "did you mean 'WDBC'"),
+    (["--queries", "0"], "--queries"),
+    (["--repeats", "0"], "--repeats"),
+    (["--tables", "--probe-reps", "0"], "--probe-reps"),
+    (["--tables", "--workers", "0"], "--workers"),
+    (["--sigmas", "2", "-1"], "--sigmas"),
+    (["--tol", "0"], "--tol"),
+])
+def test_bench_truth_options_are_checked_before_anything_runs(capsys, monkeypatch, argv, needle):
+    from dpkit.batch import bench_truth
+
+    monkeypatch.setattr(bench_truth, "truth_stage", lambda *a, **k: pytest.fail("the truth stage ran"))
+    monkeypatch.setattr(bench_truth, "table_costs", lambda *a, **k: pytest.fail("the table stage ran"))
+    with pytest.raises(SystemExit) as info:
+        bench_truth.main(argv)
+    assert info.value.code == 2 and needle in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("opt", ["--workers", "--timeout"])
 def test_run_options_must_be_positive(tmp_path, capsys, opt):
     with pytest.raises(SystemExit) as info:
@@ -424,3 +455,113 @@ def test_local_cluster_starts_no_dashboard():
         assert listening <= comms and cluster.dashboard_link == ""
     finally:
         cluster.close()
+
+
+def test_collect_and_checks_list_runs_the_batch_recorded_as_failed_without_a_folder(tmp_path, monkeypatch, capsys):
+    """A run that failed before it had a folder (its lock could not be taken; on a full disk, not started): batch.json
+    names it, and collect / checks list it by its folder and exit 1 instead of reporting the finished runs as all."""
+    monkeypatch.setattr(runner, "execute_notebook", _fake_execute())
+    m = _seeds_manifest(tmp_path, seeds=(0, 1))
+    lost = tmp_path / "out" / "tiny" / batch.run_key("tiny.ipynb", {"SEED": 1})
+    (lost.parent / f".{lost.name}.lock").mkdir(parents=True)  # a directory in the way of the lock file
+    assert batch.main(["run", str(m), "--scheduler", "sync"]) == 1
+    assert not lost.exists() and "cannot lock" in capsys.readouterr().out
+    out = tmp_path / "out"
+    assert batch.main(["collect", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert str(lost) in err and "batch.json" in err and "cannot lock" in err
+    assert checks_cli.main([str(out)]) == 1
+    assert str(lost) in capsys.readouterr().err
+    (lost.parent / f".{lost.name}.lock").rmdir()  # resumed: the batch finishes the lost run, nothing is left to report
+    assert batch.main(["run", str(m), "--scheduler", "sync"]) == 0
+    capsys.readouterr()
+    assert batch.main(["collect", str(out)]) == 0
+
+
+def test_collect_names_an_unreadable_batch_json(tmp_path, capsys):
+    root = tmp_path / "batch"
+    _fake_run(root, "0123456789ab", metrics=_GOOD)
+    (root / "batch.json").write_text("{")
+    assert batch.main(["collect", str(root)]) == 1
+    assert str(root / "batch.json") in capsys.readouterr().err
+
+
+def test_checks_of_a_batch_whose_every_run_was_lost_fails(tmp_path, capsys):
+    """No run of the batch left a run.json (lock failures, not started on a full disk): checks still finds the batch
+    (by batch.json and its run folders) and lists every lost run, exit 1 — not "0 checks" and exit 0."""
+    root = tmp_path / "lost"
+    (root / "nb" / "0123456789ab").mkdir(parents=True)
+    (root / "batch.json").write_text(json.dumps({"runs": [
+        {"notebook": "nb.ipynb", "key": "0123456789ab", "status": "failed", "error": "boom"},
+        {"notebook": "nb.ipynb", "key": "ba9876543210", "status": "failed", "error": "not started: disk full"}]}))
+    assert checks_cli.main([str(root)]) == 1
+    err = capsys.readouterr().err
+    assert str(root / "nb" / "0123456789ab") in err and str(root / "nb" / "ba9876543210") in err
+
+
+def test_checks_of_a_folder_without_any_run_or_metrics_fails(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert checks_cli.main([str(tmp_path / "empty")]) == 1
+    assert "no metrics.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scheduler, needle", [("lcoal", "did you mean 'local'"), ("snyc", "did you mean 'sync'"),
+                                               ("", "--scheduler")])
+def test_misspelt_scheduler_is_an_error_before_anything_runs(tmp_path, monkeypatch, capsys, scheduler, needle):
+    monkeypatch.setattr(runner, "execute_notebook", lambda *a, **k: pytest.fail("a run started"))
+    m = _seeds_manifest(tmp_path)
+    assert batch.main(["run", str(m), "--scheduler", scheduler]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "tcp://host:8786" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("metrics, needle", [
+    ('{"checks": {"a": 1}}', "'checks' must be a list of objects"),
+    ('{"checks": [1, 2]}', "'checks' must be a list of objects"),
+    ('{"checks": [], "table": {"x": 1}}', "'table' must be a list of objects"),
+    ('[1, 2]', "not a JSON object"),
+])
+@pytest.mark.parametrize("layout", ["batch", "plain"])
+def test_metrics_json_of_the_wrong_shape_is_named_not_a_traceback(tmp_path, capsys, metrics, needle, layout):
+    root = tmp_path / "res"
+    if layout == "batch":
+        bad = _fake_run(root, "0123456789ab", metrics=metrics) / "metrics.json"
+        assert batch.main(["collect", str(root)]) == 1
+        err = capsys.readouterr().err
+        assert str(bad) in err and needle in err
+    else:
+        (root / "50_x").mkdir(parents=True)
+        bad = root / "50_x" / "metrics.json"
+        bad.write_text(metrics)
+    assert checks_cli.main([str(root)]) == 1
+    err = capsys.readouterr().err
+    assert str(bad) in err and needle in err
+
+
+def test_a_failing_run_that_left_a_corrupt_run_json_is_still_recorded(tmp_path, monkeypatch):
+    """run_one never raises: a notebook that fails after leaving an unparsable run.json in its folder is recorded
+    as failed with its own error (the corrupt record is replaced)."""
+
+    def fake(notebook, output_dir, *, parameters=None, timeout=None, final_dir=None, **kw):
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / "run.json").write_text('{"status": "ok"')
+        raise RuntimeError("the notebook failed after writing a corrupt run.json")
+
+    monkeypatch.setattr(runner, "execute_notebook", fake)
+    [r] = batch.run_manifest(_seeds_manifest(tmp_path, seeds=(0,)), scheduler="sync")
+    assert r["status"] == "failed" and "corrupt run.json" in r["error"]
+    info = json.loads((Path(r["folder"]) / "run.json").read_text())
+    assert info["status"] == "failed" and info["parameters"]["SEED"] == 0
+
+
+def test_two_notebooks_with_one_name_in_one_batch_is_an_error(tmp_path):
+    """Runs live in <output>/<notebook stem>/<key>, the key hashing the file name: two notebooks named alike in
+    different folders would share run folders (the second 'finished' by the first). An error naming both."""
+    make_notebook(tmp_path)
+    (tmp_path / "other").mkdir()
+    make_notebook(tmp_path / "other")
+    m = make_manifest(tmp_path, [{"notebook": "tiny.ipynb"}, {"notebook": "other/tiny.ipynb"}])
+    with pytest.raises(ManifestError, match="tiny") as info:
+        batch.run_manifest(m, scheduler="sync")
+    assert str(tmp_path / "tiny.ipynb") in str(info.value) and str(tmp_path / "other" / "tiny.ipynb") in str(info.value)
+    assert not (tmp_path / "out").exists()

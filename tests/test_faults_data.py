@@ -227,6 +227,16 @@ def _(env):
     load("mock", bounds={f"x{j}": (-1, 1) for j in range(4)})
 
 
+@case("bounds-dict-misspelt-column", ValueError, "bounds dict lacks column(s) ['x4']", "'x_4'", "(did you mean 'x4'?)")
+def _(env):
+    load("mock", bounds={**{f"x{j}": (-1, 1) for j in range(4)}, "x_4": (-1, 1)})
+
+
+@case("bounds-dict-extra-column-warns", UserWarning, "bounds for column(s) ['x7']", "not in mock's kept columns", "ignored")
+def _(env):
+    load("mock", bounds={f"x{j}": (-1, 1) for j in (0, 1, 2, 3, 4, 7)})
+
+
 @case("bounds-dict-bad-pair", ValueError, "bounds dict values must be (lower, upper) pairs")
 def _(env):
     load("mock", bounds={f"x{j}": "wide" for j in range(5)})

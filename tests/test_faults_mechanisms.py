@@ -73,3 +73,44 @@ def test_kernel_centres_far_outside_the_cube():
     with pytest.warns(RuntimeWarning, match="underflow"):
         GaussianKernelWorkload(centres=wl.centres * 0 + 200.0, alphas=wl.alphas, sigma=2.0)
     GaussianKernelWorkload(centres=wl.centres * 3.0, alphas=wl.alphas, sigma=2.0)  # adversarial but meaningful: no warning
+
+
+@pytest.mark.parametrize("factor, bounded", [(1e5, True), (1e10, False), (1e150, False)])
+def test_answers_with_centres_far_outside_the_cube_are_zero_not_overflow(factor, bounded):
+    """Centres far outside the cube: the workload warns, and the answers are the exact zeros (kernel underflow), not
+    ``OverflowError`` from ``math.exp`` of the a-priori error bound. At 1e5 the float64 bound is still finite (the
+    float32 one is not, so float64 is chosen); beyond, the bound is ``inf`` and evaluation says so."""
+    from dpkit.queries.evaluate import answer_data, answer_reference
+
+    wl = GaussianKernelWorkload.generate(3, 3, J=2, sigma=2.0, rng=0)
+    with pytest.warns(RuntimeWarning, match="underflow"):
+        far = GaussianKernelWorkload(centres=wl.centres * factor, alphas=wl.alphas, sigma=2.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ans, info = answer_data(far, X, return_info=True)
+    said = [str(w.message) for w in caught if "error bound" in str(w.message)]
+    if bounded:
+        assert info["dtype"] == "float64" and math.isfinite(info["error_bound"]) and not said
+    else:
+        assert info["error_bound"] == math.inf and said and "outside the cube" in said[0]
+    np.testing.assert_array_equal(ans, answer_reference(far, X))
+    np.testing.assert_array_equal(ans, np.zeros(3))
+
+
+@pytest.mark.parametrize("sigma", [1e-200, 1e200])
+def test_kernel_width_whose_exponent_scale_is_not_finite_is_an_error(sigma):
+    wl = GaussianKernelWorkload.generate(3, 3, J=2, sigma=2.0, rng=0)
+    with pytest.raises(ValueError, match="sigma"):
+        GaussianKernelWorkload(centres=wl.centres, alphas=wl.alphas, sigma=sigma)
+    with pytest.raises(ValueError, match="sigma"):
+        GaussianKernelWorkload.generate(3, 3, J=2, sigma=sigma, rng=0)
+
+
+def test_noise_that_overflows_to_inf_is_an_error_not_a_release():
+    """A Laplace scale that is finite (1e308) but whose draws overflow float64: no ±inf "release"."""
+    m = Laplace(epsilon=1e-308, sensitivity=1.0)
+    assert math.isfinite(m.scale)
+    led = Ledger(1.0, 0.0)
+    with pytest.raises(OverflowError, match="scale"):
+        m.release(np.zeros(64), rng=0, ledger=Ledger(math.inf, 0.0))
+    assert np.all(np.isfinite(Laplace(epsilon=1.0, sensitivity=1.0).release(np.zeros(64), rng=0, ledger=led)))

@@ -84,3 +84,29 @@ def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):
     assert main(["leaderboard", str(tmp_path)]) == 1  # the temporary folder is ignored, the failed run is named
     err = capsys.readouterr().err
     assert "bbb" in err and ".ccc" not in err
+
+
+@pytest.mark.parametrize("bad_file, text", [("run.json", '{"status": "ok"'), ("metrics.json", "{oops")])
+def test_assemble_names_an_unreadable_file_and_assembles_the_rest(tmp_path, capsys, bad_file, text):
+    """A corrupt run.json or metrics.json is named (path and parse error) and its run counted as failed (exit 1);
+    the other runs are still assembled — not a JSONDecodeError traceback that names no file."""
+    from dpkit.outputs.assemble import main
+
+    for key in ("aaa", "bbb"):
+        d = tmp_path / "45_leaderboard" / key
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+        rows = [_row("m1", "ε-DP", 0.03), _row("m2", "(ε,δ)-DP", 0.02)] if key == "aaa" else [_row("m3", "ε-DP", 0.01)]
+        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    (tmp_path / "45_leaderboard" / "bbb" / bad_file).write_text(text)
+    assert main(["leaderboard", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert str(tmp_path / "45_leaderboard" / "bbb" / bad_file) in err and "JSONDecodeError" in err
+    assert (tmp_path / "assembled" / "leaderboard.csv").is_file()
+
+
+def test_assemble_of_a_folder_without_runs_is_an_error_naming_it(tmp_path, capsys):
+    from dpkit.outputs.assemble import main
+
+    assert main(["tables", str(tmp_path / "nowhere")]) == 2
+    assert str(tmp_path / "nowhere") in capsys.readouterr().err

@@ -221,6 +221,20 @@ def _meta(t_start: float, load_before: Any, load_after: Any) -> dict[str, Any]:
     }
 
 
+def check_dataset_option(ap: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """``ap.error`` (exit 2) naming ``--datasets`` and the closest known code for an unknown data set code."""
+    from difflib import get_close_matches
+
+    from dpkit.data import list_datasets
+
+    known = list_datasets()
+    for name in names:
+        if name not in known:
+            close = get_close_matches(name, known, n=1) or [c for c in known if c.lower() == name.lower()]
+            ap.error(f"--datasets: unknown data set {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                     + f"; known: {', '.join(known)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m dpkit.batch.bench [--quick] [--out results] [--datasets CRM CSN ...] [--reps N]``."""
     ap = argparse.ArgumentParser(prog="python -m dpkit.batch.bench", description=__doc__.split("\n")[0])
@@ -233,16 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     over: dict[str, Any] = {"seed": args.seed}
     if args.datasets is not None:
-        from difflib import get_close_matches
-
-        from dpkit.data import list_datasets
-
-        known = list_datasets()
-        for name in args.datasets:
-            if name not in known:
-                close = get_close_matches(name, known, n=1) or [c for c in known if c.lower() == name.lower()]
-                ap.error(f"--datasets: unknown data set {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                         + f"; known: {', '.join(known)}")
+        check_dataset_option(ap, args.datasets)
         over["datasets"] = tuple(args.datasets)
     if args.reps is not None:
         if args.reps < 1:

@@ -452,6 +452,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "print the measured wall time (implies --tables)")
     ap.add_argument("--skip-truth", action="store_true", help="skip the per-σ truth-stage table (only --tables)")
     args = ap.parse_args(argv)
+    # every option is checked before the truth stage runs (minutes), not when its stage is reached
+    from dpkit.batch.bench import check_dataset_option
+
+    check_dataset_option(ap, args.datasets)
+    for opt in ("queries", "repeats", "probe_reps", "workers"):
+        if getattr(args, opt) < 1:
+            ap.error(f"--{opt.replace('_', '-')} must be a positive integer, got {getattr(args, opt)}")
+    for opt, values in (("sigmas", args.sigmas), ("tol", [args.tol])):
+        bad = [v for v in values if not 0.0 < v < float("inf")]
+        if bad:
+            ap.error(f"--{opt} must be finite and > 0, got {bad[0]:g}")
     report: dict[str, Any] = {}
     if not args.skip_truth:
         rows = truth_stage(

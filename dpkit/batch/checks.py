@@ -7,7 +7,8 @@ and prints one row per check: notebook, id, claim, statistic, bound, confidence,
 verdict, expected and whether the two agree. With ``--out`` it also writes
 ``STEM.md``, ``STEM.tex`` and ``STEM.csv``. Failed runs (``run.json`` status not ``ok``) and
 unreadable ``run.json``/``metrics.json`` files are listed by path: their checks are missing from
-the table, so they are never hidden behind "all PASS". The exit status is 1 when any verdict
+the table, so they are never hidden behind "all PASS"; so are the runs a batch lost (listed in its
+``batch.json`` without a folder), and a folder with nothing to check at all. The exit status is 1 when any verdict
 differs from its expected verdict or there is any such problem, 2 when ``RESULTS_DIR`` is not a folder.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, scan_runs
+from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, read_metrics_json, scan_runs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,9 +44,9 @@ def _plain_checks(root: Path, skip: set[Path], problems: list[Problem]) -> list[
                 problems.append(Problem(folder, failure_reason(info)))
         if not (folder / "metrics.json").is_file():
             continue
-        metrics, bad = read_json(folder / "metrics.json")
-        if bad is not None or not isinstance(metrics, dict):
-            problems.append(bad or Problem(folder / "metrics.json", "metrics.json is not a JSON object"))
+        metrics, bad = read_metrics_json(folder / "metrics.json")
+        if bad is not None:
+            problems.append(bad)
             continue
         rows.extend({"notebook": folder.name, **c} for c in metrics.get("checks", []) or [])
     return rows
@@ -64,9 +65,11 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
         raise FileNotFoundError(f"results folder not found (or not a folder): {root}")
     problems: list[Problem] = []
     rows: list[dict[str, Any]] = []
-    # batch layout (dpkit.batch): <base>/<notebook>/<12-hex key>/{run.json,metrics.json}
-    batch_dirs = {b for rj in root.glob("**/run.json") if is_run_key(rj.parent.name)
-                  and ((b := rj.parent.parent.parent) == root or root in b.parents)}
+    # batch layout (dpkit.batch): <base>/<notebook>/<12-hex key>/{run.json,metrics.json}, <base>/batch.json; a batch
+    # is found by any of them, so one whose every run was lost (no run.json anywhere) still lists its runs
+    keyed = {k for k in root.glob("**/*") if k.is_dir() and is_run_key(k.name) and not k.parent.name.startswith(".")}
+    batch_dirs = {b for k in keyed if (b := k.parent.parent) == root or root in b.parents}
+    batch_dirs |= {bj.parent for bj in root.glob("**/batch.json")}
     skip: set[Path] = set()
     for b in sorted(batch_dirs):
         runs, found = scan_runs(b)
@@ -76,6 +79,8 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
             rows.extend({"notebook": Path(str(rec.info.get("notebook", ""))).stem, "run_key": rec.folder.name, **c}
                         for c in rec.metrics.get("checks", []) or [])
     rows += _plain_checks(root, skip, problems)
+    if not rows and not problems and not any(root.glob("**/metrics.json")):
+        problems.append(Problem(root, "no metrics.json and no batch run below this folder: nothing to check"))
     df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=COLUMNS)
     for col in COLUMNS:
         if col not in df.columns:

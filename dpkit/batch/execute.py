@@ -7,6 +7,7 @@ failing cell, a cell timeout, a dead kernel, a dead Dask worker or a full disk i
 """
 from __future__ import annotations
 
+import ast
 import errno
 import json
 import os
@@ -45,6 +46,11 @@ def failure_message(exc: BaseException, timeout: float | None = None) -> str:
         lines = str(exc).splitlines()
         dashes = [i for i, ln in enumerate(lines) if ln and set(ln) == {"-"}]
         first = lines[dashes[0] + 1].strip() if dashes and dashes[0] + 1 < len(lines) else "?"
+        if first.startswith("["):  # a source stored as a list of lines is previewed as that list's repr
+            try:
+                first = next((ln.strip() for ln in ast.literal_eval(first) if ln.strip()), first)
+            except (ValueError, SyntaxError, TypeError, AttributeError):
+                pass
         limit = f"{timeout:g} s" if timeout else "the limit"
         return f"a cell ran longer than the per-cell timeout ({limit}; --timeout); the cell begins: {first!r}"
     if name == "DeadKernelError":
@@ -75,6 +81,23 @@ def is_done(folder: Path) -> bool:
         return json.loads((folder / "run.json").read_text()).get("status") == "ok"
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def _rename_in_notebook(executed: Path, tmp: str, final: str) -> None:
+    """Name the run's final folder in the executed notebook (parameters cell, papermill metadata, printed paths).
+
+    The temporary folder's name (``.<key>.tmp-<random>``) occurs nowhere else, so a plain replacement of its
+    JSON-encoded form is exact. Best effort: a notebook that cannot be rewritten keeps the temporary name.
+    """
+    enc = (json.dumps(tmp)[1:-1], json.dumps(final)[1:-1])
+    try:
+        text = executed.read_text()
+        if enc[0] in text:
+            tmp_file = executed.with_name(f".{executed.name}.{uuid.uuid4().hex[:8]}")
+            tmp_file.write_text(text.replace(enc[0], enc[1]))
+            os.replace(tmp_file, executed)
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------- one notebook
@@ -122,6 +145,8 @@ def execute_notebook(
         raise
     finally:
         recorded = {**params, "OUTPUT_DIR": str(Path(final_dir).resolve()) if final_dir else str(out)}
+        if recorded["OUTPUT_DIR"] != str(out):
+            _rename_in_notebook(executed, str(out), recorded["OUTPUT_DIR"])
         try:
             write_json(out / "run.json", {"notebook": str(nb), "parameters": recorded, "status": status, "error": error,
                                           "wall_time_s": time.perf_counter() - t0, "python": sys.executable})

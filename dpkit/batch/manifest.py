@@ -270,6 +270,12 @@ def load_manifest(path: str | os.PathLike) -> dict[str, Any]:
     for k in ("name", "output"):
         if k in m and not isinstance(m[k], str):
             raise ManifestError(f"{where}: {k} must be a string, got {m[k]!r}")
+    if "output" in m and not m["output"].strip():
+        raise ManifestError(f"{where}: output must be a non-empty folder path (relative to the manifest); omit it for "
+                            f"results/batch/<name>")
+    if "name" in m and (not m["name"].strip() or m["name"] in (".", "..") or any(ch in m["name"] for ch in "/\\")):
+        raise ManifestError(f"{where}: name must be a non-empty plain folder name (no '/', not '.' or '..'; it names "
+                            f"results/batch/<name>), got {m['name']!r}")
     if "defaults" in m and not isinstance(m["defaults"], (dict, type(None))):
         raise ManifestError(f"{where}: defaults must be a mapping of parameters")
     for i, r in enumerate(m["runs"]):
@@ -306,12 +312,17 @@ def expand_manifest(manifest: dict[str, Any]) -> list[RunSpec]:
     defaults = dict(manifest.get("defaults") or {})
     specs: list[RunSpec] = []
     seen: set[tuple[str, str]] = set()
+    by_stem: dict[str, Path] = {}
     for i, r in enumerate(manifest["runs"]):
         params = {**defaults, **dict(r.get("parameters") or {})}
         grid = dict(r.get("grid") or {})
         names = list(grid)
         origin = {k: (f"runs[{i}].parameters.{k}" if k in (r.get("parameters") or {}) else f"defaults.{k}") for k in params}
         for nb in _notebooks(base, r, where):
+            other = by_stem.setdefault(nb.stem, nb)
+            if other != nb:  # runs live in <output>/<stem>/<key> and the key hashes the file name: they would collide
+                raise ManifestError(f"{where}: runs[{i}] names {nb} but {other} has the same name; runs are kept by "
+                                    f"notebook name, so one batch cannot hold both (rename one, or use two manifests)")
             check_parameters(nb, params, source=f"{where}: runs[{i}] ({nb.name})", where=origin)
             for g in names:
                 for j, v in enumerate(grid[g]):

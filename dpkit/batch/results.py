@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Problem", "RunRecord", "read_json", "is_run_key", "scan_runs", "collect"]
+__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,25 @@ def read_json(path: Path) -> tuple[Any, Problem | None]:
         return None, Problem(path, f"unreadable {path.name}: {type(exc).__name__}: {exc}")
 
 
+def read_metrics_json(path: Path) -> tuple[dict[str, Any], Problem | None]:
+    """``(metrics, None)``, or ``({}, Problem)`` naming the file when it is unreadable or not of the metrics shape.
+
+    The shape :mod:`dpkit.outputs.report` writes: a JSON object whose ``checks`` and ``table`` (when present) are
+    lists of objects.
+    """
+    metrics, bad = read_json(path)
+    if bad is not None:
+        return {}, bad
+    if not isinstance(metrics, dict):
+        return {}, Problem(path, "metrics.json is not a JSON object")
+    for key in ("checks", "table"):
+        value = metrics.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(r, dict) for r in value)):
+            return {}, Problem(path, f"metrics.json: {key!r} must be a list of objects, got {type(value).__name__}"
+                               + (" holding non-objects" if isinstance(value, list) else ""))
+    return metrics, None
+
+
 def is_run_key(name: str) -> bool:
     """A batch run folder's name: 12 lower-case hex digits (:func:`dpkit.batch.run_key`)."""
     return len(name) == 12 and all(ch in "0123456789abcdef" for ch in name)
@@ -64,15 +83,17 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
     if bad is not None or not isinstance(info, dict):
         problems.append(bad or Problem(folder / "run.json", "run.json is not a JSON object"))
         return None
+    if not isinstance(info.get("parameters") or {}, dict):
+        problems.append(Problem(folder / "run.json", "run.json: 'parameters' must be an object"))
+        return None
     if info.get("status") != "ok":
         problems.append(Problem(folder, failure_reason(info)))
     mj = folder / "metrics.json"
     metrics: Any = {}
     if mj.is_file():
-        metrics, bad = read_json(mj)
-        if bad is not None or not isinstance(metrics, dict):
-            problems.append(bad or Problem(mj, "metrics.json is not a JSON object"))
-            metrics = {}
+        metrics, bad = read_metrics_json(mj)
+        if bad is not None:
+            problems.append(bad)
     elif info.get("status") == "ok":
         problems.append(Problem(folder, "finished run wrote no metrics.json"))
     return RunRecord(folder, info, metrics)
@@ -83,7 +104,8 @@ def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]
 
     Raises :class:`FileNotFoundError` if ``output`` is not a folder. Temporary folders (``.*``)
     are skipped; a run folder (12-hex name) without ``run.json`` is a problem, and so is a folder
-    holding no run at all.
+    holding no run at all, and every run the last batch listed in ``batch.json`` that has no
+    folder (it failed before it had one, or was not started on a full disk).
     """
     root = Path(output)
     if not root.is_dir():
@@ -100,9 +122,37 @@ def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]
         rec = _read_run(folder, problems)
         if rec is not None:
             runs.append(rec)
+    problems.extend(_lost_runs(root))
     if not runs and not problems:
         problems.append(Problem(root, "no batch runs found (expected <notebook>/<key>/run.json)"))
     return runs, problems
+
+
+def _lost_runs(root: Path) -> list[Problem]:
+    """Runs the last batch (``batch.json``) recorded that have no folder: failed before they had one, not started.
+
+    A run whose folder exists is judged by its own ``run.json`` instead (finished, failed or missing).
+    """
+    bj = root / "batch.json"
+    if not bj.is_file():
+        return []
+    info, bad = read_json(bj)
+    if bad is not None:
+        return [bad]
+    entries = info.get("runs") if isinstance(info, dict) else None
+    if not isinstance(entries, list):
+        return [Problem(bj, "batch.json has no list 'runs'")]
+    lost = []
+    for r in entries:
+        if not isinstance(r, dict) or not is_run_key(str(r.get("key", ""))):
+            lost.append(Problem(bj, f"batch.json lists a run without a valid key: {r!r}"))
+            continue
+        folder = root / Path(str(r.get("notebook", ""))).stem / str(r["key"])
+        if not folder.exists():
+            err = str(r.get("error") or "").strip().splitlines()
+            lost.append(Problem(folder, f"run listed in batch.json as {r.get('status')} has no folder"
+                                + (f": {err[-1]}" if err else "")))
+    return lost
 
 
 def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:

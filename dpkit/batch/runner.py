@@ -14,8 +14,10 @@ Commands (:mod:`dpkit.batch.cli`)
     goes on and exits non-zero with a summary.
 ``python -m dpkit.batch collect OUTPUT [--out FILE_STEM]``
     Merge every run's ``metrics.json`` into one table (CSV, and parquet when pyarrow is
-    installed), plus one table of all checks. Failed runs and unreadable files are listed by
-    path and make the exit status 1; an OUTPUT that is not a folder is an error (status 2).
+    installed), plus one table of all checks. Failed runs, unreadable files and runs the last
+    batch (``batch.json``) recorded without a folder (failed before they had one, not started on
+    a full disk) are listed by path and make the exit status 1; an OUTPUT that is not a folder is
+    an error (status 2).
 
 Guarantees
 ----------
@@ -70,13 +72,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from dpkit.batch.execute import check_writable, execute_notebook, failure_message, is_done, is_enospc, write_json
 from dpkit.batch.locks import RunLock, clean_stale, stale_folders
-from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manifest_output
+from dpkit.batch.manifest import BatchError, RunSpec, expand_manifest, load_manifest, manifest_output
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
     from tqdm import tqdm
 
-__all__ = ["run_one", "record_failure", "run_manifest"]
+__all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler"]
 
 Summary = dict[str, Any]
 
@@ -110,8 +112,13 @@ def _finish(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | 
         if status != "ok":
             (tmp / "error.txt").write_text(tb or error or "")
             rj = tmp / "run.json"
-            info = json.loads(rj.read_text()) if rj.is_file() else {
-                "notebook": str(spec.notebook), "parameters": {**spec.parameters, "OUTPUT_DIR": str(final)}}
+            info = {"notebook": str(spec.notebook), "parameters": {**spec.parameters, "OUTPUT_DIR": str(final)}}
+            try:  # the record execute_notebook wrote (an unparsable one is replaced)
+                found = json.loads(rj.read_text()) if rj.is_file() else None
+            except (ValueError, UnicodeDecodeError):
+                found = None
+            if isinstance(found, dict):
+                info = found
             info.update(status="failed", error=error, traceback=(tb or "")[-4000:], key=spec.key)
             write_json(rj, info)
         (tmp / "log.txt").write_text(
@@ -193,6 +200,20 @@ def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summ
         return _finish(spec, final, final.parent / f".{spec.key}.tmp-{uuid.uuid4().hex[:8]}", "failed", error=error, tb=error)
 
     return _under_lock(spec, final, True, body)
+
+
+# --------------------------------------------------------------------------- batches
+def check_scheduler(scheduler: str) -> str:
+    """``local``, ``sync`` or a Dask scheduler address (``tcp://host:8786``, ``host:8786``); else a :class:`BatchError`."""
+    import difflib
+    import re
+
+    if scheduler in ("local", "sync") or (isinstance(scheduler, str) and (
+            re.fullmatch(r"[a-z][a-z0-9+.-]*://\S+", scheduler) or re.fullmatch(r"[^\s:/]+:\d+", scheduler))):
+        return scheduler  # an address: distributed itself says if it cannot connect (exit 2, naming it)
+    close = difflib.get_close_matches(str(scheduler), ["local", "sync"], n=1)
+    raise BatchError(f"--scheduler must be 'local', 'sync' or a Dask scheduler address such as tcp://host:8786; "
+                     f"got {scheduler!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
 
 
 # --------------------------------------------------------------------------- batches
@@ -299,6 +320,7 @@ def run_manifest(
         (default: one per core); ``"sync"``: in this process, sequentially; anything else is
         the address of an existing Dask scheduler (``tcp://host:8786``).
     """
+    check_scheduler(scheduler)
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
     out = Path(output).resolve() if output else manifest_output(m)
     specs = expand_manifest(m)

@@ -15,6 +15,8 @@ emits them at its caller's line.
 """
 from __future__ import annotations
 
+import difflib
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -59,12 +61,19 @@ def rescale(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[n
     return X, int(outside.sum())
 
 
-def _user_bounds(bounds: Any, columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _user_bounds(bounds: Any, columns: tuple[str, ...], dataset: str = "the data set") -> tuple[np.ndarray, np.ndarray]:
     d = len(columns)
     if isinstance(bounds, Mapping):
         missing = [c for c in columns if c not in bounds]
+        unknown = [k for k in bounds if k not in columns]
         if missing:
-            raise ValueError(f"bounds dict lacks column(s) {missing}")
+            hints = [f"{k!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(str(k), missing, n=1))
+                                 else "") for k in unknown]
+            raise ValueError(f"bounds dict lacks column(s) {missing}"
+                             + (f"; it has key(s) that are no kept column: {', '.join(hints)}" if hints else ""))
+        if unknown:  # e.g. a column dropped as constant (CTG's DR_count), or a misspelt extra key
+            warnings.warn(f"bounds for column(s) {unknown} are not in {dataset}'s kept columns and are ignored",
+                          UserWarning, stacklevel=4)
         pairs = [bounds[c] for c in columns]
         try:
             lo = np.array([float(p[0]) for p in pairs])
@@ -93,7 +102,7 @@ def resolve_bounds(spec: DatasetSpec, bounds: Any, values: np.ndarray, columns: 
         lo, hi = values.min(axis=0), values.max(axis=0)
         why = "bounds='data' requested" if bounds == "data" else "the registry has no documented public bounds"
         return lo, hi, "data", f"per-column min/max of the loaded data ({why})"
-    lo, hi = _user_bounds(bounds, columns)
+    lo, hi = _user_bounds(bounds, columns, spec.code)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
         raise ValueError("user bounds must be finite with upper > lower for every column")
     return lo, hi, "user", "bounds passed by the caller (treated as public)"

@@ -96,6 +96,10 @@ class AdditiveNoiseMechanism(Mechanism):
             raise ValueError(f"value must be a scalar ({self.scalar_only}); got shape {x.shape}")
         self._charge(ledger, name, **self._ledger_meta(x))
         out = self._add_noise(x, rng)
+        if not np.all(np.isfinite(out)):  # a finite scale whose draws overflow float64 (e.g. Laplace b = 1e308)
+            raise OverflowError(f"{type(self).__name__}: value + noise overflowed to ±inf in float64 (noise scale "
+                                f"{self.params().get('scale', '?')}); epsilon is too small for this sensitivity. "
+                                "The spend stays recorded in the ledger; nothing was released")
         return float(out) if np.ndim(out) == 0 else out
 
     def _ledger_meta(self, x: np.ndarray) -> dict[str, Any]:

@@ -38,33 +38,50 @@ def _run_files(output: str, notebook: str) -> list[Path]:
     return sorted(p for p in Path(output).glob(f"{notebook}/*/run.json") if not p.parent.name.startswith("."))
 
 
+def _read(path: Path) -> tuple[Any, str | None]:
+    """``(parsed JSON, None)`` or ``(None, "<path>: unreadable <name>: <error>")``."""
+    try:
+        return json.loads(path.read_text()), None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, f"{path}: unreadable {path.name}: {type(exc).__name__}: {exc}"
+
+
+def _run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(metrics, None)`` for a finished run with a readable ``metrics.json``, else ``(None, why)`` naming the path."""
+    info, bad = _read(rj)
+    if bad is not None or not isinstance(info, dict):
+        return None, bad or f"{rj}: run.json is not a JSON object"
+    if info.get("status") != "ok":
+        return None, f"{rj.parent}: run {info.get('status')}"
+    mj = rj.parent / "metrics.json"
+    if not mj.is_file():
+        return None, f"{rj.parent}: finished run wrote no metrics.json"
+    metrics, bad = _read(mj)
+    if bad is not None or not isinstance(metrics, dict):
+        return None, bad or f"{mj}: metrics.json is not a JSON object"
+    return metrics, None
+
+
 def failed_runs(output: str, notebook: str) -> list[str]:
-    """Folders of the runs of ``notebook`` that did not finish ok, or whose metrics.json is missing."""
-    bad = []
-    for rj in _run_files(output, notebook):
-        try:
-            ok = json.loads(rj.read_text()).get("status") == "ok" and (rj.parent / "metrics.json").is_file()
-        except (OSError, ValueError):
-            ok = False
-        if not ok:
-            bad.append(str(rj.parent))
-    return bad
+    """The runs of ``notebook`` that did not finish ok, lack ``metrics.json`` or whose files cannot be read: one line
+    each, naming the folder or the unreadable file."""
+    return [why for rj in _run_files(output, notebook) if (why := _run_state(rj)[1]) is not None]
 
 
 def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "table",
                    key: Callable[[dict[str, Any]], tuple[Any, ...]] = _table_key) -> list[dict[str, Any]]:
     """Rows (``metrics.json[field]``) of every finished ``notebook`` run under a batch output folder.
 
-    Rows of the same cell (``key``) from several runs are an error (two runs computed the same cell):
-    nothing is silently overwritten.
+    Runs that failed or whose files cannot be read are left out (:func:`failed_runs` names them). Rows of the
+    same cell (``key``) from several runs are an error (two runs computed the same cell): nothing is silently
+    overwritten.
     """
     rows, seen = [], {}
     for rj in _run_files(output, notebook):
-        info = json.loads(rj.read_text())
-        mj = rj.parent / "metrics.json"
-        if info.get("status") != "ok" or not mj.is_file():
+        metrics, _ = _run_state(rj)
+        if metrics is None:
             continue
-        for r in json.loads(mj.read_text()).get(field, []):
+        for r in metrics.get(field, []):
             k = key(r)
             if k in seen:
                 raise ValueError(f"cell {k} computed by two runs: {seen[k]} and {rj.parent.name}")
@@ -130,13 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     lb.add_argument("--out", default=None)
     lb.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
     args = ap.parse_args(argv)
-    if args.cmd == "leaderboard":
-        info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
-        print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
-    else:
-        info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
-        print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
-    bad = failed_runs(args.output, "45_leaderboard" if args.cmd == "leaderboard" else "20_tables")
+    notebook = "45_leaderboard" if args.cmd == "leaderboard" else "20_tables"
+    bad = failed_runs(args.output, notebook)
+    try:
+        if args.cmd == "leaderboard":
+            info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
+            print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
+        else:
+            info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
+            print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
+    except (FileNotFoundError, ValueError) as exc:  # no finished run, or one cell computed twice: nothing assembled
+        print(f"error: {exc}", *bad, sep="\n  ", file=sys.stderr)
+        return 2
     if bad:
         print(f"{len(bad)} run(s) failed and are missing from the assembled tables:", *bad, sep="\n  ", file=sys.stderr)
         return 1

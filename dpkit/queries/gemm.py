@@ -30,7 +30,9 @@ Peak memory (beyond the inputs and the (Q·J,) float64 output): the augmented co
 """
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -279,6 +281,11 @@ def kernel_sums(
         J=J,
         rtol=rtol,
     )
+    if not math.isfinite(prec.error_bound):
+        warnings.warn(f"no a-priori error bound for these kernel sums (error_bound = inf): a point or centre lies far "
+                      f"outside the cube [-1, 1]^d (max |p| = {math.sqrt(float(sqp.max())):.3g}, max |c| = "
+                      f"{math.sqrt(float(sqc.max())):.3g} at sigma = {sigma:g}); kernel values at such distances are 0",
+                      RuntimeWarning, stacklevel=2)
     A, B = augmented_rows(P, sqp, logw, C, sqc, s, prec.gemm_dtype)
     L = np.ascontiguousarray(A[:, d + 1])
     starts = list(range(0, M, block_centres))

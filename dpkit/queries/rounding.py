@@ -61,6 +61,14 @@ DEFAULT_RTOL = 1e-5
 SUM_GROUP = 8
 
 
+def _exp_bound(x: float) -> float:
+    """``exp(x)`` for an error-bound exponent; ``inf`` (no useful bound) where ``math.exp`` would overflow."""
+    return math.exp(x) if x < _LOG_FLOAT_MAX else math.inf
+
+
+_LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)
+
+
 def gamma(k: float, u: float) -> float:
     """Higham's ``γ_k = k u / (1 − k u)`` (bound on ``|Π(1 + δ_i)^{±1} − 1|`` for k roundings)."""
     ku = k * u
@@ -120,7 +128,7 @@ def float32_error_bound(
     else:
         delta = (gamma(d + 5, UNIT_ROUNDOFF_F64) + u) * X
     tail = gamma(n_points / SUM_GROUP + J + 2, UNIT_ROUNDOFF_F64)
-    return math.exp(delta) * (1 + 2 * EXP_ULP_F32 * u) * (1 + gamma(SUM_GROUP - 1, u)) * (1 + tail) - 1.0
+    return _exp_bound(delta) * (1 + 2 * EXP_ULP_F32 * u) * (1 + gamma(SUM_GROUP - 1, u)) * (1 + tail) - 1.0
 
 
 def _max_exponent(norm_p: float, norm_c: float, s: float, max_abs_log_weight: float) -> float:
@@ -178,7 +186,7 @@ def choose_precision(
     if precision == "mixed":
         return Precision("mixed", np.float64, np.float32, rho_mixed)
     u = UNIT_ROUNDOFF_F64
-    rho64 = math.exp(gamma(d + 5, u) * X) * (1 + 8 * u) * (1 + gamma(SUM_GROUP - 1, u)) * (
+    rho64 = _exp_bound(gamma(d + 5, u) * X) * (1 + 8 * u) * (1 + gamma(SUM_GROUP - 1, u)) * (
         1 + gamma(n_points / SUM_GROUP + J + 2, u)
     ) - 1.0
     return Precision("float64", np.float64, np.float64, rho64)

@@ -55,6 +55,16 @@ def sigma_for_smoothness(K: float) -> float:
     return math.sqrt(K)
 
 
+def _check_sigma(sigma: float) -> float:
+    """A kernel width in (0, ∞) whose exponent scale ``1/(2σ²)`` is finite and > 0 in float64."""
+    sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
+    two_s2 = 2.0 * sigma * sigma
+    if not (0.0 < two_s2 < math.inf):
+        raise ValueError(f"sigma = {sigma:g} is outside the usable range: 2*sigma^2 = {two_s2:g} must be finite and > 0 "
+                         "in float64 (roughly 1e-154 < sigma < 1e154)")
+    return sigma
+
+
 @dataclass(frozen=True, kw_only=True)
 class GaussianKernelWorkload:
     """Q Gaussian-kernel mixture queries (thesis (2.1)), frozen and read-only.
@@ -88,7 +98,7 @@ class GaussianKernelWorkload:
         if np.any(np.abs(s - 1.0) > _SIMPLEX_TOL):
             worst = int(np.argmax(np.abs(s - 1.0)))
             raise ValueError(f"alphas must sum to 1 per query; query {worst} sums to {s[worst]:.12g}")
-        sigma = check_real_in_range(self.sigma, name="sigma", low=0.0, low_inclusive=False)
+        sigma = _check_sigma(self.sigma)
         reach = float(np.abs(C).max())
         if not np.isfinite(reach * reach * C.shape[2]):
             raise ValueError(f"centres must lie near the cube [-1, 1]^d: max |c| = {reach:.3g} overflows a squared distance")
@@ -132,7 +142,7 @@ class GaussianKernelWorkload:
         Q = check_positive_int(n_queries, name="n_queries")
         d = check_positive_int(d, name="d")
         J = check_positive_int(J, name="J")
-        sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
+        sigma = _check_sigma(sigma)
         g = resolve_rng(rng)
         centres = g.uniform(-1.0, 1.0, size=(Q, J, d))
         alphas = g.dirichlet(np.ones(J), size=Q)
