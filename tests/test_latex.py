@@ -66,3 +66,69 @@ def test_every_generated_table_compiles(tmp_path):
     assert "σ" not in text and "±" not in text and "\\caption" in text and "\\toprule" in text
     assert "5.000000" not in text
     _compile(tex, tmp_path)
+
+
+def test_tables_without_rows_compile(tmp_path):
+    """A run without rows (make reproduce's PAM run: the data set is unavailable offline) still writes tables that
+    compile: an empty column spec ``\\begin{tabular}{}`` is a LaTeX error."""
+    paths = []
+    paths += export_table(pd.DataFrame(), "tables_rows", tmp_path)
+    paths += export_table(paper_comparison_table([]), "tables_3_2_3_3", tmp_path)
+    (tmp_path / "checks.tex").write_text(checks_latex(pd.DataFrame(columns=["notebook", "id", "verdict"])))
+    tex = [p for p in paths if p.suffix == ".tex"] + [tmp_path / "checks.tex"]
+    assert "no rows" in (tmp_path / "tables_rows.tex").read_text()
+    _compile(tex, tmp_path)
+
+
+def test_symbols_in_cells_and_captions_compile(tmp_path):
+    """Greek letters, math symbols and superscripts (δ = 10⁻³, K = σ²) in cells and captions become math mode."""
+    from dpkit.outputs.tables import _SUPERSCRIPTS, _SYMBOLS
+
+    text = " ".join(_SYMBOLS) + " δ = 10⁻³, K = σ², n ≥ 10⁴ " + "".join(_SUPERSCRIPTS)
+    df = pd.DataFrame([{"note": text, "value": 1.5}])
+    paths = export_table(df, "symbols", tmp_path, caption=text)
+    tex = (tmp_path / "symbols.tex").read_text()
+    assert all(ord(ch) < 128 for ch in tex), sorted({ch for ch in tex if ord(ch) >= 128})
+    _compile([p for p in paths if p.suffix == ".tex"], tmp_path)
+
+
+def _export_table_calls():
+    """Every ``export_table(...)`` call of the notebooks and of dpkit: ``(where, keyword names)``."""
+    import ast
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [(p.name, "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                                  if c["cell_type"] == "code")) for p in sorted((root / "notebooks").glob("*.ipynb"))]
+    sources += [(str(p.relative_to(root)), p.read_text()) for p in sorted((root / "dpkit").rglob("*.py"))]
+    calls = []
+    for where, src in sources:
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "export_table":
+                calls.append((f"{where}:{node.lineno}", {k.arg for k in node.keywords}))
+    return calls
+
+
+def test_every_written_table_has_a_caption():
+    """A paper can include the tables as they are: every table the workbench writes states its protocol in its
+    caption (the default caption is only the file name)."""
+    calls = _export_table_calls()
+    assert len(calls) >= 10, calls  # the notebooks' and the assembler's tables are all found
+    assert [where for where, kw in calls if "caption" not in kw] == []
+
+
+def test_assembled_tables_carry_the_protocol_in_the_caption(tmp_path):
+    import json
+
+    from dpkit.outputs.assemble import assemble_tables
+
+    d = tmp_path / "20_tables" / "aaa"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": _table_rows()}, default=str))
+    assemble_tables(str(tmp_path), out=str(tmp_path / "out"))
+    for name in ("tables_3_2_3_3", "tables_rows", "worst_times"):
+        tex = (tmp_path / "out" / f"{name}.tex").read_text()
+        assert "30 repetitions" in tex and r"\varepsilon$ = 1" in tex and r"\label{tab:" + name in tex, name
+    _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
