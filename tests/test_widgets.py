@@ -217,3 +217,41 @@ def test_stop_cancels_between_repetitions(X):
     assert (ctl.progress.value, ctl.progress.max) == (1, 5)
     assert not ctl.run_button.disabled and ctl.stop_button.disabled
     assert ctl.figure is None  # nothing shown from a cancelled run
+
+
+# ----------------------------------------------------------------------------- the setting is the whole run
+_NOT_SETTINGS = {"QUICK", "INTERACTIVE", "OUTPUT_DIR", "PAPER_FIGURES"}  # how to run, not what to compute
+
+
+@pytest.mark.parametrize("nb", ["00_quickstart", "21_kappa_sweep", "22_k_sweep"])
+def test_panel_command_sets_every_parameter_of_the_computation(nb, monkeypatch):
+    """The papermill call / manifest spells out every notebook parameter the computation reads, so the batch run
+    computes with the panel's setting even when the notebook was opened with non-default values (e.g. KAPPA)."""
+    import ast
+
+    ctl = _panel_of(nb, monkeypatch)
+    names = {node.target.id for node in ast.parse(_cell(nb, lambda c: "parameters" in c.metadata.get("tags", []))).body
+             if isinstance(node, ast.AnnAssign)}
+    assert sorted(names - _NOT_SETTINGS - set(ctl.notebook_parameters())) == []
+
+
+def test_quickstart_panel_figure_reads_in_grayscale(X):
+    """The quickstart panel's figure tells mechanism I from II, and ours from the thesis's, by marker and line
+    style (a grayscale copy drops the colour); repetitions are integer ticks."""
+    import io
+
+    import matplotlib.image
+
+    from dpkit.outputs.panels import explore
+
+    fig, table = explore(X=X, dataset="WDBC", epsilon=1.0, delta=1e-3, sigma=4.0, kappa=7.0, k=2, C=300, R=10, reps=3,
+                         n_queries=100)
+    ax = fig.axes[0]
+    styles = [(line.get_marker(), line.get_linestyle(), str(line.get_markerfacecolor())) for line in ax.lines]
+    assert len(styles) == 4 and len(set(styles)) == 4, styles  # I, thesis I, II, thesis II
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=60)
+    gray = matplotlib.image.imread(io.BytesIO(buf.getvalue()))[..., :3] @ np.array([0.299, 0.587, 0.114])
+    assert gray.std() > 0.05
+    assert list(table["method"]) == ["trig-I", "trig-II"]

@@ -22,26 +22,37 @@ __all__ = ["explore", "explore_sweep", "sweep_panel"]
 
 
 def explore(*, X: np.ndarray, dataset: str, epsilon: float, delta: float, sigma: float, kappa: float, k: int, C: int,
-            R: int, reps: int, mechanisms: Sequence[str] = ("I", "II"), n_queries: int = 2_000,
-            seed: int = 0) -> tuple[Figure, pd.DataFrame]:
+            R: int, reps: int, mechanisms: Sequence[str] = ("I", "II"), n_queries: int = 2_000, J: int = 10,
+            n_iter: int = 10, constants: str = "correct", seed: int = 0) -> tuple[Figure, pd.DataFrame]:
     """One Tables 3.2/3.3 cell, few repetitions: worst absolute error per repetition and mechanism
-    (the thesis's number as a dashed line) and the summary rows."""
-    methods = table_methods(mechanisms, epsilon=epsilon, delta=delta, kappa=kappa, k=min(int(k), X.shape[1]), C=int(C),
-                            R=int(R))
-    recs = run_cell(X, methods=methods, sigma=sigma, reps=int(reps), n_queries=int(n_queries), rng=int(seed))
+    (the thesis's number as a line of its own style) and the summary rows.
+
+    Mechanisms are told apart by marker and line style, not by colour alone (the figure reads in grayscale).
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    methods = table_methods(mechanisms, (constants,), epsilon=epsilon, delta=delta, kappa=kappa,
+                            k=min(int(k), X.shape[1]), C=int(C), R=int(R), n_iter=int(n_iter))
+    recs = run_cell(X, methods=methods, sigma=sigma, reps=int(reps), n_queries=int(n_queries), J=int(J), rng=int(seed))
     rows = table_rows(recs, dataset=dataset)
     fig, ax = new_figure()
-    for m in mechanisms:
-        vals = [r.abs for r in recs if r.method == f"trig-{m}"]
-        ax.plot(range(len(vals)), vals, marker="o", label=f"mechanism {m}")
+    for i, (m, label) in enumerate(zip(mechanisms, methods)):
+        ours, thesis = _EXPLORE_STYLES[i % len(_EXPLORE_STYLES)]
+        vals = [r.abs for r in recs if r.method == label]
+        ax.plot(range(1, len(vals) + 1), vals, **ours, label=f"mechanism {m}")
         p = paper_value(dataset, sigma, m, "abs")
         if not math.isnan(p):
-            ax.axhline(p, ls="--", lw=1, color=ax.lines[-1].get_color(), alpha=0.7, label=f"thesis {m}")
+            ax.axhline(p, lw=1, color=ax.lines[-1].get_color(), alpha=0.8, **thesis, label=f"thesis {m}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # repetitions are counted
     ax.set_xlabel("repetition")
     ax.set_ylabel("worst absolute error")
     ax.set_title(f"{dataset}: ε={epsilon:g}, σ={sigma:g}, κ={kappa:g}, k={k}, C={C}, R={R}")
     ax.legend()
     return fig, rows_frame(rows)
+
+
+#: (our curve, the thesis's line) per mechanism: marker and line style differ, so grayscale keeps them apart.
+_EXPLORE_STYLES = (({"marker": "o", "ls": "-"}, {"ls": "--"}), ({"marker": "s", "ls": ":", "mfc": "white"}, {"ls": "-."}))
 
 
 def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
