@@ -132,3 +132,42 @@ def test_assembled_tables_carry_the_protocol_in_the_caption(tmp_path):
         tex = (tmp_path / "out" / f"{name}.tex").read_text()
         assert "30 repetitions" in tex and r"\varepsilon$ = 1" in tex and r"\label{tab:" + name in tex, name
     _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
+
+
+def test_every_paper_figure_carries_caption_and_parameters():
+    """Every figure that can reach figures/ (``paper=...``) is exported with a caption and its parameters (the PDF/PNG
+    metadata and the caption file beside it)."""
+    import ast
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [(p.name, "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                                  if c["cell_type"] == "code")) for p in sorted((root / "notebooks").glob("*.ipynb"))]
+    sources += [(str(p.relative_to(root)), p.read_text()) for p in sorted((root / "dpkit").rglob("*.py"))]
+    calls = [(f"{where}:{node.lineno}", {k.arg for k in node.keywords})
+             for where, src in sources for node in ast.walk(ast.parse(src))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "export_figure"]
+    paper = [(where, kw) for where, kw in calls if "paper" in kw]
+    assert len(paper) >= 6, paper  # 20, 21, 22, 45, the assembler's tables and leaderboard, the panels
+    assert [where for where, kw in paper if not {"caption", "parameters"} <= kw] == []
+
+
+def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
+    import json
+
+    from dpkit.outputs.assemble import assemble_leaderboard
+
+    d = tmp_path / "45_leaderboard" / "aaa"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+    rows = [{"dataset": "WDBC", "sigma": 2.0, "method": m, "privacy": p, "abs_mean": 0.03, "abs_std": 0.001,
+             "rel_mean": 0.3, "rel_std": 0.01, "time_s": 0.1, "eps_spent": 1.0, "delta_spent": 0.0, "reps": 30}
+            for m, p in (("m1", "ε-DP"), ("m2", "(ε,δ)-DP"))]
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    assemble_leaderboard(str(tmp_path), out=str(tmp_path / "out"))
+    cap = (tmp_path / "out" / "leaderboard_table_3_2_abs.caption.txt").read_text()
+    assert "Table 3.2" in cap and "30 repetitions" in cap and "privacy=ε-DP" in cap
+    for name in ("leaderboard", "leaderboard_all_methods"):
+        assert "30 repetitions" in (tmp_path / "out" / f"{name}.tex").read_text()
+    _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")

@@ -72,6 +72,10 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "ta
             rows.append(r)
     return rows
 
+LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
+                       "{privacy} method per data set and σ, its name at each point, against the thesis's Table {table} "
+                       "(dashed, crosses); {protocol}.")
+
 
 def _reps_text(rows: list[dict[str, Any]]) -> str:
     """``"30 repetitions"`` (or ``"10–30 repetitions"`` when the runs differ) for a table caption."""
@@ -132,7 +136,12 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
     for privacy, tag in (("ε-DP", "3_2"), ("(ε,δ)-DP", "3_3")):
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)
-            export_figure(fig, f"leaderboard_table_{tag}_{kind}", dest, notebook="45_leaderboard", paper=paper_figures)
+            export_figure(fig, f"leaderboard_table_{tag}_{kind}", dest, notebook="45_leaderboard", paper=paper_figures,
+                          caption=LEADERBOARD_CAPTION.format(kind="absolute" if kind == "abs" else "relative",
+                                                             privacy=privacy, table=tag.replace("_", "."),
+                                                             protocol=protocol),
+                          parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
+                                      "reps": max(int(r.get("reps") or 0) for r in rows)})
     return {"rows": len(board), "out": str(dest), "headline": head.text()}
 
 
