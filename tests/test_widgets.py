@@ -255,3 +255,16 @@ def test_quickstart_panel_figure_reads_in_grayscale(X):
     gray = matplotlib.image.imread(io.BytesIO(buf.getvalue()))[..., :3] @ np.array([0.299, 0.587, 0.114])
     assert gray.std() > 0.05
     assert list(table["method"]) == ["trig-I", "trig-II"]
+
+
+def test_figures_and_results_folders_follow_the_environment(monkeypatch, tmp_path):
+    """``$DPKIT_FIGURES_DIR`` / ``$DPKIT_RESULTS_DIR`` redirect the panels' exports and manifests (the browser tests
+    point them at scratch folders, so pressing the buttons never writes into the repository)."""
+    from dpkit.core.paths import figures_dir, repo_root, results_dir
+
+    monkeypatch.delenv("DPKIT_FIGURES_DIR", raising=False)
+    monkeypatch.delenv("DPKIT_RESULTS_DIR", raising=False)
+    assert figures_dir() == repo_root() / "figures" and results_dir() == repo_root() / "results"
+    monkeypatch.setenv("DPKIT_FIGURES_DIR", str(tmp_path / "f"))
+    monkeypatch.setenv("DPKIT_RESULTS_DIR", str(tmp_path / "r"))
+    assert figures_dir() == tmp_path / "f" and results_dir() == tmp_path / "r"
