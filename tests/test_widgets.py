@@ -161,6 +161,7 @@ def test_export_figure_writes_paper_figure_named_by_parameters(monkeypatch, tmp_
                                                                             f"{stem}.caption.txt"}
     caption = (tmp_path / "figures" / f"{stem}.caption.txt").read_text()
     assert "σ = 6" in caption and "SIGMA=6.0" in caption
+    assert "of mechanism I on CSN" in caption and "δ =" not in caption.split("\n")[0]  # ε-DP: no δ in the text
     assert all(str(p) in ctl.text.value for p in paths)
 
 

@@ -92,8 +92,11 @@ def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, valu
                              n_queries=n_queries)
 
     def caption(p: dict[str, object]) -> str:
-        return (f"Mean worst absolute error (± one standard deviation, min–max band over {p['REPS']} repetitions) on "
-                f"{dataset} against {xlabel}; σ = {p['SIGMA']:g}, ε = {p['EPSILON']:g}, {n_queries} queries per repetition.")
+        mech = f" of mechanism {p['MECHANISM']}" if "MECHANISM" in p else ""
+        delta = f", δ = {p['DELTA']:g}" if p.get("MECHANISM") != "I" and "DELTA" in p else ""
+        return (f"Mean worst absolute error (± one standard deviation, min–max band over {p['REPS']} repetitions){mech} "
+                f"on {dataset} against {xlabel}; σ = {p['SIGMA']:g}, ε = {p['EPSILON']:g}{delta}, {n_queries} queries per "
+                "repetition.")
 
     text = ", ".join(map(str, values))
     return explorer(one_sweep, {"values_text": ("text", text), "sigma": ([2.0, 4.0, 6.0, 8.0, 10.0], sigma),
