@@ -171,3 +171,17 @@ def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
     for name in ("leaderboard", "leaderboard_all_methods"):
         assert "30 repetitions" in (tmp_path / "out" / f"{name}.tex").read_text()
     _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
+
+
+def test_small_values_are_not_printed_as_zero(tmp_path):
+    """δ = 10⁻⁵ spent is not "0.000": δ columns get 3 significant digits, and no non-zero value rounds to zero."""
+    from dpkit.outputs.tables import to_latex
+
+    df = pd.DataFrame([{"method": "a", "abs_mean": 0.1234, "delta_spent": 0.0, "eps_spent": 1.0},
+                       {"method": "b", "abs_mean": 2e-5, "delta_spent": 1e-5, "eps_spent": 0.5},
+                       {"method": "c", "abs_mean": 0.05, "delta_spent": 1e-3, "eps_spent": 1.0}])
+    tex = to_latex(df, caption="small values", label="tab:small")
+    rows = [line for line in tex.splitlines() if line.startswith(("a &", "b &", "c &"))]
+    assert rows == [r"a & 0.123 & 0 & 1.000 \\", r"b & 2e-05 & 1e-05 & 0.500 \\", r"c & 0.050 & 0.001 & 1.000 \\"], rows
+    (tmp_path / "small.tex").write_text(tex)
+    _compile([tmp_path / "small.tex"], tmp_path)

@@ -58,6 +58,8 @@ _SYMBOLS = {"σ": r"$\sigma$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "κ": 
             "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$", "ρ": r"$\rho$",
             "τ": r"$\tau$", "θ": r"$\theta$", "η": r"$\eta$", "Δ": r"$\Delta$", "∞": r"$\infty$", "≈": r"$\approx$",
             "→": r"$\to$", "·": r"$\cdot$", "…": r"\ldots{}", "—": "---", "’": "'", "‖": r"$\|$", "√": r"$\surd$"}
+#: Columns printed to 3 significant digits whatever ``decimals`` is (δ = 10⁻⁵ is not 0.000).
+_SIGNIFICANT = frozenset({"delta", "delta_spent", "error_bound"})
 _DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
 
 
@@ -99,7 +101,11 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
             return "--"
         if c in integral:
             return str(int(v))
-        return f"{float(v):.4g}" if decimals is None else f"{float(v):.{decimals}f}"
+        if decimals is None or c in _SIGNIFICANT:
+            return _latex_text(f"{float(v):.4g}" if decimals is None else f"{float(v):.3g}")
+        if v != 0 and abs(v) < 0.5 * 10.0 ** -decimals:  # never print a non-zero value as 0.000
+            return _latex_text(f"{float(v):.2g}")
+        return f"{float(v):.{decimals}f}"
 
     align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
     if not cols:  # a run without rows (e.g. a data set unavailable offline): an empty column spec does not compile
