@@ -269,3 +269,18 @@ def test_figures_and_results_folders_follow_the_environment(monkeypatch, tmp_pat
     monkeypatch.setenv("DPKIT_FIGURES_DIR", str(tmp_path / "f"))
     monkeypatch.setenv("DPKIT_RESULTS_DIR", str(tmp_path / "r"))
     assert figures_dir() == tmp_path / "f" and results_dir() == tmp_path / "r"
+
+
+@pytest.mark.parametrize("nb", ["00_quickstart", "20_tables", "21_kappa_sweep", "22_k_sweep"])
+def test_every_panel_exports_its_figure_with_caption_and_parameters(nb, monkeypatch, tmp_path):
+    import dpkit.outputs.plotting as plotting
+
+    monkeypatch.setattr(plotting, "paper_figures_dir", lambda: tmp_path / "figures")
+    ctl = _panel_of(nb, monkeypatch)
+    ctl.results = tmp_path / "results"
+    paths = ctl.export()
+    assert "figure exported" in ctl.info.value, ctl.info.value
+    captions = [p for p in paths if p.parent == tmp_path / "figures" and p.name.endswith(".caption.txt")]
+    assert len(captions) == 1
+    text = captions[0].read_text()
+    assert "Parameters:" in text and "ε" in text.split("Parameters:")[0] and "σ" in text.split("Parameters:")[0], text
