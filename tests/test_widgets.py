@@ -84,7 +84,7 @@ def _fake_result(**kw):
     return fig, pd.DataFrame([{k: str(v) for k, v in kw.items() if not isinstance(v, np.ndarray)}])
 
 
-def _panel_of(nb: str, monkeypatch):
+def _panel_of(nb: str, monkeypatch, **overrides):
     """Run the notebook's parameters cell, then its ``if INTERACTIVE:`` cell (real widgets and parameter
     map; the computation replaced by a fake figure + table), in the notebooks folder as Jupyter does."""
     import pandas as pd
@@ -101,7 +101,7 @@ def _panel_of(nb: str, monkeypatch):
     shown = []
     X = np.zeros((20, 4))
     ns.update(INTERACTIVE=True, display=shown.append, X=X, data={"CRM": type("D", (), {"X": X})()}, method=get("trig-I"),
-              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={})
+              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={}, **overrides)
     exec(_cell(nb, lambda c: c.source.startswith("if INTERACTIVE")), ns)
     assert len(shown) == 1
     ctl = shown[0].explorer
@@ -284,3 +284,19 @@ def test_every_panel_exports_its_figure_with_caption_and_parameters(nb, monkeypa
     assert len(captions) == 1
     text = captions[0].read_text()
     assert "Parameters:" in text and "ε" in text.split("Parameters:")[0] and "σ" in text.split("Parameters:")[0], text
+
+
+@pytest.mark.parametrize("nb", ["21_kappa_sweep", "22_k_sweep"])
+def test_quick_session_says_the_batch_run_uses_the_whole_data_set(nb, monkeypatch, tmp_path):
+    """A QUICK session's sweep panel runs on a subsample, which no notebook parameter expresses: the command and the
+    manifest say so next to them (and say nothing in a full session)."""
+    ctl = _panel_of(nb, monkeypatch, QUICK=True)
+    ctl.results = tmp_path
+    ctl.copy_command()
+    assert "QUICK session" in ctl.info.value and "whole data set" in ctl.info.value
+    ctl.save_manifest()
+    assert "QUICK session" in ctl.info.value
+    full = _panel_of(nb, monkeypatch)
+    full.results = tmp_path
+    full.copy_command()
+    assert "QUICK" not in full.info.value

@@ -67,14 +67,16 @@ def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, va
 
 def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
                 epsilon: float, xlabel: str, logx: bool, title: str, seed: int = 0, J: int = 10, n_queries: int = 2_000,
-                reps: int = 3, notebook: str | None = None, constants: dict[str, object] | None = None):
+                reps: int = 3, notebook: str | None = None, constants: dict[str, object] | None = None,
+                note: str | None = None):
     """The sweep notebooks' widget: the grid is typed as text (parsed by :func:`parse_values`, a bad
     entry is reported in the panel), σ, ε and the repetitions are controls, *Run* re-runs the sweep.
 
     Each control sets one notebook parameter (``values_text`` → ``VALUES``, ``sigma`` → ``SIGMA``,
     ``epsilon`` → ``EPSILON``, ``reps`` → ``REPS``; the fixed ``seed``, ``J``, ``n_queries`` and
     ``dataset`` → ``SEED``, ``J``, ``N_QUERIES``, ``DATASET``); ``notebook`` and ``constants`` (other
-    notebook parameters the panel holds, e.g. ``MECHANISM``) enable the papermill/manifest/export buttons.
+    notebook parameters the panel holds, e.g. ``MECHANISM``) enable the papermill/manifest/export buttons;
+    ``note`` is shown with the command and the manifest (:func:`~dpkit.outputs.widgets.explorer`).
     """
     from dpkit.experiments.sweeps import parse_values
     from dpkit.methods.registry import configure
@@ -104,5 +106,5 @@ def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, valu
                     fixed=dict(seed=seed, J=J, n_queries=n_queries, dataset=dataset), notebook=notebook,
                     parameters={"values_text": ("VALUES", parse), "sigma": "SIGMA", "epsilon": "EPSILON", "reps": "REPS",
                                 "seed": "SEED", "J": "J", "n_queries": "N_QUERIES", "dataset": "DATASET"},
-                    constants=constants, name=f"{param}_sweep", caption=caption,
+                    constants=constants, name=f"{param}_sweep", caption=caption, note=note,
                     total=lambda v: int(v["reps"]) * len(parse(v["values_text"])))
