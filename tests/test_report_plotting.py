@@ -69,3 +69,19 @@ def test_exporter_writes_pdf_with_embedded_truetype_and_png(tmp_path):
         export_figure(fig, "a", tmp_path, paper=True)
     with pytest.raises(ValueError, match="width"):
         new_figure(width="triple")
+
+
+def test_paper_figure_refuses_a_suptitle(tmp_path, monkeypatch):
+    import dpkit.outputs.plotting as plotting
+    from dpkit.outputs.plotting import export_figure, new_figure
+
+    monkeypatch.setattr(plotting, "paper_figures_dir", lambda: tmp_path / "figures")
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1])
+    fig.suptitle("CSN, mechanism I")
+    export_figure(fig, "run_copy", tmp_path / "run")  # a run's own copy may keep it
+    with pytest.raises(ValueError, match="no suptitle"):
+        export_figure(fig, "paper", tmp_path / "run", notebook="nb", paper=True)
+    assert not (tmp_path / "figures").exists()
+    fig.suptitle("")
+    assert export_figure(fig, "paper", tmp_path / "run", notebook="nb", paper=True)
