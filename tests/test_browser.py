@@ -176,17 +176,34 @@ def _wait_new_figure(page, before: str) -> None:
     }""", arg=before, timeout=TIMEOUT_MS, polling=250)
 
 
+def _panel_idle(page) -> None:
+    """Wait until the panel's last run has finished in the browser too (Run enabled, Stop disabled)."""
+    page.wait_for_function("""() => {
+        const last = (t) => [...document.querySelectorAll(`button.widget-button[title='${t}']`)].pop();
+        const run = last('Run'), stop = last('Stop');
+        return !!run && !!stop && !run.disabled && stop.disabled;
+    }""", timeout=TIMEOUT_MS, polling=250)
+
+
+def _type(page, field, text: str) -> None:
+    """Type into a Text control and commit it (Enter, then leave the field), as a user does."""
+    field.fill(text)
+    field.press("Enter")
+    field.blur()
+    page.wait_for_timeout(500)  # the committed value reaches the kernel before Run is pressed
+
+
 def _type_run_export_save(page, notebook: str, grid: str, img_before: str, scratch: Path) -> None:
     """Without leaving the panel: type a sweep grid, Run, Export figure, Copy as papermill call, Save as manifest."""
     import yaml
 
     field = page.locator(".widget-text", has_text="values_text").locator("input")
-    field.fill("1, x")  # a bad entry is reported in the panel, nothing is raised
-    field.press("Enter")
+    _panel_idle(page)
+    _type(page, field, "1, x")  # a bad entry is reported in the panel, nothing is raised
     page.locator("button.widget-button[title='Run']").last.click()
     page.get_by_text("is not a valid").last.wait_for(timeout=TIMEOUT_MS)
-    field.fill(grid)
-    field.press("Enter")
+    _panel_idle(page)
+    _type(page, field, grid)
     page.locator("button.widget-button[title='Run']").last.click()
     _wait_new_figure(page, img_before)
     page.locator(".dpkit-status").last.wait_for(timeout=TIMEOUT_MS)
