@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
+
 from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text
 from dpkit.outputs.figures.leaderboard import plot_leaderboard
 from dpkit.outputs.figures.tables import plot_errors_vs_sigma
@@ -110,6 +112,7 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
                       caption=TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative"),
                       parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
                                   "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
+        plt.close(fig)
     df = rows_frame(rows)
     worst = df.groupby(["dataset", "mechanism", "constants"])["time_max_s"].max().reset_index()
     export_table(worst, "worst_times", dest, caption=f"Worst time (seconds) of one release over every σ and repetition, "
@@ -142,6 +145,7 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
                                                              protocol=protocol),
                           parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
                                       "reps": max(int(r.get("reps") or 0) for r in rows)})
+            plt.close(fig)
     return {"rows": len(board), "out": str(dest), "headline": head.text()}
 
 
