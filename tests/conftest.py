@@ -15,6 +15,17 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every test starts without open pyplot figures (matplotlib warns, and the suite errors, past 20)."""
+    yield
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
+
+
 @pytest.fixture
 def run_notebook(tmp_path):
     """Execute ``notebooks/<name>`` with papermill (QUICK, non-interactive); return its metrics dict."""

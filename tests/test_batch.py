@@ -128,3 +128,17 @@ def test_glob_notebooks_and_shipped_manifests(tmp_path):
     tables = batch.expand_manifest(batch.load_manifest(root / "manifests" / "tables.yaml"))
     assert {s.notebook.name for s in tables} == {"20_tables.ipynb"} and len(tables) == 14
     assert sum(s.parameters.get("SENSITIVITY_DATASET") == "WDBC" for s in tables) == 1  # the sweep runs once
+
+
+def test_reproduce_exports_the_paper_figures():
+    """make reproduce leaves Figs 3.1/3.2 and the table figures in figures/: full.yaml sets the paper-figure switch
+    of 21 and 22, the Makefile assembles the tables with --paper-figures, and QUICK runs (smoke) never export."""
+    root = Path(__file__).resolve().parents[1]
+    full = batch.expand_manifest(batch.load_manifest(root / "notebooks" / "manifests" / "full.yaml"))
+    paper = {s.notebook.name for s in full if s.parameters.get("PAPER_FIGURES") is True}
+    assert {"21_kappa_sweep.ipynb", "22_k_sweep.ipynb"} <= paper
+    smoke = batch.expand_manifest(batch.load_manifest(root / "notebooks" / "manifests" / "smoke.yaml"))
+    assert not any(s.parameters.get("PAPER_FIGURES") for s in smoke)
+    recipe = (root / "Makefile").read_text().split("\nreproduce:", 1)[1].split("\n\n", 1)[0]
+    assert "notebooks/manifests/full.yaml" in recipe
+    assert "dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures" in recipe

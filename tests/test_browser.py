@@ -86,7 +86,9 @@ def lab(tmp_path_factory):
     (tmp / "config" / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))  # no news pop-up or fetch
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+    # the panels' manifests and exported figures go to scratch folders, never into the repository
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DPKIT_RESULTS_DIR": str(tmp / "results"),
+           "DPKIT_FIGURES_DIR": str(tmp / "figures"), "JUPYTER_CONFIG_DIR": str(tmp / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "IPYTHONDIR": str(tmp / "ipython")}
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp / 'notebooks'}",
@@ -107,7 +109,7 @@ def lab(tmp_path_factory):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"JupyterLab did not start: {(tmp / 'server.log').read_text()[-3000:]}") from None
                 time.sleep(0.5)
-        yield base, token
+        yield base, token, tmp
     finally:
         proc.terminate()
         try:
@@ -162,9 +164,74 @@ def _panel_state(page) -> tuple[str, str, str]:
     return img, table, status
 
 
+#: the sweep notebooks and a grid to type into their panel (QUICK data: CSN and CRM subsamples)
+SWEEPS = {"21_kappa_sweep": "2, 5", "22_k_sweep": "1, 3"}
+
+
+def _wait_new_figure(page, before: str) -> None:
+    page.wait_for_function("""(before) => {
+        const outs = document.querySelectorAll('.widget-vbox .widget-output');
+        const img = outs.length ? outs[outs.length - 1].querySelector('img') : null;
+        return !!img && img.getAttribute('src') !== before;
+    }""", arg=before, timeout=TIMEOUT_MS, polling=250)
+
+
+def _panel_idle(page) -> None:
+    """Wait until the panel's last run has finished in the browser too (Run enabled, Stop disabled)."""
+    page.wait_for_function("""() => {
+        const last = (t) => [...document.querySelectorAll(`button.widget-button[title='${t}']`)].pop();
+        const run = last('Run'), stop = last('Stop');
+        return !!run && !!stop && !run.disabled && stop.disabled;
+    }""", timeout=TIMEOUT_MS, polling=250)
+
+
+def _type(page, field, text: str) -> None:
+    """Type into a Text control and commit it (Enter, then leave the field), as a user does."""
+    field.fill(text)
+    field.press("Enter")
+    field.blur()
+    page.wait_for_timeout(500)  # the committed value reaches the kernel before Run is pressed
+
+
+def _type_run_export_save(page, notebook: str, grid: str, img_before: str, scratch: Path) -> None:
+    """Without leaving the panel: type a sweep grid, Run, Export figure, Copy as papermill call, Save as manifest."""
+    import yaml
+
+    field = page.locator(".widget-text", has_text="values_text").locator("input")
+    _panel_idle(page)
+    _type(page, field, "1, x")  # a bad entry is reported in the panel, nothing is raised
+    page.locator("button.widget-button[title='Run']").last.click()
+    page.get_by_text("is not a valid").last.wait_for(timeout=TIMEOUT_MS)
+    _panel_idle(page)
+    _type(page, field, grid)
+    page.locator("button.widget-button[title='Run']").last.click()
+    _wait_new_figure(page, img_before)
+    page.locator(".dpkit-status").last.wait_for(timeout=TIMEOUT_MS)
+    out = page.locator(".widget-vbox .widget-output").last
+    values = [float(v) for v in grid.split(",")]
+    assert out.locator("table tbody tr").count() == len(values), out.locator("table").first.inner_text()
+    info = page.locator(".widget-html", has_text="figure exported")
+    page.locator("button.widget-button[title='Export figure']").last.click()
+    info.last.wait_for(timeout=60_000)
+    pdfs = sorted((scratch / "figures").glob(f"{notebook}__*.pdf"))
+    assert len(pdfs) == 1, pdfs
+    caption = pdfs[0].with_suffix(".caption.txt").read_text()
+    assert "σ = 6" in caption and "SIGMA=6.0" in caption and "VALUES=[" in caption, caption
+    page.locator("button.widget-button[title='Copy as papermill call']").last.click()
+    page.get_by_text("the papermill call of the current setting").last.wait_for(timeout=60_000)
+    command = page.locator(".widget-textarea textarea").last.input_value()
+    assert "-m dpkit.batch notebook" in command and f"{notebook}.ipynb" in command and "-p SIGMA 6.0" in command, command
+    page.locator("button.widget-button[title='Save as manifest']").last.click()
+    page.get_by_text("manifest saved").last.wait_for(timeout=60_000)
+    manifests = sorted((scratch / "results" / "manifests").glob(f"{notebook}-*.yaml"))
+    assert len(manifests) == 1, manifests
+    run = yaml.safe_load(manifests[0].read_text())["runs"][0]["parameters"]
+    assert run["VALUES"] == values and run["SIGMA"] == 6.0
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_panel_in_jupyterlab(lab, browser, notebook, tmp_path):
-    base, token = lab
+    base, token, scratch = lab
     errors: list[str] = []
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
@@ -195,6 +262,8 @@ def test_panel_in_jupyterlab(lab, browser, notebook, tmp_path):
         assert img1 != img0, "the figure did not change"
         assert table1 != table0, "the table did not change"
         assert status1.startswith("done in"), status1
+        if notebook in SWEEPS:  # type a new grid, run it, export the figure and save the setting as a manifest
+            _type_run_export_save(page, notebook, SWEEPS[notebook], img1, scratch)
         outputs = "\n".join(page.locator(".jp-OutputArea").all_inner_texts())
         assert "Traceback" not in outputs, outputs[max(0, outputs.find("Traceback") - 500):][:3000]
         assert "Error" not in " ".join(page.locator(".jp-OutputArea .widget-html").all_inner_texts())

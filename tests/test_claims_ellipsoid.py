@@ -67,3 +67,19 @@ def test_samplers_figure():
     fig = samplers_figure(el.sampler_scatter(n_points=100, k=3, seed=0))
     assert [ax.get_title() for ax in fig.axes] == ["uniform sampler, k = 3 (x₁, x₂)", "thesis sampler, k = 3 (x₁, x₂)"]
     plt.close(fig)
+
+
+def test_samplers_figure_is_rasterised_in_the_pdf():
+    """3000 points per panel (notebook 57): the scatter is a raster inside the PDF, so the file stays small."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from dpkit.outputs.figures.ellipsoid import samplers_figure
+
+    fig = samplers_figure(el.sampler_scatter(n_points=3000, k=3, seed=0))
+    assert all(c.get_rasterized() for ax in fig.axes for c in ax.collections)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="pdf")
+    assert len(buf.getvalue()) < 60_000, len(buf.getvalue())  # vector: about 100 KB
+    plt.close(fig)

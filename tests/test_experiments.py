@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,8 +114,15 @@ def test_sweep_uses_common_workloads(X):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", ["00_quickstart.ipynb", "20_tables.ipynb", "21_kappa_sweep.ipynb", "22_k_sweep.ipynb"])
-def test_chapter3_notebooks_quick(run_notebook, name):
-    m = run_notebook(name)
+def test_chapter3_notebooks_quick(run_notebook, name, monkeypatch, tmp_path):
+    sweep = name in ("21_kappa_sweep.ipynb", "22_k_sweep.ipynb")
+    if sweep:  # Figs 3.1/3.2 with the paper-figure switch (as make reproduce sets it), into a scratch figures/
+        monkeypatch.setenv("DPKIT_FIGURES_DIR", str(tmp_path / "figures"))
+    m = run_notebook(name, **({"PAPER_FIGURES": True} if sweep else {}))
+    if sweep:
+        stem = tmp_path / "figures" / f"{name[:-6]}__{name[:-6]}"
+        assert all(Path(f"{stem}.{ext}").is_file() for ext in ("pdf", "png", "caption.txt"))
+        assert "repetitions" in Path(f"{stem}.caption.txt").read_text()
     assert m["all_consistent"], [c for c in m["checks"] if c["verdict"] != c["expected"]]
     assert m["checks"], "a notebook without checks"
     if name == "20_tables.ipynb":

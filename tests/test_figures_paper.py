@@ -59,3 +59,75 @@ def test_sweep_figure_ticks_and_legend_outside():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "5", "8"]  # integers as integers
     assert fig.legends and not ax.get_legend()  # the legend is outside the axes, never over the band
     assert min(t.get_fontsize() for t in fig.legends[0].get_texts()) >= 8
+
+
+# ----------------------------------------------------------------------------- a grayscale copy, rendered
+def _legend_keys_in_grayscale(fig, legend, dpi=200):
+    """The legend's keys (the drawn line + marker samples) cut from a grayscale rendering, as ink masks:
+    colour is gone, only marker, line style and fill remain."""
+    from matplotlib.offsetbox import DrawingArea, OffsetBox
+
+    fig.set_dpi(dpi)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    gray = (np.asarray(fig.canvas.buffer_rgba())[..., :3] / 255.0) @ np.array([0.299, 0.587, 0.114])
+    boxes = []
+
+    def walk(box):
+        for child in box.get_children():
+            if isinstance(child, DrawingArea):
+                boxes.append(child.get_window_extent(renderer))
+            elif isinstance(child, OffsetBox):
+                walk(child)
+
+    walk(legend._legend_handle_box)
+    height = gray.shape[0]
+    keys = [gray[int(height - np.ceil(b.y1)):int(height - b.y0), int(b.x0):int(np.ceil(b.x1))] < 0.85 for b in boxes]
+    h, w = min(k.shape[0] for k in keys), min(k.shape[1] for k in keys)
+    return [k[:h, :w] for k in keys]
+
+
+def _ink_difference(a, b, shift=2):
+    """Pixels where two ink masks differ, at the best alignment within ± ``shift`` pixels (sub-pixel placement)."""
+    h, w = a.shape
+    return min(int((a[max(0, dy):h + min(0, dy), max(0, dx):w + min(0, dx)]
+                    != b[max(0, -dy):h + min(0, -dy), max(0, -dx):w + min(0, -dx)]).sum())
+               for dy in range(-shift, shift + 1) for dx in range(-shift, shift + 1))
+
+
+def _colour_only_difference():
+    """Negative control: two keys that differ only by colour (the palette's first two) leave this much difference."""
+    from dpkit.outputs.plotting import PALETTE, new_figure
+
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1], color=PALETTE[0], marker="o", label="a")
+    ax.plot([0, 1], [1, 0], color=PALETTE[1], marker="o", label="b")
+    a, b = _legend_keys_in_grayscale(fig, ax.legend())
+    return _ink_difference(a, b)
+
+
+def test_tables_figure_keys_differ_in_a_grayscale_copy():
+    """Rendered in grayscale, every pair of legend keys (I vs II, dpkit vs the thesis, correct vs printed constants)
+    differs by far more than two keys that differ only by colour."""
+    control = _colour_only_difference()
+    fig = plot_errors_vs_sigma(_rows())
+    keys = _legend_keys_in_grayscale(fig, fig.legends[0])
+    assert len(keys) == 6
+    closest = min(_ink_difference(keys[i], keys[j]) for i in range(6) for j in range(i + 1, 6))
+    assert closest > 2 * control, (closest, control)
+
+
+def test_grayscale_check_rejects_colour_only_curves():
+    """The check above is not vacuous: the tables figure with every curve drawn alike (colour only) fails it."""
+    import matplotlib.pyplot as plt
+
+    control = _colour_only_difference()
+    fig = plot_errors_vs_sigma(_rows())
+    for line in fig.legends[0].legend_handles:
+        for artist in (line.lines if hasattr(line, "lines") else [line]):
+            if hasattr(artist, "set_marker"):
+                artist.set(marker="o", linestyle="-", markerfacecolor=artist.get_color())
+    keys = _legend_keys_in_grayscale(fig, fig.legends[0])
+    closest = min(_ink_difference(keys[i], keys[j]) for i in range(len(keys)) for j in range(i + 1, len(keys)))
+    assert closest <= 2 * control, (closest, control)
+    plt.close(fig)

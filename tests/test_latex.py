@@ -66,3 +66,122 @@ def test_every_generated_table_compiles(tmp_path):
     assert "σ" not in text and "±" not in text and "\\caption" in text and "\\toprule" in text
     assert "5.000000" not in text
     _compile(tex, tmp_path)
+
+
+def test_tables_without_rows_compile(tmp_path):
+    """A run without rows (make reproduce's PAM run: the data set is unavailable offline) still writes tables that
+    compile: an empty column spec ``\\begin{tabular}{}`` is a LaTeX error."""
+    paths = []
+    paths += export_table(pd.DataFrame(), "tables_rows", tmp_path)
+    paths += export_table(paper_comparison_table([]), "tables_3_2_3_3", tmp_path)
+    (tmp_path / "checks.tex").write_text(checks_latex(pd.DataFrame(columns=["notebook", "id", "verdict"])))
+    tex = [p for p in paths if p.suffix == ".tex"] + [tmp_path / "checks.tex"]
+    assert "no rows" in (tmp_path / "tables_rows.tex").read_text()
+    _compile(tex, tmp_path)
+
+
+def test_symbols_in_cells_and_captions_compile(tmp_path):
+    """Greek letters, math symbols and superscripts (δ = 10⁻³, K = σ²) in cells and captions become math mode."""
+    from dpkit.outputs.tables import _SUPERSCRIPTS, _SYMBOLS
+
+    text = " ".join(_SYMBOLS) + " δ = 10⁻³, K = σ², n ≥ 10⁴ " + "".join(_SUPERSCRIPTS)
+    df = pd.DataFrame([{"note": text, "value": 1.5}])
+    paths = export_table(df, "symbols", tmp_path, caption=text)
+    tex = (tmp_path / "symbols.tex").read_text()
+    assert all(ord(ch) < 128 for ch in tex), sorted({ch for ch in tex if ord(ch) >= 128})
+    _compile([p for p in paths if p.suffix == ".tex"], tmp_path)
+
+
+def _export_table_calls():
+    """Every ``export_table(...)`` call of the notebooks and of dpkit: ``(where, keyword names)``."""
+    import ast
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [(p.name, "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                                  if c["cell_type"] == "code")) for p in sorted((root / "notebooks").glob("*.ipynb"))]
+    sources += [(str(p.relative_to(root)), p.read_text()) for p in sorted((root / "dpkit").rglob("*.py"))]
+    calls = []
+    for where, src in sources:
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "export_table":
+                calls.append((f"{where}:{node.lineno}", {k.arg for k in node.keywords}))
+    return calls
+
+
+def test_every_written_table_has_a_caption():
+    """A paper can include the tables as they are: every table the workbench writes states its protocol in its
+    caption (the default caption is only the file name)."""
+    calls = _export_table_calls()
+    assert len(calls) >= 10, calls  # the notebooks' and the assembler's tables are all found
+    assert [where for where, kw in calls if "caption" not in kw] == []
+
+
+def test_assembled_tables_carry_the_protocol_in_the_caption(tmp_path):
+    import json
+
+    from dpkit.outputs.assemble import assemble_tables
+
+    d = tmp_path / "20_tables" / "aaa"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": _table_rows()}, default=str))
+    assemble_tables(str(tmp_path), out=str(tmp_path / "out"))
+    for name in ("tables_3_2_3_3", "tables_rows", "worst_times"):
+        tex = (tmp_path / "out" / f"{name}.tex").read_text()
+        assert "30 repetitions" in tex and r"\varepsilon$ = 1" in tex and r"\label{tab:" + name in tex, name
+    _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
+
+
+def test_every_paper_figure_carries_caption_and_parameters():
+    """Every figure that can reach figures/ (``paper=...``) is exported with a caption and its parameters (the PDF/PNG
+    metadata and the caption file beside it)."""
+    import ast
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [(p.name, "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                                  if c["cell_type"] == "code")) for p in sorted((root / "notebooks").glob("*.ipynb"))]
+    sources += [(str(p.relative_to(root)), p.read_text()) for p in sorted((root / "dpkit").rglob("*.py"))]
+    calls = [(f"{where}:{node.lineno}", {k.arg for k in node.keywords})
+             for where, src in sources for node in ast.walk(ast.parse(src))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "export_figure"]
+    paper = [(where, kw) for where, kw in calls if "paper" in kw]
+    assert len(paper) >= 6, paper  # 20, 21, 22, 45, the assembler's tables and leaderboard, the panels
+    assert [where for where, kw in paper if not {"caption", "parameters"} <= kw] == []
+
+
+def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
+    import json
+
+    from dpkit.outputs.assemble import assemble_leaderboard
+
+    d = tmp_path / "45_leaderboard" / "aaa"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+    rows = [{"dataset": "WDBC", "sigma": 2.0, "method": m, "privacy": p, "abs_mean": 0.03, "abs_std": 0.001,
+             "rel_mean": 0.3, "rel_std": 0.01, "time_s": 0.1, "eps_spent": 1.0, "delta_spent": 0.0, "reps": 30}
+            for m, p in (("m1", "ε-DP"), ("m2", "(ε,δ)-DP"))]
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    assemble_leaderboard(str(tmp_path), out=str(tmp_path / "out"))
+    cap = (tmp_path / "out" / "leaderboard_table_3_2_abs.caption.txt").read_text()
+    assert "Table 3.2" in cap and "30 repetitions" in cap and "privacy=ε-DP" in cap
+    for name in ("leaderboard", "leaderboard_all_methods"):
+        assert "30 repetitions" in (tmp_path / "out" / f"{name}.tex").read_text()
+    _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
+
+
+def test_small_values_are_not_printed_as_zero(tmp_path):
+    """δ = 10⁻⁵ spent is not "0.000": δ columns get 3 significant digits, and no non-zero value rounds to zero."""
+    from dpkit.outputs.tables import to_latex
+
+    df = pd.DataFrame([{"method": "a", "abs_mean": 0.1234, "delta_spent": 0.0, "eps_spent": 1.0},
+                       {"method": "b", "abs_mean": 2e-5, "delta_spent": 1e-5, "eps_spent": 0.5},
+                       {"method": "c", "abs_mean": 0.05, "delta_spent": 1e-3, "eps_spent": 1.0}])
+    tex = to_latex(df, caption="small values", label="tab:small")
+    rows = [line for line in tex.splitlines() if line.startswith(("a &", "b &", "c &"))]
+    assert rows == [r"a & 0.123 & 0 & 1.000 \\", r"b & 2e-05 & 1e-05 & 0.500 \\", r"c & 0.050 & 0.001 & 1.000 \\"], rows
+    (tmp_path / "small.tex").write_text(tex)
+    _compile([tmp_path / "small.tex"], tmp_path)

@@ -3,6 +3,7 @@ tagged ``parameters`` with the four contract parameters."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,17 @@ def test_committed_notebook_is_clean(path):
     src = "".join(tagged[0]["source"])
     for decl in ("SEED: int", "QUICK: bool", "INTERACTIVE: bool", "OUTPUT_DIR: str"):
         assert decl in src, f"{path.name}: the parameters cell lacks {decl!r}"
+
+
+_INTERNAL = re.compile(r"\bissues?\s*#?\s*\d+|\.\./shared/spec|\bseeds? 0\d\d\b", re.IGNORECASE)
+
+
+def test_user_facing_text_names_no_internal_labels():
+    """Notebook markdown and the README speak of papers, theorems and sections, not of the project's issue numbers
+    or files outside the repository."""
+    root = NOTEBOOKS[0].parents[1]
+    texts = [(p.name, "".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                              if c["cell_type"] == "markdown")) for p in NOTEBOOKS]
+    texts += [(p.name, p.read_text()) for p in (root / "README.md", root / "figures" / "README.md") if p.is_file()]
+    hits = [f"{name}: {m.group()!r}" for name, text in texts for m in _INTERNAL.finditer(text)]
+    assert hits == []

@@ -88,3 +88,19 @@ def test_exporter_writes_the_same_bytes_twice(tmp_path):
     time.sleep(1.1)  # PDF dates have a resolution of one second
     assert digests([1, 4, 9], tmp_path / "b") == first
     assert digests([1, 4, 8], tmp_path / "c")[".pdf"] != first[".pdf"]  # the comparison can fail
+
+
+def test_paper_figure_refuses_a_suptitle(tmp_path, monkeypatch):
+    import dpkit.outputs.plotting as plotting
+    from dpkit.outputs.plotting import export_figure, new_figure
+
+    monkeypatch.setattr(plotting, "paper_figures_dir", lambda: tmp_path / "figures")
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1])
+    fig.suptitle("CSN, mechanism I")
+    export_figure(fig, "run_copy", tmp_path / "run")  # a run's own copy may keep it
+    with pytest.raises(ValueError, match="no suptitle"):
+        export_figure(fig, "paper", tmp_path / "run", notebook="nb", paper=True)
+    assert not (tmp_path / "figures").exists()
+    fig.suptitle("")
+    assert export_figure(fig, "paper", tmp_path / "run", notebook="nb", paper=True)

@@ -84,7 +84,7 @@ def _fake_result(**kw):
     return fig, pd.DataFrame([{k: str(v) for k, v in kw.items() if not isinstance(v, np.ndarray)}])
 
 
-def _panel_of(nb: str, monkeypatch):
+def _panel_of(nb: str, monkeypatch, **overrides):
     """Run the notebook's parameters cell, then its ``if INTERACTIVE:`` cell (real widgets and parameter
     map; the computation replaced by a fake figure + table), in the notebooks folder as Jupyter does."""
     import pandas as pd
@@ -101,7 +101,7 @@ def _panel_of(nb: str, monkeypatch):
     shown = []
     X = np.zeros((20, 4))
     ns.update(INTERACTIVE=True, display=shown.append, X=X, data={"CRM": type("D", (), {"X": X})()}, method=get("trig-I"),
-              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={})
+              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={}, **overrides)
     exec(_cell(nb, lambda c: c.source.startswith("if INTERACTIVE")), ns)
     assert len(shown) == 1
     ctl = shown[0].explorer
@@ -161,6 +161,7 @@ def test_export_figure_writes_paper_figure_named_by_parameters(monkeypatch, tmp_
                                                                             f"{stem}.caption.txt"}
     caption = (tmp_path / "figures" / f"{stem}.caption.txt").read_text()
     assert "σ = 6" in caption and "SIGMA=6.0" in caption
+    assert "of mechanism I on CSN" in caption and "δ =" not in caption.split("\n")[0]  # ε-DP: no δ in the text
     assert all(str(p) in ctl.text.value for p in paths)
 
 
@@ -217,3 +218,85 @@ def test_stop_cancels_between_repetitions(X):
     assert (ctl.progress.value, ctl.progress.max) == (1, 5)
     assert not ctl.run_button.disabled and ctl.stop_button.disabled
     assert ctl.figure is None  # nothing shown from a cancelled run
+
+
+# ----------------------------------------------------------------------------- the setting is the whole run
+_NOT_SETTINGS = {"QUICK", "INTERACTIVE", "OUTPUT_DIR", "PAPER_FIGURES"}  # how to run, not what to compute
+
+
+@pytest.mark.parametrize("nb", ["00_quickstart", "21_kappa_sweep", "22_k_sweep"])
+def test_panel_command_sets_every_parameter_of_the_computation(nb, monkeypatch):
+    """The papermill call / manifest spells out every notebook parameter the computation reads, so the batch run
+    computes with the panel's setting even when the notebook was opened with non-default values (e.g. KAPPA)."""
+    import ast
+
+    ctl = _panel_of(nb, monkeypatch)
+    names = {node.target.id for node in ast.parse(_cell(nb, lambda c: "parameters" in c.metadata.get("tags", []))).body
+             if isinstance(node, ast.AnnAssign)}
+    assert sorted(names - _NOT_SETTINGS - set(ctl.notebook_parameters())) == []
+
+
+def test_quickstart_panel_figure_reads_in_grayscale(X):
+    """The quickstart panel's figure tells mechanism I from II, and ours from the thesis's, by marker and line
+    style (a grayscale copy drops the colour); repetitions are integer ticks."""
+    import io
+
+    import matplotlib.image
+
+    from dpkit.outputs.panels import explore
+
+    fig, table = explore(X=X, dataset="WDBC", epsilon=1.0, delta=1e-3, sigma=4.0, kappa=7.0, k=2, C=300, R=10, reps=3,
+                         n_queries=100)
+    ax = fig.axes[0]
+    styles = [(line.get_marker(), line.get_linestyle(), str(line.get_markerfacecolor())) for line in ax.lines]
+    assert len(styles) == 4 and len(set(styles)) == 4, styles  # I, thesis I, II, thesis II
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=60)
+    gray = matplotlib.image.imread(io.BytesIO(buf.getvalue()))[..., :3] @ np.array([0.299, 0.587, 0.114])
+    assert gray.std() > 0.05
+    assert list(table["method"]) == ["trig-I", "trig-II"]
+
+
+def test_figures_and_results_folders_follow_the_environment(monkeypatch, tmp_path):
+    """``$DPKIT_FIGURES_DIR`` / ``$DPKIT_RESULTS_DIR`` redirect the panels' exports and manifests (the browser tests
+    point them at scratch folders, so pressing the buttons never writes into the repository)."""
+    from dpkit.core.paths import figures_dir, repo_root, results_dir
+
+    monkeypatch.delenv("DPKIT_FIGURES_DIR", raising=False)
+    monkeypatch.delenv("DPKIT_RESULTS_DIR", raising=False)
+    assert figures_dir() == repo_root() / "figures" and results_dir() == repo_root() / "results"
+    monkeypatch.setenv("DPKIT_FIGURES_DIR", str(tmp_path / "f"))
+    monkeypatch.setenv("DPKIT_RESULTS_DIR", str(tmp_path / "r"))
+    assert figures_dir() == tmp_path / "f" and results_dir() == tmp_path / "r"
+
+
+@pytest.mark.parametrize("nb", ["00_quickstart", "20_tables", "21_kappa_sweep", "22_k_sweep"])
+def test_every_panel_exports_its_figure_with_caption_and_parameters(nb, monkeypatch, tmp_path):
+    import dpkit.outputs.plotting as plotting
+
+    monkeypatch.setattr(plotting, "paper_figures_dir", lambda: tmp_path / "figures")
+    ctl = _panel_of(nb, monkeypatch)
+    ctl.results = tmp_path / "results"
+    paths = ctl.export()
+    assert "figure exported" in ctl.info.value, ctl.info.value
+    captions = [p for p in paths if p.parent == tmp_path / "figures" and p.name.endswith(".caption.txt")]
+    assert len(captions) == 1
+    text = captions[0].read_text()
+    assert "Parameters:" in text and "ε" in text.split("Parameters:")[0] and "σ" in text.split("Parameters:")[0], text
+
+
+@pytest.mark.parametrize("nb", ["21_kappa_sweep", "22_k_sweep"])
+def test_quick_session_says_the_batch_run_uses_the_whole_data_set(nb, monkeypatch, tmp_path):
+    """A QUICK session's sweep panel runs on a subsample, which no notebook parameter expresses: the command and the
+    manifest say so next to them (and say nothing in a full session)."""
+    ctl = _panel_of(nb, monkeypatch, QUICK=True)
+    ctl.results = tmp_path
+    ctl.copy_command()
+    assert "QUICK session" in ctl.info.value and "whole data set" in ctl.info.value
+    ctl.save_manifest()
+    assert "QUICK session" in ctl.info.value
+    full = _panel_of(nb, monkeypatch)
+    full.results = tmp_path
+    full.copy_command()
+    assert "QUICK" not in full.info.value

@@ -47,10 +47,13 @@ def _in_repo(*parts: str) -> Path:
 
 
 def figures_dir() -> Path:
-    """``<clone>/figures``: where paper figures are exported (the current directory's otherwise)."""
-    return _in_repo("figures")
+    """``<clone>/figures``: where paper figures are exported (the current directory's otherwise);
+    ``$DPKIT_FIGURES_DIR`` when set (e.g. a test's scratch folder)."""
+    env = os.environ.get("DPKIT_FIGURES_DIR")
+    return Path(env) if env else _in_repo("figures")
 
 
 def results_dir() -> Path:
-    """``<clone>/results``: the default home of run outputs (gitignored)."""
-    return _in_repo("results")
+    """``<clone>/results``: the default home of run outputs (gitignored); ``$DPKIT_RESULTS_DIR`` when set."""
+    env = os.environ.get("DPKIT_RESULTS_DIR")
+    return Path(env) if env else _in_repo("results")

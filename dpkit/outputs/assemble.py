@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
+
 from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text
 from dpkit.outputs.figures.leaderboard import plot_leaderboard
 from dpkit.outputs.figures.tables import plot_errors_vs_sigma
@@ -89,6 +91,18 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "ta
             rows.append(r)
     return rows
 
+LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
+                       "{privacy} method per data set and σ, its name at each point, against the thesis's Table {table} "
+                       "(dashed, crosses); {protocol}.")
+
+
+def _reps_text(rows: list[dict[str, Any]]) -> str:
+    """``"30 repetitions"`` (or ``"10–30 repetitions"`` when the runs differ) for a table caption."""
+    reps = sorted({int(r["reps"]) for r in rows if r.get("reps") is not None})
+    if not reps:
+        return "repetitions"
+    return f"{reps[0]} repetitions" if len(reps) == 1 else f"{reps[0]}–{reps[-1]} repetitions"
+
 
 def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
     """Tables 3.2/3.3 (ours ± std next to the thesis), figures and worst times from a batch output.
@@ -101,17 +115,25 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
         raise FileNotFoundError(f"no finished 20_tables runs with rows under {output}")
     dest = Path(out) if out else Path(output) / "assembled"
     comparison = paper_comparison_table(rows)
-    export_table(comparison, "tables_3_2_3_3", dest)
-    export_table(rows_frame(rows), "tables_rows", dest)
+    protocol = f"ε = 1, δ = 10⁻³ (mechanism II); {_reps_text(rows)}, each a fresh workload of Gaussian-kernel mixture queries"
+    export_table(comparison, "tables_3_2_3_3", dest,
+                 caption="Tables 3.2/3.3: mean worst absolute (abs) and relative (rel) error ± one standard deviation, the "
+                         "thesis's value in parentheses, of the improved trigonometric mechanisms I (ε-DP) and II "
+                         f"((ε, δ)-DP); {protocol}. Worst time: the slowest release in seconds (the thesis's).")
+    export_table(rows_frame(rows), "tables_rows", dest,
+                 caption="Every cell of Tables 3.2/3.3: worst absolute and relative error over the repetitions (mean, "
+                         f"standard deviation, minimum, maximum), the thesis's values and the ratios; {protocol}.")
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
         export_figure(fig, f"tables_{kind}_vs_sigma", dest, notebook="20_tables", paper=paper_figures,
                       caption=TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative"),
                       parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
                                   "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
+        plt.close(fig)
     df = rows_frame(rows)
     worst = df.groupby(["dataset", "mechanism", "constants"])["time_max_s"].max().reset_index()
-    export_table(worst, "worst_times", dest)
+    export_table(worst, "worst_times", dest, caption=f"Worst time (seconds) of one release over every σ and repetition, "
+                                                     f"per data set, mechanism and constants; {protocol}.")
     return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows})}
 
 
@@ -123,14 +145,24 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
         raise FileNotFoundError(f"no finished 45_leaderboard runs with rows under {output}")
     board = leaderboard_rows(rows)
     dest = Path(out) if out else Path(output) / "assembled"
-    export_table(rows_frame(board), "leaderboard", dest)
-    export_table(rows_frame(rows), "leaderboard_all_methods", dest)
+    protocol = f"{_reps_text(rows)} of Gaussian-kernel mixture queries per cell"
+    export_table(rows_frame(board), "leaderboard", dest,
+                 caption="Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute "
+                         f"and relative error, the runner-up and the thesis's value; {protocol}.")
+    export_table(rows_frame(rows), "leaderboard_all_methods", dest,
+                 caption=f"Every method's mean worst absolute and relative error per data set and σ; {protocol}.")
     head = headline(board)
     (dest / "leaderboard_headline.md").write_text(head.text() + "\n\n" + lost_cells_text(board, rows) + "\n")
     for privacy, tag in (("ε-DP", "3_2"), ("(ε,δ)-DP", "3_3")):
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)
-            export_figure(fig, f"leaderboard_table_{tag}_{kind}", dest, notebook="45_leaderboard", paper=paper_figures)
+            export_figure(fig, f"leaderboard_table_{tag}_{kind}", dest, notebook="45_leaderboard", paper=paper_figures,
+                          caption=LEADERBOARD_CAPTION.format(kind="absolute" if kind == "abs" else "relative",
+                                                             privacy=privacy, table=tag.replace("_", "."),
+                                                             protocol=protocol),
+                          parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
+                                      "reps": max(int(r.get("reps") or 0) for r in rows)})
+            plt.close(fig)
     return {"rows": len(board), "out": str(dest), "headline": head.text()}
 
 

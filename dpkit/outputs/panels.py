@@ -22,26 +22,37 @@ __all__ = ["explore", "explore_sweep", "sweep_panel"]
 
 
 def explore(*, X: np.ndarray, dataset: str, epsilon: float, delta: float, sigma: float, kappa: float, k: int, C: int,
-            R: int, reps: int, mechanisms: Sequence[str] = ("I", "II"), n_queries: int = 2_000,
-            seed: int = 0) -> tuple[Figure, pd.DataFrame]:
+            R: int, reps: int, mechanisms: Sequence[str] = ("I", "II"), n_queries: int = 2_000, J: int = 10,
+            n_iter: int = 10, constants: str = "correct", seed: int = 0) -> tuple[Figure, pd.DataFrame]:
     """One Tables 3.2/3.3 cell, few repetitions: worst absolute error per repetition and mechanism
-    (the thesis's number as a dashed line) and the summary rows."""
-    methods = table_methods(mechanisms, epsilon=epsilon, delta=delta, kappa=kappa, k=min(int(k), X.shape[1]), C=int(C),
-                            R=int(R))
-    recs = run_cell(X, methods=methods, sigma=sigma, reps=int(reps), n_queries=int(n_queries), rng=int(seed))
+    (the thesis's number as a line of its own style) and the summary rows.
+
+    Mechanisms are told apart by marker and line style, not by colour alone (the figure reads in grayscale).
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    methods = table_methods(mechanisms, (constants,), epsilon=epsilon, delta=delta, kappa=kappa,
+                            k=min(int(k), X.shape[1]), C=int(C), R=int(R), n_iter=int(n_iter))
+    recs = run_cell(X, methods=methods, sigma=sigma, reps=int(reps), n_queries=int(n_queries), J=int(J), rng=int(seed))
     rows = table_rows(recs, dataset=dataset)
     fig, ax = new_figure()
-    for m in mechanisms:
-        vals = [r.abs for r in recs if r.method == f"trig-{m}"]
-        ax.plot(range(len(vals)), vals, marker="o", label=f"mechanism {m}")
+    for i, (m, label) in enumerate(zip(mechanisms, methods)):
+        ours, thesis = _EXPLORE_STYLES[i % len(_EXPLORE_STYLES)]
+        vals = [r.abs for r in recs if r.method == label]
+        ax.plot(range(1, len(vals) + 1), vals, **ours, label=f"mechanism {m}")
         p = paper_value(dataset, sigma, m, "abs")
         if not math.isnan(p):
-            ax.axhline(p, ls="--", lw=1, color=ax.lines[-1].get_color(), alpha=0.7, label=f"thesis {m}")
+            ax.axhline(p, lw=1, color=ax.lines[-1].get_color(), alpha=0.8, **thesis, label=f"thesis {m}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # repetitions are counted
     ax.set_xlabel("repetition")
     ax.set_ylabel("worst absolute error")
     ax.set_title(f"{dataset}: ε={epsilon:g}, σ={sigma:g}, κ={kappa:g}, k={k}, C={C}, R={R}")
     ax.legend()
     return fig, rows_frame(rows)
+
+
+#: (our curve, the thesis's line) per mechanism: marker and line style differ, so grayscale keeps them apart.
+_EXPLORE_STYLES = (({"marker": "o", "ls": "-"}, {"ls": "--"}), ({"marker": "s", "ls": ":", "mfc": "white"}, {"ls": "-."}))
 
 
 def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
@@ -56,14 +67,16 @@ def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, va
 
 def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
                 epsilon: float, xlabel: str, logx: bool, title: str, seed: int = 0, J: int = 10, n_queries: int = 2_000,
-                reps: int = 3, notebook: str | None = None, constants: dict[str, object] | None = None):
+                reps: int = 3, notebook: str | None = None, constants: dict[str, object] | None = None,
+                note: str | None = None):
     """The sweep notebooks' widget: the grid is typed as text (parsed by :func:`parse_values`, a bad
     entry is reported in the panel), σ, ε and the repetitions are controls, *Run* re-runs the sweep.
 
     Each control sets one notebook parameter (``values_text`` → ``VALUES``, ``sigma`` → ``SIGMA``,
     ``epsilon`` → ``EPSILON``, ``reps`` → ``REPS``; the fixed ``seed``, ``J``, ``n_queries`` and
     ``dataset`` → ``SEED``, ``J``, ``N_QUERIES``, ``DATASET``); ``notebook`` and ``constants`` (other
-    notebook parameters the panel holds, e.g. ``MECHANISM``) enable the papermill/manifest/export buttons.
+    notebook parameters the panel holds, e.g. ``MECHANISM``) enable the papermill/manifest/export buttons;
+    ``note`` is shown with the command and the manifest (:func:`~dpkit.outputs.widgets.explorer`).
     """
     from dpkit.experiments.sweeps import parse_values
     from dpkit.methods.registry import configure
@@ -81,8 +94,11 @@ def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, valu
                              n_queries=n_queries)
 
     def caption(p: dict[str, object]) -> str:
-        return (f"Mean worst absolute error (± one standard deviation, min–max band over {p['REPS']} repetitions) on "
-                f"{dataset} against {xlabel}; σ = {p['SIGMA']:g}, ε = {p['EPSILON']:g}, {n_queries} queries per repetition.")
+        mech = f" of mechanism {p['MECHANISM']}" if "MECHANISM" in p else ""
+        delta = f", δ = {p['DELTA']:g}" if p.get("MECHANISM") != "I" and "DELTA" in p else ""
+        return (f"Mean worst absolute error (± one standard deviation, min–max band over {p['REPS']} repetitions){mech} "
+                f"on {dataset} against {xlabel}; σ = {p['SIGMA']:g}, ε = {p['EPSILON']:g}{delta}, {n_queries} queries per "
+                "repetition.")
 
     text = ", ".join(map(str, values))
     return explorer(one_sweep, {"values_text": ("text", text), "sigma": ([2.0, 4.0, 6.0, 8.0, 10.0], sigma),
@@ -90,5 +106,5 @@ def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, valu
                     fixed=dict(seed=seed, J=J, n_queries=n_queries, dataset=dataset), notebook=notebook,
                     parameters={"values_text": ("VALUES", parse), "sigma": "SIGMA", "epsilon": "EPSILON", "reps": "REPS",
                                 "seed": "SEED", "J": "J", "n_queries": "N_QUERIES", "dataset": "DATASET"},
-                    constants=constants, name=f"{param}_sweep", caption=caption,
+                    constants=constants, name=f"{param}_sweep", caption=caption, note=note,
                     total=lambda v: int(v["reps"]) * len(parse(v["values_text"])))

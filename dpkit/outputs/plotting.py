@@ -147,6 +147,10 @@ def export_figure(
     if paper:
         if not notebook:
             raise ValueError("notebook must name the notebook when paper=True (figures are named <notebook>__<name>)")
+        suptitle = getattr(fig, "_suptitle", None)
+        if suptitle is not None and suptitle.get_text():
+            raise ValueError(f"paper=True: a paper figure carries no suptitle ({suptitle.get_text()!r}); the caption "
+                             "says what it shows")
         targets.append((paper_figures_dir(), f"{notebook}__{name}"))
     keywords = "; ".join(f"{k}={v}" for k, v in (parameters or {}).items())
     # no CreationDate: the same run writes the same bytes (a re-run does not show up as a changed figure)

@@ -2,6 +2,7 @@
 tables (CSV, markdown, LaTeX)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,12 @@ HEADERS: dict[str, str] = {
 }
 #: Unicode symbols of the experiments' strings, as LaTeX math.
 _SYMBOLS = {"σ": r"$\sigma$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "κ": r"$\kappa$", "±": r"$\pm$",
-            "×": r"$\times$", "≤": r"$\le$", "≥": r"$\ge$", "−": "-", "–": "--", "²": r"$^2$"}
+            "×": r"$\times$", "≤": r"$\le$", "≥": r"$\ge$", "−": "-", "–": "--",
+            "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$", "ρ": r"$\rho$",
+            "τ": r"$\tau$", "θ": r"$\theta$", "η": r"$\eta$", "Δ": r"$\Delta$", "∞": r"$\infty$", "≈": r"$\approx$",
+            "→": r"$\to$", "·": r"$\cdot$", "…": r"\ldots{}", "—": "---", "’": "'", "‖": r"$\|$", "√": r"$\surd$"}
+#: Columns printed to 3 significant digits whatever ``decimals`` is (δ = 10⁻⁵ is not 0.000).
+_SIGNIFICANT = frozenset({"delta", "delta_spent", "error_bound"})
 _DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
 
 
@@ -61,8 +67,15 @@ _ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": 
             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
+_SUPERSCRIPTS = {"⁻": "-", "⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8",
+                 "⁹": "9"}
+
+
 def _latex_text(s: str) -> str:
     out = "".join(_ESCAPES.get(ch, ch) for ch in str(s))
+    # a run of superscripts (10⁻³) is one math group: $^{-3}$
+    out = re.sub("[" + "".join(_SUPERSCRIPTS) + "]+",
+                 lambda m: "$^{" + "".join(_SUPERSCRIPTS[c] for c in m.group()) + "}$", out)
     for k, v in _SYMBOLS.items():
         out = out.replace(k, v)
     return out
@@ -88,14 +101,22 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
             return "--"
         if c in integral:
             return str(int(v))
-        return f"{float(v):.4g}" if decimals is None else f"{float(v):.{decimals}f}"
+        if decimals is None or c in _SIGNIFICANT:
+            return _latex_text(f"{float(v):.4g}" if decimals is None else f"{float(v):.3g}")
+        if v != 0 and abs(v) < 0.5 * 10.0 ** -decimals:  # never print a non-zero value as 0.000
+            return _latex_text(f"{float(v):.2g}")
+        return f"{float(v):.{decimals}f}"
 
     align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
+    if not cols:  # a run without rows (e.g. a data set unavailable offline): an empty column spec does not compile
+        align, cols = "l", ["(no columns)"]
     lines = [r"\begin{table}[htbp]", r"\centering", r"\small", rf"\caption{{{_latex_text(caption)}}}",
              rf"\label{{{label}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(cols) + r" \\",
              r"\midrule"]
     for _, row in df.iterrows():
         lines.append(" & ".join(cell(c, row[c]) for c in df.columns) + r" \\")
+    if df.empty:
+        lines.append(rf"\multicolumn{{{len(cols)}}}{{c}}{{no rows}} \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(lines)
 

@@ -201,12 +201,14 @@ class _Explorer:
     def __init__(self, fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, title: str,
                  fixed: dict[str, Any], notebook: str | os.PathLike | None, parameters: ParameterMap | None,
                  name: str, caption: str | Callable[[dict[str, Any]], str] | None, results: str | os.PathLike | None,
-                 total: Callable[[dict[str, Any]], int] | None, constants: Mapping[str, Any] | None = None):
+                 total: Callable[[dict[str, Any]], int] | None, constants: Mapping[str, Any] | None = None,
+                 note: str | None = None):
         import ipywidgets as w
 
         self.fn, self.fixed, self.title, self.name, self.caption, self.total = fn, fixed, title, name, caption, total
         self.notebook = None if notebook is None else Path(notebook).resolve()
         self.parameters, self.constants = dict(parameters or {}), dict(constants or {})
+        self.note = note
         if self.notebook is not None:
             _check_map(controls, fixed, self.parameters)
         self.results = Path(results) if results is not None else results_dir()
@@ -298,7 +300,8 @@ class _Explorer:
     def copy_command(self, _=None) -> str:
         """Show (and return) the papermill call of the current setting."""
         cmd = papermill_command(self.notebook, self.notebook_parameters())
-        self.text.value, self.info.value = cmd, "the papermill call of the current setting (run it from the repository root)"
+        self.text.value, self.info.value = cmd, ("the papermill call of the current setting (run it from the repository "
+                                                 "root)" + self._note())
         return cmd
 
     def save_manifest(self, _=None) -> Path | None:
@@ -308,8 +311,12 @@ class _Explorer:
         except (OSError, ValueError) as exc:
             self.info.value = f"<b style='color:#D55E00'>{type(exc).__name__}: {exc}</b>"
             return None
-        self.text.value, self.info.value = str(path), "manifest saved; run it with <code>python -m dpkit.batch run</code>"
+        self.text.value, self.info.value = str(path), ("manifest saved; run it with <code>python -m dpkit.batch run</code>"
+                                                       + self._note())
         return path
+
+    def _note(self) -> str:
+        return f"<br><b style='color:#E69F00'>{self.note}</b>" if self.note else ""
 
     def export(self, _=None) -> list[Path]:
         """Export the last figure in the paper style and show the paths."""
@@ -344,7 +351,8 @@ def explorer(fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, ti
              fixed: dict[str, Any] | None = None, run_on_start: bool = True, notebook: str | os.PathLike | None = None,
              parameters: ParameterMap | None = None, name: str = "panel",
              caption: str | Callable[[dict[str, Any]], str] | None = None, results: str | os.PathLike | None = None,
-             total: Callable[[dict[str, Any]], int] | None = None, constants: Mapping[str, Any] | None = None):
+             total: Callable[[dict[str, Any]], int] | None = None, constants: Mapping[str, Any] | None = None,
+             note: str | None = None):
     """A panel of controls that re-runs ``fn(**fixed, **values)`` when *Run* is pressed.
 
     Parameters
@@ -375,6 +383,9 @@ def explorer(fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, ti
     constants : mapping, optional
         Notebook parameters the panel holds fixed without a keyword of ``fn`` (e.g. ``MECHANISM``),
         added to the commands and manifests.
+    note : str, optional
+        Shown with the papermill call and the saved manifest: what the batch run does differently from the
+        panel (e.g. a QUICK session's panel runs on a subsample, the batch run on the whole data set).
 
     Returns
     -------
@@ -384,7 +395,7 @@ def explorer(fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, ti
     if notebook is not None and parameters is None:
         raise ValueError("parameters: a panel with a notebook needs the map control -> notebook parameter")
     ctl = _Explorer(fn, controls, title=title, fixed=dict(fixed or {}), notebook=notebook, parameters=parameters,
-                    name=name, caption=caption, results=results, total=total, constants=constants)
+                    name=name, caption=caption, results=results, total=total, constants=constants, note=note)
     panel = ctl.widget()
     panel.explorer = ctl
     if run_on_start:
