@@ -54,3 +54,21 @@ def test_suite_reproduces_the_notebook(name) -> None:
         n = nb[c.id]
         assert (c.statistic, c.bound, c.verdict, c.confidence, c.attempts) == (n.statistic, n.bound, n.verdict, n.confidence,
                                                                                n.attempts), c.id
+
+
+@pytest.mark.notebook
+def test_suite_40_reproduces_the_notebook_with_the_direct_methods(tmp_path) -> None:
+    """Seed s of the 40_baselines suite gives the direct-answering checks of the QUICK notebook run with SEED = s
+    and METHODS = the two direct-answering methods (the other methods have their own streams, no statistical check)."""
+    from dpkit.batch.execute import execute_notebook
+
+    execute_notebook(fa.NOTEBOOKS / "40_baselines.ipynb", tmp_path, parameters=dict(
+        SEED=1, QUICK=True, FALSE_ALARM=1e-3, METHODS=["direct-laplace_I", "direct-gaussian"]))
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    nb = {c["id"]: c for c in metrics["checks"] if c["confidence"] is not None}
+    suite = fa.SUITES["40_baselines"](1, 1e-3)
+    assert sorted(nb) == sorted(c.id for c in suite) == ["direct-gaussian-theory", "direct-laplace_I-theory"]
+    for c in suite:
+        assert (c.statistic, c.bound, c.verdict, c.confidence) == (nb[c.id]["statistic"], nb[c.id]["bound"],
+                                                                   nb[c.id]["verdict"], nb[c.id]["confidence"]), c.id
+    assert metrics["false_alarm_budget"]["n_tests"] == 2 and metrics["false_alarm_budget"]["bound"] <= 1e-3

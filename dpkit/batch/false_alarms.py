@@ -28,7 +28,7 @@ import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
@@ -167,9 +167,49 @@ def _nb30(seed: int, total: float) -> list[Check]:
     return _budgeted(3, checks, total)
 
 
+def _nb40(seed: int, total: float) -> list[Check]:
+    """Notebook 40's statistical checks (direct answering vs theory) as the QUICK notebook run with
+    ``METHODS=["direct-laplace_I", "direct-gaussian"]`` computes them: the WDBC cell (σ = 4, 2 repetitions,
+    200 queries) and the 2-d toy panel, whose direct Laplace runs join the same check. The suite's
+    other methods have their own streams and no statistical check."""
+    from dpkit.claims.baselines import DIRECT_CHECKED, baseline_budget, baseline_checks
+    from dpkit.experiments import cell_seed, run_cell
+    from dpkit.methods.registry import get, suite
+
+    X = _wdbc()
+    run = dict(sigma=4.0, reps=2, n_queries=200, J=10)
+    methods = suite("baselines", include=[name for _, name in DIRECT_CHECKED], epsilon=1.0, delta=1e-3)
+    records = run_cell(X, methods=methods, rng=cell_seed(seed, "WDBC", 4.0), **run)
+    toy = {  # notebook 40's toy panel with its QUICK parameters (TOY_LEVELS = TOY_M = 3, M_ROWS = 300, ...)
+        "smalldb": get("smalldb", epsilon=1.0, levels=3, m=3),
+        "direct-laplace_I": get("direct-laplace_I", epsilon=1.0),
+        "marginals-histogram": get("marginals-histogram", epsilon=1.0, delta=1e-3, m=300),
+        "mwem-uniform": get("mwem-uniform", epsilon=1.0, T=5, C=1000, n_class=40, m=300),
+        "trig-I": get("trig-I", epsilon=1.0, C=1000, R=4, k=2),
+    }
+    records += run_cell(X[:, :2], methods=toy, rng=cell_seed(seed, "WDBC-2d-toy", 4.0), **run)
+    budget = baseline_budget([r.method for r in records], total)
+    out = baseline_checks(records, [], budget=budget)
+    budget.record(out)
+    return [c for c in out if c.confidence is not None]  # the ledger checks are exact
+
+
+@lru_cache(maxsize=1)
+def _wdbc() -> Any:
+    import warnings
+
+    from dpkit.core.exceptions import PrivacyLeakWarning
+    from dpkit.data import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # the notebook records the same warning once
+        return load("WDBC").X
+
+
 #: Notebook name → its QUICK statistical checks for one seed (``suite(seed, FALSE_ALARM)``), mirroring the notebook.
 SUITES: dict[str, Suite] = {
-    "30_linear_queries": _nb30, "50_laplace_gauss": _nb50, "51_composition": _nb51, "52_exponential_net": _nb52,
+    "30_linear_queries": _nb30, "40_baselines": _nb40, "50_laplace_gauss": _nb50, "51_composition": _nb51,
+    "52_exponential_net": _nb52,
     "53_reconstruction": _nb53, "55_trig_rates": _nb55, "56_private_pca": _nb56, "57_ellipsoid": _nb57,
     "58_improved_privacy": _nb58,
 }
