@@ -5,9 +5,11 @@ Debian's texlive-latex-recommended)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -40,11 +42,40 @@ def _compile(tex_files, tmp_path):
     body = "\n".join(rf"\input{{{p.name}}}" for p in tex_files)
     doc = tmp_path / "doc.tex"
     doc.write_text("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
-                   "\\usepackage{graphicx}\n\\begin{document}\n" + body + "\n\\end{document}\n")
+                   "\\usepackage{longtable}\n\\usepackage{graphicx}\n\\begin{document}\n"
+                   "\\typeout{TEXTWIDTH=\\the\\textwidth}\n" + body + "\n\\end{document}\n")
     r = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout[-3000:]
     assert (tmp_path / "doc.pdf").stat().st_size > 1000
+    return (tmp_path / "doc.log").read_text(errors="replace")
+
+
+def _overfull(log):
+    """The ``Overfull \\hbox (<n>pt too wide)`` amounts of a pdflatex log (article class: 345 pt text width)."""
+    return [float(m) for m in re.findall(r"Overfull \\hbox \(([0-9.]+)pt too wide\)", log)]
+
+
+def _full_table_rows():
+    """Every cell of Tables 3.2/3.3 as a full run writes them (5 data sets × 5 σ × mechanisms I, II × both
+    constants), with the widest numbers of the real run (relative errors > 1, worst times > 10 s)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for ds in ("CRM", "CSN", "CTG", "PKS", "WDBC"):
+        for s in (2.0, 4.0, 6.0, 8.0, 10.0):
+            for m in ("I", "II"):
+                for c in ("correct", "thesis"):
+                    a, r = rng.uniform(0.001, 0.2), rng.uniform(0.003, 9.9)
+                    rows.append({"dataset": ds, "sigma": s, "mechanism": m, "constants": c,
+                                 "method": f"trig-{m}" + (" (printed)" if c == "thesis" else ""),
+                                 "abs_mean": a, "abs_std": a / 7, "abs_min": a / 2, "abs_max": 2 * a,
+                                 "rel_mean": r, "rel_std": r / 5, "time_max_s": rng.uniform(0.1, 12.0),
+                                 "time_median_s": 0.2, "support_size_median": 10.5, "reps": 30, "eps_spent": 1.0,
+                                 "delta_spent": 1e-3 if m == "II" else 0.0, "error_bound": 1e-5,
+                                 "paper_abs": rng.uniform(0.001, 0.2), "paper_rel": rng.uniform(0.003, 1.8),
+                                 "ratio_abs": 1.234, "ratio_rel": 12.345, "paper_time_s": 10.7,
+                                 "stages_of_slowest": {"lp": 0.1}})
+    return rows
 
 
 def test_every_generated_table_compiles(tmp_path):
@@ -185,3 +216,58 @@ def test_small_values_are_not_printed_as_zero(tmp_path):
     assert rows == [r"a & 0.123 & 0 & 1.000 \\", r"b & 2e-05 & 1e-05 & 0.500 \\", r"c & 0.050 & 0.001 & 1.000 \\"], rows
     (tmp_path / "small.tex").write_text(tex)
     _compile([tmp_path / "small.tex"], tmp_path)
+
+
+def test_assembled_paper_tables_fit_a_one_column_article(tmp_path):
+    """A paper can ``\\input`` Tables 3.2/3.3 and the per-cell dump as they are: in a standard one-column article
+    (345 pt text width) pdflatex reports no overfull box (before: 379 pt and 826 pt too wide), at
+    ``\\footnotesize`` or larger and without ``\\resizebox``/``\\scalebox``."""
+    import json
+
+    from dpkit.outputs.assemble import assemble_tables
+
+    d = tmp_path / "20_tables" / "aaa"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": _full_table_rows()}, default=str))
+    out = tmp_path / "out"
+    assemble_tables(str(tmp_path), out=str(out))
+    tex = [out / f"{name}.tex" for name in ("tables_3_2_3_3", "tables_rows", "worst_times")]
+    text = "".join(p.read_text() for p in tex)
+    assert not re.search(r"\\(resizebox|scalebox|tiny|scriptsize)", text)
+    log = _compile(tex, out)
+    assert "TEXTWIDTH=345.0pt" in log
+    assert _overfull(log) == [], _overfull(log)
+
+
+def test_overfull_detection_has_teeth(tmp_path):
+    """Negative control: the old one-tabular layout of Tables 3.2/3.3 (``to_latex`` of the comparison frame) is
+    reported overfull by the same log check, by hundreds of points."""
+    from dpkit.outputs.tables import to_latex
+
+    comp = paper_comparison_table(_full_table_rows())
+    (tmp_path / "old.tex").write_text(to_latex(comp, caption="old layout", label="tab:old"))
+    widths = _overfull(_compile([tmp_path / "old.tex"], tmp_path))
+    assert widths and max(widths) > 300, widths
+
+
+def test_paper_tables_keep_the_numbers_of_the_csv(tmp_path):
+    """Only the layout changes: every ``mean ± sd`` and thesis value of the CSV's cells is in the LaTeX, in one
+    table per mechanism and constants variant, and the CSV/markdown keep the one-frame layout."""
+    from dpkit.outputs.tables import _split_cell
+
+    comp = paper_comparison_table(_full_table_rows())
+    export_table(comp, "tables_3_2_3_3", tmp_path, caption="Tables 3.2/3.3 ± (thesis)")
+    tex = (tmp_path / "tables_3_2_3_3.tex").read_text()
+    assert tex.count(r"\begin{table}") == 4 and tex.count(r"\label{tab:tables_3_2_3_3_") == 4
+    assert pd.read_csv(tmp_path / "tables_3_2_3_3.csv", keep_default_na=False).astype(str).equals(
+        comp.fillna("").astype(str))
+    cells = [v for c in comp.columns if c.startswith("σ=") for v in comp[c]]
+    assert len(cells) == 5 * 5 * 2 * 2 * 2
+    for v in cells:
+        ours, thesis = _split_cell(v)
+        assert ours.replace(" ± ", r"\,$\pm$\,") in tex and f"({thesis})" in tex, v
+    times = [_split_cell(v) for v in comp["worst time (s)"] if v]
+    assert len(times) == 5 * 2 * 2
+    for ours, thesis in times:
+        assert f"worst time {ours} s ({thesis} s)" in tex, (ours, thesis)

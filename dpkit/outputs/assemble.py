@@ -122,7 +122,7 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
                          f"((ε, δ)-DP); {protocol}. Worst time: the slowest release in seconds (the thesis's).")
     export_table(rows_frame(rows), "tables_rows", dest,
                  caption="Every cell of Tables 3.2/3.3: worst absolute and relative error over the repetitions (mean, "
-                         f"standard deviation, minimum, maximum), the thesis's values and the ratios; {protocol}.")
+                         f"standard deviation, minimum, maximum), the thesis's values and the worst time in seconds; {protocol}.")
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
         export_figure(fig, f"tables_{kind}_vs_sigma", dest, notebook="20_tables", paper=paper_figures,
