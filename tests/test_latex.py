@@ -246,7 +246,7 @@ def test_overfull_detection_has_teeth(tmp_path):
     from dpkit.outputs.tables import to_latex
 
     comp = paper_comparison_table(_full_table_rows())
-    (tmp_path / "old.tex").write_text(to_latex(comp, caption="old layout", label="tab:old"))
+    (tmp_path / "old.tex").write_text(to_latex(comp, caption="old layout", label="tab:old", fit=False))
     widths = _overfull(_compile([tmp_path / "old.tex"], tmp_path))
     assert widths and max(widths) > 300, widths
 
@@ -271,3 +271,150 @@ def test_paper_tables_keep_the_numbers_of_the_csv(tmp_path):
     assert len(times) == 5 * 2 * 2
     for ours, thesis in times:
         assert f"worst time {ours} s ({thesis} s)" in tex, (ours, thesis)
+
+
+_SWEEP_COLUMNS = ("abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "time_median_s")
+
+
+def _sweep(dataset, param, values, mechanism, rng, reps=10):
+    """The frame of notebooks 21/22 (and one block of 20's sensitivity table): one row per parameter value."""
+    rows = []
+    for v in values:
+        a = rng.uniform(0.002, 0.2)
+        rows.append({"dataset": dataset, "param": param, "value": v, "method": f"trig-{mechanism}",
+                     "mechanism": mechanism, "sigma": 4.0, "abs_mean": a, "abs_std": rng.uniform(1e-4, 0.04),
+                     "abs_min": a / 2, "abs_max": 1.5 * a, "rel_mean": rng.uniform(0.01, 9.9),
+                     "time_median_s": rng.uniform(0.05, 12.0), "reps": reps})
+    return pd.DataFrame(rows)
+
+
+def _leaderboard_method_rows(rng):
+    """``baseline_rows`` of every method of the leaderboard and baselines suites, 5 data sets × 5 σ, with the longest
+    method names and the widest numbers of a full run (relative errors > 1, times > 10 s)."""
+    from dpkit.methods.registry import CATALOGUE
+
+    rows = []
+    for ds in ("CRM", "CSN", "CTG", "PKS", "WDBC"):
+        for s in (2.0, 4.0, 6.0, 8.0, 10.0):
+            for e in CATALOGUE:
+                if not {"baselines", "leaderboard"} & set(e.suites):
+                    continue
+                a, r, p = rng.uniform(0.001, 0.3), rng.uniform(0.01, 9.9), e.method.privacy
+                rows.append({"dataset": ds, "sigma": s, "method": e.name, "privacy": p, "private": p != "non-private",
+                             "abs_mean": a, "abs_std": a / 9, "abs_min": a / 2, "abs_max": 2 * a, "rel_mean": r,
+                             "rel_std": r / 7, "time_s": rng.uniform(0.01, 40.0), "time_max_s": rng.uniform(0.01, 80.0),
+                             "eps_spent": 1.0, "delta_spent": 0.0 if p == "ε-DP" else 1e-3, "error_bound": 1e-5,
+                             "reps": 30, "epsilon": 1.0, "delta": 1e-3, "support_median": 51.0})
+    return rows
+
+
+def _wide_tables(tmp_path):
+    """Every table the notebooks and the assembler write that was wider than a one-column article (345 pt), built
+    from realistic rows (the real run's columns, the widest numbers of a full run), written by ``export_table``
+    (widths on the old code: 625, 617, 658, 617 pt for the sweeps, stages and sensitivity; ≈ 1100 and 970 pt for the
+    leaderboards)."""
+    import json
+
+    from dpkit.outputs.assemble import assemble_leaderboard
+
+    rng = np.random.default_rng(3)
+    frames = {
+        "21_kappa_sweep": _sweep("CSN", "kappa", (0.5, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 25.0), "I", rng),
+        "22_k_sweep": _sweep("CRM", "k", (1, 2, 3, 5, 8, 12, 20, 30, 50), "II", rng),
+        "sensitivity_unstated_params": pd.concat(
+            [_sweep("WDBC", p, v, m, rng) for m in ("I", "II")
+             for p, v in (("R", (20, 50, 100)), ("k", (1, 2, 5)), ("kappa", (3, 7, 12)), ("n_iter", (5, 10, 20)))],
+            ignore_index=True),
+        "worst_time_stages": pd.DataFrame([
+            {"dataset": ds, "mechanism": m, "sigma": 10.0, "time_max_s": rng.uniform(0.1, 40.0),
+             **{f"stage_{k}": rng.uniform(1e-4, 20.0) for k in ("discretise", "moments", "mean", "pca", "candidates",
+                                                               "lp", "sample", "total")}}
+            for ds in ("CRM", "CSN", "CTG", "PKS", "WDBC") for m in ("I", "II")]),
+        "quickstart_errors": pd.DataFrame([
+            {"dataset": "WDBC", "sigma": 4.0, "mechanism": m, "constants": "correct", "method": f"trig-{m}",
+             "abs_mean": 0.145, "abs_std": 0.047, "abs_min": 0.089, "abs_max": 0.195, "rel_mean": 0.230,
+             "rel_std": 0.063, "time_max_s": 0.055, "time_median_s": 0.054, "support_size_median": 5.0, "reps": 5,
+             "eps_spent": 1.0, "delta_spent": 1e-3 if m == "II" else 0.0, "error_bound": 4.6e-06, "paper_abs": 0.167,
+             "paper_rel": 0.28, "ratio_abs": 0.866, "ratio_rel": 0.822, "paper_time_s": 10.7} for m in ("I", "II")]),
+    }
+    paths = {}
+    for name, df in frames.items():
+        export_table(df, name, tmp_path, caption=f"The {name.replace('_', ' ')} table; ε = 1, 10 repetitions.")
+        paths[name] = tmp_path / f"{name}.tex"
+    method_rows = _leaderboard_method_rows(rng)
+    d = tmp_path / "batch" / "45_leaderboard" / "aaa"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": method_rows}))
+    assemble_leaderboard(str(tmp_path / "batch"), out=str(tmp_path))
+    frames["leaderboard"] = pd.read_csv(tmp_path / "leaderboard.csv")
+    frames["leaderboard_all_methods"] = pd.read_csv(tmp_path / "leaderboard_all_methods.csv")
+    paths.update({n: tmp_path / f"{n}.tex" for n in ("leaderboard", "leaderboard_all_methods")})
+    return frames, paths
+
+
+_WIDE = ("21_kappa_sweep", "22_k_sweep", "sensitivity_unstated_params", "worst_time_stages", "quickstart_errors",
+         "leaderboard", "leaderboard_all_methods")
+
+
+@pytest.fixture(scope="module")
+def wide_tables(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wide")
+    frames, paths = _wide_tables(tmp)
+    return tmp, frames, paths
+
+
+@pytest.mark.parametrize("name", _WIDE)
+def test_wide_tables_fit_a_one_column_article(name, wide_tables, tmp_path):
+    """Every table dpkit writes compiles in a standard one-column article (345 pt) with no overfull box and no
+    float taller than the page, at ``\\small`` or larger, without ``\\resizebox``/``\\scalebox``, booktabs kept
+    (the old one-tabular layout: 280-765 pt too wide and the leaderboards' floats taller than the page)."""
+    src, _, paths = wide_tables
+    tex = paths[name].read_text()
+    assert not re.search(r"\\(resizebox|scalebox|tiny|scriptsize)", tex)
+    assert r"\toprule" in tex and r"\caption{" in tex and r"\label{tab:" + name in tex
+    (tmp_path / paths[name].name).write_text(tex)
+    log = _compile([tmp_path / paths[name].name], tmp_path)
+    assert "TEXTWIDTH=345.0pt" in log
+    assert _overfull(log) == [], _overfull(log)
+    assert "Float too large" not in log
+
+
+def _body_cells(tex):
+    """The body cells of every tabular/longtable of ``tex`` (header lines excluded) and the caption's
+    ``In every row: <header> = <value>`` cells."""
+    cells, body = [], False
+    for line in tex.splitlines():
+        if line in (r"\midrule", r"\endfoot"):
+            body = True
+        elif line.startswith((r"\bottomrule", r"\end{", r"\endfirsthead", r"\endhead", r"\toprule")):
+            body = False
+        elif body and line.endswith(r" \\"):
+            cells += line[:-3].split(" & ")
+    every = re.search(r"In every row: (.*?)\.(?: Printed|\})", tex)
+    const = [kv.split(" = ", 1)[1] for kv in every.group(1).split("; ")] if every else []
+    return cells, const
+
+
+@pytest.mark.parametrize("name", [n for n in _WIDE if n != "quickstart_errors"])
+def test_wide_tables_keep_every_number_of_the_csv(name, wide_tables):
+    """Only the layout changes: every cell the one-tabular layout printed (rounded the same way) is printed, once
+    per row in one of the parts, or once in the caption when it is the same in every row; the key columns are
+    repeated in every part; the CSV keeps one row per line."""
+    from dpkit.outputs.tables import to_latex
+
+    _, frames, paths = wide_tables
+    df = frames[name]
+    csv = pd.read_csv(paths[name].with_suffix(".csv"))
+    assert len(csv) == len(df) and list(csv.columns) == list(df.columns)
+    old, _ = _body_cells(to_latex(df, caption="c", label="l", fit=False))
+    new, const = _body_cells(paths[name].read_text())
+    tex = paths[name].read_text()
+    parts = max(1, tex.count(r"\begin{tabular}{") - tex.count(r"\begin{tabular}[b]") + tex.count(r"\begin{longtable}"))
+    from collections import Counter
+
+    have = Counter(new) + Counter(v for v in const for _ in range(len(df)))
+    missing = Counter(old) - have
+    assert not missing, missing
+    assert len(new) + len(const) * len(df) >= len(old) and len(new) % len(df) == 0
+    assert parts == 1 or len(new) > len(old) - len(const) * len(df)  # the key columns are repeated in every part

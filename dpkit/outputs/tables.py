@@ -82,16 +82,54 @@ def _latex_text(s: str) -> str:
     return out
 
 
-def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None = 3) -> str:
-    """A booktabs ``table`` that compiles with pdflatex as it is: human headers (:data:`HEADERS`), math-mode
-    symbols, floats to ``decimals`` places (the thesis prints 3; ``None``: 4 significant digits), integers as
-    integers, a caption and a label.
+#: Text width of a standard one-column ``article`` (10 pt, letter or A4) in points: what the tables must fit.
+TEXT_WIDTH_PT = 345.0
+#: More rows than this and a table becomes a ``longtable`` (breaks across pages) instead of a float.
+LONG_ROWS = 40
+#: At most this share of the text width goes to the key columns every part of a split table repeats.
+KEY_SHARE = 0.6
+_PAD_PT = {6: 12.0, 4: 8.0}  # 2 × \tabcolsep per column
 
-    Needs ``\\usepackage{booktabs}`` in the including document.
-    """
-    df = df[[c for c in df.columns if c not in _DROP_FROM_LATEX]]
-    cols = [HEADERS.get(c, _latex_text(c.replace("_", " "))) for c in df.columns]
 
+def _char_pt(tok: str) -> float:
+    """A generous width (points, ``\\small`` = 9 pt Computer/Latin Modern) of one token of LaTeX text."""
+    if tok.startswith("\\") and len(tok) > 2:
+        return 7.0  # a math symbol (\sigma, \pm) or \textbackslash
+    if tok in "${}^":
+        return 0.0
+    if tok.startswith("\\"):
+        return 5.0  # an escaped character (\_, \%)
+    if tok in "mwMW":
+        return 8.0
+    if tok.isupper():
+        return 7.0
+    if tok in " .,:;()[]|'!il-":
+        return 3.0
+    return 4.8
+
+
+def estimate_width_pt(text: str) -> float:
+    """A generous estimate of the width in points of one line of LaTeX text set in ``\\small``."""
+    text = re.sub(r"\\text[a-z]+\{\}", r"\\x", text)
+    return sum(_char_pt(t) for t in re.findall(r"\\[A-Za-z]+|\\.|.", text))
+
+
+def _split_header(h: str) -> tuple[str, ...]:
+    """A header of several words as two lines, split at the space (outside math) that balances them."""
+    spaces = [i for i, ch in enumerate(h) if ch == " " and h[:i].count("$") % 2 == 0]
+    if not spaces:
+        return (h,)
+    i = min(spaces, key=lambda j: max(estimate_width_pt(h[:j]), estimate_width_pt(h[j + 1:])))
+    return (h[:i], h[i + 1:])
+
+
+def _header_cell(lines: tuple[str, ...], align: str) -> str:
+    if len(lines) == 1:
+        return lines[0]
+    return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(lines) + r"\end{tabular}"
+
+
+def _cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
     integral = {c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
                 and df[c].dropna().map(lambda v: float(v).is_integer() and abs(v) < 1e15).all()}
 
@@ -108,18 +146,140 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
             return _latex_text(f"{float(v):.2g}")
         return f"{float(v):.{decimals}f}"
 
-    align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
-    if not cols:  # a run without rows (e.g. a data set unavailable offline): an empty column spec does not compile
-        align, cols = "l", ["(no columns)"]
-    lines = [r"\begin{table}[htbp]", r"\centering", r"\small", rf"\caption{{{_latex_text(caption)}}}",
-             rf"\label{{{label}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(cols) + r" \\",
-             r"\midrule"]
-    for _, row in df.iterrows():
-        lines.append(" & ".join(cell(c, row[c]) for c in df.columns) + r" \\")
-    if df.empty:
-        lines.append(rf"\multicolumn{{{len(cols)}}}{{c}}{{no rows}} \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return {c: [cell(c, v) for v in df[c]] for c in df.columns}
+
+
+def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None = 3, fit: bool = True) -> str:
+    """A booktabs ``table`` that compiles with pdflatex as it is: human headers (:data:`HEADERS`), math-mode
+    symbols, floats to ``decimals`` places (the thesis prints 3; ``None``: 4 significant digits), integers as
+    integers, a caption and a label.
+
+    With ``fit`` (the default) the table fits a one-column article (:data:`TEXT_WIDTH_PT`, estimated from the
+    characters by :func:`estimate_width_pt`, a few per cent generous): a table estimated wider gets 4 pt column
+    separation and headers of several words on two lines; if still too wide, the columns that hold one value in
+    every row are named in the caption ("In every row: <header> = <value>") instead; if still too wide, the other
+    columns are split into consecutive parts that each fit, every part repeating the key columns (the shortest
+    leading columns that tell the rows apart, at most :data:`KEY_SHARE` of the width). A table of more than
+    :data:`LONG_ROWS` rows (over all its parts) is a ``longtable`` per part (captions "(continued, part k of m)").
+    Nothing is set below ``\\small`` and every cell is printed (the CSV and markdown keep the one-frame layout). A
+    narrow table of at most :data:`LONG_ROWS` rows is written as before. Needs ``\\usepackage{booktabs}`` (and
+    ``longtable`` for long tables) in the including document. ``fit=False``: one tabular whatever its width.
+    """
+    df = df[[c for c in df.columns if c not in _DROP_FROM_LATEX]].reset_index(drop=True)
+    if df.columns.empty:  # a run without rows (e.g. a data set unavailable offline): an empty column spec does not compile
+        return _float_table([(r"l", ["(no columns)"], [])], caption=_latex_text(caption), label=label, sep=None,
+                            empty=True)
+    cells = _cells(df, decimals)
+    heads = {c: HEADERS.get(c, _latex_text(str(c).replace("_", " "))) for c in df.columns}
+    aligns = {c: "r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns}
+    cols = list(df.columns)
+    cap = _latex_text(caption)
+
+    def width(cs, sep, wrap):
+        return sum(_col_width(heads[c], cells[c], sep, wrap) for c in cs)
+
+    long = fit and len(df) > LONG_ROWS
+    if not fit or width(cols, 6, False) <= TEXT_WIDTH_PT:
+        part = [("".join(aligns[c] for c in cols), [heads[c] for c in cols], [[cells[c][i] for c in cols]
+                                                                             for i in range(len(df))])]
+        if long:
+            return _longtables(part, caption=cap, label=label, sep=None)
+        return _float_table(part, caption=cap, label=label, sep=None, empty=df.empty)
+    # too wide: 4 pt separation, two-line headers, constant columns to the caption, then parts
+    sep = 4
+    if len(df) >= 2 and width(cols, sep, True) > TEXT_WIDTH_PT:
+        const = [c for c in cols if len(set(cells[c])) == 1]
+        if const and len(const) < len(cols):
+            cap = _sentence(cap) + " In every row: " + "; ".join(f"{heads[c]} = {cells[c][0]}" for c in const) + "."
+            cols = [c for c in cols if c not in const]
+    parts_cols = [cols]
+    key: list[Any] = []
+    if width(cols, sep, True) > TEXT_WIDTH_PT:
+        key = _key_columns(df, cols, cells, lambda cs: width(cs, sep, True))
+        rest = [c for c in cols if c not in key]
+        room = TEXT_WIDTH_PT - width(key, sep, True)
+        parts_cols, current = [], []
+        for c in rest:
+            if current and width(current + [c], sep, True) > room:
+                parts_cols.append(current)
+                current = []
+            current.append(c)
+        parts_cols.append(current)
+        parts_cols = [key + p for p in parts_cols]
+    parts = []
+    for pc in parts_cols:
+        hs = [_header_cell(_split_header(heads[c]) if estimate_width_pt(heads[c]) > max(map(estimate_width_pt, cells[c]),
+                                                                                        default=0) else (heads[c],),
+                           aligns[c]) for c in pc]
+        parts.append(("".join(aligns[c] for c in pc), hs, [[cells[c][i] for c in pc] for i in range(len(df))]))
+    if len(parts) > 1:
+        names = ", ".join(heads[c] for c in key).rstrip(".")
+        cap = _sentence(cap) + f" Printed in {len(parts)} parts of columns" + (f", each repeating {names}." if key else ".")
+    if len(df) * len(parts) > LONG_ROWS:  # the parts of one float would not fit a page
+        return _longtables(parts, caption=cap, label=label, sep=sep)
+    return _float_table(parts, caption=cap, label=label, sep=sep, empty=df.empty)
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending in a full stop (so that a sentence can follow it in a caption)."""
+    text = text.rstrip()
+    return text if not text or text[-1] in ".!?" else text + "."
+
+
+def _col_width(head: str, cells: list[str], sep: int, wrap: bool) -> float:
+    body = max(map(estimate_width_pt, cells), default=0.0)
+    h = estimate_width_pt(head)
+    if wrap and h > body:
+        h = max(map(estimate_width_pt, _split_header(head)))
+    return max(h, body) + _PAD_PT[sep]
+
+
+def _key_columns(df: pd.DataFrame, cols: list[Any], cells: dict[Any, list[str]], width) -> list[Any]:
+    """The shortest leading columns that tell the rows apart, within :data:`KEY_SHARE` of the text width; else the
+    longest leading columns within it (at least the first)."""
+    best = cols[:1]
+    for n in range(1, len(cols)):
+        if width(cols[:n]) > KEY_SHARE * TEXT_WIDTH_PT:
+            break
+        best = cols[:n]
+        if len({tuple(cells[c][i] for c in cols[:n]) for i in range(len(df))}) == len(df):
+            break
+    return best
+
+
+def _tabular(align: str, heads: list[str], body: list[list[str]], empty: bool) -> list[str]:
+    lines = [rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(heads) + r" \\", r"\midrule"]
+    lines += [" & ".join(r) + r" \\" for r in body]
+    if empty:
+        lines.append(rf"\multicolumn{{{len(heads)}}}{{c}}{{no rows}} \\")
+    return lines + [r"\bottomrule", r"\end{tabular}"]
+
+
+def _float_table(parts, *, caption: str, label: str, sep: int | None, empty: bool) -> str:
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\small"]
+    if sep is not None:
+        lines.append(rf"\setlength{{\tabcolsep}}{{{sep}pt}}")
+    lines += [rf"\caption{{{caption}}}", rf"\label{{{label}}}"]
+    for k, (align, heads, body) in enumerate(parts):
+        if k:
+            lines += [r"", r"\medskip"]
+        lines += _tabular(align, heads, body, empty)
+    lines += [r"\end{table}", ""]
     return "\n".join(lines)
+
+
+def _longtables(parts, *, caption: str, label: str, sep: int | None) -> str:
+    out = [r"\begingroup", r"\small"] + ([rf"\setlength{{\tabcolsep}}{{{sep}pt}}"] if sep is not None else [])
+    m = len(parts)
+    for k, (align, heads, body) in enumerate(parts, 1):
+        head = " & ".join(heads) + r" \\"
+        cap = caption if k == 1 else (rf"(continued, part {k} of {m}) " + caption.split(". ")[0] + ".")
+        lab = label if k == 1 else f"{label}_part{k}"
+        out += [rf"\begin{{longtable}}{{{align}}}", rf"\caption{{{cap}}}\label{{{lab}}} \\",
+                r"\toprule", head, r"\midrule", r"\endfirsthead",
+                r"\toprule", head, r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot",
+                *[" & ".join(r) + r" \\" for r in body], r"\end{longtable}"]
+    return "\n".join(out + [r"\endgroup", ""])
 
 
 _PAPER_KEYS = ("mechanism", "constants", "dataset", "error")
@@ -201,7 +361,8 @@ def rows_longtable_latex(df: pd.DataFrame, *, caption: str, label: str, decimals
     support, ε/δ spent, ratios) stay in the CSV and markdown. Needs ``\\usepackage{booktabs,longtable}``."""
     cols = [c for c in ROWS_LATEX_COLUMNS if c != "dataset"]
     sub = df.sort_values(["dataset", "sigma", "mechanism", "constants"], kind="stable")
-    body = to_latex(sub[["dataset", *cols]], caption=caption, label=label, decimals=decimals).splitlines()
+    body = to_latex(sub[["dataset", *cols]], caption=caption, label=label, decimals=decimals,
+                    fit=False).splitlines()
     rows = body[body.index(r"\midrule") + 1: body.index(r"\bottomrule")]
     out, previous = [], None
     for line in rows:  # "<data set> & <the other cells>": the data set becomes a heading line
