@@ -350,11 +350,18 @@ def _wide_tables(tmp_path):
     frames["leaderboard"] = pd.read_csv(tmp_path / "leaderboard.csv")
     frames["leaderboard_all_methods"] = pd.read_csv(tmp_path / "leaderboard_all_methods.csv")
     paths.update({n: tmp_path / f"{n}.tex" for n in ("leaderboard", "leaderboard_all_methods")})
+    checks = pd.DataFrame([{"notebook": nb, "id": f"Thm3.{j}_rel_error_bound_sigma10_rep{i:02d}",
+                            "statistic": rng.uniform(1e-6, 1e-4), "bound": rng.uniform(1.0, 999.0), "confidence": 0.95,
+                            "verdict": "PASS", "expected": "FAIL" if j == 9 else "PASS"}
+                           for nb in ("00_quickstart", "52_exponential_net", "58_improved_privacy")
+                           for j in range(3, 10) for i in range(4)])
+    (tmp_path / "checks_summary.tex").write_text(checks_latex(checks))
+    paths["checks_summary"] = tmp_path / "checks_summary.tex"
     return frames, paths
 
 
 _WIDE = ("21_kappa_sweep", "22_k_sweep", "sensitivity_unstated_params", "worst_time_stages", "quickstart_errors",
-         "leaderboard", "leaderboard_all_methods")
+         "leaderboard", "leaderboard_all_methods", "checks_summary")
 
 
 @pytest.fixture(scope="module")
@@ -372,7 +379,7 @@ def test_wide_tables_fit_a_one_column_article(name, wide_tables, tmp_path):
     src, _, paths = wide_tables
     tex = paths[name].read_text()
     assert not re.search(r"\\(resizebox|scalebox|tiny|scriptsize)", tex)
-    assert r"\toprule" in tex and r"\caption{" in tex and r"\label{tab:" + name in tex
+    assert r"\toprule" in tex and r"\caption{" in tex and r"\label{tab:" + ("checks" if name == "checks_summary" else name) in tex
     (tmp_path / paths[name].name).write_text(tex)
     log = _compile([tmp_path / paths[name].name], tmp_path)
     assert "TEXTWIDTH=345.0pt" in log
@@ -381,22 +388,24 @@ def test_wide_tables_fit_a_one_column_article(name, wide_tables, tmp_path):
 
 
 def _body_cells(tex):
-    """The body cells of every tabular/longtable of ``tex`` (header lines excluded) and the caption's
-    ``In every row: <header> = <value>`` cells."""
-    cells, body = [], False
+    """The body cells of every tabular/longtable of ``tex`` (header lines excluded; an italic heading line's value
+    counts as a cell of each row under it) and the caption's ``In every row: <header> = <value>`` cells."""
+    cells, body, group = [], False, None
     for line in tex.splitlines():
         if line in (r"\midrule", r"\endfoot"):
             body = True
         elif line.startswith((r"\bottomrule", r"\end{", r"\endfirsthead", r"\endhead", r"\toprule")):
-            body = False
+            body, group = False, None
+        elif body and line.startswith(r"\multicolumn"):
+            group = re.search(r"\\textit\{(.*)\}\} \\\\$", line).group(1)
         elif body and line.endswith(r" \\"):
-            cells += line[:-3].split(" & ")
-    every = re.search(r"In every row: (.*?)\.(?: Printed|\})", tex)
+            cells += line[:-3].split(" & ") + ([group] if group is not None else [])
+    every = re.search(r"In every row: (.*?)\.(?: Rows| Printed|\})", tex)
     const = [kv.split(" = ", 1)[1] for kv in every.group(1).split("; ")] if every else []
     return cells, const
 
 
-@pytest.mark.parametrize("name", [n for n in _WIDE if n != "quickstart_errors"])
+@pytest.mark.parametrize("name", [n for n in _WIDE if n not in ("quickstart_errors", "checks_summary")])
 def test_wide_tables_keep_every_number_of_the_csv(name, wide_tables):
     """Only the layout changes: every cell the one-tabular layout printed (rounded the same way) is printed, once
     per row in one of the parts, or once in the caption when it is the same in every row; the key columns are

@@ -52,6 +52,8 @@ HEADERS: dict[str, str] = {
     "paper_time_s": "thesis time (s)", "support_size_median": "support", "eps_spent": r"$\varepsilon$ spent",
     "delta_spent": r"$\delta$ spent", "epsilon": r"$\varepsilon$", "delta": r"$\delta$", "param": "parameter",
     "value": "value", "win_abs": "abs.", "win_rel": "rel.", "error": "error", "runner_up": "runner-up",
+    "runner_up_abs": "runner-up abs.", "reference_abs": "non-private abs.", "method_rel": "method (rel.)",
+    "support_median": "support",
 }
 #: Unicode symbols of the experiments' strings, as LaTeX math.
 _SYMBOLS = {"σ": r"$\sigma$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "κ": r"$\kappa$", "±": r"$\pm$",
@@ -157,8 +159,9 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
     With ``fit`` (the default) the table fits a one-column article (:data:`TEXT_WIDTH_PT`, estimated from the
     characters by :func:`estimate_width_pt`, a few per cent generous): a table estimated wider gets 4 pt column
     separation and headers of several words on two lines; if still too wide, the columns that hold one value in
-    every row are named in the caption ("In every row: <header> = <value>") instead; if still too wide, the other
-    columns are split into consecutive parts that each fit, every part repeating the key columns (the shortest
+    every row are named in the caption ("In every row: <header> = <value>") instead; if still too wide and the
+    first column is text in runs (data set, notebook), its runs become italic heading lines; if still too wide, the
+    other columns are split into consecutive parts that each fit, every part repeating the key columns (the shortest
     leading columns that tell the rows apart, at most :data:`KEY_SHARE` of the width). A table of more than
     :data:`LONG_ROWS` rows (over all its parts) is a ``longtable`` per part (captions "(continued, part k of m)").
     Nothing is set below ``\\small`` and every cell is printed (the CSV and markdown keep the one-frame layout). A
@@ -192,10 +195,18 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
         if const and len(const) < len(cols):
             cap = _sentence(cap) + " In every row: " + "; ".join(f"{heads[c]} = {cells[c][0]}" for c in const) + "."
             cols = [c for c in cols if c not in const]
+    group = None
+    first = cols[0]
+    runs = [i for i in range(len(df)) if i == 0 or cells[first][i] != cells[first][i - 1]]
+    if (width(cols, sep, True) > TEXT_WIDTH_PT and len(cols) >= 3 and aligns[first] == "l"
+            and len(runs) == len(set(cells[first])) and 2 * len(runs) <= len(df)):
+        group, cols = first, cols[1:]  # its runs become italic heading lines (data set, notebook)
+        cap = _sentence(cap) + f" Rows grouped by {heads[first].rstrip('.')} (italic heading lines)."
     parts_cols = [cols]
     key: list[Any] = []
     if width(cols, sep, True) > TEXT_WIDTH_PT:
-        key = _key_columns(df, cols, cells, lambda cs: width(cs, sep, True))
+        key = _key_columns(df, cols, cells, lambda cs: width(cs, sep, True),
+                           group=cells[group] if group is not None else None)
         rest = [c for c in cols if c not in key]
         room = TEXT_WIDTH_PT - width(key, sep, True)
         parts_cols, current = [], []
@@ -211,11 +222,16 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
         hs = [_header_cell(_split_header(heads[c]) if estimate_width_pt(heads[c]) > max(map(estimate_width_pt, cells[c]),
                                                                                         default=0) else (heads[c],),
                            aligns[c]) for c in pc]
-        parts.append(("".join(aligns[c] for c in pc), hs, [[cells[c][i] for c in pc] for i in range(len(df))]))
+        body: list[Any] = []
+        for i in range(len(df)):
+            if group is not None and (i == 0 or cells[group][i] != cells[group][i - 1]):
+                body.append(rf"\multicolumn{{{len(pc)}}}{{l}}{{\textit{{{cells[group][i]}}}}} \\")
+            body.append([cells[c][i] for c in pc])
+        parts.append(("".join(aligns[c] for c in pc), hs, body))
     if len(parts) > 1:
         names = ", ".join(heads[c] for c in key).rstrip(".")
         cap = _sentence(cap) + f" Printed in {len(parts)} parts of columns" + (f", each repeating {names}." if key else ".")
-    if len(df) * len(parts) > LONG_ROWS:  # the parts of one float would not fit a page
+    if len(parts[0][2]) * len(parts) > LONG_ROWS:  # the parts of one float would not fit a page
         return _longtables(parts, caption=cap, label=label, sep=sep)
     return _float_table(parts, caption=cap, label=label, sep=sep, empty=df.empty)
 
@@ -234,22 +250,24 @@ def _col_width(head: str, cells: list[str], sep: int, wrap: bool) -> float:
     return max(h, body) + _PAD_PT[sep]
 
 
-def _key_columns(df: pd.DataFrame, cols: list[Any], cells: dict[Any, list[str]], width) -> list[Any]:
-    """The shortest leading columns that tell the rows apart, within :data:`KEY_SHARE` of the text width; else the
-    longest leading columns within it (at least the first)."""
+def _key_columns(df: pd.DataFrame, cols: list[Any], cells: dict[Any, list[str]], width,
+                 group: list[str] | None = None) -> list[Any]:
+    """The shortest leading columns that tell the rows apart (within their ``group``), within :data:`KEY_SHARE` of
+    the text width; else the longest leading columns within it (at least the first)."""
     best = cols[:1]
     for n in range(1, len(cols)):
         if width(cols[:n]) > KEY_SHARE * TEXT_WIDTH_PT:
             break
         best = cols[:n]
-        if len({tuple(cells[c][i] for c in cols[:n]) for i in range(len(df))}) == len(df):
+        keys = {(group[i] if group else None, *(cells[c][i] for c in cols[:n])) for i in range(len(df))}
+        if len(keys) == len(df):
             break
     return best
 
 
 def _tabular(align: str, heads: list[str], body: list[list[str]], empty: bool) -> list[str]:
     lines = [rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(heads) + r" \\", r"\midrule"]
-    lines += [" & ".join(r) + r" \\" for r in body]
+    lines += [r if isinstance(r, str) else " & ".join(r) + r" \\" for r in body]
     if empty:
         lines.append(rf"\multicolumn{{{len(heads)}}}{{c}}{{no rows}} \\")
     return lines + [r"\bottomrule", r"\end{tabular}"]
@@ -278,7 +296,7 @@ def _longtables(parts, *, caption: str, label: str, sep: int | None) -> str:
         out += [rf"\begin{{longtable}}{{{align}}}", rf"\caption{{{cap}}}\label{{{lab}}} \\",
                 r"\toprule", head, r"\midrule", r"\endfirsthead",
                 r"\toprule", head, r"\midrule", r"\endhead", r"\bottomrule", r"\endfoot",
-                *[" & ".join(r) + r" \\" for r in body], r"\end{longtable}"]
+                *[r if isinstance(r, str) else " & ".join(r) + r" \\" for r in body], r"\end{longtable}"]
     return "\n".join(out + [r"\endgroup", ""])
 
 
