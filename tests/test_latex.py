@@ -427,3 +427,19 @@ def test_wide_tables_keep_every_number_of_the_csv(name, wide_tables):
     assert not missing, missing
     assert len(new) + len(const) * len(df) >= len(old) and len(new) % len(df) == 0
     assert parts == 1 or len(new) > len(old) - len(const) * len(df)  # the key columns are repeated in every part
+
+
+def test_wide_table_without_rows_keeps_every_header(tmp_path):
+    """A wide frame without rows (a run whose data set is unavailable) is split into parts like any wide table: every
+    header is printed (none taken for a one-value column or a heading line) and it fits the article."""
+    from dpkit.outputs.tables import HEADERS
+
+    cols = ["abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "rel_std", "time_s", "time_max_s", "paper_abs",
+            "paper_rel", "ratio_abs", "ratio_rel", "eps_spent", "delta_spent"]
+    export_table(pd.DataFrame(columns=cols), "empty_wide", tmp_path, caption="A wide table without rows.")
+    tex = (tmp_path / "empty_wide.tex").read_text()
+    assert "In every row" not in tex and "grouped" not in tex and "no rows" in tex
+    flat = tex.replace(r"\\", " ")
+    assert all(" ".join(HEADERS[c].split()) in " ".join(flat.split()) for c in cols), tex
+    log = _compile([tmp_path / "empty_wide.tex"], tmp_path)
+    assert _overfull(log) == [], _overfull(log)

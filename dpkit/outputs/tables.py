@@ -198,7 +198,7 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
     group = None
     first = cols[0]
     runs = [i for i in range(len(df)) if i == 0 or cells[first][i] != cells[first][i - 1]]
-    if (width(cols, sep, True) > TEXT_WIDTH_PT and len(cols) >= 3 and aligns[first] == "l"
+    if (len(df) >= 2 and width(cols, sep, True) > TEXT_WIDTH_PT and len(cols) >= 3 and aligns[first] == "l"
             and len(runs) == len(set(cells[first])) and 2 * len(runs) <= len(df)):
         group, cols = first, cols[1:]  # its runs become italic heading lines (data set, notebook)
         cap = _sentence(cap) + f" Rows grouped by {heads[first].rstrip('.')} (italic heading lines)."
