@@ -19,3 +19,12 @@ def test_baselines_notebook_quick(run_notebook):
     assert "best private method" in m["conclusion"]
     assert {r["method"] for r in m["pca_comparison"]} == {"exact", "dpkit-psi", "diffprivlib"}
     assert m["meta"]["wall_time_s"] > 0  # recorded; speed is measured by `make bench`, never asserted in a test
+
+
+@pytest.mark.notebook
+def test_baselines_notebook_without_any_available_data_set(run_notebook):
+    """A run whose only data set cannot be loaded (PAM offline in make reproduce) records why and has no rows and no
+    checks, like 20_tables; it used to fail with a KeyError on the empty table."""
+    m = run_notebook("40_baselines.ipynb", QUICK=False, DATASETS=["NO_SUCH_DATA_SET"])  # QUICK would pick WDBC
+    assert m["table"] == [] and m["checks"] == [] and m["all_consistent"]
+    assert list(m["skipped_datasets"]) == ["NO_SUCH_DATA_SET"]

@@ -123,9 +123,12 @@ def baseline_checks(records: Sequence[RunRecord], rows: Sequence[dict[str, Any]]
     """The notebook's checks on the run records and the summary rows (module docstring).
 
     ``budget`` (:func:`baseline_budget`) sets the level of the direct-answering checks; it is
-    required when the records contain a checked direct-answering method.
+    required when the records contain a checked direct-answering method. No records (no data set was
+    available): no checks.
     """
     out: list[Check] = []
+    if not records:
+        return out
     rec = records_frame(records)
     rec["epsilon"] = [float(p["epsilon"]) for p in rec["params"]]
     rec["delta"] = [float(p.get("delta", 0.0)) for p in rec["params"]]

@@ -116,9 +116,11 @@ def compare_private_pca(X: Any, *, k: int = 2, epsilon: float = 1.0, n_iter: int
 
 def pca_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Mean ± std of captured variance and largest angle per (dataset, method) from
-    :func:`compare_private_pca` rows tagged with ``dataset``."""
+    :func:`compare_private_pca` rows tagged with ``dataset`` (no rows: an empty list)."""
     df = pd.DataFrame(list(rows))
-    out = []
+    out: list[dict[str, Any]] = []
+    if df.empty:
+        return out
     for (ds, m), g in df.groupby(["dataset", "method"], sort=False):
         out.append({"dataset": ds, "method": m, "epsilon": float(g["epsilon"].iloc[0]), "k": int(g["k"].iloc[0]),
                     "captured_variance_mean": float(g["captured_variance"].mean()),
