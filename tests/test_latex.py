@@ -123,6 +123,28 @@ def test_symbols_in_cells_and_captions_compile(tmp_path):
     _compile([p for p in paths if p.suffix == ".tex"], tmp_path)
 
 
+def test_claim_texts_of_the_checks_summary_compile(tmp_path):
+    """The characters the checks' claims use (found in a full make reproduce: ⌈D̄⌉, μ̂, σ̃, x₁₀, ∈, Σ, ⊕, ⇒, §, é …)
+    compile; combining accents become math accents, subscripts math subscripts, and a character with no mapping
+    prints its code point instead of stopping pdflatex (checks_summary.tex did, on ⌈ ⌉ and a combining macron)."""
+    from dpkit.outputs.tables import _latex_text
+
+    text = ("‖A(D) − A(D')‖₂ ≤ c(n, d, ‖D̄‖), t = ⌈log₂ T⌉, ⌊x⌋, μ̂ ≥ σ̃, ∈ Σ ⊕ ⊆ ∖ ∘ χ ⇒ § é, "
+            "Dwork–Roth §3.5, x₁₀, ✓")
+    assert _latex_text("D̄") == r"$\bar{D}$" and _latex_text("μ̂") == r"$\hat{\mu}$"
+    assert _latex_text("x₁₀") == "x$_{10}$" and _latex_text("✓") == r"\texttt{[U+2713]}"
+    df = pd.DataFrame([{"id": "Lemma 2.7", "claim": text, "statistic": 0.5, "verdict": "PASS"}])
+    paths = export_table(df, "claims", tmp_path, caption=text)
+    tex = (tmp_path / "claims.tex").read_text()
+    assert all(ord(ch) < 256 for ch in tex), sorted({ch for ch in tex if ord(ch) >= 256})
+    _compile([p for p in paths if p.suffix == ".tex"], tmp_path)
+    raw_dir = tmp_path / "raw"
+    raw_dir.mkdir()
+    (raw_dir / "raw.tex").write_text("\\begin{tabular}{l}\n" + text + "\\\\\n\\end{tabular}\n")
+    with pytest.raises(AssertionError, match="Unicode character"):  # control: the raw text does stop pdflatex
+        _compile([raw_dir / "raw.tex"], raw_dir)
+
+
 def _export_table_calls():
     """Every ``export_table(...)`` call of the notebooks and of dpkit: ``(where, keyword names)``."""
     import ast

@@ -60,7 +60,19 @@ _SYMBOLS = {"σ": r"$\sigma$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "κ": 
             "×": r"$\times$", "≤": r"$\le$", "≥": r"$\ge$", "−": "-", "–": "--",
             "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$", "ρ": r"$\rho$",
             "τ": r"$\tau$", "θ": r"$\theta$", "η": r"$\eta$", "Δ": r"$\Delta$", "∞": r"$\infty$", "≈": r"$\approx$",
-            "→": r"$\to$", "·": r"$\cdot$", "…": r"\ldots{}", "—": "---", "’": "'", "‖": r"$\|$", "√": r"$\surd$"}
+            "→": r"$\to$", "·": r"$\cdot$", "…": r"\ldots{}", "—": "---", "’": "'", "‖": r"$\|$", "√": r"$\surd$",
+            "∈": r"$\in$", "∉": r"$\notin$", "Σ": r"$\Sigma$", "Π": r"$\Pi$", "Φ": r"$\Phi$", "Λ": r"$\Lambda$",
+            "Γ": r"$\Gamma$", "Θ": r"$\Theta$", "Ω": r"$\Omega$", "π": r"$\pi$", "φ": r"$\varphi$", "χ": r"$\chi$",
+            "ψ": r"$\psi$", "ω": r"$\omega$", "ν": r"$\nu$", "ξ": r"$\xi$", "ζ": r"$\zeta$", "ι": r"$\iota$",
+            "⊕": r"$\oplus$", "⊗": r"$\otimes$", "⊆": r"$\subseteq$", "⊂": r"$\subset$", "∖": r"$\setminus$",
+            "∘": r"$\circ$", "∪": r"$\cup$", "∩": r"$\cap$", "⇒": r"$\Rightarrow$", "⇔": r"$\Leftrightarrow$",
+            "↦": r"$\mapsto$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "⌊": r"$\lfloor$", "⌋": r"$\rfloor$",
+            "∑": r"$\sum$", "∏": r"$\prod$", "≠": r"$\ne$", "≪": r"$\ll$", "≫": r"$\gg$", "∝": r"$\propto$",
+            "∀": r"$\forall$", "∃": r"$\exists$", "∂": r"$\partial$", "∇": r"$\nabla$", "ℓ": r"$\ell$",
+            "⟨": r"$\langle$", "⟩": r"$\rangle$", "′": "'", "‘": "`", "“": "``", "”": "''", "§": r"\S{}"}
+#: Combining accents (a base character followed by one of these) as LaTeX math accents: μ̂ → $\hat{\mu}$.
+_ACCENTS = {"\u0302": "hat", "\u0304": "bar", "\u0303": "tilde", "\u0307": "dot", "\u0308": "ddot", "\u0301": "acute",
+            "\u0300": "grave", "\u030c": "check", "\u0306": "breve"}
 #: Columns printed to 3 significant digits whatever ``decimals`` is (δ = 10⁻⁵ is not 0.000).
 _SIGNIFICANT = frozenset({"delta", "delta_spent", "error_bound"})
 _DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
@@ -72,6 +84,13 @@ _ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": 
 
 _SUPERSCRIPTS = {"⁻": "-", "⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8",
                  "⁹": "9"}
+_SUBSCRIPTS = {"₋": "-", "₀": "0", "₁": "1", "₂": "2", "₃": "3", "₄": "4", "₅": "5", "₆": "6", "₇": "7", "₈": "8",
+               "₉": "9"}
+
+
+def _accent(m: re.Match) -> str:
+    base = _SYMBOLS.get(m.group(1), m.group(1)).strip("$")
+    return "$\\" + _ACCENTS[m.group(2)] + "{" + base + "}$"
 
 
 def _latex_text(s: str) -> str:
@@ -79,9 +98,13 @@ def _latex_text(s: str) -> str:
     # a run of superscripts (10⁻³) is one math group: $^{-3}$
     out = re.sub("[" + "".join(_SUPERSCRIPTS) + "]+",
                  lambda m: "$^{" + "".join(_SUPERSCRIPTS[c] for c in m.group()) + "}$", out)
+    out = re.sub("[" + "".join(_SUBSCRIPTS) + "]+",
+                 lambda m: "$_{" + "".join(_SUBSCRIPTS[c] for c in m.group()) + "}$", out)
+    out = re.sub("(.)([" + "".join(_ACCENTS) + "])", _accent, out)
     for k, v in _SYMBOLS.items():
         out = out.replace(k, v)
-    return out
+    # anything else outside Latin-1 (which pdflatex's utf8 input handles) would stop pdflatex: print its code point
+    return "".join(ch if ord(ch) < 256 else f"\\texttt{{[U+{ord(ch):04X}]}}" for ch in out)
 
 
 #: Text width of a standard one-column ``article`` (10 pt, letter or A4) in points: what the tables must fit.
