@@ -174,19 +174,15 @@ def _nb40(seed: int, total: float) -> list[Check]:
     other methods have their own streams and no statistical check."""
     from dpkit.claims.baselines import DIRECT_CHECKED, baseline_budget, baseline_checks
     from dpkit.experiments import cell_seed, run_cell
-    from dpkit.methods.registry import get, suite
+    from dpkit.experiments.baselines import toy_methods
+    from dpkit.methods.registry import suite
 
     X = _wdbc()
     run = dict(sigma=4.0, reps=2, n_queries=200, J=10)
     methods = suite("baselines", include=[name for _, name in DIRECT_CHECKED], epsilon=1.0, delta=1e-3)
     records = run_cell(X, methods=methods, rng=cell_seed(seed, "WDBC", 4.0), **run)
-    toy = {  # notebook 40's toy panel with its QUICK parameters (TOY_LEVELS = TOY_M = 3, M_ROWS = 300, ...)
-        "smalldb": get("smalldb", epsilon=1.0, levels=3, m=3),
-        "direct-laplace_I": get("direct-laplace_I", epsilon=1.0),
-        "marginals-histogram": get("marginals-histogram", epsilon=1.0, delta=1e-3, m=300),
-        "mwem-uniform": get("mwem-uniform", epsilon=1.0, T=5, C=1000, n_class=40, m=300),
-        "trig-I": get("trig-I", epsilon=1.0, C=1000, R=4, k=2),
-    }
+    # notebook 40's toy panel with its QUICK parameters (TOY_LEVELS = TOY_M = 3, M_ROWS = 300, MWEM_T = 5, ...)
+    toy = toy_methods(epsilon=1.0, delta=1e-3, levels=3, m=3, m_rows=300, T=5, C=1000, n_class=40, R=50)
     records += run_cell(X[:, :2], methods=toy, rng=cell_seed(seed, "WDBC-2d-toy", 4.0), **run)
     budget = baseline_budget([r.method for r in records], total)
     out = baseline_checks(records, [], budget=budget)

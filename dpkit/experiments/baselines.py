@@ -19,12 +19,28 @@ from dpkit.experiments.protocol import RunRecord
 from dpkit.experiments.summary import records_frame, spread_stats
 
 __all__ = [
+    "toy_methods",
     "baseline_rows",
     "direct_expected_max_error",
     "gaussian_abs_max_mean",
     "direct_crossover_queries",
     "write_conclusion",
 ]
+
+
+def toy_methods(*, epsilon: float, delta: float, levels: int, m: int, m_rows: int, T: int, C: int, n_class: int,
+                R: int) -> dict[str, Any]:
+    """The methods of notebook 40's 2-d toy panel (SmallDB is exponential in the domain, so it runs only there),
+    with the notebook's parameters: ``{name: method}`` in the order the panel runs them (its streams)."""
+    from dpkit.methods.registry import get
+
+    return {
+        "smalldb": get("smalldb", epsilon=epsilon, levels=levels, m=m),
+        "direct-laplace_I": get("direct-laplace_I", epsilon=epsilon),
+        "marginals-histogram": get("marginals-histogram", epsilon=epsilon, delta=delta, m=m_rows),
+        "mwem-uniform": get("mwem-uniform", epsilon=epsilon, T=T, C=C, n_class=n_class, m=m_rows),
+        "trig-I": get("trig-I", epsilon=epsilon, C=C, R=min(R, 4), k=2),
+    }
 
 
 def baseline_rows(records: Iterable[RunRecord], *, dataset: str) -> list[dict[str, Any]]:
