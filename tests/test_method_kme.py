@@ -141,3 +141,16 @@ def test_negative_control_quarter_noise_is_flagged(monkeypatch, delta):
     m = audited(delta)
     res = audit(projection(m), *neighbours(), n_samples=N_SAMPLES, delta=delta, rng=0)
     assert res.flags(EPS), res.to_dict()
+
+
+@pytest.mark.parametrize("n", [1, 5, 63, 64, 129, 4095, 4097, 5000])
+def test_blocked_mean_embedding_equals_the_full_mean_to_the_bit(n):
+    """The blocked mean (no n × 2D temporary) is the row-by-row sum of the full matrix, bit for bit."""
+    g = np.random.default_rng(n)
+    stat = FourierStatistic(g.standard_normal((64, 3)) / 2.0)
+    Y = g.uniform(-1, 1, (n, 3))
+    ref = stat.values(Y).mean(axis=0)
+    for block in (16, 64, 2048):
+        assert np.array_equal(stat.mean(Y, block=block), ref)
+    with pytest.raises(ValueError, match="at least one row"):
+        stat.mean(Y[:0])

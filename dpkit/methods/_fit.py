@@ -99,6 +99,30 @@ class FourierStatistic:
         Z = Y @ self.omega.T
         return np.concatenate([np.cos(Z), np.sin(Z)], axis=1) * self.scale
 
+    def mean(self, Y: np.ndarray, *, block: int = 2048) -> np.ndarray:
+        """(1/n) Σ_i φ(y_i) (2D,), a block of rows at a time (temporary memory ≈ 64·block·D bytes, not
+        16·n·D).
+
+        The rows are added in order, each block's first row carrying the running sum, which is the
+        row-by-row sum of ``values(Y).mean(axis=0)``. Every block has between ``block`` and
+        2·``block`` − 1 rows (the last takes the remainder; n < 2·``block``: one block), so the matrix
+        products stay on the BLAS path of the full product and the result equals
+        ``values(Y).mean(axis=0)`` to the bit (tested).
+        """
+        Y = np.asarray(Y, dtype=float)
+        n = Y.shape[0]
+        if n == 0:
+            raise ValueError("Y must have at least one row")
+        starts = list(range(0, n - block + 1, block)) if n >= 2 * block else [0]
+        acc: np.ndarray | None = None
+        for i, s in enumerate(starts):
+            V = self.values(Y[s : starts[i + 1] if i + 1 < len(starts) else n])
+            if acc is not None:
+                V[0] += acc
+            acc = np.add.reduce(V, axis=0)
+        assert acc is not None
+        return acc / n
+
     def vjp(self, Y: np.ndarray, G: np.ndarray) -> np.ndarray:
         Z = Y @ self.omega.T
         D = self.omega.shape[0]

@@ -143,7 +143,7 @@ class _KMEBase(MethodBase):
         g_omega, g_noise = spawn(rng, 2)
         D = self.features(n)
         omega = g_omega.standard_normal((D, d)) / self.sigma
-        mu = FourierStatistic(omega).values(X).mean(axis=0)
+        mu = FourierStatistic(omega).mean(X)
         noisy = noisy_release(mu, epsilon=self.epsilon, delta=self.delta, l1=2.0 * math.sqrt(2.0 * D) / n,
                               l2=2.0 / n, rng=g_noise, ledger=led, name="mean_embedding", n_features=D,
                               statistics="random Fourier features, ||phi(x)||_2 = 1", kernel_sigma=self.sigma)
