@@ -128,6 +128,10 @@ def test_glob_notebooks_and_shipped_manifests(tmp_path):
     tables = batch.expand_manifest(batch.load_manifest(root / "manifests" / "tables.yaml"))
     assert {s.notebook.name for s in tables} == {"20_tables.ipynb"} and len(tables) == 14
     assert sum(s.parameters.get("SENSITIVITY_DATASET") == "WDBC" for s in tables) == 1  # the sweep runs once
+    # the leaderboard: one run per data set with all five σ (σ-independent releases shared within a run)
+    board = batch.expand_manifest(batch.load_manifest(root / "manifests" / "leaderboard.yaml"))
+    assert sorted(tuple(s.parameters["DATASETS"]) for s in board) == [("CRM",), ("CSN",), ("CTG",), ("PKS",), ("WDBC",)]
+    assert all(s.parameters["SIGMAS"] == [2.0, 4.0, 6.0, 8.0, 10.0] and s.parameters["REPS"] == 30 for s in board)
 
 
 def test_reproduce_exports_the_paper_figures():

@@ -8,7 +8,16 @@
 * :mod:`~dpkit.experiments.reference` — the thesis's printed numbers (data);
 * :mod:`~dpkit.experiments.pca_compare` — diffprivlib's PCA against dpkit's PSI.
 """
-from dpkit.experiments.protocol import RunRecord, as_methods, cell_seed, repetitions, run_cell
+from dpkit.experiments.protocol import (
+    RunRecord,
+    as_methods,
+    cell_seed,
+    repetitions,
+    run_cell,
+    run_cells,
+    shared_seed,
+    width_independent,
+)
 from dpkit.experiments.reference import PAPER_TABLE_3_2, PAPER_TABLE_3_3, PAPER_WORST_TIME, SIGMAS, paper_value
 from dpkit.experiments.sweeps import parse_values, sweep, sweep_rows
 from dpkit.experiments.thesis import run_table_cell, table_methods, table_rows
@@ -19,6 +28,9 @@ __all__ = [
     "cell_seed",
     "repetitions",
     "run_cell",
+    "run_cells",
+    "shared_seed",
+    "width_independent",
     "PAPER_TABLE_3_2",
     "PAPER_TABLE_3_3",
     "PAPER_WORST_TIME",

@@ -15,6 +15,15 @@ method's numbers depend only on its position in the list. A table cell is seeded
 :func:`cell_seed` from the run seed and the cell's *values* (data set, σ), so a table computed in
 one run and the same table split over many batch runs give identical numbers.
 
+Shared releases (:func:`run_cells`): a method whose release does not depend on σ (its
+:meth:`~dpkit.queries.release.MethodBase.at_width` returns the method itself and it does not answer the
+workload directly, e.g. MST or the marginal histograms) is released *once per repetition and data set*
+and that one release is evaluated on every σ's workload. Its stream is then child ``i`` (repetition) /
+grandchild ``j`` (position) of :func:`shared_seed` (the run seed and the data set), so the numbers do
+not depend on which σ's are run together either; the σ-dependent methods keep the streams of
+:func:`run_cell` exactly. Each cell is still an average over i.i.d. releases; only the cells of one data
+set share them (their errors are correlated across σ, not within a cell).
+
 Time: ``time_s`` is the wall time of the release (not the evaluation); for methods that answer
 the queries directly the exact answers are their input, and their computation time is charged
 to them (``timings["truth"]``).
@@ -39,7 +48,8 @@ from dpkit.queries.release import Method, Release
 from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "repetitions", "run_cell", "as_methods"]
+__all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions", "run_cell",
+           "run_cells", "as_methods", "width_independent"]
 
 #: ``callback(rep_index, reps)`` called after each finished repetition of :func:`run_cell`
 RepetitionCallback = Callable[[int, int], None]
@@ -141,6 +151,23 @@ def cell_seed(seed: int, dataset: str, sigma: float) -> np.random.SeedSequence:
     return np.random.SeedSequence([int(seed), zlib.crc32(str(dataset).upper().encode()), int(round(float(sigma) * 1000))])
 
 
+def shared_seed(seed: int, dataset: str) -> np.random.SeedSequence:
+    """The SeedSequence of the σ-independent releases of one data set in :func:`run_cells`.
+
+    Its entropy is the run seed and a hash of ``"shared:" + dataset`` (two words), so it differs from
+    every :func:`cell_seed` (three words, the second a hash of the data set's name alone) and from
+    their descendants.
+    """
+    return np.random.SeedSequence([int(seed), zlib.crc32(("shared:" + str(dataset).upper()).encode())])
+
+
+def width_independent(method: Method, sigmas: Sequence[float]) -> bool:
+    """True when ``method`` releases the same way for every σ in ``sigmas``: it does not answer the
+    workload directly and ``method.at_width(σ)`` is the method itself (the protocol's default for
+    methods without a width)."""
+    return not getattr(method, "needs_workload", False) and all(method.at_width(float(s)) is method for s in sigmas)
+
+
 def repetitions(X: np.ndarray, *, sigma: float, n_streams: int, reps: int, n_queries: int = 10_000, J: int = 10,
                 rng: RNGLike = 0, progress: bool = False) -> Iterator[Repetition]:
     """The repetition skeleton (module docstring): workload, exact answers and ``n_streams`` generators."""
@@ -234,3 +261,80 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
         if hook is not None:
             hook(rep.index, int(reps))
     return records
+
+
+def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigmas: Sequence[float], reps: int,
+              seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
+              on_repetition: RepetitionCallback | None = None) -> list[RunRecord]:
+    """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
+
+    Every σ-dependent method gets exactly the records of ``run_cell(X, ..., sigma=σ,
+    rng=cell_seed(seed, dataset, σ))``; every method for which :func:`width_independent` holds is
+    released once per repetition from :func:`shared_seed` and evaluated on each σ's workload (module
+    docstring), with its release time on every one of its records. Work: the σ-independent releases
+    cost ``reps`` instead of ``reps × len(sigmas)``.
+
+    Parameters
+    ----------
+    X : array (n, d)
+        The private data in [-1, 1]^d.
+    methods : mapping name → method, or sequence of methods
+        As :func:`run_cell`.
+    sigmas : sequence of float
+        Kernel widths (distinct).
+    reps : int
+        Repetitions per cell.
+    seed : int
+        Run seed (:func:`cell_seed`, :func:`shared_seed`).
+    dataset : str
+        The data set's name (part of the seeds).
+    n_queries, J : int
+        Workload size and centres per query.
+    progress : bool
+        Show a progress bar over the repetitions.
+    on_repetition : callable, optional
+        ``on_repetition(rep_index, reps)`` after each repetition of all cells (as :func:`run_cell`).
+
+    Returns
+    -------
+    list of RunRecord
+        σ-major (in the order of ``sigmas``), then repetition, then method: the concatenation of the
+        :func:`run_cell` records of each σ.
+    """
+    from tqdm.auto import tqdm
+
+    named = as_methods(methods)
+    sigmas = [check_real_in_range(s, name="sigmas", low=0.0, low_inclusive=False) for s in sigmas]
+    if not sigmas:
+        raise ValueError("sigmas must not be empty")
+    if len(set(sigmas)) != len(sigmas):
+        raise ValueError(f"sigmas must be distinct; got {sigmas}")
+    reps = check_positive_int(reps, name="reps")
+    shared = {name for name, m in named.items() if width_independent(m, sigmas)}
+    configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
+    cells = [repetitions(X, sigma=s, n_streams=len(named), reps=reps, n_queries=n_queries, J=J,
+                         rng=cell_seed(seed, dataset, s)) for s in sigmas]
+    shared_reps = spawn_seeds(shared_seed(seed, dataset), reps)
+    hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
+    out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
+    X = np.asarray(X, dtype=float)
+    for i in tqdm(range(reps), disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}"):
+        streams = shared_reps[i].spawn(len(named))
+        memo: dict[str, tuple[Release[Any], float]] = {}
+        for s, cell in zip(sigmas, cells):
+            rep = next(cell)
+            for j, ((name, method), g) in enumerate(zip(configured[s].items(), rep.generators)):
+                if name in shared:
+                    if name not in memo:
+                        t0 = time.perf_counter()
+                        rel = method.release(X, rng=np.random.default_rng(streams[j]))
+                        memo[name] = (rel, time.perf_counter() - t0)
+                    rel, seconds = memo[name]
+                else:
+                    t0 = time.perf_counter()
+                    rel = method.release(X, rng=g, workload=rep.workload)
+                    seconds = time.perf_counter() - t0
+                out[s].append(_record(name, rel, rep, s, seconds))
+        if hook is not None:
+            hook(i, int(reps))
+    return [r for s in sigmas for r in out[s]]
