@@ -61,29 +61,33 @@ bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.j
 
 smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a few minutes); then the checks table
 	@status=0; \
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/smoke.yaml --output $(RESULTS)/batch/smoke || status=$$?; \
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/smoke.yaml --output $(RESULTS)/batch/smoke $(STALE_ARG) || status=$$?; \
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/smoke --out $(RESULTS)/batch/smoke/checks_summary || status=$$?; \
 	exit $$status
 
 reproduce: $(STAMP) ## the thesis's tables and figures and every check at full size (full.yaml; the leaderboard is make leaderboard) on a local Dask cluster; resumable; fails if any run or check failed
 	@status=0; \
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml --output $(RESULTS)/batch/full || status=$$?; \
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml --output $(RESULTS)/batch/full $(STALE_ARG) || status=$$?; \
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full || status=$$?; \
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary || status=$$?; \
 	if [ $$status -eq 0 ]; then $(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures || status=$$?; \
 	else echo "reproduce: failed runs or checks (listed above): tables not assembled; fix and re-run (finished runs are kept)"; fi; \
 	exit $$status
 
+# Finished runs of a notebook that changed since they ran stop a batch (named); STALE=rerun moves them to
+# OUTPUT/.superseded/ and runs them again, STALE=keep keeps them: make reproduce STALE=rerun
+STALE_ARG := $(if $(STALE),--stale $(STALE),)
+
 BATCH ?= full
 collect: $(STAMP) ## merge a batch's runs into one table: make collect BATCH=full|smoke|tables (lists failed runs, exit 1)
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/$(BATCH)
 
 tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/)
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/tables.yaml
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/tables.yaml $(STALE_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/tables --paper-figures
 
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml $(STALE_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
 
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget

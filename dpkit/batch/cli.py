@@ -15,7 +15,7 @@ from typing import Any
 from dpkit.batch.execute import check_writable, execute_notebook, failure_message
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import collect
-from dpkit.batch.runner import run_manifest
+from dpkit.batch.runner import STALE_POLICIES, run_manifest
 
 __all__ = ["main", "parse_params"]
 
@@ -67,7 +67,7 @@ def _notebook(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = run_manifest(args.manifest, scheduler=args.scheduler, workers=args.workers, output=args.output,
-                           timeout=args.timeout, progress=None)
+                           timeout=args.timeout, progress=None, on_stale=args.stale)
     counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
     print(f"batch: {len(results)} runs: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed "
           f"in {time.perf_counter() - t0:.1f} s")
@@ -109,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
     run.add_argument("--output", default=None, help="override the manifest's output folder")
     run.add_argument("--timeout", type=int, default=7200, help="per-cell timeout in seconds")
+    run.add_argument("--stale", choices=STALE_POLICIES, default="error",
+                     help="finished runs whose notebook changed since: error (default: name them and stop), "
+                          "rerun (move each to OUTPUT/.superseded/ and run it again) or keep")
     col = sub.add_parser("collect", help="merge every run's metrics into one table")
     col.add_argument("output")
     col.add_argument("--out", default=None, help="file stem of the merged tables (default OUTPUT/collected)")

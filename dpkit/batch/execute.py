@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.manifest import check_parameters
+from dpkit.batch.manifest import check_parameters, notebook_fingerprint
 
 __all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc"]
 
@@ -126,6 +126,7 @@ def execute_notebook(
     if not nb.is_file():
         raise FileNotFoundError(f"notebook not found: {nb}")
     check_parameters(nb, dict(parameters or {}), source=f"parameters of {nb.name}")
+    fingerprint = notebook_fingerprint(nb)
     out = Path(output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     params = {"INTERACTIVE": False, **dict(parameters or {}), "OUTPUT_DIR": str(out)}
@@ -149,7 +150,8 @@ def execute_notebook(
             _rename_in_notebook(executed, str(out), recorded["OUTPUT_DIR"])
         try:
             write_json(out / "run.json", {"notebook": str(nb), "parameters": recorded, "status": status, "error": error,
-                                          "wall_time_s": time.perf_counter() - t0, "python": sys.executable})
+                                          "wall_time_s": time.perf_counter() - t0, "python": sys.executable,
+                                          "notebook_sha256": fingerprint})
         except OSError:
             if status == "ok":  # a run without its record is not finished; a failing run keeps its own error
                 raise

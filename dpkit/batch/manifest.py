@@ -134,6 +134,19 @@ def run_key(notebook: str | os.PathLike, parameters: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def notebook_fingerprint(notebook: str | os.PathLike) -> str:
+    """A 16-hex-digit hash of what a notebook computes: each cell's type and source, in order.
+
+    Outputs, execution counts and metadata do not count (committed notebooks carry no outputs, and
+    re-saving in JupyterLab must not make a finished run look stale). Recorded in ``run.json``
+    (``notebook_sha256``) so a resumed batch can tell a finished run of an older notebook.
+    """
+    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    cells = [[c.get("cell_type"), "".join(c.get("source", "")) if isinstance(c.get("source"), list)
+              else c.get("source", "")] for c in nb.get("cells", [])]
+    return hashlib.sha256(json.dumps(cells, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
 # --------------------------------------------------------------------------- notebook parameters
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),

@@ -31,6 +31,11 @@ Guarantees
   checked again just before the rename, and a finished run is never replaced. Two batches on one
   output run each notebook once: a run locked by the other batch is left for later, then
   waited for and skipped once finished.
+* A resumed batch does not take a finished run of an older notebook for a current one: each run
+  records its notebook's fingerprint (cell types and sources, :func:`~dpkit.batch.manifest.notebook_fingerprint`)
+  in ``run.json``; when it differs, the batch stops before running anything and names the runs
+  (``--stale rerun``: each old run is moved whole to ``<output>/.superseded/`` and runs again;
+  ``--stale keep``: kept, with a warning).
 * A worker that dies (``KilledWorker``), a cell timeout, a dead kernel, an I/O error: the run's
   folder records it (``run.json`` ``status: failed`` with ``error``; ``error.txt``). On a full
   disk the batch says so, starts no more runs and keeps what finished. ``run.json`` records the
@@ -72,7 +77,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from dpkit.batch.execute import check_writable, execute_notebook, failure_message, is_done, is_enospc, write_json
 from dpkit.batch.locks import RunLock, clean_stale, stale_folders
-from dpkit.batch.manifest import BatchError, RunSpec, expand_manifest, load_manifest, manifest_output
+from dpkit.batch.manifest import (
+    BatchError,
+    RunSpec,
+    expand_manifest,
+    load_manifest,
+    manifest_output,
+    notebook_fingerprint,
+)
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
@@ -298,6 +310,77 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
     return results
 
 
+STALE_POLICIES = ("error", "rerun", "keep")
+
+
+class StaleRunsError(BatchError):
+    """Finished runs of a notebook that has changed since (their ``notebook_sha256`` differs)."""
+
+
+def stale_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str, str]]:
+    """(spec, recorded, current) for every finished run whose notebook changed since it ran.
+
+    A run records the fingerprint of its notebook (:func:`~dpkit.batch.manifest.notebook_fingerprint`)
+    in ``run.json``; runs from before that record have none and are not judged.
+    """
+    out_list = []
+    current: dict[Path, str] = {}
+    for s in specs:
+        folder = s.folder(out)
+        if not is_done(folder):
+            continue
+        try:
+            recorded = json.loads((folder / "run.json").read_text()).get("notebook_sha256")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if recorded is None:
+            continue
+        if s.notebook not in current:
+            current[s.notebook] = notebook_fingerprint(s.notebook)
+        if str(recorded) != current[s.notebook]:
+            out_list.append((s, str(recorded), current[s.notebook]))
+    return out_list
+
+
+def supersede(spec: RunSpec, out: Path) -> Path:
+    """Move a finished run aside to ``<output>/.superseded/<stem>/<key>-<UTC time>`` (kept, never deleted;
+    ``collect`` and ``assemble`` skip dot folders) so that it can run again; return where it went."""
+    final = spec.folder(out)
+    lock = RunLock(final.parent / f".{spec.key}.lock")
+    if not lock.acquire(wait=False):
+        raise BatchError(f"cannot move aside {final}: another batch holds its lock")
+    try:
+        dest = out / ".superseded" / spec.notebook.stem / f"{spec.key}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists():
+            dest = dest.with_name(f"{dest.name}-{uuid.uuid4().hex[:6]}")
+        os.replace(final, dest)
+        return dest
+    finally:
+        lock.release()
+
+
+def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> list[RunSpec]:
+    """Apply ``on_stale`` to the finished runs of changed notebooks; return the ones to run again."""
+    stale = stale_runs(specs, out)
+    if not stale:
+        return []
+    lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
+    if on_stale == "error":
+        raise StaleRunsError(
+            f"{len(stale)} finished run(s) come from an older version of their notebook:\n" + "\n".join(lines)
+            + "\nre-run them with --stale rerun (each old run is moved to <output>/.superseded/, not deleted), "
+              "or keep them as they are with --stale keep")
+    if on_stale == "keep":
+        print(f"warning: keeping {len(stale)} finished run(s) of notebooks that changed since (--stale keep):\n"
+              + "\n".join(lines), file=sys.stderr)
+        return []
+    for s, _old, _new in stale:
+        dest = supersede(s, out)
+        print(f"re-running {s.folder(out)}: its notebook changed; the old run is in {dest}", file=sys.stderr)
+    return [s for s, _o, _n in stale]
+
+
 def run_manifest(
     manifest: str | os.PathLike | dict[str, Any],
     *,
@@ -306,6 +389,7 @@ def run_manifest(
     output: str | os.PathLike | None = None,
     progress: bool | None = None,
     timeout: int | None = 7200,
+    on_stale: str = "error",
 ) -> list[Summary]:
     """Execute a manifest; return one summary per run (status ``ok``, ``skipped`` or ``failed``).
 
@@ -319,13 +403,20 @@ def run_manifest(
         ``"local"``: a Dask LocalCluster with ``workers`` single-threaded worker processes
         (default: one per core); ``"sync"``: in this process, sequentially; anything else is
         the address of an existing Dask scheduler (``tcp://host:8786``).
+    on_stale : {"error", "rerun", "keep"}
+        What to do with finished runs whose notebook changed since they ran (:func:`stale_runs`):
+        ``"error"`` raises :class:`StaleRunsError` naming them before anything runs; ``"rerun"`` moves
+        each aside (:func:`supersede`) and runs it again; ``"keep"`` keeps them, with a warning.
     """
     check_scheduler(scheduler)
+    if on_stale not in STALE_POLICIES:
+        raise ValueError(f"on_stale must be one of {STALE_POLICIES}; got {on_stale!r}")
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
     out = Path(output).resolve() if output else manifest_output(m)
     specs = expand_manifest(m)
     check_writable(out)
     clean_stale(out)
+    _handle_stale(specs, out, on_stale)
     todo = [s for s in specs if not is_done(s.folder(out))]
     results = [_summary(s, s.folder(out), "skipped") for s in specs if s not in todo]
     if progress is None:
