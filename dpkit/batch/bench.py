@@ -32,7 +32,6 @@ import os
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -41,14 +40,14 @@ from dpkit.batch.bench_report import render_markdown, write_outputs
 from dpkit.batch.bench_timing import (
     TARGET_EVALUATOR_SPEEDUP,
     TARGET_MECHANISM_S,
+    THESIS_DATASETS,
     THESIS_WORST_TIME_S,
+    BenchConfig,
     load_all,
     time_evaluators,
     time_mechanisms,
 )
 from dpkit.core.rng import spawn_seeds
-from dpkit.core.validation import check_positive_int
-from dpkit.queries.workload import THESIS_SIGMAS
 
 __all__ = [
     "THESIS_DATASETS",
@@ -63,40 +62,6 @@ __all__ = [
     "render_markdown",
     "main",
 ]
-
-THESIS_DATASETS: tuple[str, ...] = ("CRM", "CSN", "CTG", "PAM", "PKS", "WDBC")
-
-
-@dataclass(frozen=True, kw_only=True)
-class BenchConfig:
-    """What the benchmark runs. :func:`full_config` is the thesis setting, :func:`quick_config` a subset."""
-
-    datasets: tuple[str, ...] = THESIS_DATASETS
-    sigmas: tuple[float, ...] = THESIS_SIGMAS
-    reps: int = 3  # runs per (data set, σ, mechanism)
-    #: registry parameters set on the benchmarked trig-I / trig-II (dpkit.methods.registry.configure)
-    method_params: tuple[tuple[str, Any], ...] = ()
-    eval_queries: int = 10_000
-    eval_J: int = 10
-    eval_sigma: float = 4.0  # headline width
-    eval_sigmas: tuple[float, ...] = THESIS_SIGMAS  # widths measured per data set (headline included)
-    eval_max_evals: float = 2e9  # cap on Q·J·n per measurement (fewer queries on big data)
-    eval_reference_queries: int = 10  # at least this many queries for the float64 baseline ...
-    eval_reference_evals: float = 2e7  # ... and enough for this many kernel evaluations
-    eval_datasets: tuple[str, ...] | None = None  # None: every loaded data set
-    eval_repeats: int = 2  # best of, dpkit and baseline timed alternately
-    compare_parallel: bool = True
-    seed: int = 0
-    quick: bool = False
-
-    def __post_init__(self) -> None:
-        check_positive_int(self.reps, name="reps")
-        check_positive_int(self.eval_queries, name="eval_queries")
-        check_positive_int(self.eval_reference_queries, name="eval_reference_queries")
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def full_config(**overrides: Any) -> BenchConfig:
     """Thesis parameters, all data sets, all five σ, 3 runs each; evaluator at every σ on up to

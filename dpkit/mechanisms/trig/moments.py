@@ -16,6 +16,7 @@ import numpy as np
 from dpkit.core.accounting import Ledger
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_positive_int
 from dpkit.mechanisms.gaussian import analytic_gaussian_sigma as _analytic_sigma
+from dpkit.mechanisms.trig.sensitivity import moment_sensitivity
 
 __all__ = [
     "CONSTANTS",
@@ -66,7 +67,7 @@ def grid_sensitivity(indices: np.ndarray, N: int, n: int, *, scan_max: int = GRI
     """Replace-one L1/L2 sensitivities of the moments b_r = (1/n) Σ φ_r(x), r ≠ 0, for rows on A^d.
 
     **Exact** (``N^d ≤ scan_max``): max over all pairs (x, x') ∈ A^d × A^d of ‖φ(x) − φ(x')‖₁ / n and
-    ‖φ(x) − φ(x')‖₂ / n, by :func:`dpkit.mechanisms.trig.privacy.moment_sensitivity`.
+    ‖φ(x) − φ(x')‖₂ / n, by :func:`dpkit.mechanisms.trig.sensitivity.moment_sensitivity`.
 
     **Certified range bound** (larger grids). Let s_r = max_{A^d} φ_r − min_{A^d} φ_r. For every pair,
     |φ_r(x) − φ_r(x')| ≤ s_r, hence ‖φ(x) − φ(x')‖₁ ≤ Σ_r s_r and ‖φ(x) − φ(x')‖₂ ≤ (Σ_r s_r²)^{1/2}.
@@ -98,8 +99,6 @@ def grid_sensitivity(indices: np.ndarray, N: int, n: int, *, scan_max: int = GRI
         raise ValueError(f"indices must be an (R, d) array with R >= 2 whose first row is the constant index 0; got {idx.shape}")
     margin = _FLOAT_MARGIN * (idx.shape[0] - 1)
     if N ** idx.shape[1] <= scan_max:
-        from dpkit.mechanisms.trig.privacy import moment_sensitivity  # privacy imports the mechanisms
-
         a = (2.0 * np.arange(N) + 1.0 - N) / N
         pts = np.stack([g.ravel() for g in np.meshgrid(*([a] * idx.shape[1]), indexing="ij")], axis=1)
         s = moment_sensitivity(pts, idx, n)
