@@ -227,8 +227,32 @@ def fit_model(measurements: Sequence[Measurement], *, d: int, bins: int, n: int,
     domain = mbi.Domain(names, [bins] * d)
     ms = [mbi.LinearMeasurement(np.asarray(y, dtype=float) / n, tuple(names[i] for i in cl), stddev=float(s) / n)
           for cl, y, s in measurements]
-    return mbi.estimation.MirrorDescent().estimate(domain, ms, known_total=1.0, iters=int(iters),
-                                                 warm_start=warm_start)
+    model = mbi.estimation.MirrorDescent().estimate(domain, ms, known_total=1.0, iters=int(iters),
+                                                  warm_start=warm_start)
+    _bound_jax_memory(tuple(tuple(cl) for cl, _y, _s in measurements), d, bins)
+    return model
+
+
+#: Distinct model structures whose compiled programs JAX may keep in memory before they are dropped.
+MAX_STRUCTURES_IN_MEMORY = 16
+_structures: set[tuple[Any, ...]] = set()
+
+
+def _bound_jax_memory(cliques: tuple[tuple[int, ...], ...], d: int, bins: int) -> None:
+    """Drop JAX's in-memory compiled programs once more than :data:`MAX_STRUCTURES_IN_MEMORY` model
+    structures have been fitted in this process.
+
+    Every new structure (an MST tree, an AIM round) compiles new programs, which JAX keeps for the
+    process's life: about 170 MB per MST release on CRM (d = 101), so a 30-repetition board grew by
+    gigabytes. The programs stay in the persistent cache on disk, a structure seen again is loaded from
+    there, and compilation is deterministic: the estimates are the same to the bit (tested).
+    """
+    _structures.add((d, bins, cliques))
+    if len(_structures) > MAX_STRUCTURES_IN_MEMORY:
+        import jax
+
+        jax.clear_caches()
+        _structures.clear()
 
 
 def synthetic_database(model: Any, m: int, bins: int, rng: np.random.Generator) -> WeightedDatabase:
