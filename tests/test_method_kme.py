@@ -154,3 +154,39 @@ def test_blocked_mean_embedding_equals_the_full_mean_to_the_bit(n):
         assert np.array_equal(stat.mean(Y, block=block), ref)
     with pytest.raises(ValueError, match="at least one row"):
         stat.mean(Y[:0])
+
+
+def test_float32_trig_error_is_within_the_allowance_of_the_bound():
+    """The bound assumes numpy's float32 cos/sin err by ≤ FLOAT32_TRIG_ULPS·2⁻²⁴ on [-π, π]; re-measured here
+    against half that allowance, so a numpy whose float32 trig got worse fails before the bound becomes false."""
+    from dpkit.methods.kme import FLOAT32_TRIG_ULPS
+
+    r = np.random.default_rng(0).uniform(-math.pi - 1e-3, math.pi + 1e-3, 2_000_000).astype(np.float32)
+    ref = r.astype(float)
+    err = max(np.abs(np.cos(r).astype(float) - np.cos(ref)).max(), np.abs(np.sin(r).astype(float) - np.sin(ref)).max())
+    assert err <= 0.5 * FLOAT32_TRIG_ULPS * 2.0**-24, err / 2.0**-24
+
+
+@pytest.mark.parametrize("sigma, d", [(0.5, 3), (2.0, 30), (10.0, 101)])
+def test_float32_answers_within_their_proven_bound_of_float64(sigma, d):
+    from dpkit.methods.kme import embedding_answers
+
+    g = np.random.default_rng(d)
+    wl = GaussianKernelWorkload.generate(400, d, J=10, sigma=sigma, rng=g)
+    omega = g.standard_normal((512, d)) / sigma
+    mu = FourierStatistic(omega).mean(g.uniform(-1, 1, (300, d))) + g.normal(0, 0.01, 1024)
+    a64, b64 = embedding_answers(wl, omega, mu, precision="float64")
+    a32, b32 = embedding_answers(wl, omega, mu, precision="float32")
+    assert b64 == 0.0 and 0.0 < b32 < 2e-6
+    diff = np.abs(a32 - a64).max()
+    assert 0.0 < diff <= b32  # they differ (a control: the paths are not the same), by no more than the bound
+
+
+def test_float64_precision_reproduces_the_plain_evaluation(data, workload):
+    a = KMEAnswers(epsilon=EPS, delta=DELTA, precision="float64").at_width(workload.sigma)
+    b = KMEAnswers(epsilon=EPS, delta=DELTA).at_width(workload.sigma)
+    ra, rb = a.release(data, rng=3, workload=workload), b.release(data, rng=3, workload=workload)
+    assert ra.params["answer_rounding_bound"] == 0.0
+    assert np.max(np.abs(ra.answers - rb.answers)) <= rb.params["answer_rounding_bound"]
+    with pytest.raises(ValueError, match="precision"):
+        KMEAnswers(epsilon=EPS, precision="float16")
