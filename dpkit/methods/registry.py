@@ -92,7 +92,7 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("mst-eps", MST(epsilon=EPS, delta=0.0), _L),
     # AIM (McKenna et al. 2022) on the same grid and mbi; zCDP only (no ε-DP variant, see dpkit.methods.aim).
     # Suite "slow": every round adds a marginal, so mbi compiles a new estimator (10-30 s a round; 2-8 min a
-    # release on PKS/CSN), 30+ hours for the 750 releases of a full board on 2 cores. Name it to run it:
+    # release on PKS/CSN): even shared across σ (run_cells) a full board's 150 releases take 10+ hours on 2 cores. Name it:
     # notebook 45 with METHODS=["aim", ...], or suite("slow").
     Entry("aim", AIM(epsilon=EPS, delta=DELTA), _S),
     # relaxed projection onto noisy trigonometric moments (Aydore et al. 2021)
