@@ -84,3 +84,23 @@ def test_runs_without_a_recorded_fingerprint_are_not_judged(tmp_path):
 def test_bad_policy_is_named(tmp_path):
     with pytest.raises(ValueError, match="on_stale"):
         batch.run_manifest(make_manifest(tmp_path), scheduler="sync", on_stale="ignore")
+
+
+def test_two_single_notebook_runs_into_one_folder_are_refused(tmp_path, capsys):
+    """`python -m dpkit.batch notebook` (make run) holds a lock on its output folder: a second run into the same
+    folder while the first writes is an error naming it (exit 2), and runs once the folder is free."""
+    from dpkit.batch.locks import RunLock
+
+    nb = make_notebook(tmp_path)
+    out = tmp_path / "results" / "quick"
+    out.mkdir(parents=True)
+    held = RunLock(out.parent / ".quick.lock")
+    assert held.acquire(wait=False)
+    try:
+        assert batch.main(["notebook", str(nb), "--output", str(out)]) == 2
+        assert str(out) in capsys.readouterr().err
+        assert not (out / "metrics.json").exists()
+    finally:
+        held.release()
+    assert batch.main(["notebook", str(nb), "--output", str(out)]) == 0
+    assert (out / "metrics.json").is_file()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dpkit.batch.execute import check_writable, execute_notebook, failure_message
+from dpkit.batch.locks import RunLock
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import collect
 from dpkit.batch.runner import STALE_POLICIES, run_manifest
@@ -41,6 +42,13 @@ def _notebook(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     check_parameters(args.notebook, params, source=f"-p for {Path(args.notebook).name}")
     check_writable(args.output)
+    out = Path(args.output).resolve()
+    lock = RunLock(out.parent / f".{out.name}.lock")  # two runs into one folder would mix their files
+    if not lock.acquire(wait=False):
+        holder = lock.path.read_text(errors="replace").strip() if lock.path.is_file() else "another process"
+        print(f"error: {out} is being written by another run ({holder}); wait for it or choose another --output",
+              file=sys.stderr)
+        return 2
     try:
         path = execute_notebook(args.notebook, args.output, parameters=params, progress=args.progress, timeout=args.timeout)
     except BatchError:
@@ -49,6 +57,8 @@ def _notebook(args: argparse.Namespace) -> int:
         print(f"FAILED {args.notebook}: {failure_message(exc, args.timeout)} (see {Path(args.output) / 'run.json'})",
               file=sys.stderr)
         return 1
+    finally:
+        lock.release()
     print(f"executed: {path}")
     metrics = Path(args.output) / "metrics.json"
     if metrics.exists():
