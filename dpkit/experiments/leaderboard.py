@@ -118,8 +118,8 @@ def headline(board: Sequence[dict[str, Any]]) -> Headline:
 def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
     """A written account of the cells still lost: which method came closest, by how much, whether even
     the non-private references reach the printed number (if they do not, the gap is not the noise), and what
-    the thesis's own mechanism gets with the correct constants (if it loses too, the printed number rests
-    on the printed, too small, noise)."""
+    the thesis's own mechanism gets with the correct constants (if it loses too, the printed number is not
+    reproduced by the method that printed it)."""
     lines: list[str] = []
     for r in board:
         table = "3.2" if r["privacy"] == "ε-DP" else "3.3"
@@ -141,7 +141,7 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
                    and x["method"] == mech]
             if own:
                 why += (f"; the thesis's own mechanism ({mech}) with the correct noise constants gets {own[0]:.3g}"
-                        + (", so the printed number rests on the printed constants (the erratum)" if own[0] > paper
+                        + (", so it does not reach the printed number either" if own[0] > paper
                            and round(own[0], PRINTED_DECIMALS) > paper else ""))
             lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at "
                          f"{ours:.3g} against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
