@@ -306,7 +306,7 @@ def table_costs(
                             t0 = time.perf_counter()
                             rel = m.release(X, rng=g, workload=rep.workload)
                             t1 = time.perf_counter()
-                            _record(label, rel, rep, sigma, t1 - t0)
+                            _record(label, rel, t1 - t0, rep=rep, sigma=sigma)
                             acc["release"][label].append(t1 - t0)
                             acc["answer"][label].append(time.perf_counter() - t1)
                     fit_s = sum(e["fit_seconds"] for e in exact.cache_info())  # the fit(s) this cell paid

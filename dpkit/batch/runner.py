@@ -360,11 +360,11 @@ def supersede(spec: RunSpec, out: Path) -> Path:
         lock.release()
 
 
-def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> list[RunSpec]:
-    """Apply ``on_stale`` to the finished runs of changed notebooks; return the ones to run again."""
+def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
+    """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done)."""
     stale = stale_runs(specs, out)
     if not stale:
-        return []
+        return
     lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
     if on_stale == "error":
         raise StaleRunsError(
@@ -374,11 +374,10 @@ def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> list[RunSpe
     if on_stale == "keep":
         print(f"warning: keeping {len(stale)} finished run(s) of notebooks that changed since (--stale keep):\n"
               + "\n".join(lines), file=sys.stderr)
-        return []
+        return
     for s, _old, _new in stale:
         dest = supersede(s, out)
         print(f"re-running {s.folder(out)}: its notebook changed; the old run is in {dest}", file=sys.stderr)
-    return [s for s, _o, _n in stale]
 
 
 def run_manifest(

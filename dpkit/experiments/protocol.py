@@ -198,7 +198,7 @@ def as_methods(methods: Mapping[str, Method] | Sequence[Method]) -> dict[str, Me
     return out
 
 
-def _record(name: str, rel: Release[Any], rep: Repetition, sigma: float, seconds: float) -> RunRecord:
+def _record(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float) -> RunRecord:
     if rel.answers is not None:
         est = np.asarray(rel.answers, dtype=float)
         bound = rep.truth.error_bound
@@ -215,6 +215,14 @@ def _record(name: str, rel: Release[Any], rep: Repetition, sigma: float, seconds
         support_size=rel.support_size, eps_spent=eps, delta_spent=dl, error_bound=bound, params=dict(rel.params),
         ledger=rel.ledger, lp_status=None if lp is None else lp.get("status"),
     )
+
+
+def _timed_release(method: Method, X: np.ndarray, g: np.random.Generator,
+                   workload: GaussianKernelWorkload | None = None) -> tuple[Release[Any], float]:
+    """``method.release`` and its wall time (the ``time_s`` of a record)."""
+    t0 = time.perf_counter()
+    rel = method.release(X, rng=g, workload=workload)
+    return rel, time.perf_counter() - t0
 
 
 def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,
@@ -255,9 +263,7 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     for rep in repetitions(X, sigma=sigma, n_streams=len(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
         for (name, method), g in zip(configured.items(), rep.generators):
-            t0 = time.perf_counter()
-            rel = method.release(X, rng=g, workload=rep.workload)
-            records.append(_record(name, rel, rep, sigma, time.perf_counter() - t0))
+            records.append(_record(name, *_timed_release(method, X, g, rep.workload), rep=rep, sigma=sigma))
         if hook is not None:
             hook(rep.index, int(reps))
     return records
@@ -324,17 +330,13 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         for s, cell in zip(sigmas, cells):
             rep = next(cell)
             for j, ((name, method), g) in enumerate(zip(configured[s].items(), rep.generators)):
-                if name in shared:
-                    if name not in memo:
-                        t0 = time.perf_counter()
-                        rel = method.release(X, rng=np.random.default_rng(streams[j]))
-                        memo[name] = (rel, time.perf_counter() - t0)
-                    rel, seconds = memo[name]
-                else:
-                    t0 = time.perf_counter()
-                    rel = method.release(X, rng=g, workload=rep.workload)
-                    seconds = time.perf_counter() - t0
-                out[s].append(_record(name, rel, rep, s, seconds))
+                if name not in shared:
+                    done = _timed_release(method, X, g, rep.workload)
+                elif name in memo:
+                    done = memo[name]
+                else:  # σ-independent: its own stream, released at the first σ and reused at the others
+                    done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
+                out[s].append(_record(name, *done, rep=rep, sigma=s))
         if hook is not None:
             hook(i, int(reps))
     return [r for s in sigmas for r in out[s]]
