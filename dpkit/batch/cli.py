@@ -7,12 +7,13 @@ start (bad manifest or parameter, missing file or folder, output not writable: o
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.execute import check_writable, execute_notebook, failure_message
+from dpkit.batch.execute import check_writable, execute_notebook, failure_message, kept_repetitions
 from dpkit.batch.locks import RunLock
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import collect
@@ -49,12 +50,17 @@ def _notebook(args: argparse.Namespace) -> int:
         print(f"error: {out} is being written by another run ({holder}); wait for it or choose another --output",
               file=sys.stderr)
         return 2
+    keep = out.parent / f".{out.name}.checkpoint"  # finished repetitions, for a notebook that declares CHECKPOINT_DIR
     try:
-        path = execute_notebook(args.notebook, args.output, parameters=params, progress=args.progress, timeout=args.timeout)
+        path = execute_notebook(args.notebook, args.output, parameters=params, progress=args.progress, timeout=args.timeout,
+                                checkpoint_dir=keep)
+        shutil.rmtree(keep, ignore_errors=True)  # the run finished: its results are in the output
     except BatchError:
         raise
     except Exception as exc:  # the notebook failed: say why, where the record is, exit 1
-        print(f"FAILED {args.notebook}: {failure_message(exc, args.timeout)} (see {Path(args.output) / 'run.json'})",
+        kept = kept_repetitions(keep)
+        print(f"FAILED {args.notebook}: {failure_message(exc, args.timeout)} (see {Path(args.output) / 'run.json'})"
+              + (f"; {kept} finished repetition(s) are kept in {keep} and the same command resumes from them" if kept else ""),
               file=sys.stderr)
         return 1
     finally:

@@ -18,19 +18,60 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.manifest import check_parameters, notebook_fingerprint
+from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint
 
-__all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc"]
+__all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
+           "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "kept_repetitions"]
+
+#: the file in a run's checkpoint folder that names the notebook version which wrote it
+CHECKPOINT_NOTEBOOK = "notebook_sha256"
+
+
+class StaleCheckpointError(BatchError):
+    """A run's checkpoint folder was written by another version of its notebook."""
+
+
+def checkpoint_fingerprint(folder: str | os.PathLike) -> str | None:
+    """The notebook fingerprint recorded in a checkpoint folder (``None``: none recorded)."""
+    try:
+        return (Path(folder) / CHECKPOINT_NOTEBOOK).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def kept_repetitions(folder: str | os.PathLike) -> int:
+    """How many finished repetitions a checkpoint folder keeps (all its data sets)."""
+    return sum(1 for _ in Path(folder).rglob("rep-*.pkl")) if Path(folder).is_dir() else 0
+
+
+def open_checkpoint(folder: str | os.PathLike, fingerprint: str) -> Path:
+    """Create the checkpoint folder (recording ``fingerprint``) or check that it was written for it."""
+    p = Path(folder).resolve()
+    recorded = checkpoint_fingerprint(p)
+    if recorded is not None and recorded != fingerprint:
+        raise StaleCheckpointError(
+            f"the checkpoint {p} holds repetitions of another version of the notebook (ran {recorded}, now "
+            f"{fingerprint}); re-run with --stale rerun (it is moved to <output>/.superseded/) or remove it")
+    p.mkdir(parents=True, exist_ok=True)
+    if recorded is None:
+        write_text_atomic(p / CHECKPOINT_NOTEBOOK, fingerprint + "\n")
+    return p
+
 
 # --------------------------------------------------------------------------- small helpers
-def write_json(path: Path, obj: Any) -> None:
-    """Write JSON atomically (a temporary file in the same folder, then a rename)."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` atomically (a temporary file in the same folder, then a rename)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
     try:
-        tmp.write_text(json.dumps(obj, indent=2, default=str))
+        tmp.write_text(text)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write JSON atomically (a temporary file in the same folder, then a rename)."""
+    write_text_atomic(path, json.dumps(obj, indent=2, default=str))
 
 
 def is_enospc(exc: BaseException) -> bool:
@@ -110,6 +151,7 @@ def execute_notebook(
     timeout: int | None = 3600,
     progress: bool = False,
     final_dir: str | os.PathLike | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Execute ``notebook`` headlessly into ``output_dir`` and return the executed copy's path.
 
@@ -119,6 +161,12 @@ def execute_notebook(
     :class:`papermill.PapermillExecutionError` (naming the failing cell) if a cell fails;
     ``run.json`` in ``output_dir`` records the status either way, with ``OUTPUT_DIR`` =
     ``final_dir`` when the run executes into a temporary folder that is renamed afterwards.
+
+    ``checkpoint_dir`` is injected as ``CHECKPOINT_DIR`` when the notebook declares that parameter: a folder
+    outside the run's temporary one where the notebook keeps its finished repetitions
+    (:mod:`dpkit.experiments.checkpoint`), so that a run interrupted by a timeout, a dead kernel or a
+    killed machine resumes there. The folder records the notebook's fingerprint; one written by another
+    version of the notebook raises :class:`StaleCheckpointError` before anything runs.
     """
     import papermill as pm
 
@@ -130,6 +178,8 @@ def execute_notebook(
     out = Path(output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     params = {"INTERACTIVE": False, **dict(parameters or {}), "OUTPUT_DIR": str(out)}
+    if checkpoint_dir is not None and "CHECKPOINT_DIR" in declared_parameters(nb):
+        params["CHECKPOINT_DIR"] = str(open_checkpoint(checkpoint_dir, fingerprint))
     executed = out / nb.name
     t0 = time.perf_counter()
     os.environ.setdefault("MPLBACKEND", "Agg")

@@ -48,7 +48,7 @@ __all__ = [
 TOP_KEYS = ("name", "output", "defaults", "runs")
 RUN_KEYS = ("notebook", "parameters", "grid", "exclude")
 #: set by the runner for every run; a manifest or ``-p`` may not set them
-RESERVED = ("OUTPUT_DIR",)
+RESERVED = ("OUTPUT_DIR", "CHECKPOINT_DIR")
 
 
 class BatchError(DPKitError):
@@ -127,9 +127,9 @@ class RunSpec:
 def run_key(notebook: str | os.PathLike, parameters: dict[str, Any]) -> str:
     """A stable 12-hex-digit hash of the notebook's name and its parameters.
 
-    ``OUTPUT_DIR`` and ``INTERACTIVE`` are not part of the key (they do not change results).
+    ``OUTPUT_DIR``, ``CHECKPOINT_DIR`` and ``INTERACTIVE`` are not part of the key (they do not change results).
     """
-    clean = {k: v for k, v in sorted(parameters.items()) if k not in ("OUTPUT_DIR", "INTERACTIVE")}
+    clean = {k: v for k, v in sorted(parameters.items()) if k not in ("OUTPUT_DIR", "CHECKPOINT_DIR", "INTERACTIVE")}
     blob = json.dumps({"notebook": Path(notebook).name, "parameters": clean}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -200,7 +200,7 @@ def declared_parameters(notebook: str | os.PathLike) -> dict[str, tuple[str, fro
 def _parameter_problem(notebook: Path, name: str, value: Any, declared: dict[str, tuple[str, frozenset[str] | None]]
                        ) -> NotebookParameterError | None:
     if name in RESERVED:
-        return NotebookParameterError(f"{name} is set by the runner (the run's folder); do not set it")
+        return NotebookParameterError(f"{name} is set by the runner (a folder of the run); do not set it")
     if name not in declared:
         if not declared:
             return NotebookParameterError(f"{notebook.name} has no cell tagged 'parameters', so {name!r} cannot be set")

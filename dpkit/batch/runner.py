@@ -36,6 +36,11 @@ Guarantees
   in ``run.json``; when it differs, the batch stops before running anything and names the runs
   (``--stale rerun``: each old run is moved whole to ``<output>/.superseded/`` and runs again;
   ``--stale keep``: kept, with a warning).
+* Long runs resume where they stopped: for a notebook that declares ``CHECKPOINT_DIR``, the runner sets it to
+  ``<output>/<stem>/.<key>.checkpoint``, where the notebook keeps each finished repetition
+  (:mod:`dpkit.experiments.checkpoint`, same numbers as an uninterrupted run). A failed run's record says how
+  many are kept; the folder is removed once the run has finished. Kept repetitions of another notebook version
+  are stale like finished runs (``--stale``; ``keep`` refuses them).
 * A worker that dies (``KilledWorker``), a cell timeout, a dead kernel, an I/O error: the run's
   folder records it (``run.json`` ``status: failed`` with ``error``; ``error.txt``). On a full
   disk the batch says so, starts no more runs and keeps what finished. ``run.json`` records the
@@ -75,7 +80,16 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from dpkit.batch.execute import check_writable, execute_notebook, failure_message, is_done, is_enospc, write_json
+from dpkit.batch.execute import (
+    check_writable,
+    checkpoint_fingerprint,
+    execute_notebook,
+    failure_message,
+    is_done,
+    is_enospc,
+    kept_repetitions,
+    write_json,
+)
 from dpkit.batch.locks import RunLock, clean_stale, stale_folders
 from dpkit.batch.manifest import (
     BatchError,
@@ -90,7 +104,7 @@ if TYPE_CHECKING:
     from distributed import Client, LocalCluster
     from tqdm import tqdm
 
-__all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler"]
+__all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "checkpoint_folder"]
 
 Summary = dict[str, Any]
 
@@ -171,14 +185,28 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
     if threads:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(threads)
+    keep = checkpoint_folder(spec, final.parent)
     t0 = time.perf_counter()
     try:
-        execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final)
+        execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final,
+                         checkpoint_dir=keep)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return _finish(spec, final, tmp, "failed", error=failure_message(exc, timeout), tb=tb,
-                       wall=time.perf_counter() - t0, disk_full=is_enospc(exc))
-    return _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
+        kept = kept_repetitions(keep)
+        error = failure_message(exc, timeout) + (
+            f" ({kept} finished repetition(s) are kept in {keep}; re-running the batch resumes from them)" if kept else "")
+        return _finish(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
+                       disk_full=is_enospc(exc))
+    done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
+    if is_done(final):  # the results are in place: the kept repetitions have served
+        shutil.rmtree(keep, ignore_errors=True)
+    return done
+
+
+def checkpoint_folder(spec: RunSpec, parent: Path) -> Path:
+    """``<output>/<stem>/.<key>.checkpoint``: where run ``spec`` keeps its finished repetitions until it succeeds
+    (for a notebook that declares ``CHECKPOINT_DIR``; :func:`~dpkit.batch.execute.execute_notebook`)."""
+    return parent / f".{spec.key}.checkpoint"
 
 
 def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7200, threads: int | None = 1,
@@ -209,7 +237,10 @@ def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summ
             return _summary(spec, final, "ok")
         for p in stale_folders(final.parent, spec.key):
             shutil.rmtree(p, ignore_errors=True)
-        return _finish(spec, final, final.parent / f".{spec.key}.tmp-{uuid.uuid4().hex[:8]}", "failed", error=error, tb=error)
+        kept = kept_repetitions(checkpoint_folder(spec, final.parent))
+        why = error + (f" ({kept} finished repetition(s) are kept in {checkpoint_folder(spec, final.parent)}; "
+                       "re-running the batch resumes from them)" if kept else "")
+        return _finish(spec, final, final.parent / f".{spec.key}.tmp-{uuid.uuid4().hex[:8]}", "failed", error=why, tb=why)
 
     return _under_lock(spec, final, True, body)
 
@@ -342,6 +373,31 @@ def stale_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str, str]
     return out_list
 
 
+def stale_checkpoints(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str, str]]:
+    """(spec, recorded, current) for every unfinished run whose kept repetitions come from another notebook version."""
+    found = []
+    current: dict[Path, str] = {}
+    for s in specs:
+        keep = checkpoint_folder(s, s.folder(out).parent)
+        recorded = checkpoint_fingerprint(keep)
+        if recorded is None or is_done(s.folder(out)):
+            continue
+        if s.notebook not in current:
+            current[s.notebook] = notebook_fingerprint(s.notebook)
+        if recorded != current[s.notebook]:
+            found.append((s, recorded, current[s.notebook]))
+    return found
+
+
+def _move_aside(path: Path, out: Path, stem: str, name: str) -> Path:
+    dest = out / ".superseded" / stem / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        dest = dest.with_name(f"{dest.name}-{uuid.uuid4().hex[:6]}")
+    os.replace(path, dest)
+    return dest
+
+
 def supersede(spec: RunSpec, out: Path) -> Path:
     """Move a finished run aside to ``<output>/.superseded/<stem>/<key>-<UTC time>`` (kept, never deleted;
     ``collect`` and ``assemble`` skip dot folders) so that it can run again; return where it went."""
@@ -350,12 +406,19 @@ def supersede(spec: RunSpec, out: Path) -> Path:
     if not lock.acquire(wait=False):
         raise BatchError(f"cannot move aside {final}: another batch holds its lock")
     try:
-        dest = out / ".superseded" / spec.notebook.stem / f"{spec.key}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if dest.exists():
-            dest = dest.with_name(f"{dest.name}-{uuid.uuid4().hex[:6]}")
-        os.replace(final, dest)
-        return dest
+        return _move_aside(final, out, spec.notebook.stem, spec.key)
+    finally:
+        lock.release()
+
+
+def supersede_checkpoint(spec: RunSpec, out: Path) -> Path:
+    """Move an unfinished run's kept repetitions aside to ``<output>/.superseded/<stem>/<key>.checkpoint-<UTC time>``."""
+    final = spec.folder(out)
+    lock = RunLock(final.parent / f".{spec.key}.lock")
+    if not lock.acquire(wait=False):
+        raise BatchError(f"cannot move aside the checkpoint of {final}: another batch holds its lock")
+    try:
+        return _move_aside(checkpoint_folder(spec, final.parent), out, spec.notebook.stem, f"{spec.key}.checkpoint")
     finally:
         lock.release()
 
@@ -363,21 +426,34 @@ def supersede(spec: RunSpec, out: Path) -> Path:
 def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
     """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done)."""
     stale = stale_runs(specs, out)
-    if not stale:
+    partial = stale_checkpoints(specs, out)
+    if not stale and not partial:
         return
     lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
+    lines += [f"  {checkpoint_folder(s, s.folder(out).parent)} (kept repetitions of an unfinished run; {s.notebook.name}: "
+              f"ran {old}, now {new})" for s, old, new in partial]
     if on_stale == "error":
         raise StaleRunsError(
-            f"{len(stale)} finished run(s) come from an older version of their notebook:\n" + "\n".join(lines)
+            f"{len(lines)} finished run(s) or kept repetitions come from an older version of their notebook:\n"
+            + "\n".join(lines)
             + "\nre-run them with --stale rerun (each old run is moved to <output>/.superseded/, not deleted), "
               "or keep them as they are with --stale keep")
     if on_stale == "keep":
+        if partial:
+            raise StaleRunsError(
+                "--stale keep keeps finished runs, but an unfinished run cannot go on from repetitions of another "
+                "notebook version:\n" + "\n".join(lines[len(stale):]) + "\nuse --stale rerun (they are moved to "
+                "<output>/.superseded/, not deleted)")
         print(f"warning: keeping {len(stale)} finished run(s) of notebooks that changed since (--stale keep):\n"
               + "\n".join(lines), file=sys.stderr)
         return
     for s, _old, _new in stale:
         dest = supersede(s, out)
         print(f"re-running {s.folder(out)}: its notebook changed; the old run is in {dest}", file=sys.stderr)
+    for s, _old, _new in partial:
+        dest = supersede_checkpoint(s, out)
+        print(f"starting {s.folder(out)} afresh: its notebook changed; its kept repetitions are in {dest}",
+              file=sys.stderr)
 
 
 def run_manifest(

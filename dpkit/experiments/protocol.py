@@ -30,6 +30,7 @@ to them (``timings["truth"]``).
 """
 from __future__ import annotations
 
+import os
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,6 +43,7 @@ import numpy as np
 
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_int, check_real_in_range
+from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
 from dpkit.queries.evaluate import answer_synthetic
 from dpkit.queries.metrics import errors_from_answers
 from dpkit.queries.release import Method, Release
@@ -177,10 +179,16 @@ def repetitions(X: np.ndarray, *, sigma: float, n_streams: int, reps: int, n_que
     reps = check_positive_int(reps, name="reps")
     X = np.asarray(X, dtype=float)
     for i, seed in enumerate(tqdm(spawn_seeds(rng, reps), disable=not progress, desc=f"σ={sigma:g}")):
-        w_seed, *m_seeds = seed.spawn(1 + int(n_streams))
-        wl = GaussianKernelWorkload.generate(n_queries, X.shape[1], J=J, sigma=sigma, rng=np.random.default_rng(w_seed))
-        yield Repetition(index=i, workload=wl, truth=exact_truth(wl, X),
-                         generators=[np.random.default_rng(s) for s in m_seeds])
+        yield _repetition(X, seed, i, sigma=sigma, n_streams=n_streams, n_queries=n_queries, J=J)
+
+
+def _repetition(X: np.ndarray, seed: np.random.SeedSequence, index: int, *, sigma: float, n_streams: int,
+                n_queries: int, J: int) -> Repetition:
+    """Repetition ``index`` from its own seed (child ``index`` of the cell's sequence): it depends on no other."""
+    w_seed, *m_seeds = seed.spawn(1 + int(n_streams))
+    wl = GaussianKernelWorkload.generate(n_queries, X.shape[1], J=J, sigma=sigma, rng=np.random.default_rng(w_seed))
+    return Repetition(index=index, workload=wl, truth=exact_truth(wl, X),
+                      generators=[np.random.default_rng(s) for s in m_seeds])
 
 
 def as_methods(methods: Mapping[str, Method] | Sequence[Method]) -> dict[str, Method]:
@@ -271,7 +279,8 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
 
 def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigmas: Sequence[float], reps: int,
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
-              on_repetition: RepetitionCallback | None = None) -> list[RunRecord]:
+              on_repetition: RepetitionCallback | None = None,
+              checkpoint: str | os.PathLike | None = None) -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
     Every σ-dependent method gets exactly the records of ``run_cell(X, ..., sigma=σ,
@@ -299,7 +308,13 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     progress : bool
         Show a progress bar over the repetitions.
     on_repetition : callable, optional
-        ``on_repetition(rep_index, reps)`` after each repetition of all cells (as :func:`run_cell`).
+        ``on_repetition(rep_index, reps)`` after each repetition of all cells (as :func:`run_cell`), also
+        for a repetition loaded from ``checkpoint``.
+    checkpoint : path, optional
+        A folder that keeps each finished repetition (:class:`~dpkit.experiments.checkpoint.RepetitionCheckpoint`):
+        repetitions found there are loaded instead of computed, so a run interrupted after k repetitions
+        resumes at k with the records of an uninterrupted run. A folder of a different computation raises
+        :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError`.
 
     Returns
     -------
@@ -318,25 +333,44 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     reps = check_positive_int(reps, name="reps")
     shared = {name for name, m in named.items() if width_independent(m, sigmas)}
     configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
-    cells = [repetitions(X, sigma=s, n_streams=len(named), reps=reps, n_queries=n_queries, J=J,
-                         rng=cell_seed(seed, dataset, s)) for s in sigmas]
+    X = np.asarray(X, dtype=float)
+    cell_reps = [spawn_seeds(cell_seed(seed, dataset, s), reps) for s in sigmas]
     shared_reps = spawn_seeds(shared_seed(seed, dataset), reps)
     hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
+    keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
+        X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J))
     out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
-    X = np.asarray(X, dtype=float)
     for i in tqdm(range(reps), disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}"):
-        streams = shared_reps[i].spawn(len(named))
-        memo: dict[str, tuple[Release[Any], float]] = {}
-        for s, cell in zip(sigmas, cells):
-            rep = next(cell)
-            for j, ((name, method), g) in enumerate(zip(configured[s].items(), rep.generators)):
-                if name not in shared:
-                    done = _timed_release(method, X, g, rep.workload)
-                elif name in memo:
-                    done = memo[name]
-                else:  # σ-independent: its own stream, released at the first σ and reused at the others
-                    done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
-                out[s].append(_record(name, *done, rep=rep, sigma=s))
+        kept = None if keep is None else keep.load(i)
+        if kept is None:
+            kept = _cells_repetition(X, i, named=named, shared=shared, configured=configured, sigmas=sigmas,
+                                     cell_seeds=[c[i] for c in cell_reps], shared_seed_i=shared_reps[i],
+                                     n_queries=n_queries, J=J)
+            if keep is not None:
+                keep.save(i, kept)
+        for r in kept:
+            out[r.sigma].append(r)
         if hook is not None:
             hook(i, int(reps))
     return [r for s in sigmas for r in out[s]]
+
+
+def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], shared: set[str],
+                      configured: Mapping[float, Mapping[str, Method]], sigmas: Sequence[float],
+                      cell_seeds: Sequence[np.random.SeedSequence], shared_seed_i: np.random.SeedSequence,
+                      n_queries: int, J: int) -> list[RunRecord]:
+    """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method."""
+    streams = shared_seed_i.spawn(len(named))
+    memo: dict[str, tuple[Release[Any], float]] = {}
+    records: list[RunRecord] = []
+    for s, cseed in zip(sigmas, cell_seeds):
+        rep = _repetition(X, cseed, i, sigma=s, n_streams=len(named), n_queries=n_queries, J=J)
+        for j, ((name, method), g) in enumerate(zip(configured[s].items(), rep.generators)):
+            if name not in shared:
+                done = _timed_release(method, X, g, rep.workload)
+            elif name in memo:
+                done = memo[name]
+            else:  # σ-independent: its own stream, released at the first σ and reused at the others
+                done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
+            records.append(_record(name, *done, rep=rep, sigma=s))
+    return records

@@ -1,0 +1,105 @@
+"""A long run killed half-way resumes from its finished repetitions, with the numbers of an uninterrupted run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from batch_notebooks import make_manifest, make_notebook
+
+from dpkit import batch
+from dpkit.batch.manifest import expand_manifest, load_manifest
+from dpkit.batch.runner import StaleRunsError, checkpoint_folder
+
+pytestmark = pytest.mark.notebook
+
+PARAMETERS = """SEED: int = 0
+QUICK: bool = False
+INTERACTIVE: bool = True
+OUTPUT_DIR: str = "out"
+CHECKPOINT_DIR: str = ""
+FAIL_MARKER: str = \"\""""
+
+BODY = """from pathlib import Path
+
+from dpkit.data import load
+from dpkit.experiments import run_cells
+from dpkit.methods.references import SamplingFloor
+from dpkit.methods.registry import get
+from dpkit.outputs.report import Report
+
+
+def stop_once(i, reps):  # the first attempt dies after two repetitions, as a killed kernel would
+    if i == 1 and FAIL_MARKER and not Path(FAIL_MARKER).exists():
+        Path(FAIL_MARKER).write_text("failed once")
+        raise RuntimeError("deliberate failure after two repetitions")
+
+
+X = load("mock", n=200, d=3, rng=1).X
+recs = run_cells(X, methods={"trig-II": get("trig-II", C=100, R=6), "floor": SamplingFloor(size=10)}, sigmas=[2.0, 4.0],
+                 reps=4, seed=SEED, dataset="mock", n_queries=80, on_repetition=stop_once,
+                 checkpoint=Path(CHECKPOINT_DIR) / "mock" if CHECKPOINT_DIR else None)
+rep = Report(OUTPUT_DIR, params={"SEED": SEED})
+rep.check("positive-error", "worst errors are >= 0", min(r.abs for r in recs), 0.0, relation=">=")
+for r in recs:
+    rep.row(rep_index=r.rep, method=r.method, sigma=r.sigma, abs=r.abs, rel=r.rel)
+rep.write()"""
+
+
+def _setup(tmp_path: Path, marker: bool = True) -> tuple[Path, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    make_notebook(tmp_path, "long.ipynb", parameters=PARAMETERS, body=BODY)
+    params = {"FAIL_MARKER": str(tmp_path / "failed-once")} if marker else {}
+    m = make_manifest(tmp_path, [{"notebook": "long.ipynb", "parameters": params}])
+    [spec] = expand_manifest(load_manifest(m))
+    return m, checkpoint_folder(spec, spec.folder(tmp_path / "out").parent)
+
+
+def _table(folder: str) -> list:
+    return json.loads((Path(folder) / "metrics.json").read_text())["table"]
+
+
+def test_a_failed_run_keeps_its_repetitions_and_the_next_batch_resumes(tmp_path):
+    m, keep = _setup(tmp_path)
+    [r] = batch.run_manifest(m, scheduler="sync")
+    assert r["status"] == "failed"
+    assert "deliberate failure" in r["error"] and f"2 finished repetition(s) are kept in {keep}" in r["error"]
+    assert sorted(p.name for p in (keep / "mock").glob("rep-*.pkl")) == ["rep-00000.pkl", "rep-00001.pkl"]
+    run_json = json.loads((Path(r["folder"]) / "run.json").read_text())
+    assert run_json["status"] == "failed" and str(keep) in run_json["error"]
+    [r2] = batch.run_manifest(m, scheduler="sync")
+    assert r2["status"] == "ok"
+    assert not keep.exists()  # removed once the results are in place
+    # the same numbers as one uninterrupted run (no marker: never fails, no checkpoint needed)
+    ref_m, _ = _setup(tmp_path / "ref", marker=False)
+    [ref] = batch.run_manifest(ref_m, scheduler="sync")
+    assert _table(r2["folder"]) == _table(ref["folder"]) and len(_table(ref["folder"])) == 4 * 2 * 2
+
+
+def test_kept_repetitions_of_another_notebook_version_are_stale(tmp_path, capsys):
+    m, keep = _setup(tmp_path)
+    [r] = batch.run_manifest(m, scheduler="sync")
+    assert r["status"] == "failed" and keep.is_dir()
+    nb_path = tmp_path / "long.ipynb"
+    nb = nbformat.read(str(nb_path), as_version=4)
+    nb.cells[-1].source += "\n# changed"
+    nbformat.write(nb, str(nb_path))
+    with pytest.raises(StaleRunsError, match=str(keep)):
+        batch.run_manifest(m, scheduler="sync")
+    with pytest.raises(StaleRunsError, match="keep keeps finished runs"):
+        batch.run_manifest(m, scheduler="sync", on_stale="keep")
+    assert keep.is_dir()
+    [r2] = batch.run_manifest(m, scheduler="sync", on_stale="rerun")
+    assert r2["status"] == "ok" and not keep.exists()
+    moved = list((tmp_path / "out" / ".superseded" / "long").glob("*.checkpoint-*"))
+    assert len(moved) == 1 and len(list((moved[0] / "mock").glob("rep-*.pkl"))) == 2
+    assert "kept repetitions are in" in capsys.readouterr().err
+
+
+def test_the_runner_owns_checkpoint_dir(tmp_path):
+    m, _ = _setup(tmp_path)
+    text = m.read_text().replace("FAIL_MARKER", "CHECKPOINT_DIR")
+    m.write_text(text)
+    with pytest.raises(Exception, match="CHECKPOINT_DIR is set by the runner"):
+        batch.run_manifest(m, scheduler="sync")

@@ -1,0 +1,101 @@
+"""run_cells with a checkpoint: an interrupted run resumes with the records of an uninterrupted one."""
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+
+import pytest
+
+from dpkit import experiments as ex
+from dpkit.experiments.checkpoint import CheckpointMismatchError, RepetitionCheckpoint
+from dpkit.methods.references import SamplingFloor
+from dpkit.methods.registry import get
+
+SIGMAS = (2.0, 6.0)
+KW = dict(sigmas=SIGMAS, reps=4, seed=3, dataset="mock", n_queries=120)
+
+
+@pytest.fixture(scope="module")
+def X():
+    from dpkit.data import load
+
+    return load("mock", n=250, d=3, rng=1).X
+
+
+def _methods():
+    return {"trig-II": get("trig-II", C=200, R=8), "marginals-histogram": get("marginals-histogram"),
+            "kme-answers": get("kme-answers", max_features=32), "floor": SamplingFloor(size=15)}
+
+
+def _numbers(recs):
+    return [(r.rep, r.method, r.sigma, r.abs, r.rel, r.support_size, r.eps_spent, r.delta_spent, r.error_bound)
+            for r in recs]
+
+
+class Stop(Exception):
+    pass
+
+
+def _stop_after(k):
+    def hook(i, reps):
+        if i + 1 == k:
+            raise Stop
+
+    return hook
+
+
+def test_interrupted_run_resumes_with_the_same_records(X, tmp_path):
+    whole = ex.run_cells(X, methods=_methods(), **KW)
+    with pytest.raises(Stop):
+        ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, on_repetition=_stop_after(2), **KW)
+    keep = RepetitionCheckpoint(tmp_path, ex.checkpoint.run_identity(X, methods=_methods(), sigmas=SIGMAS, seed=3,
+                                                                      dataset="mock", n_queries=120, J=10))
+    assert keep.done() == [0, 1]
+    seen = []
+    resumed = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, on_repetition=lambda i, n: seen.append(i), **KW)
+    assert seen == [0, 1, 2, 3]
+    assert _numbers(resumed) == _numbers(whole)
+    assert keep.done() == [0, 1, 2, 3]
+    # the kept repetitions were loaded, not recomputed: their release times are the first run's
+    first = {(r.rep, r.method, r.sigma): r.time_s for r in resumed if r.rep < 2}
+    again = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **KW)
+    assert {(r.rep, r.method, r.sigma): r.time_s for r in again if r.rep < 2} == first
+    # control: without the checkpoint, times are measured anew
+    fresh = ex.run_cells(X, methods=_methods(), **KW)
+    assert {(r.rep, r.method, r.sigma): r.time_s for r in fresh if r.rep < 2} != first
+
+
+def test_a_kept_repetition_is_what_is_returned(X, tmp_path):
+    """Loading really uses the files (a doctored file shows up in the result), so the test above can fail."""
+    ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+    path = tmp_path / "rep-00000.pkl"
+    kept = pickle.loads(path.read_bytes())
+    kept["records"] = [replace(r, abs=123.0) for r in kept["records"]]
+    path.write_bytes(pickle.dumps(kept))
+    recs = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+    assert all(r.abs == 123.0 for r in recs)
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(seed=4), "seed"), (dict(sigmas=(2.0, 4.0)), "sigmas"), (dict(n_queries=100), "n_queries"),
+    (dict(dataset="other"), "dataset"), (dict(methods="eps"), "methods: trig-II"), (dict(X="shift"), "data_sha256"),
+])
+def test_a_checkpoint_of_another_computation_is_refused_by_name(X, tmp_path, change, field):
+    ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+    before = sorted(p.name for p in tmp_path.iterdir())
+    kw = {**KW, "reps": 1, **{k: v for k, v in change.items() if k not in ("methods", "X")}}
+    methods = _methods()
+    if change.get("methods"):
+        methods["trig-II"] = replace(methods["trig-II"], epsilon=0.5)
+    data = X * 0.5 if change.get("X") else X
+    with pytest.raises(CheckpointMismatchError, match=field) as info:
+        ex.run_cells(data, methods=methods, checkpoint=tmp_path, **kw)
+    assert str(tmp_path) in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing overwritten
+
+
+def test_more_repetitions_extend_a_checkpoint(X, tmp_path):
+    """Repetition i's streams do not depend on the number of repetitions, so a longer run reuses a shorter one."""
+    ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 2})
+    longer = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **KW)
+    assert _numbers(longer) == _numbers(ex.run_cells(X, methods=_methods(), **KW))
