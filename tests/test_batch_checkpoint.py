@@ -103,3 +103,36 @@ def test_the_runner_owns_checkpoint_dir(tmp_path):
     m.write_text(text)
     with pytest.raises(Exception, match="CHECKPOINT_DIR is set by the runner"):
         batch.run_manifest(m, scheduler="sync")
+
+
+def test_kept_repetitions_of_other_dpkit_sources_are_stale(tmp_path, monkeypatch):
+    from dpkit.batch import execute, runner
+
+    m, keep = _setup(tmp_path)
+    [r] = batch.run_manifest(m, scheduler="sync")
+    assert r["status"] == "failed" and (keep / "dpkit_sha256").read_text().strip() == execute.library_fingerprint()
+    for mod in (execute, runner):
+        monkeypatch.setattr(mod, "library_fingerprint", lambda: "0" * 16)
+    with pytest.raises(StaleRunsError, match="dpkit sources: ran"):
+        batch.run_manifest(m, scheduler="sync")
+    with pytest.raises(execute.StaleCheckpointError, match="dpkit sources"):
+        execute.open_checkpoint(keep, (keep / "notebook_sha256").read_text().strip())
+    # a folder that does not record the sources' version (written before it was recorded) is not judged on them
+    (keep / "dpkit_sha256").unlink()
+    [r2] = batch.run_manifest(m, scheduler="sync")
+    assert r2["status"] == "ok"
+
+
+def test_library_fingerprint_follows_the_sources(tmp_path, monkeypatch):
+    import dpkit
+    from dpkit.batch.execute import library_fingerprint
+
+    fp = library_fingerprint()
+    assert fp == library_fingerprint() and len(fp) == 16
+    fake = tmp_path / "dpkit"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("x = 1\n")
+    monkeypatch.setattr(dpkit, "__file__", str(fake / "__init__.py"))
+    one = library_fingerprint()
+    (fake / "__init__.py").write_text("x = 2\n")
+    assert library_fingerprint() not in (one, fp)

@@ -21,22 +21,58 @@ from typing import Any
 from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint
 
 __all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
-           "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "kept_repetitions"]
+           "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
+           "library_fingerprint"]
 
-#: the file in a run's checkpoint folder that names the notebook version which wrote it
+#: files in a run's checkpoint folder naming the notebook version and the dpkit sources that wrote it
 CHECKPOINT_NOTEBOOK = "notebook_sha256"
+CHECKPOINT_LIBRARY = "dpkit_sha256"
 
 
 class StaleCheckpointError(BatchError):
-    """A run's checkpoint folder was written by another version of its notebook."""
+    """A run's checkpoint folder was written by another version of its notebook or of dpkit."""
+
+
+def library_fingerprint() -> str:
+    """A hash of this dpkit's Python sources (relative paths and bytes), 16 hex digits.
+
+    Any change to the library, even a docstring, gives another fingerprint: kept repetitions are only
+    reused by the code that computed them (:func:`open_checkpoint`).
+    """
+    import hashlib
+
+    import dpkit
+
+    root = Path(dpkit.__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _recorded(folder: Path, name: str) -> str | None:
+    try:
+        return (folder / name).read_text().strip() or None
+    except OSError:
+        return None
 
 
 def checkpoint_fingerprint(folder: str | os.PathLike) -> str | None:
     """The notebook fingerprint recorded in a checkpoint folder (``None``: none recorded)."""
-    try:
-        return (Path(folder) / CHECKPOINT_NOTEBOOK).read_text().strip() or None
-    except OSError:
-        return None
+    return _recorded(Path(folder), CHECKPOINT_NOTEBOOK)
+
+
+def checkpoint_changes(folder: str | os.PathLike, notebook_sha256: str, library_sha256: str) -> list[str]:
+    """What differs between the versions that wrote a checkpoint folder and the current ones ([] if nothing).
+
+    A version the folder does not record (written before it was recorded) is not judged.
+    """
+    out = []
+    for name, now in ((CHECKPOINT_NOTEBOOK, notebook_sha256), (CHECKPOINT_LIBRARY, library_sha256)):
+        was = _recorded(Path(folder), name)
+        if was is not None and was != now:
+            out.append(f"{'notebook' if name == CHECKPOINT_NOTEBOOK else 'dpkit sources'}: ran {was}, now {now}")
+    return out
 
 
 def kept_repetitions(folder: str | os.PathLike) -> int:
@@ -44,17 +80,20 @@ def kept_repetitions(folder: str | os.PathLike) -> int:
     return sum(1 for _ in Path(folder).rglob("rep-*.pkl")) if Path(folder).is_dir() else 0
 
 
-def open_checkpoint(folder: str | os.PathLike, fingerprint: str) -> Path:
-    """Create the checkpoint folder (recording ``fingerprint``) or check that it was written for it."""
+def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str) -> Path:
+    """Create the checkpoint folder (recording the notebook's and dpkit's versions) or check that it was
+    written by the same versions; :class:`StaleCheckpointError` otherwise."""
     p = Path(folder).resolve()
-    recorded = checkpoint_fingerprint(p)
-    if recorded is not None and recorded != fingerprint:
+    library = library_fingerprint()
+    changes = checkpoint_changes(p, notebook_sha256, library)
+    if changes:
         raise StaleCheckpointError(
-            f"the checkpoint {p} holds repetitions of another version of the notebook (ran {recorded}, now "
-            f"{fingerprint}); re-run with --stale rerun (it is moved to <output>/.superseded/) or remove it")
+            f"the checkpoint {p} holds repetitions computed by another version ({'; '.join(changes)}); "
+            "re-run with --stale rerun (it is moved to <output>/.superseded/) or remove it")
     p.mkdir(parents=True, exist_ok=True)
-    if recorded is None:
-        write_text_atomic(p / CHECKPOINT_NOTEBOOK, fingerprint + "\n")
+    for name, value in ((CHECKPOINT_NOTEBOOK, notebook_sha256), (CHECKPOINT_LIBRARY, library)):
+        if _recorded(p, name) is None:
+            write_text_atomic(p / name, value + "\n")
     return p
 
 
@@ -165,8 +204,8 @@ def execute_notebook(
     ``checkpoint_dir`` is injected as ``CHECKPOINT_DIR`` when the notebook declares that parameter: a folder
     outside the run's temporary one where the notebook keeps its finished repetitions
     (:mod:`dpkit.experiments.checkpoint`), so that a run interrupted by a timeout, a dead kernel or a
-    killed machine resumes there. The folder records the notebook's fingerprint; one written by another
-    version of the notebook raises :class:`StaleCheckpointError` before anything runs.
+    killed machine resumes there. The folder records the fingerprints of the notebook and of dpkit's sources;
+    one written by another version of either raises :class:`StaleCheckpointError` before anything runs.
     """
     import papermill as pm
 

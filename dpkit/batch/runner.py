@@ -39,8 +39,8 @@ Guarantees
 * Long runs resume where they stopped: for a notebook that declares ``CHECKPOINT_DIR``, the runner sets it to
   ``<output>/<stem>/.<key>.checkpoint``, where the notebook keeps each finished repetition
   (:mod:`dpkit.experiments.checkpoint`, same numbers as an uninterrupted run). A failed run's record says how
-  many are kept; the folder is removed once the run has finished. Kept repetitions of another notebook version
-  are stale like finished runs (``--stale``; ``keep`` refuses them).
+  many are kept; the folder is removed once the run has finished. Kept repetitions computed by another version
+  of the notebook or of dpkit's sources are stale like finished runs (``--stale``; ``keep`` refuses them).
 * A worker that dies (``KilledWorker``), a cell timeout, a dead kernel, an I/O error: the run's
   folder records it (``run.json`` ``status: failed`` with ``error``; ``error.txt``). On a full
   disk the batch says so, starts no more runs and keeps what finished. ``run.json`` records the
@@ -82,12 +82,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from dpkit.batch.execute import (
     check_writable,
+    checkpoint_changes,
     checkpoint_fingerprint,
     execute_notebook,
     failure_message,
     is_done,
     is_enospc,
     kept_repetitions,
+    library_fingerprint,
     write_json,
 )
 from dpkit.batch.locks import RunLock, clean_stale, stale_folders
@@ -373,19 +375,22 @@ def stale_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str, str]
     return out_list
 
 
-def stale_checkpoints(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str, str]]:
-    """(spec, recorded, current) for every unfinished run whose kept repetitions come from another notebook version."""
+def stale_checkpoints(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]:
+    """(spec, what changed) for every unfinished run whose kept repetitions were computed by another version of
+    its notebook or of dpkit (:func:`~dpkit.batch.execute.checkpoint_changes`)."""
     found = []
     current: dict[Path, str] = {}
+    library = None
     for s in specs:
         keep = checkpoint_folder(s, s.folder(out).parent)
-        recorded = checkpoint_fingerprint(keep)
-        if recorded is None or is_done(s.folder(out)):
+        if checkpoint_fingerprint(keep) is None or is_done(s.folder(out)):
             continue
         if s.notebook not in current:
             current[s.notebook] = notebook_fingerprint(s.notebook)
-        if recorded != current[s.notebook]:
-            found.append((s, recorded, current[s.notebook]))
+        library = library or library_fingerprint()
+        changes = checkpoint_changes(keep, current[s.notebook], library)
+        if changes:
+            found.append((s, "; ".join(changes)))
     return found
 
 
@@ -430,8 +435,8 @@ def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
     if not stale and not partial:
         return
     lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
-    lines += [f"  {checkpoint_folder(s, s.folder(out).parent)} (kept repetitions of an unfinished run; {s.notebook.name}: "
-              f"ran {old}, now {new})" for s, old, new in partial]
+    lines += [f"  {checkpoint_folder(s, s.folder(out).parent)} (kept repetitions of an unfinished run of "
+              f"{s.notebook.name}; {what})" for s, what in partial]
     if on_stale == "error":
         raise StaleRunsError(
             f"{len(lines)} finished run(s) or kept repetitions come from an older version of their notebook:\n"
@@ -450,10 +455,9 @@ def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
     for s, _old, _new in stale:
         dest = supersede(s, out)
         print(f"re-running {s.folder(out)}: its notebook changed; the old run is in {dest}", file=sys.stderr)
-    for s, _old, _new in partial:
+    for s, what in partial:
         dest = supersede_checkpoint(s, out)
-        print(f"starting {s.folder(out)} afresh: its notebook changed; its kept repetitions are in {dest}",
-              file=sys.stderr)
+        print(f"starting {s.folder(out)} afresh ({what}); its kept repetitions are in {dest}", file=sys.stderr)
 
 
 def run_manifest(
