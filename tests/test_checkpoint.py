@@ -99,3 +99,20 @@ def test_more_repetitions_extend_a_checkpoint(X, tmp_path):
     ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 2})
     longer = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **KW)
     assert _numbers(longer) == _numbers(ex.run_cells(X, methods=_methods(), **KW))
+
+
+def test_kept_seconds_sum_every_attempt(X, tmp_path):
+    from dpkit.experiments.checkpoint import kept_seconds
+
+    with pytest.raises(Stop):
+        ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, on_repetition=_stop_after(1), **KW)
+    n1, t1 = kept_seconds(tmp_path)
+    ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **KW)
+    n2, t2 = kept_seconds(tmp_path)
+    assert (n1, n2) == (1, 4) and 0 < t1 < t2
+    # a file without a recorded time (an older checkpoint) makes the sum unknown, not smaller
+    path = tmp_path / "rep-00002.pkl"
+    kept = pickle.loads(path.read_bytes())
+    del kept["seconds"]
+    path.write_bytes(pickle.dumps(kept))
+    assert kept_seconds(tmp_path) == (4, None)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.execute import check_writable, execute_notebook, failure_message, kept_repetitions
+from dpkit.batch.execute import check_writable, execute_notebook, failure_message, kept_repetitions, record_checkpoint
 from dpkit.batch.locks import RunLock
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import collect
@@ -52,8 +52,10 @@ def _notebook(args: argparse.Namespace) -> int:
         return 2
     keep = out.parent / f".{out.name}.checkpoint"  # finished repetitions, for a notebook that declares CHECKPOINT_DIR
     try:
+        resumed = kept_repetitions(keep)
         path = execute_notebook(args.notebook, args.output, parameters=params, progress=args.progress, timeout=args.timeout,
                                 checkpoint_dir=keep)
+        record_checkpoint(args.output, keep, resumed)
         shutil.rmtree(keep, ignore_errors=True)  # the run finished: its results are in the output
     except BatchError:
         raise

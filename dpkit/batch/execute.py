@@ -22,7 +22,7 @@ from dpkit.batch.manifest import BatchError, check_parameters, declared_paramete
 
 __all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
-           "library_fingerprint"]
+           "library_fingerprint", "record_checkpoint"]
 
 #: files in a run's checkpoint folder naming the notebook version and the dpkit sources that wrote it
 CHECKPOINT_NOTEBOOK = "notebook_sha256"
@@ -78,6 +78,24 @@ def checkpoint_changes(folder: str | os.PathLike, notebook_sha256: str, library_
 def kept_repetitions(folder: str | os.PathLike) -> int:
     """How many finished repetitions a checkpoint folder keeps (all its data sets)."""
     return sum(1 for _ in Path(folder).rglob("rep-*.pkl")) if Path(folder).is_dir() else 0
+
+
+def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, resumed: int) -> None:
+    """Add what a finished run's checkpoint says to its ``run.json``, before the checkpoint is removed.
+
+    ``checkpoint``: ``resumed_repetitions`` (kept by earlier attempts, loaded by this one), ``repetitions``
+    (all kept) and ``compute_s``, the sum of the repetitions' own wall times over all attempts (``None``
+    if a repetition did not record its time). ``wall_time_s`` counts the last attempt only.
+    """
+    if kept_repetitions(folder) == 0:
+        return
+    from dpkit.experiments.checkpoint import kept_seconds
+
+    rj = Path(run_dir) / "run.json"
+    info = json.loads(rj.read_text())
+    n, total = kept_seconds(folder)
+    info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": n, "compute_s": total}
+    write_json(rj, info)
 
 
 def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str) -> Path:

@@ -39,7 +39,8 @@ Guarantees
 * Long runs resume where they stopped: for a notebook that declares ``CHECKPOINT_DIR``, the runner sets it to
   ``<output>/<stem>/.<key>.checkpoint``, where the notebook keeps each finished repetition
   (:mod:`dpkit.experiments.checkpoint`, same numbers as an uninterrupted run). A failed run's record says how
-  many are kept; the folder is removed once the run has finished. Kept repetitions computed by another version
+  many are kept; once the run has finished, ``run.json`` ``checkpoint`` records how many were resumed and their
+  compute time over all attempts (``compute_s``), and the folder is removed. Kept repetitions computed by another version
   of the notebook or of dpkit's sources are stale like finished runs (``--stale``; ``keep`` refuses them).
 * A worker that dies (``KilledWorker``), a cell timeout, a dead kernel, an I/O error: the run's
   folder records it (``run.json`` ``status: failed`` with ``error``; ``error.txt``). On a full
@@ -90,6 +91,7 @@ from dpkit.batch.execute import (
     is_enospc,
     kept_repetitions,
     library_fingerprint,
+    record_checkpoint,
     write_json,
 )
 from dpkit.batch.locks import RunLock, clean_stale, stale_folders
@@ -188,10 +190,12 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(threads)
     keep = checkpoint_folder(spec, final.parent)
+    resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
     try:
         execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final,
                          checkpoint_dir=keep)
+        record_checkpoint(tmp, keep, resumed)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         kept = kept_repetitions(keep)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from dpkit.experiments.protocol import RunRecord
     from dpkit.queries.release import Method
 
-__all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity"]
+__all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "kept_seconds"]
 
 _IDENTITY = "identity.json"
 
@@ -142,7 +142,24 @@ class RepetitionCheckpoint:
                                           "remove it to compute that repetition again")
         return list(kept["records"])
 
-    def save(self, index: int, records: Sequence[RunRecord]) -> None:
-        """Keep repetition ``index``'s records (atomically: a reader sees all of them or none)."""
-        payload = {"digest": self.digest, "index": int(index), "records": list(records)}
+    def save(self, index: int, records: Sequence[RunRecord], *, seconds: float | None = None) -> None:
+        """Keep repetition ``index``'s records (atomically: a reader sees all of them or none), with the wall
+        time it took to compute (``seconds``; see :func:`kept_seconds`)."""
+        payload = {"digest": self.digest, "index": int(index), "records": list(records),
+                   "seconds": None if seconds is None else float(seconds)}
         self._write(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def kept_seconds(folder: str | os.PathLike) -> tuple[int, float | None]:
+    """(repetitions kept, the sum of their compute wall times) below ``folder`` (all its data sets).
+
+    The sum is what the run cost across all its attempts, which a resumed run's own wall time does not
+    show; ``None`` when a file does not record its time (written before times were recorded).
+    """
+    n, total = 0, 0.0
+    for path in sorted(Path(folder).rglob("rep-*.pkl")):
+        with path.open("rb") as fh:
+            seconds = pickle.load(fh).get("seconds")
+        n += 1
+        total = None if seconds is None or total is None else total + float(seconds)
+    return n, total

@@ -343,11 +343,12 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     for i in tqdm(range(reps), disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}"):
         kept = None if keep is None else keep.load(i)
         if kept is None:
+            t0 = time.perf_counter()
             kept = _cells_repetition(X, i, named=named, shared=shared, configured=configured, sigmas=sigmas,
                                      cell_seeds=[c[i] for c in cell_reps], shared_seed_i=shared_reps[i],
                                      n_queries=n_queries, J=J)
             if keep is not None:
-                keep.save(i, kept)
+                keep.save(i, kept, seconds=time.perf_counter() - t0)
         for r in kept:
             out[r.sigma].append(r)
         if hook is not None:
