@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint
+from dpkit.core.paths import write_atomic
 
 __all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
@@ -111,24 +112,14 @@ def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     for name, value in ((CHECKPOINT_NOTEBOOK, notebook_sha256), (CHECKPOINT_LIBRARY, library)):
         if _recorded(p, name) is None:
-            write_text_atomic(p / name, value + "\n")
+            write_atomic(p / name, value + "\n")
     return p
 
 
 # --------------------------------------------------------------------------- small helpers
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` atomically (a temporary file in the same folder, then a rename)."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_json(path: Path, obj: Any) -> None:
     """Write JSON atomically (a temporary file in the same folder, then a rename)."""
-    write_text_atomic(path, json.dumps(obj, indent=2, default=str))
+    write_atomic(path, json.dumps(obj, indent=2, default=str))
 
 
 def is_enospc(exc: BaseException) -> bool:

@@ -7,9 +7,10 @@ copies, specs) lives in ``<clone>/../shared`` or wherever ``$DPKIT_SHARED_DIR`` 
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
-__all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir"]
+__all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir", "write_atomic"]
 
 _HERE = Path(__file__).resolve()
 
@@ -57,3 +58,18 @@ def results_dir() -> Path:
     """``<clone>/results``: the default home of run outputs (gitignored); ``$DPKIT_RESULTS_DIR`` when set."""
     env = os.environ.get("DPKIT_RESULTS_DIR")
     return Path(env) if env else _in_repo("results")
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, then a rename, so a reader
+    (or a process killed mid-write) sees the old file or the whole new one, never a part."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    try:
+        if isinstance(data, str):
+            tmp.write_text(data)
+        else:
+            tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -24,15 +24,15 @@ import hashlib
 import json
 import os
 import pickle
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpkit.core.paths import write_atomic
+
 if TYPE_CHECKING:
-    from dpkit.experiments.protocol import RunRecord
     from dpkit.queries.release import Method
 
 __all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "kept_seconds"]
@@ -112,25 +112,16 @@ class RepetitionCheckpoint:
                     + "; ".join(_differences(found, self.identity))
                     + "); it is not reused or overwritten: remove it, or pass another folder")
         else:
-            self._write(meta, json.dumps(self.identity, indent=1, sort_keys=True).encode())
+            write_atomic(meta, json.dumps(self.identity, indent=1, sort_keys=True))
 
     def _path(self, index: int) -> Path:
         return self.folder / f"rep-{int(index):05d}.pkl"
-
-    @staticmethod
-    def _write(path: Path, payload: bytes) -> None:
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-        try:
-            tmp.write_bytes(payload)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def done(self) -> list[int]:
         """The indices of the repetitions kept so far, ascending."""
         return sorted(int(p.stem.split("-")[1]) for p in self.folder.glob("rep-*.pkl"))
 
-    def load(self, index: int) -> list[RunRecord] | None:
+    def load(self, index: int) -> list[Any] | None:
         """The records of repetition ``index``, or ``None`` if it has not finished."""
         path = self._path(index)
         if not path.is_file():
@@ -142,12 +133,13 @@ class RepetitionCheckpoint:
                                           "remove it to compute that repetition again")
         return list(kept["records"])
 
-    def save(self, index: int, records: Sequence[RunRecord], *, seconds: float | None = None) -> None:
-        """Keep repetition ``index``'s records (atomically: a reader sees all of them or none), with the wall
-        time it took to compute (``seconds``; see :func:`kept_seconds`)."""
+    def save(self, index: int, records: Sequence[Any], *, seconds: float | None = None) -> None:
+        """Keep repetition ``index``'s records (picklable, e.g. the ``RunRecord`` of :mod:`~dpkit.experiments.protocol`;
+        atomically: a reader sees all of them or none), with the wall time it took to compute (``seconds``;
+        see :func:`kept_seconds`)."""
         payload = {"digest": self.digest, "index": int(index), "records": list(records),
                    "seconds": None if seconds is None else float(seconds)}
-        self._write(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def kept_seconds(folder: str | os.PathLike) -> tuple[int, float | None]:
