@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, verdict
+from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown, verdict
 
 
 def _row(method, privacy, abs_mean, rel_mean=0.5, sigma=2.0, dataset="WDBC"):
@@ -60,6 +60,16 @@ def test_assemble_leaderboard_from_split_runs(tmp_path):
     assert info["rows"] == 4 and "Table 3.2" in info["headline"]
     assert (tmp_path / "assembled" / "leaderboard.csv").is_file()
     assert (tmp_path / "assembled" / "leaderboard_table_3_3_abs.pdf").is_file()
+    summary = (tmp_path / "assembled" / "leaderboard_summary.md").read_text().splitlines()
+    assert len(summary) == 2 + 2 and summary[2].startswith("| WDBC | 2 | `m1` 0.030 (0.049) | `m1` 0.500 (0.355) **loss**")
+
+
+def test_summary_markdown_marks_losses_and_prints_small_numbers():
+    rows = [_row("a-eps", "ε-DP", 0.0004, 0.40), _row("b", "(ε,δ)-DP", 0.012, 0.30)]
+    text = summary_markdown(leaderboard_rows(rows))
+    line = text.splitlines()[2]
+    assert line == ("| WDBC | 2 | `a-eps` 0.0004 (0.049) | `a-eps` 0.400 (0.355) **loss** | `a-eps` 0.0004 (0.063) | "
+                    "`b` 0.300 (0.452) |")
 
 
 @pytest.mark.notebook

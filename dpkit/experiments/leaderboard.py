@@ -18,7 +18,8 @@ import pandas as pd
 
 from dpkit.experiments.reference import SIGMAS, paper_table
 
-__all__ = ["TABLES", "PRINTED_DECIMALS", "verdict", "leaderboard_rows", "headline", "Headline", "lost_cells_text"]
+__all__ = ["TABLES", "PRINTED_DECIMALS", "verdict", "leaderboard_rows", "headline", "Headline", "lost_cells_text",
+           "summary_markdown"]
 
 #: (privacy class of the table, the privacy classes that may compete in it, the thesis's mechanism).
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -152,3 +153,27 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
 
 def _ratio(ours: float, paper: float) -> str:
     return f"×{ours / paper:.2g}" if paper > 0 else "printed 0"
+
+
+def summary_markdown(board: Sequence[dict[str, Any]]) -> str:
+    """The board as one compact Markdown table (the README's form): a line per (data set, σ), and for each
+    table and error kind the winning method, its mean worst error and the thesis's printed value in brackets,
+    with **loss** where it is lost. Numbers are shown to the thesis's printed precision (three significant
+    digits below 0.01)."""
+    def fmt(x: float) -> str:
+        return "n/a" if math.isnan(x) else (f"{x:.3f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}")
+
+    cells: dict[tuple[str, float], dict[str, str]] = {}
+    for r in board:
+        tag = "3.2" if r["privacy"] == "ε-DP" else "3.3"
+        for kind in ("abs", "rel"):
+            method = r["method"] if kind == "abs" else r["method_rel"]
+            text = f"`{method}` {fmt(r[f'{kind}_mean'])} ({fmt(r[f'paper_{kind}'])})"
+            if r[f"win_{kind}"] == "loss":
+                text += " **loss**"
+            cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
+    head = ("| data | σ | Table 3.2 (ε-DP): abs | rel | Table 3.3 ((ε, δ)-DP): abs | rel |\n"
+            "|---|---|---|---|---|---|")
+    lines = [f"| {ds} | {sigma:g} | " + " | ".join(c.get(k, "") for k in ("3.2-abs", "3.2-rel", "3.3-abs", "3.3-rel"))
+             + " |" for (ds, sigma), c in sorted(cells.items())]
+    return "\n".join([head, *lines])

@@ -12,7 +12,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text
+from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown
 from dpkit.outputs.figures.leaderboard import plot_leaderboard
 from dpkit.outputs.figures.tables import plot_errors_vs_sigma
 from dpkit.outputs.plotting import export_figure
@@ -153,6 +153,7 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
                  caption=f"Every method's mean worst absolute and relative error per data set and σ; {protocol}.")
     head = headline(board)
     (dest / "leaderboard_headline.md").write_text(head.text() + "\n\n" + lost_cells_text(board, rows) + "\n")
+    (dest / "leaderboard_summary.md").write_text(summary_markdown(board) + "\n")
     for privacy, tag in (("ε-DP", "3_2"), ("(ε,δ)-DP", "3_3")):
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)
