@@ -1,4 +1,4 @@
-"""``python -m dpkit.batch notebook|run|collect``: the command line of :mod:`dpkit.batch.runner`.
+"""``python -m dpkit.batch notebook|run|status|collect``: the command line of :mod:`dpkit.batch.runner`.
 
 Exit status: 0 all well; 1 a notebook or run failed, a verdict differs from its expected verdict,
 or ``collect`` found failed runs or unreadable files (each listed by path); 2 the command could not
@@ -110,6 +110,14 @@ def _collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status(args: argparse.Namespace) -> int:
+    from dpkit.batch.status import batch_status, format_status
+
+    statuses = batch_status(args.manifest, output=args.output)
+    print(format_status(statuses))
+    return 1 if any(s.state == "failed" for s in statuses) else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m dpkit.batch",
                                  description="Headless notebook runs (papermill) and batches (Dask).")
@@ -130,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--stale", choices=STALE_POLICIES, default="error",
                      help="finished runs whose notebook changed since: error (default: name them and stop), "
                           "rerun (move each to OUTPUT/.superseded/ and run it again) or keep")
+    st = sub.add_parser("status", help="where a manifest's runs stand (finished, failed, running, kept repetitions)")
+    st.add_argument("manifest")
+    st.add_argument("--output", default=None, help="override the manifest's output folder")
     col = sub.add_parser("collect", help="merge every run's metrics into one table")
     col.add_argument("output")
     col.add_argument("--out", default=None, help="file stem of the merged tables (default OUTPUT/collected)")
@@ -145,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             ap.error(f"--{name} must be a positive integer, got {value}")
     try:
-        return {"notebook": _notebook, "run": _run, "collect": _collect}[args.cmd](args)
+        return {"notebook": _notebook, "run": _run, "collect": _collect, "status": _status}[args.cmd](args)
     except (BatchError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,145 @@
+"""Where a batch stands: every run of a manifest, finished, failed, running or not started, with the
+repetitions a long run has kept so far (``python -m dpkit.batch status MANIFEST``).
+
+It only reads: run records (``run.json``), checkpoint folders (:mod:`dpkit.experiments.checkpoint`, via
+their file names and times) and the run locks, tested without waiting (a lock held by a live process is a
+run in progress; the kernel drops the lock of a dead one). Nothing is started, moved or removed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpkit.batch.locks import RunLock
+from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manifest_output
+
+__all__ = ["RunStatus", "batch_status", "format_status"]
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """The state of one run of a manifest.
+
+    Attributes
+    ----------
+    state : {"finished", "failed", "running", "not started"}
+        ``running``: another process holds the run's lock now.
+    kept : dict
+        Repetitions kept in the run's checkpoint folder, per sub-folder (a data set), for a run that has not
+        finished.
+    last_kept : float or None
+        Time (epoch seconds) of the newest kept repetition.
+    seconds_per_repetition : float or None
+        Median gap between consecutive kept repetitions (the run's recent pace), when there are at least two.
+    """
+
+    spec: RunSpec
+    folder: Path
+    state: str
+    detail: str = ""
+    kept: dict[str, int] = field(default_factory=dict)
+    last_kept: float | None = None
+    seconds_per_repetition: float | None = None
+    wall_time_s: float | None = None
+    compute_s: float | None = None
+
+
+def _record(folder: Path) -> dict[str, Any] | None:
+    try:
+        info = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _held(lock_path: Path) -> str | None:
+    """The holder named in the lock file if a live process holds the lock now, else ``None`` (tested without waiting)."""
+    if not lock_path.is_file():
+        return None
+    lock = RunLock(lock_path)
+    if lock.acquire(wait=False):
+        lock.release()
+        return None
+    return lock.holder()
+
+
+def _kept(folder: Path) -> tuple[dict[str, int], float | None, float | None]:
+    if not folder.is_dir():
+        return {}, None, None
+    kept: dict[str, int] = {}
+    times: list[float] = []
+    for p in sorted(folder.rglob("rep-*.pkl")):
+        name = p.parent.name if p.parent != folder else "."
+        kept[name] = kept.get(name, 0) + 1
+        times.append(p.stat().st_mtime)
+    times.sort()
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    pace = gaps[len(gaps) // 2] if gaps else None
+    return kept, (times[-1] if times else None), pace
+
+
+def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | os.PathLike | None = None
+                 ) -> list[RunStatus]:
+    """The state of every run of ``manifest`` under its output folder (or ``output``)."""
+    from dpkit.batch.runner import checkpoint_folder
+
+    m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
+    out = Path(output).resolve() if output else manifest_output(m)
+    result = []
+    for spec in expand_manifest(m):
+        folder = spec.folder(out)
+        info = _record(folder)
+        kept, last, pace = _kept(checkpoint_folder(spec, folder.parent))
+        holder = _held(folder.parent / f".{spec.key}.lock")
+        if info is not None and info.get("status") == "ok":
+            ck = info.get("checkpoint") or {}
+            result.append(RunStatus(spec, folder, "finished", wall_time_s=info.get("wall_time_s"),
+                                    compute_s=ck.get("compute_s")))
+        elif holder is not None:
+            result.append(RunStatus(spec, folder, "running", detail=holder, kept=kept, last_kept=last,
+                                    seconds_per_repetition=pace))
+        elif info is not None:
+            result.append(RunStatus(spec, folder, "failed", detail=str(info.get("error") or ""), kept=kept,
+                                    last_kept=last, seconds_per_repetition=pace))
+        else:
+            result.append(RunStatus(spec, folder, "not started", kept=kept, last_kept=last,
+                                    seconds_per_repetition=pace))
+    return result
+
+
+def _label(s: RunStatus, varying: list[str]) -> str:
+    params = ", ".join(f"{k}={s.spec.parameters[k]!r}" for k in varying if k in s.spec.parameters)
+    return f"{s.spec.notebook.stem} {s.spec.key}" + (f" ({params})" if params else "")
+
+
+def format_status(statuses: list[RunStatus]) -> str:
+    """One line per run, then the counts. Runs are named by notebook, key and the parameters that vary."""
+    keys = sorted({k for s in statuses for k in s.spec.parameters})
+    varying = [k for k in keys if len({json.dumps(s.spec.parameters.get(k), default=str) for s in statuses}) > 1]
+    lines = []
+    for s in statuses:
+        text = f"{_label(s, varying)}: {s.state}"
+        if s.state == "finished":
+            if s.wall_time_s is not None:
+                text += f" in {s.wall_time_s:.0f} s"
+            if s.compute_s is not None:
+                text += f" (repetitions' compute over all attempts {s.compute_s:.0f} s)"
+        elif s.detail:
+            text += f" ({s.detail})"
+        if s.state != "finished" and s.kept:
+            total = sum(s.kept.values())
+            reps = s.spec.parameters.get("REPS")
+            per = ", ".join(f"{k} {v}" + (f"/{reps}" if isinstance(reps, int) else "") for k, v in s.kept.items())
+            text += f"; {total} repetition(s) kept ({per})"
+            if s.last_kept is not None:
+                text += f", the last at {time.strftime('%H:%M:%S', time.localtime(s.last_kept))}"
+            if s.seconds_per_repetition is not None:
+                text += f", about {s.seconds_per_repetition / 60:.1f} min per repetition"
+        lines.append(text)
+    counts = {st: sum(s.state == st for s in statuses) for st in ("finished", "running", "failed", "not started")}
+    lines.append(f"{len(statuses)} runs: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return "\n".join(lines)
