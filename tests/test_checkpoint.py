@@ -79,14 +79,17 @@ def test_a_kept_repetition_is_what_is_returned(X, tmp_path):
 @pytest.mark.parametrize("change, field", [
     (dict(seed=4), "seed"), (dict(sigmas=(2.0, 4.0)), "sigmas"), (dict(n_queries=100), "n_queries"),
     (dict(dataset="other"), "dataset"), (dict(methods="eps"), "methods: trig-II"), (dict(X="shift"), "data_sha256"),
+    (dict(methods="order"), "method_order"),
 ])
 def test_a_checkpoint_of_another_computation_is_refused_by_name(X, tmp_path, change, field):
     ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
     before = sorted(p.name for p in tmp_path.iterdir())
     kw = {**KW, "reps": 1, **{k: v for k, v in change.items() if k not in ("methods", "X")}}
     methods = _methods()
-    if change.get("methods"):
+    if change.get("methods") == "eps":
         methods["trig-II"] = replace(methods["trig-II"], epsilon=0.5)
+    if change.get("methods") == "order":  # the same methods in another order get other streams
+        methods = dict(reversed(list(methods.items())))
     data = X * 0.5 if change.get("X") else X
     with pytest.raises(CheckpointMismatchError, match=field) as info:
         ex.run_cells(data, methods=methods, checkpoint=tmp_path, **kw)

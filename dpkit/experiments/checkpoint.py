@@ -12,8 +12,8 @@ the other repetitions, so computing repetitions 0…k−1 in one process and k�
 records of one uninterrupted run to the bit (tested).
 
 A checkpoint belongs to exactly one computation. Its *identity* is the data (a SHA-256 of the array),
-the data set's name, the run seed, the σ's, the workload size, ``J`` and every method's name and
-``repr`` (all of its parameters). A folder written for another identity is never reused or overwritten:
+the data set's name, the run seed, the σ's, the workload size, ``J``, every method's name and
+``repr`` (all of its parameters) and their order (a method's streams depend on its position). A folder written for another identity is never reused or overwritten:
 opening it raises :class:`CheckpointMismatchError`, naming the folder and the fields that differ.
 The code version is not part of the identity; the batch runner judges that (it records the notebook's
 fingerprint next to the checkpoint, :mod:`dpkit.batch.runner`).
@@ -57,6 +57,7 @@ def run_identity(X: np.ndarray, *, methods: Mapping[str, Method], sigmas: Sequen
         "n_queries": int(n_queries),
         "J": int(J),
         "methods": {str(name): repr(m) for name, m in methods.items()},
+        "method_order": [str(name) for name in methods],  # a method's streams depend on its position
     }
 
 
