@@ -16,11 +16,16 @@
 - :func:`rr_kfold_delta` — exact δ(ε') of k-fold randomized response (discrete privacy-loss distribution).
 - :func:`gaussian_classic_delta`, :func:`gaussian_classic_failure_epsilon` — exact δ of the classic Gaussian
   calibration (D–R Thm 3.22) and the ε* where it exceeds the target δ.
+- :func:`replace_one_pairs`, :func:`exact_privacy_loss` — an exact audit of a mechanism with a finite output law
+  (a selection step): the largest ``|log P(o|D) − log P(o|D′)|`` over every replace-one pair of a small domain.
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import integrate
@@ -32,6 +37,9 @@ from dpkit.mechanisms.laplace import Laplace
 from dpkit.mechanisms.randomized_response import RandomizedResponse
 
 __all__ = [
+    "replace_one_pairs",
+    "exact_privacy_loss",
+    "ExactLoss",
     "clopper_pearson", "hoeffding_upper", "laplace_shift_kl", "laplace_shift_kl_numeric", "rr_kl", "laplace_loss_samples",
     "AdaptiveComposition", "laplace_max_failure_exact", "report_noisy_max_probabilities", "rr_kfold_delta",
     "gaussian_classic_delta", "gaussian_classic_failure_epsilon",
@@ -311,3 +319,54 @@ def gaussian_classic_failure_epsilon(delta: float, *, xtol: float = 1e-12) -> fl
 
     dl = check_probability(delta, name="delta")
     return float(brentq(lambda e: gaussian_classic_delta(e, dl) / dl - 1.0, 1e-3, 200.0, xtol=xtol, rtol=4 * np.finfo(float).eps))
+
+
+def replace_one_pairs(rows: Sequence[Hashable], n: int) -> Iterator[tuple[tuple[Hashable, ...], tuple[Hashable, ...]]]:
+    """Every pair ``(D, D′)`` of ``n``-row data sets over the finite set ``rows`` that differ in one row.
+
+    ``D`` runs over the multisets of ``n`` rows (a data set's order does not change a mechanism that sees
+    its histogram), ``D′`` over every replacement of one of its rows by any row (itself included, a
+    harmless zero). There are ``C(|rows| + n − 1, n) · n · |rows|`` pairs.
+    """
+    n = check_positive_int(n, name="n")
+    rows = list(rows)
+    for D in itertools.combinations_with_replacement(rows, n):
+        for i in range(n):
+            for new in rows:
+                yield D, D[:i] + (new,) + D[i + 1:]
+
+
+@dataclass(frozen=True)
+class ExactLoss:
+    """The largest privacy loss over the pairs: ``loss`` at the pair ``worst`` and its output ``output``."""
+
+    loss: float
+    worst: tuple[Any, Any] | None
+    output: int | None
+    pairs: int
+
+
+def exact_privacy_loss(log_probs: Callable[[Any], np.ndarray],
+                       pairs: Iterable[tuple[Any, Any]]) -> ExactLoss:
+    """``max over (D, D′) in pairs and outputs o of |log P(o|D) − log P(o|D′)|`` for a finite output law.
+
+    A mechanism whose outputs are a finite set (the exponential mechanism's selection) is ε-DP exactly when
+    this is ≤ ε over *all* neighbour pairs (Def 1 with δ = 0): unlike a sampling audit, the value is exact,
+    so a calibration off by a factor shows up in full on the pairs that attain it. ``log_probs(D)`` returns
+    the log-probabilities of every output (one fixed order); it is called once per distinct data set.
+    """
+    memo: dict[Any, np.ndarray] = {}
+
+    def lp(D: Any) -> np.ndarray:
+        if D not in memo:
+            memo[D] = np.asarray(log_probs(D), dtype=float)
+        return memo[D]
+
+    best, worst, output, count = 0.0, None, None, 0
+    for D, D2 in pairs:
+        count += 1
+        diff = np.abs(lp(D) - lp(D2))
+        k = int(np.argmax(diff))
+        if diff[k] > best:
+            best, worst, output = float(diff[k]), (D, D2), k
+    return ExactLoss(loss=best, worst=worst, output=output, pairs=count)

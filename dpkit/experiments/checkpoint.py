@@ -13,8 +13,9 @@ records of one uninterrupted run to the bit (tested).
 
 A checkpoint belongs to exactly one computation. Its *identity* is the data (a SHA-256 of the array),
 the data set's name, the run seed, the σ's, the workload size, ``J``, every method's name and
-``repr`` (all of its parameters) and their order (a method's streams depend on its position). A folder written for another identity is never reused or overwritten:
-opening it raises :class:`CheckpointMismatchError`, naming the folder and the fields that differ.
+``repr`` (all of its parameters) and their order (a method's streams depend on its position). A folder
+written for another identity is never reused or overwritten: opening it raises
+:class:`CheckpointMismatchError`, naming the folder and the fields that differ.
 The code version is not part of the identity; the batch runner judges that (it records the notebook's
 fingerprint next to the checkpoint, :mod:`dpkit.batch.runner`).
 """

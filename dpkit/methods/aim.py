@@ -197,6 +197,13 @@ class AIM(MethodBase):
         return ones + g.normal(0.0, sigma0, size=ones.shape), sigma0, bins
 
     @staticmethod
+    def selection(epsilon: float, weights: np.ndarray) -> Exponential:
+        """The exponential mechanism of one selection (§4, Alg 2 line 8) at the round's ε, with the score
+        sensitivity under replace-one: moving one record between two cells changes ‖M_r(D) − M_r(p̂)‖₁ by
+        at most 2, so ``q_r`` by at most ``2 w_r`` (the paper's add/remove neighbours give ``max w_r``)."""
+        return Exponential(epsilon=epsilon, sensitivity=2.0 * float(np.max(weights)))
+
+    @staticmethod
     def scores(exact: list[np.ndarray], model: list[np.ndarray], weights: np.ndarray, sigma: float,
                n: int) -> np.ndarray:
         """Quality scores q_r = w_r(‖M_r(D) − M_r(p̂)‖₁ − √(2/π)σ n_r) (§4 Eq. (2)); ``model`` as probabilities."""
@@ -256,7 +263,7 @@ class AIM(MethodBase):
                         ok.append(k)
                 p_hat = model_marginals(model, [cands[k] for k in ok])
                 q = self.scores([exact[k] for k in ok], p_hat, weights[ok], sigma, n)
-                mech = Exponential(epsilon=eps, sensitivity=2.0 * float(weights[ok].max()))
+                mech = self.selection(eps, weights[ok])
                 zled.charge(f"select {t}", eps ** 2 / 8.0, epsilon=eps, sensitivity=mech.sensitivity,
                             candidates=len(ok))
                 j = int(mech.sample(q, 1, rng=g_rounds)[0])

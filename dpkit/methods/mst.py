@@ -174,13 +174,27 @@ class MST(MethodBase):
             return g.normal(0.0, std, size=shape)
         return g.laplace(0.0, std / math.sqrt(2.0), size=shape)
 
+    @staticmethod
+    def pair_scores(C: np.ndarray, y1: np.ndarray, n: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """The pairs (i < j) and their scores ``w_ij = ‖C_ij − P_i P_jᵀ/n‖₁``: the two-way counts against the
+        product of the noisy one-way counts ``y1`` (projected onto the scaled simplex, post-processing)."""
+        d = y1.shape[0]
+        P = project_simplex(y1 / n) * n
+        pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+        return pairs, np.array([np.abs(C[i, :, j, :] - np.outer(P[i], P[j]) / n).sum() for i, j in pairs])
+
+    @staticmethod
+    def selection(epsilon: float) -> Exponential:
+        """The exponential mechanism of one tree edge (McKenna et al. 2021, Alg 1): replace-one moves one record
+        between two cells of C_ij, so ``w_ij`` changes by at most 2 (``P`` is fixed: the one-way counts
+        are already released)."""
+        return Exponential(epsilon=epsilon, sensitivity=2.0)
+
     def _select(self, C: np.ndarray, y1: np.ndarray, n: int, plan: dict[str, float], g: np.random.Generator,
                 led: Ledger) -> list[tuple[int, int]]:
         """Step 2: Kruskal's maximum spanning tree with the exponential mechanism (sensitivity 2) per round."""
         d = y1.shape[0]
-        P = project_simplex(y1 / n) * n
-        pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
-        w = np.array([np.abs(C[i, :, j, :] - np.outer(P[i], P[j]) / n).sum() for i, j in pairs])
+        pairs, w = self.pair_scores(C, y1, n)
         comp = list(range(d))
 
         def root(a: int) -> int:
@@ -195,10 +209,9 @@ class MST(MethodBase):
             if math.isinf(plan["eps_round"]):
                 k = live[int(np.argmax(w[live]))]
             elif self.delta > 0:
-                k = live[int(Exponential(epsilon=plan["eps_round"], sensitivity=2.0).sample(w[live], 1, rng=g)[0])]
+                k = live[int(self.selection(plan["eps_round"]).sample(w[live], 1, rng=g)[0])]
             else:
-                mech = Exponential(epsilon=plan["eps_round"], sensitivity=2.0)
-                k = live[mech.release(w[live], rng=g, ledger=led, name=f"mst select {t + 1}")]
+                k = live[self.selection(plan["eps_round"]).release(w[live], rng=g, ledger=led, name=f"mst select {t + 1}")]
             i, j = pairs[k]
             comp[root(i)] = root(j)
             edges.append((i, j))
