@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard status false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -86,11 +86,15 @@ tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembl
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/tables.yaml $(STALE_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/tables --paper-figures
 
-# one leaderboard run computes a whole data set in one cell: CRM and CSN take about 2 h each on a shared core
+# one leaderboard run computes a whole data set in one cell: CRM and CSN take about 2 h each on a shared core; a run
+# keeps every finished repetition, so an interrupted `make leaderboard` resumes where it stopped
 LEADERBOARD_TIMEOUT ?= 28800
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
+
+status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running, kept repetitions
+	$(BIN)/python -m dpkit.batch status notebooks/manifests/$(or $(MANIFEST),leaderboard).yaml
 
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget
 	$(BIN)/python -m dpkit.batch.false_alarms --seeds $(or $(SEEDS),200) --out $(RESULTS)/false_alarms
