@@ -1,15 +1,34 @@
-"""Checks of the parameter sweeps (thesis Sec 3.2, Figs 3.1 and 3.2; notebooks 21 and 22)."""
+"""Checks of the parameter sweeps (thesis Sec 3.2, Figs 3.1 and 3.2; notebooks 21 and 22).
+
+The two shape claims of the thesis are tested as statistical claims, each charged to the notebook's
+false-alarm budget (:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget`): a check FAILs only when the
+repetitions refute the claim at the budget's level, so a true claim is flagged with probability at most
+that level. Both tests use the pairing of the sweep: every swept value sees the same workloads and the same
+repetition seeds (common random numbers, :func:`dpkit.experiments.sweeps.sweep`), so a repetition is a
+block of paired worst errors, one per value.
+
+* Fig 3.1, *an interior optimal κ exists*. Refuted when one end of the grid beats **every** interior value
+  in significantly more than half of the repetitions: for an end ``e`` and an interior ``v`` an exact
+  one-sided sign test of "``e`` has the smaller error" (ties count against refutation), ``p_e = max_v p_{e,v}``
+  (intersection–union: all interior values must lose, no correction over ``v``), and ``p = min(1, 2 min_e p_e)``
+  (Bonferroni over the two ends). If some interior ``v*`` is better than both ends in the majority of
+  repetitions, refuting it needs a false rejection at ``v*``, so ``P(FAIL) ≤ level``.
+* Fig 3.2, *no clear direction of the error in k*. Refuted by Page's L test for an ordered trend across the
+  swept values (Page 1963; repetitions as blocks), in both directions: ``p = min(1, 2 min(p_up, p_down))``.
+  Under the claim (the values do not differ), ``P(FAIL) ≤ level``. The Spearman ρ of the mean errors is
+  reported alongside, as a description.
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from scipy.stats import spearmanr
+import numpy as np
+from scipy.stats import binom, page_trend_test, spearmanr
 
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.experiments.protocol import RunRecord
 
-__all__ = ["budget_checks", "interior_optimum", "no_clear_trend"]
+__all__ = ["budget_checks", "paired_errors", "interior_optimum", "no_clear_trend"]
 
 
 def budget_checks(results: dict[Any, list[RunRecord]], *, epsilon: float) -> list[Check]:
@@ -18,30 +37,71 @@ def budget_checks(results: dict[Any, list[RunRecord]], *, epsilon: float) -> lis
                   r.eps_spent, epsilon * (1 + 1e-12)) for value, recs in results.items() for r in recs]
 
 
-def interior_optimum(rows: Sequence[dict[str, Any]], *, claim_id: str = "thesis-interior-kappa",
-                     name: str = "κ") -> tuple[Check, float, bool]:
-    """Fig 3.1's claim: the smallest mean worst error lies strictly inside the swept grid.
+def paired_errors(results: dict[Any, list[RunRecord]]) -> tuple[list[Any], np.ndarray]:
+    """The swept values (ascending) and the worst absolute errors ``E[i, r]`` of value ``i`` in repetition ``r``.
 
-    Returns the check, the best value and whether it is interior. An empirical claim of the
-    thesis: the verdict reports what this run shows.
+    Raises ``ValueError`` unless every value has the same repetitions (the pairing the tests rely on).
     """
-    best = min(rows, key=lambda r: r["abs_mean"])
-    values = [r["value"] for r in rows]
-    interior = bool(best["value"] not in (min(values), max(values)))
-    c = check(claim_id, f"Fig 3.1 claim: an interior optimal {name} exists (1 = yes)", float(interior), 1.0,
-              relation=">=", note="an empirical claim of the thesis; the verdict reports what this run shows")
-    return c, float(best["value"]), interior
+    values = sorted(results)
+    reps = [sorted(r.rep for r in results[v]) for v in values]
+    if not values or any(r != reps[0] for r in reps) or not reps[0]:
+        raise ValueError("every swept value needs the same repetitions (a paired sweep); got "
+                         f"{dict(zip(values, (len(r) for r in reps)))}")
+    E = np.array([[r.abs for r in sorted(results[v], key=lambda x: x.rep)] for v in values], dtype=float)
+    return values, E
 
 
-def no_clear_trend(rows: Sequence[dict[str, Any]], *, threshold: float = 0.8) -> tuple[Check, float]:
-    """Fig 3.2's claim: no clear direction of the error in k (|Spearman ρ| < ``threshold``).
+def _sign_p(wins: int, n: int) -> float:
+    """Exact one-sided sign-test p-value ``P(Bin(n, 1/2) ≥ wins)``."""
+    return float(binom.sf(wins - 1, n, 0.5))
 
-    Returns the check and ρ (0 when fewer than three values).
+
+def interior_optimum(results: dict[Any, list[RunRecord]], *, budget: FalseAlarmBudget,
+                     claim_id: str = "thesis-interior-kappa", name: str = "κ") -> tuple[Check, float, bool]:
+    """Fig 3.1's claim, an interior optimal ``name``, tested against the ends of the grid (module docstring).
+
+    Returns the check (statistic: the refutation's p-value, PASS when it exceeds ``budget.level``), the value
+    with the smallest mean worst error and whether that value is interior (a description of this run).
     """
-    values = [r["value"] for r in rows]
-    errs = [r["abs_mean"] for r in rows]
-    rho = float(spearmanr(values, errs).statistic) if len(rows) > 2 else 0.0
-    c = check("thesis-no-trend-k", f"Fig 3.2 claim: no clear direction of the error in k (|Spearman ρ| < {threshold:g})",
-              abs(rho), threshold, relation="<",
-              note="an empirical claim of the thesis; the verdict reports what this run shows")
+    values, E = paired_errors(results)
+    if len(values) < 3:
+        raise ValueError(f"an interior optimum needs at least 3 swept values; got {values}")
+    n = E.shape[1]
+    ends = {values[0]: E[0], values[-1]: E[-1]}
+    p_end = {e: max(_sign_p(int(np.sum(row < E[i])), n) for i in range(1, len(values) - 1)) for e, row in ends.items()}
+    p = min(1.0, 2.0 * min(p_end.values()))
+    means = E.mean(axis=1)
+    best = values[int(np.argmin(means))]
+    interior = best not in (values[0], values[-1])
+    c = check(claim_id, f"Fig 3.1 claim: an interior optimal {name} exists (not refuted: no end of the grid beats every "
+                        "interior value in significantly more than half of the paired repetitions; p-value)",
+              p, budget.level, relation=">", confidence=budget.confidence,
+              note=f"exact sign tests, intersection–union over the {len(values) - 2} interior values, Bonferroni over "
+                   f"the two ends; {n} paired repetitions; smallest mean at {name} = {best:g} "
+                   f"({'interior' if interior else 'an end'})")
+    return c, float(best), bool(interior)
+
+
+def no_clear_trend(results: dict[Any, list[RunRecord]], *, budget: FalseAlarmBudget,
+                   name: str = "k") -> tuple[Check, float]:
+    """Fig 3.2's claim, no clear direction of the error in ``name``, tested by Page's L test (module docstring).
+
+    Returns the check (statistic: the two-sided p-value, PASS when it exceeds ``budget.level``) and the
+    Spearman ρ between the values and the mean worst errors (a description of this run).
+    """
+    values, E = paired_errors(results)
+    if len(values) < 3:
+        raise ValueError(f"a trend test needs at least 3 swept values; got {values}")
+    blocks = E.T  # repetitions × values (ascending)
+    if blocks.shape[0] < 2:
+        raise ValueError("Page's trend test needs at least 2 repetitions")
+    p_up = float(page_trend_test(blocks).pvalue)
+    p_down = float(page_trend_test(blocks[:, ::-1]).pvalue)
+    p = min(1.0, 2.0 * min(p_up, p_down))
+    rho = float(spearmanr(values, E.mean(axis=1)).statistic)
+    c = check("thesis-no-trend-k", f"Fig 3.2 claim: no clear direction of the error in {name} (not refuted by Page's "
+                                   "trend test in either direction; p-value)",
+              p, budget.level, relation=">", confidence=budget.confidence,
+              note=f"Page's L test over {E.shape[1]} paired repetitions × {len(values)} values, Bonferroni over the two "
+                   f"directions (p_up = {p_up:.3g}, p_down = {p_down:.3g}); Spearman ρ of the means = {rho:.2f}")
     return c, rho
