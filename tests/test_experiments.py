@@ -171,3 +171,16 @@ def test_assemble_tables_from_split_runs(tmp_path):
     _fake_run(tmp_path, "ddd", rows_b)  # the same cell twice is an error, never a silent overwrite
     with pytest.raises(ValueError, match="computed by two runs"):
         rows_from_runs(str(tmp_path))
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name, values", [("21_kappa_sweep.ipynb", [1.0, 7.0, 25.0]), ("22_k_sweep.ipynb", [1, 2, 3])])
+def test_sweep_notebooks_charge_their_claim_to_the_budget(run_notebook, name, values):
+    """The full-mode path (QUICK off, a tiny grid on WDBC): the thesis's shape claim is a statistical check at the
+    notebook's FALSE_ALARM level, recorded in the budget (QUICK mode leaves it out: it could not fail)."""
+    m = run_notebook(name, QUICK=False, DATASET="WDBC", VALUES=values, REPS=3, N_QUERIES=200, C=300, R=8)
+    [claim] = [c for c in m["checks"] if c["id"].startswith("thesis-")]
+    level = m["params"]["FALSE_ALARM"]
+    assert claim["confidence"] == pytest.approx(1 - level) and claim["bound"] == level
+    b = m["false_alarm_budget"]
+    assert b["n_tests"] == 1 and [r["id"] for r in b["charged"]] == [claim["id"]]
