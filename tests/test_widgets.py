@@ -221,7 +221,8 @@ def test_stop_cancels_between_repetitions(X):
 
 
 # ----------------------------------------------------------------------------- the setting is the whole run
-_NOT_SETTINGS = {"QUICK", "INTERACTIVE", "OUTPUT_DIR", "PAPER_FIGURES", "FALSE_ALARM"}  # how to run and check, not what to compute
+_NOT_SETTINGS = {"QUICK", "INTERACTIVE", "OUTPUT_DIR", "PAPER_FIGURES", "FALSE_ALARM"}  # how to run and check, not what
+# to compute
 
 
 @pytest.mark.parametrize("nb", ["00_quickstart", "21_kappa_sweep", "22_k_sweep"])
