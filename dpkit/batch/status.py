@@ -139,6 +139,9 @@ def format_status(statuses: list[RunStatus]) -> str:
                 text += f", the last at {time.strftime('%H:%M:%S', time.localtime(s.last_kept))}"
             if s.seconds_per_repetition is not None:
                 text += f", about {s.seconds_per_repetition / 60:.1f} min per repetition"
+                if isinstance(reps, int) and s.state == "running":
+                    left = sum(max(reps - v, 0) for v in s.kept.values())
+                    text += f" (about {left * s.seconds_per_repetition / 60:.0f} min to go for the data started)"
         lines.append(text)
     counts = {st: sum(s.state == st for s in statuses) for st in ("finished", "running", "failed", "not started")}
     lines.append(f"{len(statuses)} runs: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
