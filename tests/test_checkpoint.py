@@ -119,3 +119,10 @@ def test_kept_seconds_sum_every_attempt(X, tmp_path):
     del kept["seconds"]
     path.write_bytes(pickle.dumps(kept))
     assert kept_seconds(tmp_path) == (4, None)
+
+
+def test_an_unreadable_kept_repetition_is_named(X, tmp_path):
+    ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+    (tmp_path / "rep-00000.pkl").write_bytes(b"not a pickle")
+    with pytest.raises(CheckpointMismatchError, match="rep-00000.pkl is unreadable"):
+        ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})

@@ -128,9 +128,13 @@ class RepetitionCheckpoint:
         path = self._path(index)
         if not path.is_file():
             return None
-        with path.open("rb") as fh:
-            kept = pickle.load(fh)
-        if kept.get("digest") != self.digest or kept.get("index") != int(index):
+        try:
+            with path.open("rb") as fh:
+                kept = pickle.load(fh)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
+            raise CheckpointMismatchError(f"checkpoint file {path} is unreadable ({type(exc).__name__}: {exc}); "
+                                          "remove it to compute that repetition again") from exc
+        if not isinstance(kept, dict) or kept.get("digest") != self.digest or kept.get("index") != int(index):
             raise CheckpointMismatchError(f"checkpoint file {path} belongs to another run or repetition; "
                                           "remove it to compute that repetition again")
         return list(kept["records"])
