@@ -126,3 +126,12 @@ def test_an_unreadable_kept_repetition_is_named(X, tmp_path):
     (tmp_path / "rep-00000.pkl").write_bytes(b"not a pickle")
     with pytest.raises(CheckpointMismatchError, match="rep-00000.pkl is unreadable"):
         ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+
+
+def test_other_dpkit_sources_do_not_continue_a_checkpoint(X, tmp_path, monkeypatch):
+    from dpkit.experiments import checkpoint
+
+    ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+    monkeypatch.setattr(checkpoint, "library_fingerprint", lambda: "0" * 16)
+    with pytest.raises(CheckpointMismatchError, match="dpkit_sha256"):
+        ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})

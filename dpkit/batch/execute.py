@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint
-from dpkit.core.paths import write_atomic
+from dpkit.core.paths import library_fingerprint, write_atomic
 
 __all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
@@ -32,23 +32,6 @@ CHECKPOINT_LIBRARY = "dpkit_sha256"
 
 class StaleCheckpointError(BatchError):
     """A run's checkpoint folder was written by another version of its notebook or of dpkit."""
-
-
-def library_fingerprint() -> str:
-    """A hash of this dpkit's Python sources (relative paths and bytes), 16 hex digits.
-
-    Any change to the library, even a docstring, gives another fingerprint: kept repetitions are only
-    reused by the code that computed them (:func:`open_checkpoint`).
-    """
-    import hashlib
-
-    import dpkit
-
-    root = Path(dpkit.__file__).resolve().parent
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
 
 
 def _recorded(folder: Path, name: str) -> str | None:

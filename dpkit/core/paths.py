@@ -10,7 +10,7 @@ import os
 import uuid
 from pathlib import Path
 
-__all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir", "write_atomic"]
+__all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir", "write_atomic", "library_fingerprint"]
 
 _HERE = Path(__file__).resolve()
 
@@ -73,3 +73,20 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def library_fingerprint() -> str:
+    """A hash of this dpkit's Python sources (relative paths and bytes), 16 hex digits.
+
+    Any change to the library, even a docstring, gives another fingerprint: kept repetitions are only
+    reused by the code that computed them (:mod:`dpkit.experiments.checkpoint`, :mod:`dpkit.batch.execute`).
+    """
+    import hashlib
+
+    import dpkit
+
+    root = Path(dpkit.__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]

@@ -13,11 +13,13 @@ records of one uninterrupted run to the bit (tested).
 
 A checkpoint belongs to exactly one computation. Its *identity* is the data (a SHA-256 of the array),
 the data set's name, the run seed, the σ's, the workload size, ``J``, every method's name and
-``repr`` (all of its parameters) and their order (a method's streams depend on its position). A folder
+``repr`` (all of its parameters), their order (a method's streams depend on its position) and the dpkit
+sources (:func:`~dpkit.core.paths.library_fingerprint`: another version of the code never continues a
+run). A folder
 written for another identity is never reused or overwritten: opening it raises
 :class:`CheckpointMismatchError`, naming the folder and the fields that differ.
-The code version is not part of the identity; the batch runner judges that (it records the notebook's
-fingerprint next to the checkpoint, :mod:`dpkit.batch.runner`).
+The batch runner also records the notebook's fingerprint next to the checkpoint and treats a changed notebook or
+library as stale (:mod:`dpkit.batch.runner`).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpkit.core.paths import write_atomic
+from dpkit.core.paths import library_fingerprint, write_atomic
 
 if TYPE_CHECKING:
     from dpkit.queries.release import Method
@@ -59,6 +61,7 @@ def run_identity(X: np.ndarray, *, methods: Mapping[str, Method], sigmas: Sequen
         "J": int(J),
         "methods": {str(name): repr(m) for name, m in methods.items()},
         "method_order": [str(name) for name in methods],  # a method's streams depend on its position
+        "dpkit_sha256": library_fingerprint(),  # the code that computes the records
     }
 
 
