@@ -125,52 +125,12 @@ def test_kept_repetitions_of_other_dpkit_sources_are_stale(tmp_path, monkeypatch
     assert r2["status"] == "ok"
 
 
-def test_library_fingerprint_follows_the_sources(tmp_path, monkeypatch):
-    import dpkit
-    from dpkit.batch.execute import library_fingerprint
+def test_library_fingerprint_follows_the_sources(tmp_path):
+    from dpkit.core.paths import library_fingerprint
 
     fp = library_fingerprint()
     assert fp == library_fingerprint() and len(fp) == 16
-    fake = tmp_path / "dpkit"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("x = 1\n")
-    monkeypatch.setattr(dpkit, "__file__", str(fake / "__init__.py"))
-    one = library_fingerprint()
-    (fake / "__init__.py").write_text("x = 2\n")
-    assert library_fingerprint() not in (one, fp)
-
-
-def test_status_names_each_run_and_its_kept_repetitions(tmp_path, capsys):
-    from dpkit.batch.locks import RunLock
-    from dpkit.batch.status import batch_status
-
-    m, keep = _setup(tmp_path)
-    text = m.read_text().replace("parameters:", "grid: {SEED: [0, 1]}\n  parameters:")
-    m.write_text(text)
-    specs = expand_manifest(load_manifest(m))
-    assert len(specs) == 2
-    assert [s.state for s in batch_status(m)] == ["not started", "not started"]
-    # run only the first (SEED 0): it fails after two repetitions, which it keeps
-    first = specs[0]
-    from dpkit.batch.runner import run_one
-
-    r = run_one(first, tmp_path / "out")
-    assert r["status"] == "failed"
-    st = {s.spec.key: s for s in batch_status(m)}
-    assert st[first.key].state == "failed" and st[first.key].kept == {"mock": 2}
-    assert st[first.key].seconds_per_repetition is not None and "deliberate failure" in st[first.key].detail
-    assert batch.main(["status", str(m)]) == 1  # a failed run: exit 1
-    out = capsys.readouterr().out
-    assert "(SEED=0): failed" in out and "2 repetition(s) kept (mock 2)" in out and "(SEED=1): not started" in out
-    # another process holding the run's lock: running
-    lock = RunLock(first.folder(tmp_path / "out").parent / f".{first.key}.lock")
-    assert lock.acquire(wait=False)
-    try:
-        assert {s.spec.key: s.state for s in batch_status(m)}[first.key] == "running"
-    finally:
-        lock.release()
-    # both finished: exit 0, the resumed one with its compute time over both attempts
-    assert all(x["status"] == "ok" for x in batch.run_manifest(m, scheduler="sync"))
-    assert batch.main(["status", str(m)]) == 0
-    out = capsys.readouterr().out
-    assert out.count(": finished in") == 2 and "compute over all attempts" in out and "2 finished" in out
+    (tmp_path / "__init__.py").write_text("x = 1\n")
+    one = library_fingerprint(tmp_path)
+    (tmp_path / "__init__.py").write_text("x = 2\n")
+    assert library_fingerprint(tmp_path) not in (one, fp)

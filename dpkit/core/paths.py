@@ -75,18 +75,17 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def library_fingerprint() -> str:
+def library_fingerprint(root: str | os.PathLike | None = None) -> str:
     """A hash of this dpkit's Python sources (relative paths and bytes), 16 hex digits.
 
     Any change to the library, even a docstring, gives another fingerprint: kept repetitions are only
     reused by the code that computed them (:mod:`dpkit.experiments.checkpoint`, :mod:`dpkit.batch.execute`).
+    ``root``: another package folder (default: the one this module belongs to).
     """
     import hashlib
 
-    import dpkit
-
-    root = Path(dpkit.__file__).resolve().parent
+    base = Path(root) if root is not None else _HERE.parents[1]
     h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    for f in sorted(base.rglob("*.py")):
+        h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
