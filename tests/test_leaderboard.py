@@ -39,6 +39,7 @@ def test_privacy_classes_and_references():
     assert "1/2 (Table 3.2), 2/2 (Table 3.3)" in h.text()
     text = lost_cells_text(list(board.values()), rows)
     assert "Table 3.2 (rel): closest a-eps" in text and "non-private reference reaches" in text
+    assert text.startswith("1 cell stays lost:")
     assert "trig-I" not in text  # the thesis's mechanism did not run here
     # with the thesis's mechanism on the board, its correct-constant number is named, and a loss of its own flagged
     text = lost_cells_text(list(board.values()), rows + [_row("trig-I", "ε-DP", 0.060, 0.70)])

@@ -148,7 +148,7 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
                          f"{ours:.3g} against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
     if not lines:
         return "Every cell with a printed number is matched or beaten."
-    return f"{len(lines)} cells stay lost:\n" + "\n".join(lines)
+    return (f"{len(lines)} cell stays lost:" if len(lines) == 1 else f"{len(lines)} cells stay lost:") + "\n" + "\n".join(lines)
 
 
 def _ratio(ours: float, paper: float) -> str:
