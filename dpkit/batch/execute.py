@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint
-from dpkit.core.paths import library_fingerprint, write_atomic
+from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
 
 __all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
@@ -61,7 +61,7 @@ def checkpoint_changes(folder: str | os.PathLike, notebook_sha256: str, library_
 
 def kept_repetitions(folder: str | os.PathLike) -> int:
     """How many finished repetitions a checkpoint folder keeps (all its data sets)."""
-    return sum(1 for _ in Path(folder).rglob("rep-*.pkl")) if Path(folder).is_dir() else 0
+    return len(repetition_files(folder))
 
 
 def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, resumed: int) -> None:

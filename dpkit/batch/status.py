@@ -16,6 +16,7 @@ from typing import Any
 
 from dpkit.batch.locks import RunLock
 from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manifest_output
+from dpkit.core.paths import repetition_files
 
 __all__ = ["RunStatus", "batch_status", "format_status"]
 
@@ -72,7 +73,7 @@ def _kept(folder: Path) -> tuple[dict[str, int], float | None, float | None]:
         return {}, None, None
     kept: dict[str, int] = {}
     times: list[float] = []
-    for p in sorted(folder.rglob("rep-*.pkl")):
+    for p in repetition_files(folder):
         name = p.parent.name if p.parent != folder else "."
         kept[name] = kept.get(name, 0) + 1
         times.append(p.stat().st_mtime)

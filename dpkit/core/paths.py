@@ -10,7 +10,8 @@ import os
 import uuid
 from pathlib import Path
 
-__all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir", "write_atomic", "library_fingerprint"]
+__all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir", "write_atomic", "library_fingerprint",
+           "repetition_file", "repetition_files"]
 
 _HERE = Path(__file__).resolve()
 
@@ -89,3 +90,22 @@ def library_fingerprint(root: str | os.PathLike | None = None) -> str:
     for f in sorted(base.rglob("*.py")):
         h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+#: File name pattern of one kept repetition (:class:`dpkit.experiments.checkpoint.RepetitionCheckpoint`).
+_REPETITION_GLOB = "rep-*.pkl"
+
+
+def repetition_file(folder: str | os.PathLike, index: int) -> Path:
+    """Where a checkpoint folder keeps repetition ``index`` (``rep-00007.pkl``): the one place that names the layout,
+    read by the checkpoint itself and by the batch runner's and ``status``'s counts."""
+    return Path(folder) / f"rep-{int(index):05d}.pkl"
+
+
+def repetition_files(folder: str | os.PathLike, *, recursive: bool = True) -> list[Path]:
+    """The kept repetitions below ``folder`` (with ``recursive``, those of all its data sets), sorted; ``[]`` if the
+    folder does not exist."""
+    base = Path(folder)
+    if not base.is_dir():
+        return []
+    return sorted(base.rglob(_REPETITION_GLOB) if recursive else base.glob(_REPETITION_GLOB))

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpkit.core.paths import library_fingerprint, write_atomic
+from dpkit.core.paths import library_fingerprint, repetition_file, repetition_files, write_atomic
 
 if TYPE_CHECKING:
     from dpkit.queries.release import Method
@@ -120,11 +120,11 @@ class RepetitionCheckpoint:
             write_atomic(meta, json.dumps(self.identity, indent=1, sort_keys=True))
 
     def _path(self, index: int) -> Path:
-        return self.folder / f"rep-{int(index):05d}.pkl"
+        return repetition_file(self.folder, index)
 
     def done(self) -> list[int]:
         """The indices of the repetitions kept so far, ascending."""
-        return sorted(int(p.stem.split("-")[1]) for p in self.folder.glob("rep-*.pkl"))
+        return sorted(int(p.stem.split("-")[1]) for p in repetition_files(self.folder, recursive=False))
 
     def load(self, index: int) -> list[Any] | None:
         """The records of repetition ``index``, or ``None`` if it has not finished."""
@@ -158,7 +158,7 @@ def kept_seconds(folder: str | os.PathLike) -> tuple[int, float | None]:
     show; ``None`` when a file does not record its time (written before times were recorded).
     """
     n, total = 0, 0.0
-    for path in sorted(Path(folder).rglob("rep-*.pkl")):
+    for path in repetition_files(folder):
         with path.open("rb") as fh:
             seconds = pickle.load(fh).get("seconds")
         n += 1
