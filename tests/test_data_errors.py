@@ -279,3 +279,31 @@ def test_pam_zip_download_is_verified_member_by_member(no_files, monkeypatch, tm
     with pytest.raises(ChecksumError, match="not a valid zip"):
         load("PAM", subjects=[109])
     assert not (tmp_path / "empty" / "PAM").exists()
+
+
+def test_load_available_names_the_parameter_and_the_absent_data_sets(no_files):
+    # a JSON list passed as one string (papermill -p) is named, not iterated character by character
+    with pytest.raises(TypeError, match=r"DATASETS must be a list of data set codes.*str '\[\"WDBC\"\]'"):
+        dd.load_available('["WDBC"]')
+    with pytest.raises(ValueError, match="DATASETS is empty"):
+        dd.load_available([])
+    with pytest.raises(ValueError, match=r"DATASETS repeats \['mock'\]"):
+        dd.load_available(["mock", "mock"])
+    with pytest.raises(UnknownDatasetError, match="ADULT"):  # a typo is an error, not an absent data set
+        dd.load_available(["mock", "ADULT"])
+    data, missing = dd.load_available(["CRM", "mock"], download=False)
+    assert list(data) == ["mock"] and data["mock"].shape == (1000, 5)
+    assert list(missing) == ["CRM"] and missing["CRM"].startswith("DataNotFoundError: ") and "communities.data" in missing["CRM"]
+    with pytest.raises(ValueError, match=r"none of SETS = \['CRM', 'PKS'\] is available here: CRM: DataNotFoundError"):
+        dd.load_available(["CRM", "PKS"], parameter="SETS", download=False)
+    assert no_files == []
+
+
+@needs_shared
+def test_load_available_does_not_hide_a_damaged_file(tmp_path, monkeypatch):
+    p = _copy("CRM", "communities.data", tmp_path)
+    p.write_bytes(p.read_bytes()[:1000])
+    monkeypatch.setenv("DPKIT_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(dd.files, "shared_raw_dir", lambda: None)
+    with pytest.raises(ChecksumError, match="communities.data"):
+        dd.load_available(["CRM", "mock"])

@@ -29,7 +29,7 @@ it public. WDBC also comes from scikit-learn's bundled copy, so it works with no
 from __future__ import annotations
 
 from dpkit.data import errors
-from dpkit.data.api import dataset_info, fetch, list_datasets, load
+from dpkit.data.api import dataset_info, fetch, list_datasets, load, load_available
 from dpkit.data.dataset import Dataset
 from dpkit.data.errors import *  # noqa: F403  (the error and warning classes, listed in errors.__all__)
 from dpkit.data.recipes import SKLEARN_SOURCE, recipe_for
@@ -39,6 +39,7 @@ from dpkit.data.steps import rescale
 __all__ = [
     "Dataset",
     "load",
+    "load_available",
     "list_datasets",
     "dataset_info",
     "fetch",

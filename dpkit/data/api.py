@@ -11,12 +11,13 @@ import numpy as np
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_int_in_range
 from dpkit.data.dataset import Dataset
+from dpkit.data.errors import DataNotFoundError
 from dpkit.data.files import FoundFile
 from dpkit.data.recipes import Source, recipe_for
 from dpkit.data.registry import DatasetSpec, get_spec, load_registry, registry_path
 from dpkit.data.steps import Prepared, prepare
 
-__all__ = ["load", "fetch", "list_datasets", "dataset_info"]
+__all__ = ["load", "load_available", "fetch", "list_datasets", "dataset_info"]
 
 
 def list_datasets() -> list[str]:
@@ -152,3 +153,54 @@ def _dataset(spec: DatasetSpec, src: Source, prep: Prepared) -> Dataset:
     return Dataset(name=spec.code, title=spec.title, X=prep.X, columns=prep.columns,
                    raw_shape=tuple(int(s) for s in src.table.raw_shape), bounds=prep.bounds,
                    bounds_source=prep.bounds_source, provenance=provenance, thesis_shape=spec.thesis_shape)
+
+
+def load_available(
+    names: Any, *, parameter: str = "DATASETS", **kwargs: Any
+) -> tuple[dict[str, Dataset], dict[str, str]]:
+    """Load every data set of ``names`` whose files are on this machine (or downloadable); name the others.
+
+    The notebooks' loading step: a data set whose raw files cannot be found or fetched
+    (:class:`~dpkit.data.errors.DataNotFoundError`, e.g. PAM offline) is reported in the second
+    dict with the first line of its message; every other error (unknown name, checksum mismatch,
+    malformed file) propagates, so a damaged file never turns into a quietly shorter table.
+
+    Parameters
+    ----------
+    names : list of str
+        Registry codes (:func:`list_datasets`), each at most once.
+    parameter : str
+        The caller's name for ``names`` (a notebook parameter), used in error messages.
+    **kwargs
+        Passed to :func:`load` for every data set.
+
+    Returns
+    -------
+    (dict code -> Dataset, dict code -> reason), both in the order of ``names``.
+
+    Raises
+    ------
+    TypeError
+        ``names`` is not a list or tuple of strings (e.g. a JSON list passed as one string).
+    ValueError
+        ``names`` is empty or repeats a code, or none of them is available (the reasons are listed).
+    """
+    if not isinstance(names, (list, tuple)) or not all(isinstance(x, str) for x in names):
+        raise TypeError(f"{parameter} must be a list of data set codes such as ['CRM', 'WDBC'], "
+                        f"got {type(names).__name__} {names!r}")
+    if not names:
+        raise ValueError(f"{parameter} is empty: name at least one of {list_datasets()}")
+    repeated = sorted({x for x in names if list(names).count(x) > 1})
+    if repeated:
+        raise ValueError(f"{parameter} repeats {repeated}")
+    data: dict[str, Dataset] = {}
+    missing: dict[str, str] = {}
+    for name in names:
+        try:
+            data[name] = load(name, **kwargs)
+        except DataNotFoundError as exc:
+            missing[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    if not data:
+        raise ValueError(f"none of {parameter} = {list(names)} is available here: "
+                         + "; ".join(f"{k}: {v}" for k, v in missing.items()))
+    return data, missing
