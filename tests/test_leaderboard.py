@@ -63,6 +63,7 @@ def test_assemble_leaderboard_from_split_runs(tmp_path):
     assert (tmp_path / "assembled" / "leaderboard_table_3_3_abs.pdf").is_file()
     summary = (tmp_path / "assembled" / "leaderboard_summary.md").read_text().splitlines()
     assert len(summary) == 2 + 2 and summary[2].startswith("| WDBC | 2 | `m1` 0.030 (0.049) | `m1` 0.500 (0.355) **loss**")
+    assert (tmp_path / "assembled" / "leaderboard_runs.md").read_text().count("| – | – | ? |") == 2  # two runs
 
 
 def test_summary_markdown_marks_losses_and_prints_small_numbers():
@@ -127,3 +128,24 @@ def test_assemble_of_a_folder_without_runs_is_an_error_naming_it(tmp_path, capsy
 
     assert main(["tables", str(tmp_path / "nowhere")]) == 2
     assert str(tmp_path / "nowhere") in capsys.readouterr().err
+
+
+def test_run_times_table_reads_the_run_folders(tmp_path):
+    """The README's run times come from ``run.json``: wall time, compute over all attempts and resumed repetitions
+    of a resumed run, the notebook fingerprint; a run that did not finish is listed by name below."""
+    from dpkit.outputs.assemble import run_times_markdown
+
+    runs = {"aaa": {"status": "ok", "parameters": {"DATASETS": ["CRM"]}, "wall_time_s": 3600.0,
+                    "notebook_sha256": "f1", "checkpoint": {"resumed_repetitions": 12, "repetitions": 30,
+                                                             "compute_s": 7260.0}},
+            "bbb": {"status": "ok", "parameters": {"DATASETS": ["WDBC"]}, "wall_time_s": 90.0, "notebook_sha256": "f2"},
+            "ccc": {"status": "failed", "parameters": {"DATASETS": ["CSN"]}, "error": "killed"}}
+    for key, info in runs.items():
+        (tmp_path / "45_leaderboard" / key).mkdir(parents=True)
+        (tmp_path / "45_leaderboard" / key / "run.json").write_text(json.dumps(info))
+        (tmp_path / "45_leaderboard" / key / "metrics.json").write_text("{}")
+    text = run_times_markdown(str(tmp_path), notebook="45_leaderboard").splitlines()
+    assert text[2] == "| CRM | 60 min (3,600 s) | 121 min (7,260 s) | 12 | f1 |"
+    assert text[3] == "| WDBC | 2 min (90 s) | – | – | f2 |"
+    assert text[-2] == "Not finished:" and text[-1].startswith(f"- {tmp_path / '45_leaderboard' / 'ccc'}: run failed")
+    assert run_times_markdown(str(tmp_path / "none"), notebook="45_leaderboard").startswith("no finished 45_leaderboard")

@@ -24,7 +24,7 @@ TABLES_CAPTION = ("Mean worst {kind} error over the repetitions (error bars: ± 
                   "(K = σ²), ε = 1, δ = 10⁻³, 10⁴ queries per repetition; solid: correct constants, dotted: printed "
                   "constants, dashed with crosses (I) and dash-dotted with pluses (II): the thesis's Tables 3.2/3.3.")
 
-__all__ = ["rows_from_runs", "assemble_tables", "assemble_leaderboard", "main"]
+__all__ = ["rows_from_runs", "run_times_markdown", "assemble_tables", "assemble_leaderboard", "main"]
 
 
 def _table_key(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -91,6 +91,35 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "ta
             rows.append(r)
     return rows
 
+def _minutes(seconds: Any) -> str:
+    return "–" if seconds is None else f"{float(seconds) / 60:.0f} min ({float(seconds):,.0f} s)"
+
+
+def run_times_markdown(output: str, *, notebook: str) -> str:
+    """A Markdown table of the finished runs of ``notebook``: their data sets, wall time and fingerprints.
+
+    Columns: the run's ``DATASETS``, its wall time (the attempt that finished), its compute time over all
+    attempts and the repetitions it resumed (``run.json`` ``checkpoint``, for a run that kept repetitions),
+    and the notebook fingerprint it ran with; then one line per run that did not finish. Read from the run
+    folders, so the README's run times are not copied by hand.
+    """
+    lines = ["| data sets | wall time | compute over all attempts | resumed repetitions | notebook |",
+             "|---|---|---|---|---|"]
+    finished = 0
+    for rj in _run_files(output, notebook):
+        info, bad = _read(rj)
+        if bad is not None or not isinstance(info, dict) or info.get("status") != "ok":
+            continue
+        finished += 1
+        params, ckpt = info.get("parameters") or {}, info.get("checkpoint") or {}
+        lines.append(f"| {', '.join(params.get('DATASETS') or ['?'])} | {_minutes(info.get('wall_time_s'))} | "
+                     f"{_minutes(ckpt.get('compute_s')) if ckpt else '–'} | "
+                     f"{ckpt.get('resumed_repetitions', 0) if ckpt else '–'} | {info.get('notebook_sha256', '?')} |")
+    text = "\n".join(lines) if finished else f"no finished {notebook} run under {output}"
+    bad_runs = failed_runs(output, notebook)
+    return text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")
+
+
 LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
                        "{privacy} method per data set and σ, its name at each point, against the thesis's Table {table} "
                        "(dashed, crosses); {protocol}.")
@@ -134,6 +163,7 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
     worst = df.groupby(["dataset", "mechanism", "constants"])["time_max_s"].max().reset_index()
     export_table(worst, "worst_times", dest, caption=f"Worst time (seconds) of one release over every σ and repetition, "
                                                      f"per data set, mechanism and constants; {protocol}.")
+    (dest / "tables_runs.md").write_text(run_times_markdown(output, notebook="20_tables") + "\n")
     return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows})}
 
 
@@ -154,6 +184,7 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
     head = headline(board)
     (dest / "leaderboard_headline.md").write_text(head.text() + "\n\n" + lost_cells_text(board, rows) + "\n")
     (dest / "leaderboard_summary.md").write_text(summary_markdown(board) + "\n")
+    (dest / "leaderboard_runs.md").write_text(run_times_markdown(output, notebook="45_leaderboard") + "\n")
     for privacy, tag in (("ε-DP", "3_2"), ("(ε,δ)-DP", "3_3")):
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)
