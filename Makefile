@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim status false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -91,6 +91,10 @@ tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembl
 LEADERBOARD_TIMEOUT ?= 28800
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
+	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
+
+leaderboard-aim: $(STAMP) ## AIM on the full-size leaderboard (suite "slow": well over 10 h on 2 cores), into the leaderboard's folder, assembled
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
 
 status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running, kept repetitions

@@ -132,6 +132,13 @@ def test_glob_notebooks_and_shipped_manifests(tmp_path):
     board = batch.expand_manifest(batch.load_manifest(root / "manifests" / "leaderboard.yaml"))
     assert sorted(tuple(s.parameters["DATASETS"]) for s in board) == [("CRM",), ("CSN",), ("CTG",), ("PKS",), ("WDBC",)]
     assert all(s.parameters["SIGMAS"] == [2.0, 4.0, 6.0, 8.0, 10.0] and s.parameters["REPS"] == 30 for s in board)
+    # AIM (suite "slow") apart, into the same output folder: its run keys differ from the board's, so no cell twice
+    aim = batch.expand_manifest(batch.load_manifest(root / "manifests" / "leaderboard_aim.yaml"))
+    assert sorted(tuple(s.parameters["DATASETS"]) for s in aim) == [("CRM",), ("CSN",), ("CTG",), ("PKS",), ("WDBC",)]
+    assert all(s.parameters["METHODS"] == ["aim"] and s.parameters["REPS"] == 30 for s in aim)
+    assert not {s.key for s in aim} & {s.key for s in board}
+    assert batch.load_manifest(root / "manifests" / "leaderboard_aim.yaml")["output"] == \
+        batch.load_manifest(root / "manifests" / "leaderboard.yaml")["output"]
 
 
 def test_reproduce_exports_the_paper_figures():

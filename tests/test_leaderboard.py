@@ -139,6 +139,7 @@ def test_run_times_table_reads_the_run_folders(tmp_path):
                     "notebook_sha256": "f1", "checkpoint": {"resumed_repetitions": 12, "repetitions": 30,
                                                              "compute_s": 7260.0}},
             "bbb": {"status": "ok", "parameters": {"DATASETS": ["WDBC"]}, "wall_time_s": 90.0, "notebook_sha256": "f2"},
+            "abc": {"status": "ok", "parameters": {"DATASETS": ["CSN"], "METHODS": ["aim"]}, "wall_time_s": 60.0},
             "ccc": {"status": "failed", "parameters": {"DATASETS": ["CSN"]}, "error": "killed"}}
     for key, info in runs.items():
         (tmp_path / "45_leaderboard" / key).mkdir(parents=True)
@@ -146,6 +147,7 @@ def test_run_times_table_reads_the_run_folders(tmp_path):
         (tmp_path / "45_leaderboard" / key / "metrics.json").write_text("{}")
     text = run_times_markdown(str(tmp_path), notebook="45_leaderboard").splitlines()
     assert text[2] == "| CRM | 60 min (3,600 s) | 121 min (7,260 s) | 12 | f1 |"
-    assert text[3] == "| WDBC | 2 min (90 s) | – | – | f2 |"
+    assert text[3] == "| CSN (methods: aim) | 1 min (60 s) | – | – | ? |"
+    assert text[4] == "| WDBC | 2 min (90 s) | – | – | f2 |"
     assert text[-2] == "Not finished:" and text[-1].startswith(f"- {tmp_path / '45_leaderboard' / 'ccc'}: run failed")
     assert run_times_markdown(str(tmp_path / "none"), notebook="45_leaderboard").startswith("no finished 45_leaderboard")

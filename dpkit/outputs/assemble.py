@@ -98,10 +98,10 @@ def _minutes(seconds: Any) -> str:
 def run_times_markdown(output: str, *, notebook: str) -> str:
     """A Markdown table of the finished runs of ``notebook``: their data sets, wall time and fingerprints.
 
-    Columns: the run's ``DATASETS``, its wall time (the attempt that finished), its compute time over all
-    attempts and the repetitions it resumed (``run.json`` ``checkpoint``, for a run that kept repetitions),
-    and the notebook fingerprint it ran with; then one line per run that did not finish. Read from the run
-    folders, so the README's run times are not copied by hand.
+    Columns: the run's ``DATASETS`` (and its ``METHODS`` when it names them), its wall time (the attempt that
+    finished), its compute time over all attempts and the repetitions it resumed (``run.json`` ``checkpoint``, for a
+    run that kept repetitions), and the notebook fingerprint it ran with; then one line per run that did not finish.
+    Read from the run folders, so the README's run times are not copied by hand.
     """
     lines = ["| data sets | wall time | compute over all attempts | resumed repetitions | notebook |",
              "|---|---|---|---|---|"]
@@ -112,7 +112,8 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
             continue
         finished += 1
         params, ckpt = info.get("parameters") or {}, info.get("checkpoint") or {}
-        lines.append(f"| {', '.join(params.get('DATASETS') or ['?'])} | {_minutes(info.get('wall_time_s'))} | "
+        named = f" (methods: {', '.join(params['METHODS'])})" if params.get("METHODS") else ""
+        lines.append(f"| {', '.join(params.get('DATASETS') or ['?'])}{named} | {_minutes(info.get('wall_time_s'))} | "
                      f"{_minutes(ckpt.get('compute_s')) if ckpt else '–'} | "
                      f"{ckpt.get('resumed_repetitions', 0) if ckpt else '–'} | {info.get('notebook_sha256', '?')} |")
     text = "\n".join(lines) if finished else f"no finished {notebook} run under {output}"
