@@ -139,6 +139,11 @@ def test_glob_notebooks_and_shipped_manifests(tmp_path):
     assert not {s.key for s in aim} & {s.key for s in board}
     assert batch.load_manifest(root / "manifests" / "leaderboard_aim.yaml")["output"] == \
         batch.load_manifest(root / "manifests" / "leaderboard.yaml")["output"]
+    # one make target runs every method: the board, then AIM's runs, then the assembler over both
+    recipe = (root.parent / "Makefile").read_text().split("\nleaderboard:", 1)[1].split("\n\n", 1)[0]
+    steps = [line.strip() for line in recipe.splitlines()[1:]]
+    assert [("leaderboard.yaml" in x, "leaderboard_aim.yaml" in x, "assemble leaderboard" in x) for x in steps] == [
+        (True, False, False), (False, True, False), (False, False, True)]
 
 
 def test_reproduce_exports_the_paper_figures():
