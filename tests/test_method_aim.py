@@ -23,7 +23,15 @@ from dpkit.data import load  # noqa: E402
 from dpkit.evaluation.audit import audit  # noqa: E402
 from dpkit.mechanisms.exponential import Exponential  # noqa: E402
 from dpkit.methods import aim as aim_module  # noqa: E402
-from dpkit.methods._discrete import ZCDPLedger, _mbi, attr_names, cdp_rho, fit_model, model_marginals  # noqa: E402
+from dpkit.methods._discrete import (  # noqa: E402
+    ZCDPLedger,
+    _mbi,
+    attr_names,
+    cdp_rho,
+    fit_model,
+    model_marginals,
+    normalised_contraction,
+)
 from dpkit.methods.aim import AIM, candidates, initial_scales, jt_size_mb  # noqa: E402
 
 EPS, DELTA = 1.0, 1e-3
@@ -145,6 +153,42 @@ def test_model_marginals_match_mbi_variable_elimination(mock):
         # float32 model (mbi's default): both sides agree to a few float32 ulps of probabilities ≤ 1
         assert np.allclose(got, ref / ref.sum(), atol=1e-6), (q, got, ref)
     assert not np.allclose(mine[0], mine[0].T)  # the transposed query really is transposed
+
+
+def test_contraction_of_many_conflicting_factors_does_not_underflow():
+    """A chain x0 - ... - x60 of binary attributes whose factors (each with maximum 1) disagree: the pairwise
+    factors want neighbours equal, the one-way factors want x_i = i mod 2 (10^-20 for what they do not want;
+    x0's is slightly unbalanced). Every configuration breaks about 30 of them, so its product is below 10^-600:
+    contracting all factors at once underflows every cell to 0 (the CTG failure, 0/0 after normalising). The
+    rescaled pairwise contraction gives the exact marginal, checked against forward-backward in log space."""
+    k, tiny = 61, 1e-20
+    unary = [np.array([1.0, tiny]) if i % 2 == 0 else np.array([tiny, 1.0]) for i in range(k)]
+    unary[0] = np.array([1.0, 0.5 * tiny])
+    pair = np.array([[1.0, tiny], [tiny, 1.0]])
+    factors = [(u, [i]) for i, u in enumerate(unary)] + [(pair, [i, i + 1]) for i in range(k - 1)]
+    lu, lp = [np.log(u) for u in unary], np.log(pair)
+
+    def log_marginal(t: int) -> np.ndarray:  # log Σ_{x except x_t} Π f, by forward and backward messages
+        fwd = np.zeros(2)
+        for i in range(t):
+            fwd = np.logaddexp.reduce((fwd + lu[i])[:, None] + lp, axis=0)
+        bwd = np.zeros(2)
+        for i in range(k - 2, t - 1, -1):
+            bwd = np.logaddexp.reduce(lp + (lu[i + 1] + bwd)[None, :], axis=1)
+        return fwd + lu[t] + bwd
+
+    import opt_einsum
+
+    flat = [x for f, lab in factors for x in (f, lab)]
+    assert np.all(opt_einsum.contract(*flat, [30], optimize="greedy") == 0.0)  # the old way: all underflow
+    for t in (0, 30, 60):
+        got = normalised_contraction(factors, [t])
+        ref = np.exp(log_marginal(t) - np.logaddexp.reduce(log_marginal(t)))
+        assert np.all(np.isfinite(got)) and np.allclose(got / got.sum(), ref, rtol=1e-9, atol=0), (t, got, ref)
+    two = normalised_contraction(factors, [40, 3])  # the output order follows the request
+    assert two.shape == (2, 2) and np.all(np.isfinite(two)) and two.sum() > 0
+    back = normalised_contraction(factors, [3, 40])
+    assert np.allclose(two / two.sum(), (back / back.sum()).T)
 
 
 def test_jt_size_grows_with_a_cycle():

@@ -55,7 +55,7 @@ from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["cdp_delta", "cdp_rho", "grid_codes", "uniform_in_cells", "pair_counts", "project_simplex",
            "Measurement", "fit_model", "sample_model", "synthetic_database", "attr_names", "model_marginals",
-           "ZCDPLedger", "jax_cache_dir"]
+           "ZCDPLedger", "jax_cache_dir", "normalised_contraction"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
@@ -292,15 +292,13 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
     contracts the exponentiated potentials ``exp(θ_C − max θ_C)`` of all cliques with ``opt_einsum``
     (the sum-product the junction tree computes, without compiling a program per query) and normalises.
     """
-    import opt_einsum
-
     index = {a: i for i, a in enumerate(model.domain.attributes)}
     margs = [(tuple(index[a] for a in f.domain.attributes), np.asarray(f.values, dtype=float))
              for f in model.marginals.tables.values()]
     pots = []
     for f in model.potentials.tables.values():
         v = np.asarray(f.values, dtype=float)
-        pots += [np.exp(v - v.max()), [index[a] for a in f.domain.attributes]]
+        pots.append((np.exp(v - v.max()), [index[a] for a in f.domain.attributes]))
     out = []
     for q in cliques:
         q = tuple(int(a) for a in q)
@@ -310,10 +308,37 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
             m = v.sum(axis=tuple(k for k, a in enumerate(cl) if a not in q))
             m = np.transpose(m, [sorted(set(q), key=cl.index).index(a) for a in q])
         else:
-            m = opt_einsum.contract(*pots, list(q), optimize="greedy")
+            m = normalised_contraction(pots, list(q))
         m = np.maximum(m, 0.0)
         out.append(m / m.sum())
     return out
+
+
+def normalised_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]], output: Sequence[int]) -> np.ndarray:
+    """``Σ_{other labels} Π_k F_k`` over the labels ``output``, up to a positive constant, without underflow.
+
+    The sum-product of non-negative factors (each ``(array, labels)``), contracted pairwise in
+    ``opt_einsum``'s greedy order; every intermediate is divided by its maximum. The result is the exact
+    contraction times a positive constant (the product of those maxima), which the caller's normalisation
+    removes. Contracting all factors at once instead multiplies tens of numbers ≤ 1 per cell: on CTG
+    (d = 27), after 23 AIM rounds, every cell of 357 of 406 candidate marginals underflowed to 0 and the
+    normalised marginal was 0/0.
+    """
+    import opt_einsum
+
+    ops = [(np.asarray(a, dtype=float), list(lab)) for a, lab in factors]
+    path, _ = opt_einsum.contract_path(*[x for op in ops for x in op], list(output), optimize="greedy")
+    for step in path:
+        taken = [ops[k] for k in step]
+        for k in sorted(step, reverse=True):
+            del ops[k]
+        keep = set(output).union(*[set(lab) for _a, lab in ops])
+        labels = list(dict.fromkeys(x for _a, lab in taken for x in lab if x in keep))
+        arr = opt_einsum.contract(*[x for op in taken for x in op], labels)
+        top = float(np.max(arr)) if arr.size else 0.0
+        ops.append((arr / top if top > 0 else arr, labels))
+    (arr, labels), = ops
+    return np.transpose(arr, [labels.index(x) for x in output])
 
 
 class ZCDPLedger:
