@@ -30,8 +30,9 @@
   once — in any process — is loaded instead of recompiled. The cache stores the compiled
   executable, so results are bit-identical with and without it (tests/test_method_mst.py).
 * **Model queries.** :func:`model_marginals` reads marginals of a fitted model exactly: from a model
-  clique that contains the query, else by contracting the exponentiated potentials
-  (``opt_einsum``, float64) — no per-query compilation, unlike ``mbi``'s variable elimination.
+  clique that contains the query, else by contracting the exponentiated potentials pairwise
+  (``opt_einsum``'s order, float64, every intermediate rescaled so that nothing underflows) — no
+  per-query compilation, unlike ``mbi``'s variable elimination.
 * **zCDP ledger.** :class:`ZCDPLedger` records ρ per step of a zCDP mechanism, refuses a step that
   would exceed the total ρ and reports whether the steps add up to it.
 
@@ -289,8 +290,9 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
     """Exact marginals (probabilities, float64, axes in the clique's order) of a fitted ``mbi`` model.
 
     A query inside a clique of the model is summed from that clique's marginal; any other query
-    contracts the exponentiated potentials ``exp(θ_C − max θ_C)`` of all cliques with ``opt_einsum``
-    (the sum-product the junction tree computes, without compiling a program per query) and normalises.
+    contracts the exponentiated potentials ``exp(θ_C − max θ_C)`` of all cliques pairwise, rescaling each
+    intermediate (:func:`normalised_contraction`: the sum-product the junction tree computes, without
+    compiling a program per query and without underflow), and normalises.
     """
     index = {a: i for i, a in enumerate(model.domain.attributes)}
     margs = [(tuple(index[a] for a in f.domain.attributes), np.asarray(f.values, dtype=float))

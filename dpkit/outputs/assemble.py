@@ -91,6 +91,7 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "ta
             rows.append(r)
     return rows
 
+
 def _minutes(seconds: Any) -> str:
     return "–" if seconds is None else f"{float(seconds) / 60:.0f} min ({float(seconds):,.0f} s)"
 
