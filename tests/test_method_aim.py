@@ -9,6 +9,7 @@ flagged (negative controls).
 from __future__ import annotations
 
 import math
+from itertools import combinations
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ from dpkit.methods._discrete import (  # noqa: E402
     model_marginals,
     normalised_contraction,
 )
-from dpkit.methods.aim import AIM, candidates, initial_scales, jt_size_mb  # noqa: E402
+from dpkit.methods.aim import AIM, JunctionTreeSizes, candidates, initial_scales, jt_size_mb  # noqa: E402
 
 EPS, DELTA = 1.0, 1e-3
 SMALL = {"bins": 3, "rounds": 6, "iters": 100, "final_iters": 100, "m": 300}
@@ -69,6 +70,13 @@ def test_candidates_and_weights():
     assert cands[:4] == [(0,), (1,), (2,), (3,)] and len(cands) == 4 + 6
     # paper §4: w_r = Σ_{s∈W} |r ∩ s| — an attribute is in d − 1 pairs; a pair meets itself twice and 2(d − 2) others once
     assert np.all(w[:4] == 3) and np.all(w[4:] == 2 + 2 * 2)
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 9])
+def test_candidate_weights_are_the_papers_sum(d):
+    cands, w = candidates(d)
+    work = list(combinations(range(d), 2))
+    assert np.array_equal(w, [sum(len(set(r) & set(s)) for s in work) for r in cands])
 
 
 def test_initial_scales_split_a_round_as_the_paper():
@@ -155,6 +163,20 @@ def test_model_marginals_match_mbi_variable_elimination(mock):
     assert not np.allclose(mine[0], mine[0].T)  # the transposed query really is transposed
 
 
+def test_marginals_across_components_are_products_and_match_mbi():
+    # two components, {0, 1, 2} (a chain, so (0, 2) needs the contraction) and {3, 4}: a query over both is the
+    # outer product of its parts; every axis order must follow the query
+    g = np.random.default_rng(3)
+    meas = ([((i,), g.uniform(50, 150, 3), 5.0) for i in range(5)]
+            + [((a, b), g.uniform(10, 50, 9), 5.0) for a, b in [(0, 1), (1, 2), (3, 4)]])
+    model = fit_model(meas, d=5, bins=3, n=300, iters=200)
+    names = attr_names(5)
+    queries = [(0, 3), (3, 0), (2, 4), (0, 2), (4, 1, 0), (2, 3, 0), (3, 4)]
+    for q, got in zip(queries, model_marginals(model, queries)):
+        ref = np.asarray(model.project(tuple(names[i] for i in q)).datavector(flatten=False), dtype=float)
+        assert got.shape == (3,) * len(q) and np.allclose(got, ref / ref.sum(), atol=1e-6), (q, got, ref)
+
+
 def test_contraction_of_many_conflicting_factors_does_not_underflow():
     """A chain x0 - ... - x60 of binary attributes whose factors (each with maximum 1) disagree: the pairwise
     factors want neighbours equal, the one-way factors want x_i = i mod 2 (10^-20 for what they do not want;
@@ -196,6 +218,28 @@ def test_jt_size_grows_with_a_cycle():
     tree = [(0,), (1,), (2,), (0, 1), (1, 2)]
     assert jt_size_mb(tree, 3, 10) == pytest.approx(2 * 100 * 8 / 2 ** 20)
     assert jt_size_mb(tree + [(0, 2)], 3, 10) == pytest.approx(1000 * 8 / 2 ** 20)
+
+
+def test_junction_tree_sizes_are_mbis_for_every_candidate():
+    """The component-wise sizes of the selection loop equal mbi's junction tree, candidate by candidate: random
+    graphs (forests, single cycles, dense ones; a whole-graph tree, which mbi orders differently) and bins."""
+    _mbi()
+    g = np.random.default_rng(0)
+    graphs = [(5, [(0, 1), (1, 2), (2, 3), (3, 4)]), (5, [(0, 1), (1, 2), (2, 0), (3, 4)])]
+    for _ in range(25):
+        d = int(g.integers(3, 11))
+        pairs = list(combinations(range(d), 2))
+        graphs.append((d, [pairs[k] for k in g.choice(len(pairs), size=int(g.integers(0, min(2 * d, len(pairs)))), replace=False)]))
+    checked = 0
+    for t, (d, edges) in enumerate(graphs):
+        bins = 2 + t % 4
+        cliques = [(i,) for i in range(d)] + [tuple(e) for e in edges]
+        sizes = JunctionTreeSizes(d, bins)
+        sizes.update(cliques)
+        for r in [(0,)] + list(combinations(range(d), 2)):
+            assert sizes.with_candidate(r) == jt_size_mb(cliques + [r], d, bins), (d, edges, r)
+            checked += 1
+    assert checked > 500
 
 
 # ----------------------------------------------------------------------------- audits
