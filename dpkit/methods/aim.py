@@ -45,7 +45,12 @@ whose privacy is not pure. A Laplace version would be a different mechanism with
 
 Cost: ``mbi`` compiles (XLA) its estimator for every new set of measured cliques, i.e. once per round
 (seconds each, more for wide data); the persistent compilation cache of
-:mod:`dpkit.methods._discrete` makes a repeated run with the same seed cheap, not a new one.
+:mod:`dpkit.methods._discrete` makes a repeated run with the same seed cheap, not a new one. The
+selection step itself is exact and cheap also for wide data: the candidates' junction-tree sizes come
+component by component (:class:`JunctionTreeSizes`, the numbers of ``mbi``'s junction tree) and the
+model's marginals from each component's own factors (:func:`~dpkit.methods._discrete.model_marginals`).
+On CRM (d = 101, 5,151 candidates) building ``mbi``'s junction tree per candidate took about 6 min
+per round and contracting all factors per candidate about 30 s; a whole release now takes minutes.
 """
 from __future__ import annotations
 
