@@ -135,3 +135,32 @@ def test_other_dpkit_sources_do_not_continue_a_checkpoint(X, tmp_path, monkeypat
     monkeypatch.setattr(checkpoint, "library_fingerprint", lambda: "0" * 16)
     with pytest.raises(CheckpointMismatchError, match="dpkit_sha256"):
         ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+
+
+def test_fingerprint_ignores_docstrings_and_comments_not_code(tmp_path):
+    """A docstring, comment or layout edit keeps kept repetitions valid; any change to code does not."""
+    from dpkit.core.paths import library_fingerprint
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    src = '"""Module doc."""\n\n\ndef f(x):\n    """Doc."""\n    return 2 * x  # twice\n\n\nclass C:\n    """Doc."""\n'
+    (pkg / "m.py").write_text(src)
+    (pkg / "sub" / "n.py").write_text("Y = 1\n")
+    base = library_fingerprint(pkg)
+
+    def variant(text, name="m.py"):
+        (pkg / name).write_text(text)
+        got = library_fingerprint(pkg)
+        (pkg / name).write_text(src)
+        return got
+
+    edited = src.replace("Module doc.", "Module doc, longer.").replace('"""Doc."""', '"""Other\n    doc."""')
+    assert variant(edited) == base
+    assert variant(src.replace("  # twice", "") + "\n# a comment\n") == base
+    assert variant(src.replace("return 2 * x", "return (2 *\n            x)")) == base
+    assert variant(src.replace('class C:\n    """Doc."""\n', "class C:\n    pass\n")) == base
+    for code in (src.replace("2 * x", "3 * x"), src.replace("2 * x", "x * 2"), src + "import os\n",
+                 src.replace("def f(x)", "def f(y)").replace("2 * x", "2 * y"), src.replace('"""Doc."""', "x = 1", 1)):
+        assert variant(code) != base, code
+    (pkg / "m.py").rename(pkg / "m2.py")
+    assert library_fingerprint(pkg) != base

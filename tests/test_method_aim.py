@@ -229,7 +229,8 @@ def test_junction_tree_sizes_are_mbis_for_every_candidate():
     for _ in range(25):
         d = int(g.integers(3, 11))
         pairs = list(combinations(range(d), 2))
-        graphs.append((d, [pairs[k] for k in g.choice(len(pairs), size=int(g.integers(0, min(2 * d, len(pairs)))), replace=False)]))
+        size = int(g.integers(0, min(2 * d, len(pairs))))
+        graphs.append((d, [pairs[k] for k in g.choice(len(pairs), size=size, replace=False)]))
     checked = 0
     for t, (d, edges) in enumerate(graphs):
         bins = 2 + t % 4

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 __all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir", "write_atomic", "library_fingerprint",
            "repetition_file", "repetition_files"]
@@ -77,19 +78,50 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
 
 
 def library_fingerprint(root: str | os.PathLike | None = None) -> str:
-    """A hash of this dpkit's Python sources (relative paths and bytes), 16 hex digits.
+    """A hash of this dpkit's Python code (relative paths and syntax trees), 16 hex digits.
 
-    Any change to the library, even a docstring, gives another fingerprint: kept repetitions are only
-    reused by the code that computed them (:mod:`dpkit.experiments.checkpoint`, :mod:`dpkit.batch.execute`).
-    ``root``: another package folder (default: the one this module belongs to).
+    Each module enters as its abstract syntax tree without docstrings (``ast.dump``, no line numbers), so
+    comments, docstrings, blank lines and line breaks do not change the fingerprint, while any change to
+    code does (a constant, a name, an operator, an import). Kept repetitions are only reused by code
+    that computes what they were computed with (:mod:`dpkit.experiments.checkpoint`,
+    :mod:`dpkit.batch.execute`); a docstring edit used to make hours of kept repetitions stale. A file
+    that does not parse enters with its bytes. ``root``: another package folder (default: the one this
+    module belongs to).
     """
+    import ast
     import hashlib
 
     base = Path(root) if root is not None else _HERE.parents[1]
     h = hashlib.sha256()
     for f in sorted(base.rglob("*.py")):
-        h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+        raw = f.read_bytes()
+        key = hashlib.sha256(raw).digest()
+        body = _CODE_DIGESTS.get(key)
+        if body is None:
+            try:
+                body = hashlib.sha256(_code_only(ast.parse(raw)).encode()).digest()
+            except (SyntaxError, ValueError):
+                body = hashlib.sha256(raw).digest()
+            _CODE_DIGESTS[key] = body
+        h.update(f.relative_to(base).as_posix().encode() + b"\0" + body + b"\0")
     return h.hexdigest()[:16]
+
+
+#: Per-process memo of :func:`library_fingerprint`'s per-file code digests, keyed by the file's bytes' sha256.
+_CODE_DIGESTS: dict[bytes, bytes] = {}
+
+
+def _code_only(tree: Any) -> str:
+    """``ast.dump`` of ``tree`` with every module, class and function docstring removed."""
+    import ast
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
 #: File name pattern of one kept repetition (:class:`dpkit.experiments.checkpoint.RepetitionCheckpoint`).
