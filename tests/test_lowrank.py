@@ -279,3 +279,17 @@ def test_csn_realistic():
     ref = answer_reference(wl.subset(slice(0, 20)), X)
     assert res.max_bound <= 1e-6 and res.rank < 2_000
     assert np.all(np.abs(res.answers[:20] - ref) <= res.bounds[:20] + REF_ERR)
+
+
+def test_auto_takes_the_same_path_cold_and_warm():
+    """auto's choice depends on the data's size and the workload, never on what happens to be cached: the same call
+    gives the same bits whether or not another call (here a forced low-rank one) left an embedding in the cache."""
+    clear_cache()
+    X = _data(900, 3, seed=11)
+    wl = GaussianKernelWorkload.generate(40, 3, sigma=3.0, rng=12)
+    cold = exact_answers(wl, X, options=SMALL)
+    forced = exact_answers(wl, X, method="lowrank", options=SMALL)  # caches the embedding of (X, σ, SMALL)
+    warm = exact_answers(wl, X, options=SMALL)
+    assert forced.method == "lowrank" and cold.method == warm.method == "exact"
+    assert cold.answers.tobytes() == warm.answers.tobytes() and cold.bounds.tobytes() == warm.bounds.tobytes()
+    clear_cache()

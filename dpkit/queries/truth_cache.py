@@ -89,7 +89,10 @@ def exact_truth(workload: GaussianKernelWorkload, X: np.ndarray, *, method: str 
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
-    dkey = disk_cache.entry_key("truth", {"data": key[0], "workload": key[1], "method": method, "tol": float(tol).hex()})
+    fields = {"data": key[0], "workload": key[1], "method": method, "tol": float(tol).hex()}
+    if method == "auto":  # entries from before auto's choice stopped depending on the embedding cache are not reused
+        fields["auto"] = "sizes-only"
+    dkey = disk_cache.entry_key("truth", fields)
     entry = disk_cache.load("truth", dkey)
     if entry is not None and entry[0]["answers"].shape == (workload.n_queries,):
         arrays, meta = entry
