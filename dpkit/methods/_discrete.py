@@ -30,9 +30,10 @@
   once — in any process — is loaded instead of recompiled. The cache stores the compiled
   executable, so results are bit-identical with and without it (tests/test_method_mst.py).
 * **Model queries.** :func:`model_marginals` reads marginals of a fitted model exactly: from a model
-  clique that contains the query, else by contracting the exponentiated potentials pairwise
-  (``opt_einsum``'s order, float64, every intermediate rescaled so that nothing underflows) — no
-  per-query compilation, unlike ``mbi``'s variable elimination.
+  clique that contains the query; across connected components of the model's cliques as the product
+  of the parts (they are independent); else by contracting the exponentiated potentials of the
+  query's component pairwise (``opt_einsum``'s order, float64, every intermediate rescaled so that
+  nothing underflows) — no per-query compilation, unlike ``mbi``'s variable elimination.
 * **zCDP ledger.** :class:`ZCDPLedger` records ρ per step of a zCDP mechanism, refuses a step that
   would exceed the total ρ and reports whether the steps add up to it.
 
