@@ -13,7 +13,7 @@ from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import BudgetExceededError
 from dpkit.evaluation.audit import audit
 from dpkit.mechanisms.trig.basis import basis_indices, basis_moments
-from dpkit.methods._fit import ChebyshevStatistic, FourierStatistic
+from dpkit.methods._fit import ChebyshevStatistic, FourierStatistic, _separate_residual_and_grad
 from dpkit.methods.rap import RelaxedProjection
 from dpkit.methods.registry import get, names
 
@@ -115,6 +115,20 @@ def test_vjp_is_the_gradient(stat):
         E[i, j] = h
         num[i, j] = ((stat.values(Y + E) - stat.values(Y - E)) * G).sum() / (2 * h)
     np.testing.assert_allclose(stat.vjp(Y, G), num, atol=1e-7)
+
+
+@pytest.mark.parametrize("stat", [ChebyshevStatistic(basis_indices(4, 3, 30)),
+                                  FourierStatistic(np.random.default_rng(1).normal(size=(40, 3)))])
+def test_residual_and_grad_equals_values_then_vjp_to_the_bit(stat):
+    # The fused step (Fourier: YΩᵀ, cos and sin once) must be the separate values + vjp computation,
+    # bit for bit, so fused and former fits are the same releases.
+    g = np.random.default_rng(3)
+    Y = g.uniform(-1, 1, (300, 3))
+    b = g.normal(size=stat.values(Y).shape[1]) * 300
+    e, grad = stat.residual_and_grad(Y, b)
+    e0, grad0 = _separate_residual_and_grad(stat, Y, b)
+    assert np.array_equal(e, e0) and np.array_equal(grad, grad0)
+    np.testing.assert_allclose(grad, stat.vjp(Y, np.tile(2 * (stat.values(Y).sum(axis=0) - b), (300, 1))), rtol=1e-12)
 
 
 # --- audit on the worst-case neighbours: R = 3 (1, x1, x2), the changed row moves between opposite

@@ -13,7 +13,10 @@ drawn from ``rng``). The fit only reads â, so it is post-processing of the DP r
 no budget and needs no sensitivity of its own.
 
 Gradient: with e = (1/m) Σ_i S(y_i) − â, ∂L/∂y_i = (2/m) J_S(y_i)ᵀ e, computed by each
-statistic's vector-Jacobian product :meth:`PointStatistic.vjp`. The optimiser sees the
+statistic's vector-Jacobian product :meth:`PointStatistic.vjp`; one optimiser step asks the
+statistic for the residual and the gradient together (:meth:`PointStatistic.residual_and_grad`),
+so a statistic can share its intermediates between the two (the Fourier features compute YΩᵀ,
+cos and sin once, not twice). The optimiser sees the
 equivalent objective m²·L(Y) = ‖Σ_i S(y_i) − m â‖²: L-BFGS-B's stopping and first-step rules are
 not scale-free, and with L itself (gradients O(1/m) per point) it stalled far from the optimum
 (CSN, d = 8, m = 1000, 200 iterations: L = 6.4 versus 1.5·10⁻⁴ for m²·L).
@@ -37,6 +40,16 @@ class PointStatistic(Protocol):
     def values(self, Y: np.ndarray) -> np.ndarray: ...
 
     def vjp(self, Y: np.ndarray, G: np.ndarray) -> np.ndarray: ...
+
+    def residual_and_grad(self, Y: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """e = Σ_i S(y_i) − b (K,) and the gradient of ‖e‖² in Y, ``vjp(Y, 2e broadcast to (m, K))``."""
+        ...
+
+
+def _separate_residual_and_grad(stat: PointStatistic, Y: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`PointStatistic.residual_and_grad` by one ``values`` and one ``vjp`` call (no shared work)."""
+    e = stat.values(Y).sum(axis=0) - b
+    return e, stat.vjp(Y, np.broadcast_to(2.0 * e, (Y.shape[0], e.shape[0])))
 
 
 class ChebyshevStatistic:
@@ -83,6 +96,10 @@ class ChebyshevStatistic:
             np.add.at(out, self.coord[:, j], contrib)
         return out.T
 
+    def residual_and_grad(self, Y: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`PointStatistic.residual_and_grad` (values by :func:`evaluate_basis`, then :meth:`vjp`)."""
+        return _separate_residual_and_grad(self, Y, b)
+
 
 class FourierStatistic:
     """Normalised random Fourier features φ(y) = (cos(Ωy), sin(Ωy)) / √D of the Gaussian kernel.
@@ -128,6 +145,20 @@ class FourierStatistic:
         D = self.omega.shape[0]
         return ((G[:, D:] * np.cos(Z) - G[:, :D] * np.sin(Z)) * self.scale) @ self.omega
 
+    def residual_and_grad(self, Y: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`PointStatistic.residual_and_grad` with Z = YΩᵀ, cos Z and sin Z computed once.
+
+        The same array expressions as :meth:`values` and :meth:`vjp`, in the same order, so the result
+        equals :func:`_separate_residual_and_grad` to the bit (tested) at about 2/3 of its cost (one
+        m×d×D product and one cos/sin pair fewer).
+        """
+        Z = Y @ self.omega.T
+        C, S = np.cos(Z), np.sin(Z)
+        e = (np.concatenate([C, S], axis=1) * self.scale).sum(axis=0) - b
+        D = self.omega.shape[0]
+        G = np.broadcast_to(2.0 * e, (Y.shape[0], e.shape[0]))
+        return e, ((G[:, D:] * C - G[:, :D] * S) * self.scale) @ self.omega
+
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class FitResult:
@@ -152,10 +183,8 @@ def fit_points(stat: PointStatistic, target: np.ndarray, *, m: int, d: int, rng:
     a = np.asarray(target, dtype=float)
 
     def loss_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:  # m² L(Y) = ‖Σ_i S(y_i) − m â‖² and its gradient
-        Y = flat.reshape(m, d)
-        e = stat.values(Y).sum(axis=0) - m * a
-        G = np.broadcast_to(2.0 * e, (m, a.shape[0]))
-        return float(e @ e), stat.vjp(Y, G).ravel()
+        e, grad = stat.residual_and_grad(flat.reshape(m, d), m * a)
+        return float(e @ e), grad.ravel()
 
     y0 = rng.uniform(-1.0, 1.0, size=m * d)
     res = minimize(loss_grad, y0, jac=True, method="L-BFGS-B", bounds=Bounds(np.full(m * d, -1.0), np.full(m * d, 1.0)),
