@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from dpkit.core.validation import check_delta, check_epsilon, check_int_in_range, check_real_in_range
 from dpkit.queries.disk_cache import cache_dir
@@ -287,6 +289,17 @@ def sample_model(model: Any, m: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def components(n: int, groups: Sequence[Sequence[int]]) -> list[int]:
+    """The connected component of each of the vertices 0, …, n − 1 of the graph that joins the members of every
+    group (a clique), as labels 0, 1, … in order of each component's lowest vertex
+    (:func:`scipy.sparse.csgraph.connected_components`)."""
+    rows = [int(g[0]) for g in groups for _a in g[1:]]
+    cols = [int(a) for g in groups for a in g[1:]]
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    _k, labels = connected_components(graph, directed=False)
+    return [int(x) for x in labels]
+
+
 def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
     """Exact marginals (probabilities, float64, axes in the clique's order) of a fitted ``mbi`` model.
 
@@ -306,20 +319,10 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
     for f in model.potentials.tables.values():
         v = np.asarray(f.values, dtype=float)
         pots.append((np.exp(v - v.max()), [index[a] for a in f.domain.attributes]))
-    label = list(range(len(index)))  # connected components of the potentials' cliques (union-find)
-
-    def find(a: int) -> int:
-        while label[a] != a:
-            label[a] = label[label[a]]
-            a = label[a]
-        return a
-
-    for _v, lab in pots:
-        for a in lab[1:]:
-            label[find(a)] = find(lab[0])
+    comp = components(len(index), [lab for _v, lab in pots])
     members: dict[int, list[tuple[np.ndarray, list[int]]]] = {}
     for v, lab in pots:
-        members.setdefault(find(lab[0]), []).append((v, lab))
+        members.setdefault(comp[lab[0]], []).append((v, lab))
 
     def part(q: tuple[int, ...]) -> np.ndarray:
         home = next(((cl, v) for cl, v in margs if set(q) <= set(cl)), None)
@@ -328,7 +331,7 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
             m = v.sum(axis=tuple(k for k, a in enumerate(cl) if a not in q))
             m = np.transpose(m, [sorted(set(q), key=cl.index).index(a) for a in q])
         else:
-            m = normalised_contraction(members[find(q[0])], list(q))
+            m = normalised_contraction(members[comp[q[0]]], list(q))
         m = np.maximum(m, 0.0)
         return m / m.sum()
 
@@ -337,7 +340,7 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
         q = tuple(int(a) for a in q)
         groups: dict[int, list[int]] = {}
         for a in q:
-            groups.setdefault(find(a), []).append(a)
+            groups.setdefault(comp[a], []).append(a)
         if len(groups) == 1:
             out.append(part(q))
             continue

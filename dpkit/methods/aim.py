@@ -70,6 +70,7 @@ from dpkit.methods._discrete import (
     _mbi,
     attr_names,
     cdp_rho,
+    components,
     fit_model,
     grid_codes,
     model_marginals,
@@ -198,17 +199,7 @@ class JunctionTreeSizes:
         if any(len(c) > 2 for c in cliques):
             raise ValueError("JunctionTreeSizes takes cliques of one or two attributes")
         self.edges = {tuple(sorted(c)) for c in cliques if len(c) == 2}
-        label = list(range(self.d))  # connected components (union-find)
-
-        def find(a: int) -> int:
-            while label[a] != a:
-                label[a] = label[label[a]]
-                a = label[a]
-            return a
-
-        for a, b in self.edges:
-            label[find(a)] = find(b)
-        self._root = [find(a) for a in range(self.d)]
+        self._root = components(self.d, sorted(self.edges))
         comp: dict[int, set[tuple[int, int]]] = {}
         for e in self.edges:
             comp.setdefault(self._root[e[0]], set()).add(e)
