@@ -265,10 +265,8 @@ def exact_answers(
         n, M = P.shape[0], workload.n_queries * workload.J
         worth = n >= _MIN_ROWS_AUTO and n / 2 + opts.pool_data + opts.pool_cube <= M
         if method == "lowrank" or worth:  # auto: decided by sizes alone, never by what happens to be cached
-            emb = _cached(_key(P, workload.sigma, opts)) if cache else None
-            cached = emb is not None
-            if emb is None:
-                emb, _ = embedding_for(P, workload.sigma, options=opts, cache=cache, n_threads=n_threads)
+            emb, cached = embedding_for(P, workload.sigma, options=opts, cache=cache, n_threads=n_threads)
+            if not cached:
                 t_fit = time.perf_counter() - t0
     if method == "auto" and embedding is None and emb is not None and lowrank_cost(emb) >= emb.n_unique:
         emb = None
