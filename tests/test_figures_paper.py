@@ -131,3 +131,33 @@ def test_grayscale_check_rejects_colour_only_curves():
     closest = min(_ink_difference(keys[i], keys[j]) for i in range(len(keys)) for j in range(i + 1, len(keys)))
     assert closest <= 2 * control, (closest, control)
     plt.close(fig)
+
+
+def _board():
+    """Board rows: one method wins CSN at every σ (its name at each point overlapped), WDBC spans under a decade."""
+    rows = []
+    for ds, lo, hi in (("CSN", 5e-4, 1.2e-3), ("WDBC", 1.8e-2, 1.3e-1), ("CRM", 6e-4, 9e-2)):
+        for i, s in enumerate((2.0, 4.0, 6.0, 8.0, 10.0)):
+            v = lo * (hi / lo) ** (i / 4)
+            m = "kme-synthetic-eps" if ds == "CSN" else ("rap-eps", "mst-eps")[i % 2]
+            rows.append({"dataset": ds, "sigma": s, "privacy": "ε-DP", "method": m, "method_rel": m, "abs_mean": v,
+                         "abs_std": 0.1 * v, "rel_mean": 2 * v, "rel_std": 0.1 * v, "paper_abs": 2 * v,
+                         "paper_rel": 4 * v})
+    return rows
+
+
+def test_leaderboard_figure_letters_keyed_and_every_panel_labelled():
+    from dpkit.outputs.figures.leaderboard import plot_leaderboard
+
+    fig = plot_leaderboard(_board(), privacy="ε-DP", kind="abs")
+    fig.canvas.draw()
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    notes = [t.get_text() for ax in visible for t in ax.texts]
+    assert len(notes) == 15 and set(notes) == {"a", "b", "c"}  # a letter at each point, never a long name
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"kme-synthetic-eps", "mst-eps", "rap-eps"} <= set(labels)  # ... keyed in the legend
+    for ax in visible:  # at least two labelled y ticks inside the panel, none of them a minor tick
+        lo, hi = ax.get_ylim()
+        shown = [t for t in ax.yaxis.get_majorticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+        assert len(shown) >= 2, (ax.get_title(), [t.get_text() for t in shown])
+        assert not any(t.get_text() for t in ax.yaxis.get_minorticklabels())

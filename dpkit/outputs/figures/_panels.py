@@ -6,10 +6,11 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
 from dpkit.outputs.plotting import new_figure
 
-__all__ = ["dataset_panels", "sigma_axis", "finish_sigma_panels"]
+__all__ = ["dataset_panels", "sigma_axis", "log_ticks", "finish_sigma_panels"]
 
 
 def dataset_panels(datasets: Sequence[str]) -> tuple[Figure, np.ndarray]:
@@ -28,10 +29,29 @@ def sigma_axis(ax: Axes, sigmas: Sequence[float], title: str) -> None:
     ax.set_xlabel(r"$\sigma$ ($K = \sigma^2$)")
 
 
+def log_ticks(ax: Axes) -> None:
+    """Labelled ticks of a log error axis that neither crowd nor vanish.
+
+    At 1, 2 and 5 × 10^k when fewer than two powers of ten lie inside the axis (so such a panel still has two or
+    more labels), at powers of ten otherwise. Minor ticks stay unlabelled (matplotlib labels several of them,
+    2, 3, 4, 6 × 10^k, on a short axis, and they overlap).
+    """
+    lo, hi = ax.get_ylim()
+    if lo > 0 and hi > lo:
+        short = np.floor(np.log10(hi)) - np.ceil(np.log10(lo)) + 1 < 2  # fewer than two powers of ten inside
+        ax.yaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0) if short else (1.0,), numticks=12))
+        ax.yaxis.set_major_formatter(LogFormatterSciNotation(base=10.0, labelOnlyBase=False,
+                                                            minor_thresholds=(np.inf, np.inf)))  # label every major tick
+        ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def finish_sigma_panels(fig: Figure, axes: np.ndarray, n_used: int, *, kind: str, ncol: int) -> None:
-    """Hide unused panels, label the error axes, one legend (≥ 8 pt) below the panels."""
+    """Hide unused panels, label the error axes (:func:`log_ticks`), one legend (≥ 8 pt) below the panels."""
     for ax in axes.flat[n_used:]:
         ax.set_visible(False)
+    for ax in axes.flat[:n_used]:
+        if ax.get_yscale() == "log":
+            log_ticks(ax)
     for ax in axes[:, 0]:
         ax.set_ylabel(f"worst {'absolute' if kind == 'abs' else 'relative'} error")
     handles, labels = axes.flat[0].get_legend_handles_labels()
