@@ -123,8 +123,8 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
 
 
 LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
-                       "{privacy} method per data set and σ, its name at each point, against the thesis's Table {table} "
-                       "(dashed, crosses); {protocol}.")
+                       "{privacy} method per data set and σ, its letter at each point (keyed in the legend), against the "
+                       "thesis's Table {table} (dashed, crosses); {protocol}.")
 
 
 def _reps_text(rows: list[dict[str, Any]]) -> str:
