@@ -345,3 +345,51 @@ def test_negative_control_undersensitive_selection_is_flagged():
     d1[0] = [1.0, -1.0, 1.0]
     res = audit(stat, d0, d1, n_samples=N_SAMPLES, rng=0)
     assert res.flags(eps), res.to_dict()
+
+
+def _wide_range_model(spread: float, seed: int = 0):
+    """An mbi-style model (domain, log potentials) over 12 attributes of 3 bins: a chain with chords, each
+    potential uniform on ±``spread`` nats, and no marginal tables (every pair query is contracted)."""
+    from types import SimpleNamespace
+
+    from mbi import CliqueVector, Domain, Factor
+
+    g = np.random.default_rng(seed)
+    attrs = [f"a{i}" for i in range(12)]
+    dom = Domain(attrs, [3] * 12)
+    edges = [(i, i + 1) for i in range(11)] + [(0, 5), (3, 9), (2, 7), (6, 11)]
+    tables = {(attrs[i], attrs[j]): Factor(dom.project((attrs[i], attrs[j])), g.uniform(-spread, spread, (3, 3)))
+              for i, j in edges}
+    pv = CliqueVector(dom, list(tables), tables)
+    return SimpleNamespace(domain=dom, potentials=pv, marginals=SimpleNamespace(tables={})), pv, attrs
+
+
+@pytest.mark.parametrize("spread", [3.0, 400.0])
+def test_model_marginals_equal_mbis_variable_elimination_even_when_the_mass_barely_overlaps(spread):
+    """Pair marginals outside the model's cliques equal mbi's log-domain variable elimination, for mild potentials
+    and for potentials spanning hundreds of nats (as in AIM's late rounds on CRM), where the scaled contraction
+    alone is far off (negative control) and its loss bound says so."""
+    _mbi()
+    from mbi.marginal_oracles import variable_elimination
+
+    from dpkit.methods._discrete import _LOG_LOSS_LIMIT, _scaled_contraction, model_marginals
+
+    model, pv, attrs = _wide_range_model(spread)
+    queries = [(0, 11), (4, 8), (1, 10), (9, 2)]
+    got = model_marginals(model, queries)
+    pots = [(np.exp(np.asarray(f.values, float) - np.asarray(f.values, float).max()),
+             [attrs.index(a) for a in f.domain.attributes]) for f in pv.tables.values()]
+    worst_scaled = 0.0
+    for q, p in zip(queries, got):
+        ref = np.asarray(variable_elimination(pv, (attrs[q[0]], attrs[q[1]])).datavector(flatten=False), float)
+        assert np.all(np.isfinite(p)) and np.isclose(p.sum(), 1.0)
+        assert np.abs(p - ref).max() < 1e-4, (q, p, ref)  # mbi computes in float32
+        scaled, log_bound = _scaled_contraction(pots, list(q))
+        lin = scaled / scaled.sum() if scaled.sum() > 0 else np.full_like(scaled, np.nan)
+        worst_scaled = max(worst_scaled, float(np.nan_to_num(np.abs(lin - ref).max(), nan=1.0)))
+        if spread < 10:
+            assert log_bound <= _LOG_LOSS_LIMIT and np.array_equal(p, np.maximum(scaled, 0) / np.maximum(scaled, 0).sum())
+        else:
+            assert log_bound > _LOG_LOSS_LIMIT
+    if spread > 10:
+        assert worst_scaled > 0.01  # without the log domain these marginals would be wrong
