@@ -27,6 +27,7 @@ def _manifest(tmp_path: Path, grid: dict, parameters: dict | None = None) -> Pat
 def test_run_key_ignores_output_dir_and_depends_on_params():
     a = batch.run_key("x.ipynb", {"SEED": 1, "OUTPUT_DIR": "a"})
     assert a == batch.run_key("x.ipynb", {"SEED": 1, "OUTPUT_DIR": "b", "INTERACTIVE": False})
+    assert a == batch.run_key("x.ipynb", {"SEED": 1, "REP_WORKERS": 2})  # same records (tests/test_checkpoint.py)
     assert a != batch.run_key("x.ipynb", {"SEED": 2})
     assert a != batch.run_key("y.ipynb", {"SEED": 1})
 

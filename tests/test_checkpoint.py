@@ -164,3 +164,59 @@ def test_fingerprint_ignores_docstrings_and_comments_not_code(tmp_path):
         assert variant(code) != base, code
     (pkg / "m.py").rename(pkg / "m2.py")
     assert library_fingerprint(pkg) != base
+
+
+# ----------------------------------------------------------------------------- repetitions in worker processes
+class _FailsSometimes(SamplingFloor):
+    """A subsample that raises in about half the repetitions (decided by its own stream, so per repetition)."""
+
+    def release(self, X, *, rng=None, ledger=None, workload=None):
+        if rng.random() < 0.5:
+            raise RuntimeError("this repetition fails")
+        return super().release(X, rng=rng, ledger=ledger, workload=workload)
+
+
+def test_repetitions_in_worker_processes_give_the_same_records(X, tmp_path):
+    """workers=2 computes repetitions in two processes: the records equal those of one process, to the bit,
+    every repetition is kept, and a run resumed from a partial checkpoint in workers gives them too."""
+    whole = ex.run_cells(X, methods=_methods(), **KW)
+    seen = []
+    two = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, workers=2,
+                       on_repetition=lambda i, n: seen.append(i), **KW)
+    assert _numbers(two) == _numbers(whole)
+    assert seen == [0, 1, 2, 3]  # reported in repetition order, whatever order they finished in
+    keep = RepetitionCheckpoint(tmp_path, ex.checkpoint.run_identity(X, methods=_methods(), sigmas=SIGMAS, seed=3,
+                                                                      dataset="mock", n_queries=120, J=10))
+    assert keep.done() == [0, 1, 2, 3]
+    for p in (tmp_path / "rep-00001.pkl", tmp_path / "rep-00003.pkl"):
+        p.unlink()
+    resumed = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, workers=3, **KW)
+    assert _numbers(resumed) == _numbers(whole)
+    assert keep.done() == [0, 1, 2, 3]
+
+
+def test_a_failing_repetition_in_a_worker_is_raised_and_finished_work_kept(X, tmp_path):
+    methods = {"floor": SamplingFloor(size=15), "flaky": _FailsSometimes(size=15)}
+    reps = 8
+    fails = []  # which repetitions fail, one at a time in this process
+    for i in range(reps):
+        try:
+            ex.run_cells(X, methods=methods, **{**KW, "reps": i + 1}, checkpoint=tmp_path / "probe")
+        except RuntimeError:
+            fails.append(i)
+            (tmp_path / "probe" / f"rep-{i:05d}.pkl").unlink(missing_ok=True)
+            break
+    assert fails, "no repetition of the flaky method failed: the test could not fail"
+    with pytest.raises(RuntimeError, match="this repetition fails"):
+        ex.run_cells(X, methods=methods, checkpoint=tmp_path / "two", workers=2, **{**KW, "reps": reps})
+    keep = RepetitionCheckpoint(tmp_path / "two", ex.checkpoint.run_identity(
+        X, methods=methods, sigmas=SIGMAS, seed=3, dataset="mock", n_queries=120, J=10))
+    done = keep.done()
+    assert fails[0] not in done and set(range(fails[0])) <= set(done)  # everything before the failure was kept
+    ok = ex.run_cells(X, methods={"floor": SamplingFloor(size=15)}, **{**KW, "reps": 2}, workers=2)
+    assert len(ok) == 2 * len(SIGMAS)
+
+
+def test_workers_must_be_positive(X):
+    with pytest.raises(ValueError, match="workers"):
+        ex.run_cells(X, methods=_methods(), workers=0, **KW)

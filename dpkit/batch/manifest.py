@@ -124,12 +124,17 @@ class RunSpec:
         return Path(output) / self.notebook.stem / self.key
 
 
+#: Parameters that do not change a run's results, left out of :func:`run_key`.
+NOT_IN_KEY = ("OUTPUT_DIR", "CHECKPOINT_DIR", "INTERACTIVE", "REP_WORKERS")
+
+
 def run_key(notebook: str | os.PathLike, parameters: dict[str, Any]) -> str:
     """A stable 12-hex-digit hash of the notebook's name and its parameters.
 
-    ``OUTPUT_DIR``, ``CHECKPOINT_DIR`` and ``INTERACTIVE`` are not part of the key (they do not change results).
+    The parameters of :data:`NOT_IN_KEY` are not part of the key: they do not change results (``REP_WORKERS``,
+    how many repetitions a notebook computes at once, gives the same records to the bit; tests/test_checkpoint.py).
     """
-    clean = {k: v for k, v in sorted(parameters.items()) if k not in ("OUTPUT_DIR", "CHECKPOINT_DIR", "INTERACTIVE")}
+    clean = {k: v for k, v in sorted(parameters.items()) if k not in NOT_IN_KEY}
     blob = json.dumps({"notebook": Path(notebook).name, "parameters": clean}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

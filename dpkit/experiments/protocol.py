@@ -280,7 +280,7 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
 def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigmas: Sequence[float], reps: int,
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
               on_repetition: RepetitionCallback | None = None,
-              checkpoint: str | os.PathLike | None = None) -> list[RunRecord]:
+              checkpoint: str | os.PathLike | None = None, workers: int = 1) -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
     Every σ-dependent method gets exactly the records of ``run_cell(X, ..., sigma=σ,
@@ -315,6 +315,13 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         repetitions found there are loaded instead of computed, so a run interrupted after k repetitions
         resumes at k with the records of an uninterrupted run. A folder of a different computation raises
         :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError`.
+    workers : int
+        Repetitions computed at once, each in its own process (``spawn``; default 1: in this process).
+        Repetition ``i`` depends only on its own seeds, so the records are those of ``workers=1`` to the
+        bit, whatever the order in which repetitions finish (only ``time_s`` is measured anew). Each
+        finished repetition is kept in ``checkpoint`` as soon as it is done; ``on_repetition`` is called in
+        repetition order. If a repetition raises (or ``on_repetition`` does), no new one starts, those
+        already running finish and are kept, and the first exception is raised.
 
     Returns
     -------
@@ -339,21 +346,134 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
     keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
         X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J))
+    workers = check_positive_int(workers, name="workers")
+    job = _CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
+                    shared_reps=shared_reps, n_queries=n_queries, J=J)
     out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
-    for i in tqdm(range(reps), disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}"):
-        kept = None if keep is None else keep.load(i)
-        if kept is None:
-            t0 = time.perf_counter()
-            kept = _cells_repetition(X, i, named=named, shared=shared, configured=configured, sigmas=sigmas,
-                                     cell_seeds=[c[i] for c in cell_reps], shared_seed_i=shared_reps[i],
-                                     n_queries=n_queries, J=J)
-            if keep is not None:
-                keep.save(i, kept, seconds=time.perf_counter() - t0)
-        for r in kept:
+    bar = tqdm(total=reps, disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}")
+
+    def finished(i: int, records: list[RunRecord]) -> None:
+        for r in records:
             out[r.sigma].append(r)
+        bar.update(1)
         if hook is not None:
             hook(i, int(reps))
+
+    def computed(i: int, records: list[RunRecord], seconds: float) -> None:
+        if keep is not None:
+            keep.save(i, records, seconds=seconds)
+
+    try:
+        if workers == 1:
+            for i in range(reps):
+                kept = None if keep is None else keep.load(i)
+                if kept is None:
+                    kept, seconds = job.run(i)
+                    computed(i, kept, seconds)
+                finished(i, kept)
+        else:
+            _parallel_repetitions(job, reps, workers=workers, keep=keep, computed=computed, finished=finished)
+    finally:
+        bar.close()
     return [r for s in sigmas for r in out[s]]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _CellsJob:
+    """Everything a repetition of :func:`run_cells` needs (picklable, sent once to each worker process)."""
+
+    X: np.ndarray
+    named: Mapping[str, Method]
+    shared: set[str]
+    configured: Mapping[float, Mapping[str, Method]]
+    sigmas: Sequence[float]
+    cell_reps: Sequence[Sequence[np.random.SeedSequence]]
+    shared_reps: Sequence[np.random.SeedSequence]
+    n_queries: int
+    J: int
+
+    def run(self, i: int) -> tuple[list[RunRecord], float]:
+        """Repetition ``i``'s records and the wall time it took."""
+        t0 = time.perf_counter()
+        records = _cells_repetition(self.X, i, named=self.named, shared=self.shared, configured=self.configured,
+                                    sigmas=self.sigmas, cell_seeds=[c[i] for c in self.cell_reps],
+                                    shared_seed_i=self.shared_reps[i], n_queries=self.n_queries, J=self.J)
+        return records, time.perf_counter() - t0
+
+
+_WORKER_JOB: _CellsJob | None = None
+
+
+def _worker_start(job: _CellsJob) -> None:
+    global _WORKER_JOB
+    _WORKER_JOB = job
+
+
+def _worker_run(i: int) -> tuple[list[RunRecord], float]:
+    assert _WORKER_JOB is not None, "worker process not initialised"
+    return _WORKER_JOB.run(i)
+
+
+def _parallel_repetitions(job: _CellsJob, reps: int, *, workers: int, keep: RepetitionCheckpoint | None,
+                          computed: Callable[[int, list[RunRecord], float], None],
+                          finished: Callable[[int, list[RunRecord]], None]) -> None:
+    """:func:`run_cells`'s repetitions in ``workers`` processes (its ``workers`` parameter).
+
+    Kept repetitions are loaded here; the others are computed in a process pool (``spawn``, so nothing of
+    this process's state, e.g. JAX's, is inherited). Each result is kept as soon as it arrives, and the
+    repetitions are reported to ``finished`` in index order. On the first failure no new repetition
+    starts, the running ones finish and are kept, and the exception propagates.
+    """
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    ready: dict[int, list[RunRecord]] = {}
+    todo = []
+    for i in range(reps):
+        kept = None if keep is None else keep.load(i)
+        if kept is None:
+            todo.append(i)
+        else:
+            ready[i] = kept
+    nxt = 0
+
+    def report() -> None:
+        nonlocal nxt
+        while nxt in ready:
+            finished(nxt, ready.pop(nxt))
+            nxt += 1
+
+    report()
+    if not todo:
+        return
+    error: BaseException | None = None
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_worker_start, initargs=(job,)) as pool:
+        running: dict[Future[tuple[list[RunRecord], float]], int] = {pool.submit(_worker_run, i): i for i in todo}
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=running.__getitem__):
+                i = running.pop(fut)
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:
+                    error = error or exc
+                else:
+                    records, seconds = fut.result()
+                    computed(i, records, seconds)
+                    ready[i] = records
+            if error is None:
+                try:
+                    report()
+                except BaseException as exc:  # e.g. Cancelled from on_repetition: stop, keep what is running
+                    error = exc
+            if error is not None:
+                for fut in running:
+                    fut.cancel()
+    if error is not None:
+        raise error
+    report()
 
 
 def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], shared: set[str],
