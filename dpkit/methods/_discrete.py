@@ -374,6 +374,23 @@ def normalised_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]], 
     return _scaled_contraction(factors, output)[0]
 
 
+def _pairwise_steps(ops: list[tuple[np.ndarray, list[int]]], output: Sequence[int]) -> Any:
+    """Walk ``opt_einsum``'s greedy pairwise order over the factors ``ops`` (each ``(array, labels)``), in place.
+
+    Each step yields ``(taken, keep)``: the operands it combines (removed from ``ops``) and the labels still
+    needed afterwards (the output's and those of the remaining operands). The caller combines ``taken`` and
+    appends the result, labelled by its kept labels, to ``ops``; once the walk ends ``ops`` holds one factor.
+    """
+    import opt_einsum
+
+    path, _ = opt_einsum.contract_path(*[x for op in ops for x in op], list(output), optimize="greedy")
+    for step in path:
+        taken = [ops[k] for k in step]
+        for k in sorted(step, reverse=True):
+            del ops[k]
+        yield taken, set(output).union(*[set(lab) for _a, lab in ops])
+
+
 def _scaled_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]],
                         output: Sequence[int]) -> tuple[np.ndarray, float]:
     """:func:`normalised_contraction` and ``log B``, a bound on how much it may have lost to underflow.
@@ -387,21 +404,19 @@ def _scaled_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]],
     import opt_einsum
 
     ops = [(np.asarray(a, dtype=float), list(lab)) for a, lab in factors]
-    path, _ = opt_einsum.contract_path(*[x for op in ops for x in op], list(output), optimize="greedy")
-    log_bound = math.log(np.finfo(float).tiny) + math.log(len(path) + 1)
-    for step in path:
-        taken = [ops[k] for k in step]
-        for k in sorted(step, reverse=True):
-            del ops[k]
-        keep = set(output).union(*[set(lab) for _a, lab in ops])
+    step_terms = []
+    for taken, keep in _pairwise_steps(ops, output):
         labels = list(dict.fromkeys(x for _a, lab in taken for x in lab if x in keep))
         arr = opt_einsum.contract(*[x for op in taken for x in op], labels)
         top = float(np.max(arr)) if arr.size else 0.0
         sizes = {x: n for a, lab in taken for x, n in zip(lab, a.shape)}
         terms = math.prod(n for x, n in sizes.items() if x not in keep)
-        log_bound += math.log(2.0 * terms) - math.log(top) if top > 0 else math.inf
+        step_terms.append(math.log(2.0 * terms) - math.log(top) if top > 0 else math.inf)
         ops.append((arr / top if top > 0 else arr, labels))
     (arr, labels), = ops
+    log_bound = math.log(np.finfo(float).tiny) + math.log(len(step_terms) + 1)
+    for term in step_terms:
+        log_bound += term
     return np.transpose(arr, [labels.index(x) for x in output]), log_bound
 
 
@@ -414,16 +429,10 @@ def log_contraction(log_factors: Sequence[tuple[np.ndarray, Sequence[int]]], out
     underflows however little the factors' mass overlaps. It costs the union of every step's labels in
     memory (refused above 2·10⁷ cells) and is used where the scaled contraction's loss bound is too large.
     """
-    import opt_einsum
     from scipy.special import logsumexp
 
     ops = [(np.asarray(a, dtype=float), list(lab)) for a, lab in log_factors]
-    path, _ = opt_einsum.contract_path(*[x for op in ops for x in op], list(output), optimize="greedy")
-    for step in path:
-        taken = [ops[k] for k in step]
-        for k in sorted(step, reverse=True):
-            del ops[k]
-        keep = set(output).union(*[set(lab) for _a, lab in ops])
+    for taken, keep in _pairwise_steps(ops, output):
         union = list(dict.fromkeys(x for _a, lab in taken for x in lab))
         sizes = {x: n for a, lab in taken for x, n in zip(lab, a.shape)}
         cells = math.prod(sizes[x] for x in union)
