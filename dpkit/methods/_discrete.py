@@ -31,9 +31,10 @@
   executable, so results are bit-identical with and without it (tests/test_method_mst.py).
 * **Model queries.** :func:`model_marginals` reads marginals of a fitted model exactly: from a model
   clique that contains the query; across connected components of the model's cliques as the product
-  of the parts (they are independent); else by contracting the exponentiated potentials of the
-  query's component pairwise (``opt_einsum``'s order, float64, every intermediate rescaled so that
-  nothing underflows) — no per-query compilation, unlike ``mbi``'s variable elimination.
+  of the parts (they are independent); a pair inside one component from that component's calibrated
+  elimination tree (:class:`CalibratedTree`, log-domain sum-product, all pairs of a round in one pass);
+  a larger part by contracting the component's exponentiated potentials pairwise (rescaled, or in the
+  log domain where that could underflow) — no per-query compilation, unlike ``mbi``'s variable elimination.
 * **zCDP ledger.** :class:`ZCDPLedger` records ρ per step of a zCDP mechanism, refuses a step that
   would exceed the total ρ and reports whether the steps add up to it.
 
@@ -59,7 +60,7 @@ from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["cdp_delta", "cdp_rho", "grid_codes", "uniform_in_cells", "pair_counts", "project_simplex",
            "Measurement", "fit_model", "sample_model", "synthetic_database", "attr_names", "model_marginals",
-           "ZCDPLedger", "jax_cache_dir", "normalised_contraction", "log_contraction"]
+           "ZCDPLedger", "jax_cache_dir", "normalised_contraction", "log_contraction", "CalibratedTree"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
@@ -305,59 +306,221 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
 
     A query inside a clique of the model is summed from that clique's marginal. The model's distribution
     is ``∝ Π_C exp(θ_C)``, so attributes in different connected components of its cliques are
-    independent: a query spanning components is the outer product of its parts' marginals. A part
-    outside every clique contracts the exponentiated potentials ``exp(θ_C − max θ_C)`` of its own
-    component pairwise, rescaling each intermediate (:func:`normalised_contraction`: the sum-product
-    the junction tree computes, without compiling a program per query), and normalises. (The factors of
-    other components only scale that sum, and the normalisation removes them; leaving them out is what
-    makes AIM's rounds on CRM, d = 101, take seconds, not minutes.) Where that contraction's bound on its
-    underflow loss exceeds 10⁻¹² of its maximum (the factors' mass barely overlaps: potentials spanning
-    hundreds of nats, as in AIM's late rounds on CRM, where it was off by up to 0.38 in probability and
-    once all zero), the part is contracted exactly in the log domain instead (:func:`log_contraction`).
+    independent: a query spanning components is the outer product of its parts' marginals. A pair inside
+    one component but outside every clique is read from that component's calibrated elimination tree
+    (:class:`CalibratedTree`: exact, in the log domain, built once per component for all the pairs asked
+    for). (The factors of other components only scale a component's sum, and its normalisation removes
+    them; leaving them out is what makes AIM's rounds on CRM, d = 101, take seconds, not minutes.) A larger
+    part contracts the exponentiated potentials ``exp(θ_C − max θ_C)`` of its component pairwise, rescaling
+    each intermediate (:func:`normalised_contraction`), or, where that contraction's bound on its underflow
+    loss exceeds 10⁻¹² of its maximum (potentials spanning hundreds of nats, as in AIM's late rounds on CRM),
+    exactly in the log domain (:func:`log_contraction`).
     """
     index = {a: i for i, a in enumerate(model.domain.attributes)}
     margs = [(tuple(index[a] for a in f.domain.attributes), np.asarray(f.values, dtype=float))
              for f in model.marginals.tables.values()]
-    pots, logs = [], []
-    for f in model.potentials.tables.values():
-        v = np.asarray(f.values, dtype=float)
-        pots.append((np.exp(v - v.max()), [index[a] for a in f.domain.attributes]))
-        logs.append((v, pots[-1][1]))
-    comp = components(len(index), [lab for _v, lab in pots])
-    members: dict[int, list[tuple[np.ndarray, list[int]]]] = {}
+    logs = [(np.asarray(f.values, dtype=float), [index[a] for a in f.domain.attributes])
+            for f in model.potentials.tables.values()]
+    comp = components(len(index), [lab for _v, lab in logs])
     log_members: dict[int, list[tuple[np.ndarray, list[int]]]] = {}
-    for (v, lab), lv in zip(pots, logs):
-        members.setdefault(comp[lab[0]], []).append((v, lab))
-        log_members.setdefault(comp[lab[0]], []).append(lv)
+    for v, lab in logs:
+        log_members.setdefault(comp[lab[0]], []).append((v, lab))
+
+    def home(q: tuple[int, ...]) -> tuple[tuple[int, ...], np.ndarray] | None:
+        return next(((cl, v) for cl, v in margs if set(q) <= set(cl)), None)
+
+    def split(q: tuple[int, ...]) -> list[tuple[int, ...]]:
+        groups: dict[int, list[int]] = {}
+        for a in q:
+            groups.setdefault(comp[a], []).append(a)
+        return [tuple(g) for g in groups.values()]
+
+    queries = [tuple(int(a) for a in q) for q in cliques]
+    wanted: dict[int, set[tuple[int, int]]] = {}  # pairs outside the model's cliques, per component
+    for q in queries:
+        for g in split(q):
+            if len(g) == 2 and g[0] != g[1] and home(g) is None:
+                wanted.setdefault(comp[g[0]], set()).add((g[0], g[1]))
+    pairs: dict[tuple[int, int], np.ndarray] = {}
+    for c, need in wanted.items():
+        pairs.update(CalibratedTree(log_members[c]).pair_marginals(sorted(need)))
 
     def part(q: tuple[int, ...]) -> np.ndarray:
-        home = next(((cl, v) for cl, v in margs if set(q) <= set(cl)), None)
-        if home is not None:
-            cl, v = home
+        found = home(q)
+        if found is not None:
+            cl, v = found
             m = v.sum(axis=tuple(k for k, a in enumerate(cl) if a not in q))
             m = np.transpose(m, [sorted(set(q), key=cl.index).index(a) for a in q])
+        elif q in pairs:
+            m = pairs[q]
         else:
-            m, log_loss = _scaled_contraction(members[comp[q[0]]], list(q))
+            members = log_members[comp[q[0]]]
+            m, log_loss = _scaled_contraction([(np.exp(v - v.max()), lab) for v, lab in members], list(q))
             if not log_loss <= _LOG_LOSS_LIMIT:  # the mass barely overlaps: exact in the log domain instead
-                m = np.exp(log_contraction(log_members[comp[q[0]]], list(q)))
+                m = np.exp(log_contraction(members, list(q)))
         m = np.maximum(m, 0.0)
         return m / m.sum()
 
     out = []
-    for q in cliques:
-        q = tuple(int(a) for a in q)
-        groups: dict[int, list[int]] = {}
-        for a in q:
-            groups.setdefault(comp[a], []).append(a)
+    for q in queries:
+        groups = split(q)
         if len(groups) == 1:
             out.append(part(q))
             continue
-        order = [a for g in groups.values() for a in g]
+        order = [a for g in groups for a in g]
         m = np.ones(())
-        for g in groups.values():
-            m = np.multiply.outer(m, part(tuple(g)))
+        for g in groups:
+            m = np.multiply.outer(m, part(g))
         out.append(np.transpose(m, [order.index(a) for a in q]))
     return out
+
+
+def _einsum(*operands: tuple[np.ndarray, Sequence[int]], out: Sequence[int]) -> np.ndarray:
+    """``np.einsum`` of ``(array, labels)`` operands onto the labels ``out``, for any integer labels (numpy's
+    sublist form accepts only 52 distinct ones, so they are renumbered)."""
+    rename: dict[int, int] = {}
+    args: list[Any] = []
+    for arr, lab in operands:
+        args += [arr, [rename.setdefault(x, len(rename)) for x in lab]]
+    return np.einsum(*args, [rename[x] for x in out], optimize=False)
+
+
+def _expand(arr: np.ndarray, labels: Sequence[int], target: Sequence[int]) -> np.ndarray:
+    """``arr`` (axes ``labels``, a subset of ``target``) transposed and reshaped to broadcast against ``target``."""
+    labels = list(labels)
+    present = [x for x in target if x in labels]
+    arr = np.transpose(arr, [labels.index(x) for x in present])
+    shape = dict(zip(present, arr.shape))
+    return arr.reshape([shape.get(x, 1) for x in target])
+
+
+class CalibratedTree:
+    r"""Exact marginals of one connected model ``∝ exp(Σ_k θ_k)`` from a calibrated elimination tree.
+
+    Parameters
+    ----------
+    log_factors : sequence of (array, labels)
+        The potentials θ_k of one connected component (float64 logs; labels are attribute indices).
+
+    Notes
+    -----
+    The attributes are eliminated greedily, fewest neighbours first (lowest index on ties). Eliminating
+    v makes the cluster ``C_v = {v} ∪ N(v)`` (its neighbours at that moment) and joins them; the parent of
+    ``C_v`` is the cluster of the neighbour eliminated next, and ``C_v ∩ C_parent = C_v \ {v}`` (the
+    separator ``S_v``): a junction tree (Koller & Friedman 2009, Thm 10.4). Each potential goes to the
+    cluster of its first-eliminated attribute, which holds all of its attributes. Two passes of log-domain
+    sum-product (upward in elimination order, downward in reverse; K&F Alg 10.2, with the incoming message
+    subtracted as in HUGIN, all logs finite) give each cluster's log-belief, hence its marginal ``P(C_v)``
+    in float64, so nothing underflows however little the factors' mass overlaps.
+
+    A pair (a, b) outside every cluster (:meth:`pair_marginals`) is propagated from a's cluster through the
+    tree (K&F §10.3.3, "out-of-clique inference"): carrying ``P(a, C_u)`` to a neighbour C across their
+    separator S gives ``P(a, C) = Σ_{C_u \ (S ∪ {a})} P(a, C_u) · P(C) / P(S)``, exact because the tree's
+    joint is ``Π P(C) / Π P(S)``; one traversal per source a gives all its pairs.
+    """
+
+    def __init__(self, log_factors: Sequence[tuple[np.ndarray, Sequence[int]]]) -> None:
+        factors = [(np.asarray(a, dtype=float), [int(x) for x in lab]) for a, lab in log_factors]
+        sizes = {x: n for a, lab in factors for x, n in zip(lab, a.shape)}
+        adj: dict[int, set[int]] = {x: set() for x in sorted(sizes)}
+        for _a, lab in factors:
+            for x in lab:
+                adj[x].update(y for y in lab if y != x)
+        order: list[int] = []
+        clusters: dict[int, list[int]] = {}
+        while adj:
+            v = min(adj, key=lambda u: (len(adj[u]), u))
+            nb = adj.pop(v)
+            clusters[v] = [v] + sorted(nb)
+            for u in nb:
+                adj[u] |= nb - {u}
+                adj[u].discard(v)
+            order.append(v)
+        pos = {v: t for t, v in enumerate(order)}
+        self.sizes, self.order, self.clusters = sizes, order, clusters
+        self.parent = {v: min(clusters[v][1:], key=pos.__getitem__) if len(clusters[v]) > 1 else None for v in order}
+        self.children: dict[int, list[int]] = {v: [] for v in order}
+        for v in order:
+            if self.parent[v] is not None:
+                self.children[self.parent[v]].append(v)
+        psi = {v: np.zeros([sizes[x] for x in clusters[v]]) for v in order}
+        for a, lab in factors:
+            v = min(lab, key=pos.__getitem__)
+            psi[v] = psi[v] + _expand(a, lab, clusters[v])
+        self._calibrate(psi)
+
+    def _separator(self, v: int) -> list[int]:
+        return self.clusters[v][1:]
+
+    def _calibrate(self, psi: dict[int, np.ndarray]) -> None:
+        from scipy.special import logsumexp
+
+        up: dict[int, np.ndarray] = {}
+        down: dict[int, np.ndarray] = {}
+        for v in self.order:  # upward: children are eliminated before their parent
+            total = psi[v]
+            for c in self.children[v]:
+                total = total + _expand(up[c], self._separator(c), self.clusters[v])
+            if self.parent[v] is not None:
+                up[v] = logsumexp(total, axis=0)  # sum out v (the cluster's first label): over S_v
+            psi[v] = total  # now ψ_v + every message from below
+        self.marginal: dict[int, np.ndarray] = {}
+        for v in reversed(self.order):  # downward
+            total = psi[v]
+            if self.parent[v] is not None:
+                total = total + _expand(down[v], self._separator(v), self.clusters[v])
+            p = np.exp(total - logsumexp(total))
+            self.marginal[v] = p
+            for c in self.children[v]:
+                sep = self._separator(c)
+                rest = tuple(k for k, x in enumerate(self.clusters[v]) if x not in sep)
+                msg = total - _expand(up[c], sep, self.clusters[v])
+                kept = [x for x in self.clusters[v] if x in sep]
+                m = logsumexp(msg, axis=rest) if rest else msg
+                down[c] = np.transpose(m, [kept.index(x) for x in sep])
+
+    def _conditional(self, frm: int, to: int) -> tuple[np.ndarray, list[int]]:
+        """``P(C_to) / P(S)`` over C_to's labels, S the separator of the tree edge between the two clusters."""
+        child = frm if self.parent.get(frm) == to else to
+        sep = self._separator(child)
+        p, lab = self.marginal[to], self.clusters[to]
+        ps = _einsum((p, lab), out=sep)
+        denom = _expand(ps, sep, lab)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(denom > 0, p / np.where(denom > 0, denom, 1.0), 0.0), lab
+
+    def pair_marginals(self, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
+        """``{(a, b): P(a, b)}`` (axes a, b; each sums to 1 up to rounding) for pairs of this component."""
+        want: dict[int, set[int]] = {}
+        for a, b in pairs:
+            want.setdefault(int(a), set()).add(int(b))
+        cond: dict[tuple[int, int], tuple[np.ndarray, list[int]]] = {}
+        out: dict[tuple[int, int], np.ndarray] = {}
+        for a, bs in want.items():
+            start = a
+            todo = set(bs)
+            stack: list[tuple[int, int | None, np.ndarray, list[int]]] = [
+                (start, None, self.marginal[start], self.clusters[start])]
+            while stack and todo:
+                u, frm, J, lab = stack.pop()
+                for b in [b for b in lab if b in todo]:
+                    out[(a, b)] = _einsum((J, lab), out=[a, b])
+                    todo.discard(b)
+                for c in self.children[u] + ([self.parent[u]] if self.parent[u] is not None else []):
+                    if c == frm:
+                        continue
+                    child = c if self.parent.get(c) == u else u
+                    sep = self._separator(child)
+                    keep = list(dict.fromkeys(sep + [a]))
+                    M = _einsum((J, lab), out=keep)
+                    if (u, c) not in cond:
+                        cond[(u, c)] = self._conditional(u, c)
+                    P, plab = cond[(u, c)]
+                    new = list(dict.fromkeys(plab + [a]))
+                    stack.append((c, u, _einsum((M, keep), (P, plab), out=new), new))
+            if todo:
+                raise ValueError(f"attributes {sorted(todo)} are not in the component of attribute {a}")
+        return {(a, b): out[(a, b)] for a, b in pairs}
 
 
 def normalised_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]], output: Sequence[int]) -> np.ndarray:
