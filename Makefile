@@ -89,13 +89,16 @@ tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembl
 # one leaderboard run computes a whole data set in one cell: CRM and CSN take about 2 h each on a shared core; a run
 # keeps every finished repetition, so an interrupted `make leaderboard` resumes where it stopped
 LEADERBOARD_TIMEOUT ?= 28800
+# AIM's runs compute two repetitions at once each (REP_WORKERS: 2 in leaderboard_aim.yaml; a CRM repetition holds
+# several GB), so they run one at a time: two processes on two cores, not four
+AIM_BATCH := --workers 1
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM included, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
 
 leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its own manifest), into the leaderboard's folder, assembled
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
+	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
 
 status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running, kept repetitions
