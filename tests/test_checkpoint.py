@@ -217,6 +217,7 @@ def test_a_failing_repetition_in_a_worker_is_raised_and_finished_work_kept(X, tm
     assert len(ok) == 2 * len(SIGMAS)
 
 
-def test_workers_must_be_positive(X):
+def test_workers_must_be_positive(X, tmp_path):
     with pytest.raises(ValueError, match="workers"):
-        ex.run_cells(X, methods=_methods(), workers=0, **KW)
+        ex.run_cells(X, methods=_methods(), workers=0, checkpoint=tmp_path / "c", **KW)
+    assert not (tmp_path / "c").exists()  # refused before anything is written

@@ -338,6 +338,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     if len(set(sigmas)) != len(sigmas):
         raise ValueError(f"sigmas must be distinct; got {sigmas}")
     reps = check_positive_int(reps, name="reps")
+    workers = check_positive_int(workers, name="workers")
     shared = {name for name, m in named.items() if width_independent(m, sigmas)}
     configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
     X = np.asarray(X, dtype=float)
@@ -346,7 +347,6 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
     keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
         X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J))
-    workers = check_positive_int(workers, name="workers")
     job = _CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
                     shared_reps=shared_reps, n_queries=n_queries, J=J)
     out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
