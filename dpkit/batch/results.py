@@ -2,7 +2,8 @@
 
 :func:`scan_runs` walks ``<output>/<notebook>/<key>/`` and returns the runs it could read and a
 list of :class:`Problem` (failed runs, unreadable ``run.json``/``metrics.json``, a finished run
-without ``metrics.json``), each naming its path. :func:`collect` merges the runs' tables;
+without ``metrics.json``, a run folder holding the run of other parameters than its key's), each
+naming its path. :func:`collect` merges the runs' tables;
 ``python -m dpkit.batch collect`` and ``python -m dpkit.batch.checks`` print the problems and exit
 non-zero when there are any, so a batch with failed runs never looks complete downstream.
 """
@@ -96,6 +97,13 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
             problems.append(bad)
     elif info.get("status") == "ok":
         problems.append(Problem(folder, "finished run wrote no metrics.json"))
+    if info.get("status") == "ok":
+        from dpkit.batch.execute import key_problem
+
+        wrong = key_problem(folder, info)
+        if wrong is not None:  # another key's run: its rows are not this folder's
+            problems.append(Problem(folder, wrong))
+            return None
     return RunRecord(folder, info, metrics)
 
 
@@ -166,6 +174,43 @@ def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _write_tables(stem: Path, table: pd.DataFrame, checks_df: pd.DataFrame) -> None:
+    """Write ``<stem>.csv``/``<stem>_checks.csv`` (and parquet) into temporary files, then rename them all into place:
+    an unwritable folder or a full disk leaves none of them half-written (an ``OSError`` naming the folder)."""
+    import uuid
+
+    written: list[tuple[Path, Path]] = []
+
+    def target(suffix: str) -> Path:
+        final = Path(f"{stem}{suffix}")
+        written.append((final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}"), final))
+        return written[-1][0]
+
+    try:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(target(".csv"), index=False)
+        checks_df.to_csv(target("_checks.csv"), index=False)
+        try:
+            import pyarrow  # noqa: F401
+
+            for df, suffix in ((table, ""), (checks_df, "_checks")):
+                df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(target(f"{suffix}.parquet"),
+                                                                                           index=False)
+        except ImportError:
+            pass
+        for _tmp, final in written:  # a folder in the way would fail half-way through the renames: checked first
+            if final.is_dir():
+                raise IsADirectoryError(21, f"a folder is in the way of {final}", str(final))
+        for tmp, final in written:
+            os.replace(tmp, final)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write the collected tables {stem}.csv etc. into {stem.parent}: "
+                                 f"{exc.strerror or exc}; nothing was written", str(stem.parent)) from exc
+    finally:
+        for tmp, _final in written:
+            tmp.unlink(missing_ok=True)
+
+
 def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Merge every run's ``metrics.json`` table rows (and checks) into two DataFrames.
 
@@ -180,16 +225,7 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     runs, problems = scan_runs(output)
     table, checks_df = pd.DataFrame(_rows(runs, "table")), pd.DataFrame(_rows(runs, "checks"))
     stem = Path(out) if out else Path(output) / "collected"
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(f"{stem}.csv", index=False)
-    checks_df.to_csv(f"{stem}_checks.csv", index=False)
-    try:
-        import pyarrow  # noqa: F401
-
-        for df, suffix in ((table, ""), (checks_df, "_checks")):
-            df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(f"{stem}{suffix}.parquet", index=False)
-    except ImportError:
-        pass
+    _write_tables(stem, table, checks_df)
     for df in (table, checks_df):
         df.attrs["problems"] = list(problems)
     return table, checks_df
