@@ -315,8 +315,30 @@ def test_collect_into_a_read_only_folder_fails_in_one_line_and_writes_nothing(tm
         ro.chmod(0o755)
     err = capsys.readouterr().err
     assert str(ro) in err and len(err.strip().splitlines()) == 1 and not list(ro.iterdir())
-    # a target of the wrong kind half-way (the checks file is a folder): nothing written either
+
+
+def test_collect_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """The second of the collected files cannot be written (a folder of its name): the first is not written either."""
+    monkeypatch.setattr(runner, "execute_notebook", _fake_execute)
+    batch.run_manifest(make_manifest(tmp_path, [{"notebook": "tiny.ipynb"}]), scheduler="sync")
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "c_checks.csv").mkdir()
     assert batch.main(["collect", str(tmp_path / "out"), "--out", str(tmp_path / "w" / "c")]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "w" / "c_checks.csv") in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in (tmp_path / "w").iterdir()) == ["c_checks.csv"]
+
+
+def test_checks_summary_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(tmp_path, capsys):
+    from dpkit.batch import checks as checks_cli
+
+    (tmp_path / "res" / "50_x").mkdir(parents=True)
+    (tmp_path / "res" / "50_x" / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+    (tmp_path / "w" / "s.tex").mkdir(parents=True)
+    assert checks_cli.main([str(tmp_path / "res"), "--out", str(tmp_path / "w" / "s")]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "w" / "s.tex") in err and len(err.strip().splitlines()) == 1
+    assert [p.name for p in (tmp_path / "w").iterdir()] == ["s.tex"]
+    (tmp_path / "afile").write_text("")
+    assert checks_cli.main([str(tmp_path / "res"), "--out", str(tmp_path / "afile" / "s")]) == 2
+    assert str(tmp_path / "afile") in capsys.readouterr().err

@@ -13,12 +13,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect"]
+__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect", "write_all"]
 
 
 @dataclass(frozen=True)
@@ -174,41 +174,50 @@ def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _write_tables(stem: Path, table: pd.DataFrame, checks_df: pd.DataFrame) -> None:
-    """Write ``<stem>.csv``/``<stem>_checks.csv`` (and parquet) into temporary files, then rename them all into place:
-    an unwritable folder or a full disk leaves none of them half-written (an ``OSError`` naming the folder)."""
+def write_all(files: list[tuple[Path, Callable[[Path], None]]]) -> None:
+    """Write each ``(path, write)`` through ``write(temporary sibling path)``, then rename them all into place.
+
+    An unwritable folder, a full disk, a folder in the way of a file or a failing writer leaves none of the files
+    half-written: an ``OSError`` naming the folder (or the path in the way) is raised before any rename.
+    """
     import uuid
 
     written: list[tuple[Path, Path]] = []
-
-    def target(suffix: str) -> Path:
-        final = Path(f"{stem}{suffix}")
-        written.append((final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}"), final))
-        return written[-1][0]
-
+    where = files[0][0].parent if files else Path(".")
     try:
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(target(".csv"), index=False)
-        checks_df.to_csv(target("_checks.csv"), index=False)
-        try:
-            import pyarrow  # noqa: F401
-
-            for df, suffix in ((table, ""), (checks_df, "_checks")):
-                df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(target(f"{suffix}.parquet"),
-                                                                                           index=False)
-        except ImportError:
-            pass
+        for final, write in files:
+            where = final.parent
+            final.parent.mkdir(parents=True, exist_ok=True)
+            written.append((final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}"), final))
+            write(written[-1][0])
         for _tmp, final in written:  # a folder in the way would fail half-way through the renames: checked first
             if final.is_dir():
-                raise IsADirectoryError(21, f"a folder is in the way of {final}", str(final))
+                where = final
+                raise IsADirectoryError(21, "a folder is in the way", str(final))
         for tmp, final in written:
             os.replace(tmp, final)
     except OSError as exc:
-        raise OSError(exc.errno, f"cannot write the collected tables {stem}.csv etc. into {stem.parent}: "
-                                 f"{exc.strerror or exc}; nothing was written", str(stem.parent)) from exc
+        raise OSError(exc.errno, f"cannot write {', '.join(f.name for f, _ in files)} into {where}: "
+                                 f"{exc.strerror or exc}; nothing was written", str(where)) from exc
     finally:
         for tmp, _final in written:
             tmp.unlink(missing_ok=True)
+
+
+def _write_tables(stem: Path, table: pd.DataFrame, checks_df: pd.DataFrame) -> None:
+    """``<stem>.csv``/``<stem>_checks.csv`` (and parquet when pyarrow is there), all or none (:func:`write_all`)."""
+    files: list[tuple[Path, Callable[[Path], None]]] = [
+        (Path(f"{stem}.csv"), lambda p: table.to_csv(p, index=False)),
+        (Path(f"{stem}_checks.csv"), lambda p: checks_df.to_csv(p, index=False))]
+    try:
+        import pyarrow  # noqa: F401
+
+        for df, suffix in ((table, ""), (checks_df, "_checks")):
+            files.append((Path(f"{stem}{suffix}.parquet"), lambda p, df=df: df.astype(
+                {c: str for c in df.columns if df[c].dtype == object}).to_parquet(p, index=False)))
+    except ImportError:
+        pass
+    write_all(files)
 
 
 def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
