@@ -2,9 +2,10 @@
 
 Commands (:mod:`dpkit.batch.cli`)
 ---------------------------------
-``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S]``
+``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S] [--replace]``
     Execute one notebook with ``INTERACTIVE=False`` and ``OUTPUT_DIR=DIR``. Every ``-p`` is
-    checked against the notebook's parameters cell first (name and type).
+    checked against the notebook's parameters cell first (name and type). A finished run in
+    ``DIR`` is replaced only with ``--replace`` (and then moved whole to ``.superseded/``).
 ``python -m dpkit.batch run MANIFEST.yaml [--scheduler local|sync|ADDRESS] [--workers N]``
     Execute every (notebook × parameter grid point) of a manifest, each run into its own
     folder ``<output>/<notebook-stem>/<hash>/`` (executed notebook, ``metrics.json``,
@@ -31,6 +32,11 @@ Guarantees
   checked again just before the rename, and a finished run is never replaced. Two batches on one
   output run each notebook once: a run locked by the other batch is left for later, then
   waited for and skipped once finished.
+* A run is finished only with its own results: ``run.json`` ``status: ok``, the ``metrics.json`` its attempt wrote
+  (a notebook that writes none has failed) and recorded parameters whose key is the folder's. A folder holding
+  another key's run is never skipped: the batch names it and stops (``--stale rerun`` moves it to
+  ``<output>/.superseded/``). Clean-up removes only the temporary folders the runner made (exact names holding
+  :data:`~dpkit.batch.locks.MARKER`).
 * A resumed batch does not take a finished run of an older notebook for a current one: each run
   records its notebook's fingerprint (cell types and sources, :func:`~dpkit.batch.manifest.notebook_fingerprint`)
   in ``run.json``; when it differs, the batch stops before running anything and names the runs
