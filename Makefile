@@ -36,7 +36,7 @@ lock: ## regenerate requirements.lock from pyproject.toml's `all` extra (uv; Lin
 		--generate-hashes -o $(LOCK)$(if $(filter 1,$(UPGRADE)), --upgrade,)
 
 run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDBC -> results/quickstart/
-	$(BIN)/python -m dpkit.batch notebook notebooks/00_quickstart.ipynb --output $(RESULTS)/quickstart
+	$(BIN)/python -m dpkit.batch notebook notebooks/00_quickstart.ipynb --output $(RESULTS)/quickstart --replace
 	@echo "executed notebook, metrics.json and figures in $(RESULTS)/quickstart/"
 
 test: $(STAMP) ## lint (ruff), the doctests and the whole test suite (statistical, notebooks in QUICK mode)

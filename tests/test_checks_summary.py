@@ -33,14 +33,18 @@ def test_gather_and_render(tmp_path):
 def test_batch_layout_goes_through_collect(tmp_path):
     import json
 
-    # dpkit.batch layout: <out>/<notebook>/<12-hex key>/{run.json, metrics.json}
-    for key, verdict_stat in (("0123456789ab", 0.5), ("ba9876543210", 0.7)):
-        folder = tmp_path / "batch" / "52_x" / key
+    from dpkit.batch import run_key
+
+    # dpkit.batch layout: <out>/<notebook>/<12-hex key>/{run.json, metrics.json}, the key the hash of the parameters
+    keys = []
+    for seed, verdict_stat in ((1, 0.5), (2, 0.7)):
+        keys.append(run_key("52_x.ipynb", {"SEED": seed}))
+        folder = tmp_path / "batch" / "52_x" / keys[-1]
         r = Report(folder)
         r.check("E1", "exp claim", verdict_stat, 1.0)
         r.write()
-        run = {"notebook": "notebooks/52_x.ipynb", "parameters": {"SEED": 1}, "status": "ok"}
+        run = {"notebook": "notebooks/52_x.ipynb", "parameters": {"SEED": seed}, "status": "ok"}
         (folder / "run.json").write_text(json.dumps(run))
     df = gather_checks(tmp_path)
-    assert len(df) == 2 and set(df["notebook"]) == {"52_x"} and set(df["run_key"]) == {"0123456789ab", "ba9876543210"}
+    assert len(df) == 2 and set(df["notebook"]) == {"52_x"} and set(df["run_key"]) == set(keys)
     assert summarise_checks(df)["all_consistent"]

@@ -22,7 +22,7 @@ from batch_notebooks import make_manifest, make_notebook
 from dpkit import batch
 from dpkit.batch import checks as checks_cli
 from dpkit.batch import runner
-from dpkit.batch.locks import RunLock, clean_stale
+from dpkit.batch.locks import RunLock, clean_stale, make_temporary
 from dpkit.batch.manifest import BatchError, ManifestError, NotebookParameterError, NotebookParameterTypeError
 
 PTYPE = NotebookParameterTypeError
@@ -212,7 +212,8 @@ def test_a_finished_run_is_never_replaced_by_a_failed_one(tmp_path, monkeypatch)
 
     def finish_meanwhile(final: Path) -> None:
         final.mkdir(parents=True)
-        (final / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+        (final / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+        (final / "run.json").write_text(json.dumps({"status": "ok", "parameters": {"SEED": 0}}))
 
     monkeypatch.setattr(runner, "execute_notebook", _fake_execute(fail_seeds=(0,), during=finish_meanwhile))
     [r] = batch.run_manifest(_seeds_manifest(tmp_path, seeds=(0,)), scheduler="sync")
@@ -236,13 +237,13 @@ def test_failed_run_is_replaced_by_a_later_success(tmp_path, monkeypatch):
 def test_stale_temporary_folders_are_removed_unless_their_run_is_locked(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "execute_notebook", _fake_execute())
     parent = tmp_path / "out" / "tiny"
-    (parent / ".aaaaaaaaaaaa.tmp-dead").mkdir(parents=True)
-    (parent / ".bbbbbbbbbbbb.tmp-live").mkdir()
+    dead = make_temporary(parent, "aaaaaaaaaaaa")
+    live_tmp = make_temporary(parent, "bbbbbbbbbbbb")
     live = RunLock(parent / ".bbbbbbbbbbbb.lock")
     assert live.acquire(wait=False)
     try:
-        assert clean_stale(tmp_path / "out") == [parent / ".aaaaaaaaaaaa.tmp-dead"]
-        assert (parent / ".bbbbbbbbbbbb.tmp-live").is_dir()
+        assert clean_stale(tmp_path / "out") == [dead]
+        assert live_tmp.is_dir()
     finally:
         live.release()
 
@@ -335,11 +336,12 @@ def test_notebook_cli_unreadable_metrics_exits_1_naming_the_file(tmp_path, capsy
 
 
 # --------------------------------------------------------------------------- collect and the checks CLI
-def _fake_run(root: Path, key: str, status: str = "ok", metrics: str | None = None, run_json: str | None = None) -> Path:
-    folder = root / "nb" / key
+def _fake_run(root: Path, seed: int, status: str = "ok", metrics: str | None = None, run_json: str | None = None) -> Path:
+    """The folder of a run of nb.ipynb with SEED=seed (its key the hash of those parameters)."""
+    folder = root / "nb" / batch.run_key("nb.ipynb", {"SEED": seed})
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(run_json if run_json is not None else json.dumps(
-        {"notebook": "nb.ipynb", "parameters": {"SEED": 0}, "status": status, "error": "cell In[3] raised X: y"}))
+        {"notebook": "nb.ipynb", "parameters": {"SEED": seed}, "status": status, "error": "cell In[3] raised X: y"}))
     if metrics is not None:
         (folder / "metrics.json").write_text(metrics)
     return folder
@@ -361,13 +363,13 @@ def test_collect_missing_folder_is_an_error_and_creates_nothing(tmp_path, capsys
                                   "key-without-run-json"])
 def test_collect_and_checks_list_problems_by_path(tmp_path, capsys, kind):
     root = tmp_path / "batch"
-    _fake_run(root, "0123456789ab", metrics=_GOOD)
-    bad = {"failed-run": lambda: _fake_run(root, "ba9876543210", status="failed"),
-           "corrupt-metrics": lambda: _fake_run(root, "ba9876543210", metrics="{oops") / "metrics.json",
-           "corrupt-run-json": lambda: _fake_run(root, "ba9876543210", run_json="{") / "run.json",
-           "run-json-bad-parameters": lambda: _fake_run(root, "ba9876543210", run_json='{"status": "ok", "parameters": [1]}',
+    _fake_run(root, 0, metrics=_GOOD)
+    bad = {"failed-run": lambda: _fake_run(root, 1, status="failed"),
+           "corrupt-metrics": lambda: _fake_run(root, 1, metrics="{oops") / "metrics.json",
+           "corrupt-run-json": lambda: _fake_run(root, 1, run_json="{") / "run.json",
+           "run-json-bad-parameters": lambda: _fake_run(root, 1, run_json='{"status": "ok", "parameters": [1]}',
                                                         metrics=_GOOD) / "run.json",
-           "ok-without-metrics": lambda: _fake_run(root, "ba9876543210"),
+           "ok-without-metrics": lambda: _fake_run(root, 1),
            "key-without-run-json": lambda: (root / "nb" / "ba9876543210").mkdir() or root / "nb" / "ba9876543210"}[kind]()
     assert batch.main(["collect", str(root)]) == 1
     assert str(bad) in capsys.readouterr().err
@@ -480,7 +482,7 @@ def test_collect_and_checks_list_runs_the_batch_recorded_as_failed_without_a_fol
 
 def test_collect_names_an_unreadable_batch_json(tmp_path, capsys):
     root = tmp_path / "batch"
-    _fake_run(root, "0123456789ab", metrics=_GOOD)
+    _fake_run(root, 0, metrics=_GOOD)
     (root / "batch.json").write_text("{")
     assert batch.main(["collect", str(root)]) == 1
     assert str(root / "batch.json") in capsys.readouterr().err
@@ -525,7 +527,7 @@ def test_misspelt_scheduler_is_an_error_before_anything_runs(tmp_path, monkeypat
 def test_metrics_json_of_the_wrong_shape_is_named_not_a_traceback(tmp_path, capsys, metrics, needle, layout):
     root = tmp_path / "res"
     if layout == "batch":
-        bad = _fake_run(root, "0123456789ab", metrics=metrics) / "metrics.json"
+        bad = _fake_run(root, 0, metrics=metrics) / "metrics.json"
         assert batch.main(["collect", str(root)]) == 1
         err = capsys.readouterr().err
         assert str(bad) in err and needle in err

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, read_metrics_json, scan_runs
+from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, read_metrics_json, scan_runs, write_all
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -143,11 +143,11 @@ def to_latex(df: pd.DataFrame, columns: Iterable[str] = ("notebook", "id", "stat
 
 
 def _write(df, out: str | Path) -> None:
+    """``out.md``, ``out.tex`` and ``out.csv``, all or none (an ``OSError`` naming the folder)."""
     stem = Path(out)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{stem}.md").write_text(to_markdown(df))
-    Path(f"{stem}.tex").write_text(to_latex(df))
-    df.to_csv(f"{stem}.csv", index=False)
+    write_all([(Path(f"{stem}.md"), lambda p: p.write_text(to_markdown(df))),
+               (Path(f"{stem}.tex"), lambda p: p.write_text(to_latex(df))),
+               (Path(f"{stem}.csv"), lambda p: df.to_csv(p, index=False))])
 
 
 def write_summary(results_dir: str | Path, out: str | Path) -> dict[str, Any]:
@@ -158,7 +158,8 @@ def write_summary(results_dir: str | Path, out: str | Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line; exit status 0 all as expected, 1 unexpected verdicts or problems, 2 no such folder."""
+    """Command line; exit status 0 all as expected, 1 unexpected verdicts or problems, 2 no such folder or ``--out``
+    not writable (one line naming it; nothing written)."""
     ap = argparse.ArgumentParser(prog="python -m dpkit.batch.checks",
                                  description="Gather every notebook's checks into one table.")
     ap.add_argument("results_dir")
@@ -173,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     print(to_latex(df) if args.latex else to_markdown(df))
     s = summarise_checks(df)
     if args.out:
-        _write(df, args.out)
+        try:
+            _write(df, args.out)
+        except OSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     print(f"{s['n_checks']} checks: {s['n_claims_pass']}/{s['n_claims']} claims PASS, "
           f"{s['n_controls_fail']}/{s['n_controls']} negative controls FAIL"
           + ("" if s["all_consistent"] else f"; UNEXPECTED: {', '.join(s['unexpected'])}")

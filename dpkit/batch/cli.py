@@ -1,23 +1,38 @@
 """``python -m dpkit.batch notebook|run|status|collect``: the command line of :mod:`dpkit.batch.runner`.
 
 Exit status: 0 all well; 1 a notebook or run failed, a verdict differs from its expected verdict,
-or ``collect`` found failed runs or unreadable files (each listed by path); 2 the command could not
-start (bad manifest or parameter, missing file or folder, output not writable: one line naming it).
+or ``collect``/``status`` found failed runs, unreadable files or a run folder holding another key's run
+(each listed by path); 2 the command could not start (bad manifest or parameter, missing file or folder,
+output not writable, ``notebook --output`` holding a finished run without ``--replace``: one line naming it).
+
+``notebook`` executes into a temporary folder beside ``--output`` and renames it into place: a finished
+run there is only replaced with ``--replace`` (then moved whole to ``.superseded/``, never deleted); an
+earlier failed attempt is replaced.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.execute import check_writable, execute_notebook, failure_message, kept_repetitions, record_checkpoint
-from dpkit.batch.locks import RunLock
+from dpkit.batch.execute import (
+    check_writable,
+    execute_notebook,
+    failure_message,
+    kept_repetitions,
+    read_record,
+    record_checkpoint,
+    remove_checkpoint,
+)
+from dpkit.batch.locks import RunLock, make_temporary, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
-from dpkit.batch.results import collect
-from dpkit.batch.runner import STALE_POLICIES, run_manifest
+from dpkit.batch.results import collect, is_run_key
+from dpkit.batch.runner import STALE_POLICIES, _move_aside, run_manifest
 
 __all__ = ["main", "parse_params"]
 
@@ -39,11 +54,52 @@ def _unexpected(metrics_path: Path) -> list[str]:
     return [c["id"] for c in m.get("checks", []) if c["verdict"] != c["expected"]]
 
 
+def _superseded(out: Path) -> Path:
+    """Move the run in ``out`` whole to ``.superseded/`` (of the batch output for a batch run folder
+    ``<output>/<stem>/<key>``, else of ``out``'s parent); return where it went."""
+    if is_run_key(out.name):
+        return _move_aside(out, out.parent.parent, out.parent.name, out.name)
+    return _move_aside(out, out.parent, "", out.name)
+
+
+def _in_place(tmp: Path, out: Path) -> Path | None:
+    """Rename the attempt ``tmp`` to ``out``; a finished run there is moved to ``.superseded/`` (returned), an
+    earlier failed attempt (or an empty folder) is removed."""
+    unmark(tmp)
+    moved = old = None
+    if out.exists():
+        info = read_record(out)
+        if info is not None and info.get("status") == "ok":
+            moved = _superseded(out)
+        else:
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(out, old)
+            mark_temporary(old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return moved
+
+
+def _check_output(out: Path, replace: bool) -> None:
+    """Refuse an ``--output`` folder holding files but no run, or a finished run (unless ``replace``)."""
+    if not out.is_dir():
+        return
+    info = read_record(out)
+    if info is None and any(out.iterdir()):
+        raise BatchError(f"--output {out} holds files but no run (no readable run.json); choose a new or empty folder")
+    if info is not None and info.get("status") == "ok" and not replace:
+        raise BatchError(f"--output {out} holds a finished run; pass --replace to move it whole to .superseded/ and run "
+                         "again, or choose another --output")
+
+
 def _notebook(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     check_parameters(args.notebook, params, source=f"-p for {Path(args.notebook).name}")
-    check_writable(args.output)
     out = Path(args.output).resolve()
+    if out.exists() and not out.is_dir():
+        raise BatchError(f"--output {out} is a file, not a folder")
+    check_writable(out.parent)  # the run executes into a temporary folder beside it, then is renamed into place
     lock = RunLock(out.parent / f".{out.name}.lock")  # two runs into one folder would mix their files
     if not lock.acquire(wait=False):
         holder = lock.path.read_text(errors="replace").strip() if lock.path.is_file() else "another process"
@@ -52,23 +108,36 @@ def _notebook(args: argparse.Namespace) -> int:
         return 2
     keep = out.parent / f".{out.name}.checkpoint"  # finished repetitions, for a notebook that declares CHECKPOINT_DIR
     try:
+        _check_output(out, args.replace)
+        for p in stale_folders(out.parent, out.name):  # left by an interrupted attempt (we hold the lock)
+            shutil.rmtree(p, ignore_errors=True)
+        tmp = make_temporary(out.parent, out.name)
         resumed = kept_repetitions(keep)
-        path = execute_notebook(args.notebook, args.output, parameters=params, progress=args.progress, timeout=args.timeout,
-                                checkpoint_dir=keep)
-        record_checkpoint(args.output, keep, resumed)
-        shutil.rmtree(keep, ignore_errors=True)  # the run finished: its results are in the output
-    except BatchError:
-        raise
-    except Exception as exc:  # the notebook failed: say why, where the record is, exit 1
+        failure: Exception | None = None
+        try:
+            execute_notebook(args.notebook, tmp, parameters=params, progress=args.progress, timeout=args.timeout,
+                             final_dir=out, checkpoint_dir=keep)
+            record_checkpoint(tmp, keep, resumed)
+        except BatchError:  # could not start (a stale checkpoint): nothing ran
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        except Exception as exc:  # the notebook failed: its record is put in place all the same
+            failure = exc
+        moved = _in_place(tmp, out)
+        if failure is None:
+            remove_checkpoint(keep)  # the run finished: its results are in the output
+    finally:
+        lock.release()
+    if moved is not None:
+        print(f"the finished run that was in {out} is now in {moved}", file=sys.stderr)
+    if failure is not None:  # say why, where the record is, exit 1
         kept = kept_repetitions(keep)
-        print(f"FAILED {args.notebook}: {failure_message(exc, args.timeout)} (see {Path(args.output) / 'run.json'})"
+        print(f"FAILED {args.notebook}: {failure_message(failure, args.timeout)} (see {out / 'run.json'})"
               + (f"; {kept} finished repetition(s) are kept in {keep} and the same command resumes from them" if kept else ""),
               file=sys.stderr)
         return 1
-    finally:
-        lock.release()
-    print(f"executed: {path}")
-    metrics = Path(args.output) / "metrics.json"
+    print(f"executed: {out / Path(args.notebook).name}")
+    metrics = out / "metrics.json"
     if metrics.exists():
         try:
             bad = _unexpected(metrics)
@@ -129,6 +198,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="parameter override; VALUE is parsed as YAML 1.2 (e.g. -p QUICK true -p SIGMAS '[2, 4]')")
     one.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds")
     one.add_argument("--progress", action="store_true")
+    one.add_argument("--replace", action="store_true",
+                     help="replace a finished run in --output (it is moved whole to .superseded/, never deleted)")
     run = sub.add_parser("run", help="execute a manifest (notebooks x parameter grids)")
     run.add_argument("manifest")
     run.add_argument("--scheduler", default="local", help="local (default), sync, or a Dask scheduler address")

@@ -2,7 +2,9 @@
 
 :func:`execute_notebook` checks the parameters against the notebook's parameters cell
 (:func:`dpkit.batch.manifest.check_parameters`), injects ``INTERACTIVE=False`` and ``OUTPUT_DIR`` and
-records ``run.json`` (``status`` ``ok``/``failed``, ``error``). :func:`failure_message` turns a
+records ``run.json`` (``status`` ``ok``/``failed``, ``error``, the parameters and their ``key``). A notebook
+that ends without writing its own ``metrics.json`` has failed (:class:`NoMetricsError`), and a run folder
+counts as finished only when :func:`is_done` (:func:`unfinished_reason` says why not). :func:`failure_message` turns a
 failing cell, a cell timeout, a dead kernel, a dead Dask worker or a full disk into one useful line.
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ import ast
 import errno
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -18,12 +21,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint
+from dpkit.batch.manifest import NOT_IN_KEY, BatchError, check_parameters, declared_parameters, notebook_fingerprint, run_key
+from dpkit.batch.results import is_run_key
 from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
 
 __all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
-           "library_fingerprint", "record_checkpoint"]
+           "library_fingerprint", "record_checkpoint", "NoMetricsError", "key_problem", "unfinished_reason", "read_record",
+           "remove_checkpoint"]
 
 #: files in a run's checkpoint folder naming the notebook version and the dpkit sources that wrote it
 CHECKPOINT_NOTEBOOK = "notebook_sha256"
@@ -32,6 +37,10 @@ CHECKPOINT_LIBRARY = "dpkit_sha256"
 
 class StaleCheckpointError(BatchError):
     """A run's checkpoint folder was written by another version of its notebook or of dpkit."""
+
+
+class NoMetricsError(RuntimeError):
+    """A notebook ran to its end without writing ``metrics.json`` into its ``OUTPUT_DIR`` (in this attempt)."""
 
 
 def _recorded(folder: Path, name: str) -> str | None:
@@ -82,6 +91,14 @@ def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, res
     write_json(rj, info)
 
 
+def remove_checkpoint(folder: str | os.PathLike) -> None:
+    """Remove a finished run's checkpoint folder, only if :func:`open_checkpoint` made it (it records the
+    notebook's fingerprint); any other folder of that name is left alone."""
+    p = Path(folder)
+    if (p / CHECKPOINT_NOTEBOOK).is_file():
+        shutil.rmtree(p, ignore_errors=True)
+
+
 def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str) -> Path:
     """Create the checkpoint folder (recording the notebook's and dpkit's versions) or check that it was
     written by the same versions; :class:`StaleCheckpointError` otherwise."""
@@ -112,6 +129,8 @@ def is_enospc(exc: BaseException) -> bool:
 def failure_message(exc: BaseException, timeout: float | None = None) -> str:
     """One useful line on why a run failed (the full traceback goes to ``error.txt``)."""
     name = type(exc).__name__
+    if isinstance(exc, NoMetricsError):
+        return str(exc)
     if name == "PapermillExecutionError":
         return f"cell In[{getattr(exc, 'exec_count', '?')}] raised {getattr(exc, 'ename', '?')}: {getattr(exc, 'evalue', '')}"
     if name == "CellTimeoutError":
@@ -148,11 +167,66 @@ def check_writable(folder: str | os.PathLike) -> Path:
     return p
 
 
-def is_done(folder: Path) -> bool:
+def read_record(folder: Path) -> dict[str, Any] | None:
+    """The folder's ``run.json`` as a dict (``None``: absent, unreadable or not a JSON object)."""
     try:
-        return json.loads((folder / "run.json").read_text()).get("status") == "ok"
-    except (OSError, ValueError, AttributeError):
-        return False
+        info = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def key_problem(folder: Path, info: dict[str, Any]) -> str | None:
+    """Why the run recorded in ``folder/run.json`` (``info``) is not the run of that folder's key (``None``: it is).
+
+    The key is the hash of the recorded notebook name and parameters (:func:`~dpkit.batch.manifest.run_key`); it
+    must equal the ``key`` the record names (when it names one) and the folder's name when that is a run key
+    (a batch run folder ``<output>/<notebook stem>/<key>``).
+    """
+    params = info.get("parameters")
+    if not isinstance(params, dict):
+        return "run.json records no parameters object, so whose run this is cannot be told"
+    notebook = str(info.get("notebook") or f"{folder.parent.name}.ipynb")
+    actual = run_key(notebook, params)
+    claimed = [("its run.json key", str(info["key"]))] if info.get("key") is not None else []
+    if is_run_key(folder.name):
+        claimed.append(("its folder", folder.name))
+    for what, key in claimed:
+        if key != actual:
+            shown = json.dumps({k: v for k, v in sorted(params.items()) if k not in NOT_IN_KEY}, default=str)
+            return (f"holds a run of other parameters: run.json records {Path(notebook).name} with {shown} (key {actual}) "
+                    f"but {what} is {key}; it is not that key's run (move it away, or run the batch with --stale rerun "
+                    "to move it to .superseded/)")
+    return None
+
+
+def unfinished_reason(folder: Path, info: dict[str, Any] | None = None) -> str | None:
+    """Why ``folder`` does not hold a finished run (``None``: it does).
+
+    Finished: ``run.json`` says ``status: ok``, ``metrics.json`` is there, and the recorded parameters are those of
+    the folder's key (:func:`key_problem`).
+    """
+    info = read_record(folder) if info is None else info
+    if info is None:
+        return "no readable run.json"
+    if info.get("status") != "ok":
+        return f"run {info.get('status')}"
+    if not (folder / "metrics.json").is_file():
+        return "finished run wrote no metrics.json"
+    return key_problem(folder, info)
+
+
+def is_done(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished run (:func:`unfinished_reason`); only such a run is skipped as done."""
+    return unfinished_reason(folder) is None
+
+
+def _metrics_id(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _rename_in_notebook(executed: Path, tmp: str, final: str) -> None:
@@ -212,6 +286,8 @@ def execute_notebook(
     if checkpoint_dir is not None and "CHECKPOINT_DIR" in declared_parameters(nb):
         params["CHECKPOINT_DIR"] = str(open_checkpoint(checkpoint_dir, fingerprint))
     executed = out / nb.name
+    metrics = out / "metrics.json"
+    earlier = _metrics_id(metrics)  # a metrics.json already in the folder is an earlier run's, not this attempt's
     t0 = time.perf_counter()
     os.environ.setdefault("MPLBACKEND", "Agg")
     status, error = "running", None
@@ -221,6 +297,10 @@ def execute_notebook(
         pm.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=kernel_name or "python3",
                             cwd=str(nb.resolve().parent), progress_bar=progress, execution_timeout=timeout, log_output=False,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        written = _metrics_id(metrics)
+        if written is None or written == earlier:
+            raise NoMetricsError("the notebook ran to its end but wrote no metrics.json into its OUTPUT_DIR"
+                                 + (f" ({Path(final_dir or out) / 'metrics.json'} is an earlier run's)" if written else ""))
         status = "ok"
     except BaseException as exc:
         status, error = "failed", failure_message(exc, timeout)
@@ -230,7 +310,8 @@ def execute_notebook(
         if recorded["OUTPUT_DIR"] != str(out):
             _rename_in_notebook(executed, str(out), recorded["OUTPUT_DIR"])
         try:
-            write_json(out / "run.json", {"notebook": str(nb), "parameters": recorded, "status": status, "error": error,
+            write_json(out / "run.json", {"notebook": str(nb), "parameters": recorded, "key": run_key(nb, recorded),
+                                          "status": status, "error": error,
                                           "wall_time_s": time.perf_counter() - t0, "python": sys.executable,
                                           "notebook_sha256": fingerprint})
         except OSError:

@@ -7,18 +7,27 @@ never blocks anybody: the lock file stays (it only names the last holder) and is
 Lock files are never deleted, which is what keeps ``flock`` race-free.
 
 A run executes into ``.<key>.tmp-<random>`` next to its final folder and is renamed into place;
-a folder being replaced is first moved aside to ``.<key>.old-<random>``. Such dot folders of a
-key whose lock is free belong to an interrupted run and are removed (:func:`clean_stale`).
+a folder being replaced is first moved aside to ``.<key>.old-<random>`` (``<random>``: 8 hex digits).
+The runner makes such folders with :func:`make_temporary`, which writes the marker file
+:data:`MARKER` into each. Only a folder of exactly that name shape *and* holding the marker is the
+runner's: such folders of a key whose lock is free belong to an interrupted run and are removed
+(:func:`clean_stale`); any other folder, whatever its name, is left alone.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import time
+import uuid
 from pathlib import Path
 
-__all__ = ["RunLock", "clean_stale", "stale_folders"]
+__all__ = ["RunLock", "clean_stale", "stale_folders", "make_temporary", "mark_temporary", "unmark", "MARKER"]
+
+#: the file the runner writes into every temporary folder it makes (and removes before installing one)
+MARKER = ".dpkit-batch-temporary"
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?:tmp|old)-[0-9a-f]{8}")
 
 
 class RunLock:
@@ -83,28 +92,56 @@ class RunLock:
         self.release()
 
 
+def _name_of(name: str) -> str | None:
+    """``.<name>.tmp-<8 hex>`` / ``.<name>.old-<8 hex>`` -> ``name``; anything else -> ``None``."""
+    m = _TEMPORARY.fullmatch(name)
+    return m.group("name") if m else None
+
+
 def _key_of(name: str) -> str | None:
-    """``.<key>.tmp-xxxx`` / ``.<key>.old-xxxx`` -> ``key``; anything else -> ``None``."""
-    for marker in (".tmp-", ".old-"):
-        if name.startswith(".") and marker in name:
-            return name[1:name.index(marker)]
-    return None
+    """``.<key>.tmp-<8 hex>`` / ``.<key>.old-<8 hex>`` with a run key (12 hex digits) -> ``key``; else ``None``."""
+    from dpkit.batch.results import is_run_key
+
+    found = _name_of(name)
+    return found if found is not None and is_run_key(found) else None
 
 
-def stale_folders(parent: Path, key: str) -> list[Path]:
-    """The temporary and moved-aside folders of run ``key`` below ``parent`` (``<output>/<stem>``)."""
-    return sorted(p for p in parent.glob(f".{key}.*-*") if p.is_dir() and _key_of(p.name) == key)
+def mark_temporary(folder: Path, note: str = "") -> None:
+    """Write the runner's :data:`MARKER` into ``folder`` (a temporary folder the runner made)."""
+    (folder / MARKER).write_text(f"made by dpkit.batch; removed when its run is interrupted\n{note}")
+
+
+def make_temporary(parent: Path, name: str, kind: str = "tmp") -> Path:
+    """Create ``<parent>/.<name>.<kind>-<8 hex>`` holding the runner's :data:`MARKER`; return it."""
+    folder = parent / f".{name}.{kind}-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
+    mark_temporary(folder)
+    return folder
+
+
+def unmark(folder: Path) -> None:
+    """Remove the :data:`MARKER` from a temporary folder about to be renamed into place."""
+    (folder / MARKER).unlink(missing_ok=True)
+
+
+def stale_folders(parent: Path, name: str) -> list[Path]:
+    """The temporary and moved-aside folders the runner made for ``name`` (a run key, or the folder name of a
+    ``notebook`` run) below ``parent``: exact ``.<name>.tmp-<8 hex>``/``.<name>.old-<8 hex>`` names holding
+    :data:`MARKER`."""
+    return sorted(p for p in parent.glob(f".{name}.*-*")
+                  if _name_of(p.name) == name and p.is_dir() and (p / MARKER).is_file())
 
 
 def clean_stale(output: str | os.PathLike) -> list[Path]:
     """Remove the temporary folders of interrupted runs below ``output``; return what was removed.
 
-    A folder is only removed while its run's lock is free (taken without waiting), so a run in
-    progress in another process keeps its temporary folder.
+    Only folders the runner made are removed: a run key's ``.<key>.tmp-<8 hex>``/``.<key>.old-<8 hex>``
+    holding :data:`MARKER` (:func:`stale_folders`). A folder is only removed while its run's lock is free
+    (taken without waiting), so a run in progress in another process keeps its temporary folder.
     """
     removed: list[Path] = []
     root = Path(output)
-    keys = sorted({(p.parent, k) for p in root.glob("*/.*") if p.is_dir() and (k := _key_of(p.name))})
+    keys = sorted({(p.parent, k) for p in root.glob("*/.*") if (k := _key_of(p.name)) and (p / MARKER).is_file()})
     for parent, key in keys:
         lock = RunLock(parent / f".{key}.lock")
         if not lock.acquire(wait=False):

@@ -280,7 +280,11 @@ def load_manifest(path: str | os.PathLike) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"manifest not found: {p}")
-    m = parse_yaml(p.read_text(), source=f"manifest {p}") or {}
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"manifest {p} is not UTF-8 text: {exc}") from exc
+    m = parse_yaml(text, source=f"manifest {p}") or {}
     if not isinstance(m, dict) or not isinstance(m.get("runs"), list) or not m["runs"]:
         raise ManifestError(f"manifest {p} must be a mapping with a non-empty list 'runs'")
     where = f"manifest {p}"
@@ -308,7 +312,13 @@ def _notebooks(base: Path, r: dict[str, Any], where: str) -> list[Path]:
     pattern = str(r["notebook"])
     if any(ch in pattern for ch in "*?["):
         excluded = list(r.get("exclude") or [])
-        notebooks = sorted(p.resolve() for p in base.glob(pattern)
+        anchor = Path(pattern).anchor  # an absolute glob is matched from its root (Path.glob takes relative ones only)
+        root, relative = (Path(anchor), pattern[len(anchor):]) if anchor else (base, pattern)
+        try:
+            found = list(root.glob(relative))
+        except (ValueError, NotImplementedError, OSError) as exc:
+            raise ManifestError(f"{where}: notebook glob {pattern!r} cannot be used: {exc}") from exc
+        notebooks = sorted(p.resolve() for p in found
                            if p.suffix == ".ipynb" and not any(fnmatch.fnmatch(p.name, x) for x in excluded))
         if not notebooks:
             raise FileNotFoundError(f"{where}: no notebook matches {pattern!r}")

@@ -2,7 +2,8 @@
 
 :func:`scan_runs` walks ``<output>/<notebook>/<key>/`` and returns the runs it could read and a
 list of :class:`Problem` (failed runs, unreadable ``run.json``/``metrics.json``, a finished run
-without ``metrics.json``), each naming its path. :func:`collect` merges the runs' tables;
+without ``metrics.json``, a run folder holding the run of other parameters than its key's), each
+naming its path. :func:`collect` merges the runs' tables;
 ``python -m dpkit.batch collect`` and ``python -m dpkit.batch.checks`` print the problems and exit
 non-zero when there are any, so a batch with failed runs never looks complete downstream.
 """
@@ -12,12 +13,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect"]
+__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect", "write_all"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,13 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
             problems.append(bad)
     elif info.get("status") == "ok":
         problems.append(Problem(folder, "finished run wrote no metrics.json"))
+    if info.get("status") == "ok":
+        from dpkit.batch.execute import key_problem
+
+        wrong = key_problem(folder, info)
+        if wrong is not None:  # another key's run: its rows are not this folder's
+            problems.append(Problem(folder, wrong))
+            return None
     return RunRecord(folder, info, metrics)
 
 
@@ -166,6 +174,52 @@ def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:
     return rows
 
 
+def write_all(files: list[tuple[Path, Callable[[Path], None]]]) -> None:
+    """Write each ``(path, write)`` through ``write(temporary sibling path)``, then rename them all into place.
+
+    An unwritable folder, a full disk, a folder in the way of a file or a failing writer leaves none of the files
+    half-written: an ``OSError`` naming the folder (or the path in the way) is raised before any rename.
+    """
+    import uuid
+
+    written: list[tuple[Path, Path]] = []
+    where = files[0][0].parent if files else Path(".")
+    try:
+        for final, write in files:
+            where = final.parent
+            final.parent.mkdir(parents=True, exist_ok=True)
+            written.append((final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}"), final))
+            write(written[-1][0])
+        for _tmp, final in written:  # a folder in the way would fail half-way through the renames: checked first
+            if final.is_dir():
+                where = final
+                raise IsADirectoryError(21, "a folder is in the way", str(final))
+        for tmp, final in written:
+            os.replace(tmp, final)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write {', '.join(f.name for f, _ in files)} into {where}: "
+                                 f"{exc.strerror or exc}; nothing was written", str(where)) from exc
+    finally:
+        for tmp, _final in written:
+            tmp.unlink(missing_ok=True)
+
+
+def _write_tables(stem: Path, table: pd.DataFrame, checks_df: pd.DataFrame) -> None:
+    """``<stem>.csv``/``<stem>_checks.csv`` (and parquet when pyarrow is there), all or none (:func:`write_all`)."""
+    files: list[tuple[Path, Callable[[Path], None]]] = [
+        (Path(f"{stem}.csv"), lambda p: table.to_csv(p, index=False)),
+        (Path(f"{stem}_checks.csv"), lambda p: checks_df.to_csv(p, index=False))]
+    try:
+        import pyarrow  # noqa: F401
+
+        for df, suffix in ((table, ""), (checks_df, "_checks")):
+            files.append((Path(f"{stem}{suffix}.parquet"), lambda p, df=df: df.astype(
+                {c: str for c in df.columns if df[c].dtype == object}).to_parquet(p, index=False)))
+    except ImportError:
+        pass
+    write_all(files)
+
+
 def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Merge every run's ``metrics.json`` table rows (and checks) into two DataFrames.
 
@@ -180,16 +234,7 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     runs, problems = scan_runs(output)
     table, checks_df = pd.DataFrame(_rows(runs, "table")), pd.DataFrame(_rows(runs, "checks"))
     stem = Path(out) if out else Path(output) / "collected"
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(f"{stem}.csv", index=False)
-    checks_df.to_csv(f"{stem}_checks.csv", index=False)
-    try:
-        import pyarrow  # noqa: F401
-
-        for df, suffix in ((table, ""), (checks_df, "_checks")):
-            df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(f"{stem}{suffix}.parquet", index=False)
-    except ImportError:
-        pass
+    _write_tables(stem, table, checks_df)
     for df in (table, checks_df):
         df.attrs["problems"] = list(problems)
     return table, checks_df

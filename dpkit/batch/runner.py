@@ -2,9 +2,10 @@
 
 Commands (:mod:`dpkit.batch.cli`)
 ---------------------------------
-``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S]``
+``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S] [--replace]``
     Execute one notebook with ``INTERACTIVE=False`` and ``OUTPUT_DIR=DIR``. Every ``-p`` is
-    checked against the notebook's parameters cell first (name and type).
+    checked against the notebook's parameters cell first (name and type). A finished run in
+    ``DIR`` is replaced only with ``--replace`` (and then moved whole to ``.superseded/``).
 ``python -m dpkit.batch run MANIFEST.yaml [--scheduler local|sync|ADDRESS] [--workers N]``
     Execute every (notebook × parameter grid point) of a manifest, each run into its own
     folder ``<output>/<notebook-stem>/<hash>/`` (executed notebook, ``metrics.json``,
@@ -31,6 +32,11 @@ Guarantees
   checked again just before the rename, and a finished run is never replaced. Two batches on one
   output run each notebook once: a run locked by the other batch is left for later, then
   waited for and skipped once finished.
+* A run is finished only with its own results: ``run.json`` ``status: ok``, the ``metrics.json`` its attempt wrote
+  (a notebook that writes none has failed) and recorded parameters whose key is the folder's. A folder holding
+  another key's run is never skipped: the batch names it and stops (``--stale rerun`` moves it to
+  ``<output>/.superseded/``). Clean-up removes only the temporary folders the runner made (exact names holding
+  :data:`~dpkit.batch.locks.MARKER`).
 * A resumed batch does not take a finished run of an older notebook for a current one: each run
   records its notebook's fingerprint (cell types and sources, :func:`~dpkit.batch.manifest.notebook_fingerprint`)
   in ``run.json``; when it differs, the batch stops before running anything and names the runs
@@ -90,11 +96,14 @@ from dpkit.batch.execute import (
     is_done,
     is_enospc,
     kept_repetitions,
+    key_problem,
     library_fingerprint,
+    read_record,
     record_checkpoint,
+    remove_checkpoint,
     write_json,
 )
-from dpkit.batch.locks import RunLock, clean_stale, stale_folders
+from dpkit.batch.locks import RunLock, clean_stale, make_temporary, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import (
     BatchError,
     RunSpec,
@@ -120,13 +129,24 @@ def _summary(spec: RunSpec, final: Path, status: str, **extra: Any) -> Summary:
 
 
 def _install(tmp: Path, final: Path, key: str) -> bool:
-    """Rename ``tmp`` to ``final``; ``False`` (and ``tmp`` removed) if ``final`` is a finished run."""
+    """Rename ``tmp`` to ``final``; ``False`` (and ``tmp`` removed) if ``final`` is a finished run.
+
+    What ``final`` held before is removed when it was an unfinished attempt of this run; a record of another
+    run (other parameters, :func:`~dpkit.batch.execute.key_problem`) is moved whole to ``.superseded/``, never
+    deleted.
+    """
     if is_done(final):  # checked again just before the rename: a finished run is never replaced
         shutil.rmtree(tmp, ignore_errors=True)
         return False
+    unmark(tmp)
+    info = read_record(final)
+    if info is not None and info.get("status") == "ok" and key_problem(final, info):
+        dest = _move_aside(final, final.parent.parent, final.parent.name, key)
+        print(f"{final} held a run of other parameters: moved to {dest}", file=sys.stderr)
     if final.exists():  # an earlier failed attempt: moved aside, replaced, then removed
         old = final.parent / f".{key}.old-{uuid.uuid4().hex[:8]}"
         os.replace(final, old)
+        mark_temporary(old)
         os.replace(tmp, final)
         shutil.rmtree(old, ignore_errors=True)
     else:
@@ -139,6 +159,7 @@ def _finish(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | 
     """Write the run's records into ``tmp`` and rename it into place (under the run's lock)."""
     try:
         tmp.mkdir(parents=True, exist_ok=True)
+        mark_temporary(tmp)
         if status != "ok":
             (tmp / "error.txt").write_text(tb or error or "")
             rj = tmp / "run.json"
@@ -185,7 +206,11 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
         return _summary(spec, final, "skipped")
     for p in stale_folders(final.parent, spec.key):  # left by an interrupted attempt (we hold the lock)
         shutil.rmtree(p, ignore_errors=True)
-    tmp = final.parent / f".{spec.key}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        tmp = make_temporary(final.parent, spec.key)
+    except OSError as exc:
+        return _summary(spec, final, "failed", error=f"cannot make a temporary folder in {final.parent}: "
+                        f"{failure_message(exc)}", disk_full=is_enospc(exc))
     if threads:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(threads)
@@ -205,7 +230,7 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
                        disk_full=is_enospc(exc))
     done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
-        shutil.rmtree(keep, ignore_errors=True)
+        remove_checkpoint(keep)
     return done
 
 
@@ -398,6 +423,18 @@ def stale_checkpoints(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, st
     return found
 
 
+def misplaced_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]:
+    """(spec, why) for every run folder holding a finished record of other parameters than its key's
+    (:func:`~dpkit.batch.execute.key_problem`): never taken for the spec's run, never replaced in place."""
+    found = []
+    for s in specs:
+        folder = s.folder(out)
+        info = read_record(folder)
+        if info is not None and info.get("status") == "ok" and (why := key_problem(folder, info)):
+            found.append((s, why))
+    return found
+
+
 def _move_aside(path: Path, out: Path, stem: str, name: str) -> Path:
     dest = out / ".superseded" / stem / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -433,7 +470,17 @@ def supersede_checkpoint(spec: RunSpec, out: Path) -> Path:
 
 
 def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
-    """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done)."""
+    """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done), and to
+    run folders that hold another key's run (:func:`misplaced_runs`: an error unless ``rerun`` moves them aside)."""
+    misplaced = misplaced_runs(specs, out)
+    if misplaced and on_stale != "rerun":
+        raise StaleRunsError(
+            f"{len(misplaced)} run folder(s) hold a finished run of other parameters than their key's, which is never "
+            "taken for the key's run:\n" + "\n".join(f"  {s.folder(out)} {why}" for s, why in misplaced)
+            + "\nmove them away, or re-run with --stale rerun (each is moved to <output>/.superseded/, not deleted)")
+    for s, _why in misplaced:
+        dest = supersede(s, out)
+        print(f"running {s.folder(out)} again: it held a run of other parameters, now in {dest}", file=sys.stderr)
     stale = stale_runs(specs, out)
     partial = stale_checkpoints(specs, out)
     if not stale and not partial:

@@ -86,6 +86,7 @@ def _kept(folder: Path) -> tuple[dict[str, int], float | None, float | None]:
 def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | os.PathLike | None = None
                  ) -> list[RunStatus]:
     """The state of every run of ``manifest`` under its output folder (or ``output``)."""
+    from dpkit.batch.execute import unfinished_reason
     from dpkit.batch.runner import checkpoint_folder
 
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
@@ -96,7 +97,10 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
         info = _record(folder)
         kept, last, pace = _kept(checkpoint_folder(spec, folder.parent))
         holder = _held(folder.parent / f".{spec.key}.lock")
-        if info is not None and info.get("status") == "ok":
+        wrong = unfinished_reason(folder, info) if info is not None and info.get("status") == "ok" else None
+        if wrong is not None:  # says ok but is not this key's finished run (no metrics.json, other parameters)
+            result.append(RunStatus(spec, folder, "failed", detail=f"{folder}: {wrong}"))
+        elif info is not None and info.get("status") == "ok":
             ck = info.get("checkpoint") or {}
             result.append(RunStatus(spec, folder, "finished", wall_time_s=info.get("wall_time_s"),
                                     compute_s=ck.get("compute_s")))

@@ -1,12 +1,22 @@
 """Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch
 output split per cell by the batch runner:
-``python -m dpkit.outputs.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``."""
+``python -m dpkit.outputs.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``.
+
+Every output is written into a temporary folder first and moved into place once all are written, so a
+failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
+0 all well; 1 assembled, but runs failed or could not be read (each named); 2 nothing assembled (no
+finished run, one cell computed twice, a malformed run, an unwritable or missing folder: one line naming it).
+"""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import shutil
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +25,7 @@ import matplotlib.pyplot as plt
 from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown
 from dpkit.outputs.figures.leaderboard import plot_leaderboard
 from dpkit.outputs.figures.tables import plot_errors_vs_sigma
-from dpkit.outputs.plotting import export_figure
+from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
 #: Caption of the Tables 3.2/3.3 figures.
@@ -58,9 +68,15 @@ def _run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
     mj = rj.parent / "metrics.json"
     if not mj.is_file():
         return None, f"{rj.parent}: finished run wrote no metrics.json"
-    metrics, bad = _read(mj)
-    if bad is not None or not isinstance(metrics, dict):
-        return None, bad or f"{mj}: metrics.json is not a JSON object"
+    from dpkit.batch.execute import key_problem
+    from dpkit.batch.results import read_metrics_json
+
+    wrong = key_problem(rj.parent, info)
+    if wrong is not None:
+        return None, f"{rj.parent}: {wrong}"
+    metrics, problem = read_metrics_json(mj)
+    if problem is not None:
+        return None, str(problem)
     return metrics, None
 
 
@@ -83,8 +99,14 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "ta
         metrics, _ = _run_state(rj)
         if metrics is None:
             continue
-        for r in metrics.get(field, []):
-            k = key(r)
+        found = metrics.get(field) or []
+        if not isinstance(found, list) or not all(isinstance(r, dict) for r in found):
+            raise ValueError(f"{rj.parent / 'metrics.json'}: {field!r} must be a list of objects")
+        for r in found:
+            try:
+                k = key(r)
+            except KeyError as exc:
+                raise ValueError(f"{rj.parent / 'metrics.json'}: a {field!r} row has no {exc}") from None
             if k in seen:
                 raise ValueError(f"cell {k} computed by two runs: {seen[k]} and {rj.parent.name}")
             seen[k] = rj.parent.name
@@ -135,6 +157,51 @@ def _reps_text(rows: list[dict[str, Any]]) -> str:
     return f"{reps[0]} repetitions" if len(reps) == 1 else f"{reps[0]}–{reps[-1]} repetitions"
 
 
+@contextlib.contextmanager
+def _staged(dest: Path, paper_figures: bool) -> Iterator[tuple[Path, Path | None]]:
+    """Temporary folders for the outputs of ``dest`` (and the paper figures), moved into place on success.
+
+    Each target folder is created and checked writable first; on any error the temporary folders are removed and
+    a folder this created is removed again, so nothing half-written is left.
+    """
+    targets = [dest] + ([paper_figures_dir()] if paper_figures else [])
+    created = [t for t in targets if not t.exists()]
+    stages: list[Path] = []
+    try:
+        for t in targets:
+            if t.exists() and not t.is_dir():
+                raise NotADirectoryError(20, "not a folder", str(t))
+            t.mkdir(parents=True, exist_ok=True)
+            stages.append(Path(tempfile.mkdtemp(prefix=".assemble-", dir=t)))
+        yield stages[0], (stages[1] if paper_figures else None)
+        moves = [(f, t / f.name) for t, stage in zip(targets, stages) for f in sorted(stage.iterdir())]
+        for _f, final in moves:  # a folder in the way would fail half-way through the renames: checked first
+            if final.is_dir():
+                raise IsADirectoryError(21, "a folder is in the way of an output file", str(final))
+        for f, final in moves:
+            os.replace(f, final)
+    except BaseException:
+        for t in reversed(created):
+            shutil.rmtree(t, ignore_errors=True)
+        raise
+    finally:
+        for stage in stages:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _figure(fig: Any, name: str, stage: Path, paper_stage: Path | None, *, notebook: str, caption: str,
+            parameters: dict[str, Any]) -> None:
+    """Export ``fig`` into ``stage`` and, for the paper figures, as ``<notebook>__<name>`` into ``paper_stage``
+    (the files :func:`~dpkit.outputs.plotting.export_figure` writes with ``paper=True``)."""
+    suptitle = getattr(fig, "_suptitle", None)
+    if paper_stage is not None and suptitle is not None and suptitle.get_text():
+        raise ValueError(f"paper figure {name}: a paper figure carries no suptitle ({suptitle.get_text()!r})")
+    for path in export_figure(fig, name, stage, notebook=notebook, caption=caption, parameters=parameters):
+        if paper_stage is not None:
+            shutil.copyfile(path, paper_stage / f"{notebook}__{path.name}")
+    plt.close(fig)
+
+
 def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
     """Tables 3.2/3.3 (ours ± std next to the thesis), figures and worst times from a batch output.
 
@@ -145,6 +212,12 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
     if not rows:
         raise FileNotFoundError(f"no finished 20_tables runs with rows under {output}")
     dest = Path(out) if out else Path(output) / "assembled"
+    with _staged(dest, paper_figures) as (stage, paper_stage):
+        _write_tables(output, rows, stage, paper_stage)
+    return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows})}
+
+
+def _write_tables(output: str, rows: list[dict[str, Any]], dest: Path, paper_stage: Path | None) -> None:
     comparison = paper_comparison_table(rows)
     protocol = f"ε = 1, δ = 10⁻³ (mechanism II); {_reps_text(rows)}, each a fresh workload of Gaussian-kernel mixture queries"
     export_table(comparison, "tables_3_2_3_3", dest,
@@ -156,17 +229,15 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
                          f"standard deviation, minimum, maximum), the thesis's values and the worst time in seconds; {protocol}.")
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
-        export_figure(fig, f"tables_{kind}_vs_sigma", dest, notebook="20_tables", paper=paper_figures,
-                      caption=TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative"),
-                      parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
-                                  "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
-        plt.close(fig)
+        _figure(fig, f"tables_{kind}_vs_sigma", dest, paper_stage, notebook="20_tables",
+                caption=TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative"),
+                parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
+                            "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
     df = rows_frame(rows)
     worst = df.groupby(["dataset", "mechanism", "constants"])["time_max_s"].max().reset_index()
     export_table(worst, "worst_times", dest, caption=f"Worst time (seconds) of one release over every σ and repetition, "
                                                      f"per data set, mechanism and constants; {protocol}.")
     (dest / "tables_runs.md").write_text(run_times_markdown(output, notebook="20_tables") + "\n")
-    return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows})}
 
 
 def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
@@ -177,6 +248,13 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
         raise FileNotFoundError(f"no finished 45_leaderboard runs with rows under {output}")
     board = leaderboard_rows(rows)
     dest = Path(out) if out else Path(output) / "assembled"
+    with _staged(dest, paper_figures) as (stage, paper_stage):
+        head = _write_leaderboard(output, rows, board, stage, paper_stage)
+    return {"rows": len(board), "out": str(dest), "headline": head}
+
+
+def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict[str, Any]], dest: Path,
+                       paper_stage: Path | None) -> str:
     protocol = f"{_reps_text(rows)} of Gaussian-kernel mixture queries per cell"
     export_table(rows_frame(board), "leaderboard", dest,
                  caption="Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute "
@@ -190,14 +268,12 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
     for privacy, tag in (("ε-DP", "3_2"), ("(ε,δ)-DP", "3_3")):
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)
-            export_figure(fig, f"leaderboard_table_{tag}_{kind}", dest, notebook="45_leaderboard", paper=paper_figures,
-                          caption=LEADERBOARD_CAPTION.format(kind="absolute" if kind == "abs" else "relative",
-                                                             privacy=privacy, table=tag.replace("_", "."),
-                                                             protocol=protocol),
-                          parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
-                                      "reps": max(int(r.get("reps") or 0) for r in rows)})
-            plt.close(fig)
-    return {"rows": len(board), "out": str(dest), "headline": head.text()}
+            _figure(fig, f"leaderboard_table_{tag}_{kind}", dest, paper_stage, notebook="45_leaderboard",
+                    caption=LEADERBOARD_CAPTION.format(kind="absolute" if kind == "abs" else "relative",
+                                                       privacy=privacy, table=tag.replace("_", "."), protocol=protocol),
+                    parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
+                                "reps": max(int(r.get("reps") or 0) for r in rows)})
+    return head.text()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     lb.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
     args = ap.parse_args(argv)
     notebook = "45_leaderboard" if args.cmd == "leaderboard" else "20_tables"
+    if not Path(args.output).is_dir():
+        print(f"error: batch output folder not found (or not a folder): {args.output}", file=sys.stderr)
+        return 2
     bad = failed_runs(args.output, notebook)
     try:
         if args.cmd == "leaderboard":
@@ -224,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
     except (FileNotFoundError, ValueError) as exc:  # no finished run, or one cell computed twice: nothing assembled
         print(f"error: {exc}", *bad, sep="\n  ", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output folder cannot be made or written: nothing was left half-written
+        where = exc.filename or args.out or Path(args.output) / "assembled"
+        print(f"error: cannot write the assembled outputs to {where}: {exc.strerror or exc}; nothing was written",
+              file=sys.stderr)
         return 2
     if bad:
         print(f"{len(bad)} run(s) failed and are missing from the assembled tables:", *bad, sep="\n  ", file=sys.stderr)
