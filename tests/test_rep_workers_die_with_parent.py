@@ -119,7 +119,7 @@ def _left_after_grace(pids: list[int], marker: str) -> list[str]:
 
 def _clean_up(proc: subprocess.Popen, pids: Path, marker: str) -> None:
     """Kill whatever this test started and is still running (so a failing test leaves no orphans)."""
-    for pid in _recorded(pids, "worker") + _recorded(pids, "kernel"):
+    for pid in _recorded(pids, "worker") + _recorded(pids, "kernel") + [int(p.split()[0]) for p in _marked(marker)]:
         if _alive(pid, marker):
             os.kill(pid, signal.SIGKILL)
     if proc.poll() is None:
