@@ -321,7 +321,8 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         bit, whatever the order in which repetitions finish (only ``time_s`` is measured anew). Each
         finished repetition is kept in ``checkpoint`` as soon as it is done; ``on_repetition`` is called in
         repetition order. If a repetition raises (or ``on_repetition`` does), no new one starts, those
-        already running finish and are kept, and the first exception is raised.
+        already running finish and are kept, and the first exception is raised. The worker processes end
+        with this process, even if it is killed with SIGKILL (:func:`_die_with_parent`).
 
     Returns
     -------
@@ -406,7 +407,54 @@ _WORKER_JOB: _CellsJob | None = None
 
 def _worker_start(job: _CellsJob) -> None:
     global _WORKER_JOB
+    _die_with_parent()
     _WORKER_JOB = job
+
+
+def _die_with_parent() -> None:
+    """End this worker process as soon as the process that started it ends, however it ends.
+
+    A pool's workers otherwise outlive a parent killed with SIGKILL (a notebook kernel killed for memory, a
+    killed batch): they wait on a queue whose ends they hold themselves, keep computing and keep their
+    memory. Two guards, armed before the worker takes a repetition:
+
+    * Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``. The operating system kills the worker when its parent
+      dies, even while the worker is inside C code that holds the GIL, and nothing the parent leaves
+      behind can hold it open. The signal is tied to the parent *thread* that started the worker; that is
+      the thread calling :func:`run_cells`, which waits in the pool until every worker has ended. A parent
+      that died before the signal was armed is caught by comparing ``os.getppid()`` with its pid.
+    * Everywhere: a daemon thread that waits on the parent's sentinel (a pipe the parent holds open while
+      it lives; :func:`multiprocessing.parent_process`) and then exits. It needs no polling and has no
+      race (a pipe closed before the thread starts is seen at once), but it must get the GIL to act.
+
+    A process group killed by the batch runner is not needed: a kernel whose batch (the process that
+    started it) dies ends itself (ipykernel polls its parent), and its workers then end with it.
+    """
+    import multiprocessing
+    import signal
+    import sys
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        raise RuntimeError("_die_with_parent is for a worker process started by multiprocessing")
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1  # <linux/prctl.h>
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
+    if os.getppid() != parent.pid:  # the parent is gone already (before the signal was armed)
+        os._exit(1)
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpkit-parent-watch", daemon=True).start()
 
 
 def _worker_run(i: int) -> tuple[list[RunRecord], float]:

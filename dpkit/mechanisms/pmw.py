@@ -8,13 +8,16 @@
   scaled by ``1/n``) on the derived stream ``f_i(x) − f_i(x^t)``, ``f_i(x^t) − f_i(x)`` with threshold
   ``T = 2α``, and the MW update (D–R Alg. 5) with ``η = α/2`` on each answered query.
 
-Privacy: (ε, 0)-DP (Thm 4.13; the data are touched only through NumericSparse). Accuracy (Thm 4.14,
-seed M13): with probability ≥ 1 − β every answer is within ``3α`` of the truth, with at most ``c``
-updates and no early halt.
+Privacy: (ε, 0)-DP (Thm 4.13; the data are touched only through NumericSparse) for a stream whose order
+does not depend on the data (``order``). Not with ``adaptive=True``: that stream picks each next query from the
+data itself and releases the order, so it is not private at all (see
+:meth:`PrivateMultiplicativeWeights.run`). Accuracy (Thm 4.14, seed M13): with probability ≥ 1 − β every answer
+is within ``3α`` of the truth, with at most ``c`` updates and no early halt.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +25,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 from dpkit.core.accounting import Ledger
+from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_choice, check_epsilon, check_finite_array, check_positive_int, check_probability
 from dpkit.mechanisms.base import Mechanism
@@ -189,10 +193,23 @@ class PrivateMultiplicativeWeights(Mechanism):
         """Answer a stream of queries on the data distribution ``x`` (length |X|, sums to 1).
 
         ``queries`` is a (m, |X|) array with values in [0, 1], m ≤ ``n_queries``. The stream asks
-        the rows in ``order`` (default 0..m−1); with ``adaptive=True`` it instead asks, at every step,
-        a not-yet-asked query with the largest current error ``|f(x) − f(x^t)|`` (an adversary who
-        knows the data; Thm 4.14 allows any adaptive stream). Spends (ε, 0) through ``ledger``.
+        the rows in ``order`` (default 0..m−1, public: it must not depend on the data) and spends (ε, 0)
+        through ``ledger``.
+
+        ``adaptive=True`` instead asks, at every step, a not-yet-asked query with the largest current error
+        ``|f(x) − f(x^t)|``: an adversary who knows the data, for testing the accuracy of Thm 4.14 (which
+        holds for any stream). It is **not private**: the order is chosen from the data and returned in
+        ``query_index`` (two neighbours can give different first queries with probability 1, so ε = ∞).
+        It therefore refuses a ``ledger`` (:class:`ValueError` naming ``adaptive``) and otherwise warns
+        :class:`~dpkit.core.exceptions.PrivacyLeakWarning`.
         """
+        if adaptive:
+            if ledger is not None:
+                raise ValueError("adaptive=True is not differentially private (each next query is chosen from the data "
+                                 "and the order is released in query_index), so it cannot spend (ε, 0) from a ledger; "
+                                 "use a public order (adaptive=False, order=...) or no ledger")
+            warnings.warn("adaptive=True chooses each next query from the private data and releases that order "
+                          "(query_index): this run is not differentially private", PrivacyLeakWarning, stacklevel=2)
         X = self.domain_size
         p = check_finite_array(x, name="x", ndim=1)
         if p.size != X or np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
