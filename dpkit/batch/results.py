@@ -5,6 +5,10 @@ list of :class:`Problem` (failed runs, unreadable ``run.json``/``metrics.json``,
 without ``metrics.json``), each naming its path. :func:`collect` merges the runs' tables;
 ``python -m dpkit.batch collect`` and ``python -m dpkit.batch.checks`` print the problems and exit
 non-zero when there are any, so a batch with failed runs never looks complete downstream.
+
+A run recorded as :data:`UNAVAILABLE` (its data sets are documented in ``data/registry.yaml`` as possibly
+unavailable offline and are not on this machine) is not a problem: :func:`unavailable_runs` lists it with its
+reason, and the commands show it without failing.
 """
 from __future__ import annotations
 
@@ -17,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect"]
+__all__ = ["UNAVAILABLE", "Problem", "Unavailable", "RunRecord", "read_json", "read_metrics_json", "is_run_key",
+           "scan_runs", "as_unavailable", "unavailable_runs", "collect"]
+
+#: ``run.json`` status of a run whose data sets are all documented as possibly unavailable offline and are not on
+#: this machine (:class:`dpkit.data.DataUnavailableError` in its notebook): recorded with the reason, no rows.
+UNAVAILABLE = "unavailable"
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,18 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A run recorded as :data:`UNAVAILABLE`: its folder, the data sets it asked for and the reason."""
+
+    path: Path
+    datasets: list[str]
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: data set(s) {', '.join(self.datasets) or '?'} unavailable here: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,7 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
     if not isinstance(info.get("parameters") or {}, dict):
         problems.append(Problem(folder / "run.json", "run.json: 'parameters' must be an object"))
         return None
-    if info.get("status") != "ok":
+    if info.get("status") not in ("ok", UNAVAILABLE):
         problems.append(Problem(folder, failure_reason(info)))
     mj = folder / "metrics.json"
     metrics: Any = {}
@@ -126,6 +147,20 @@ def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]
     if not runs and not problems:
         problems.append(Problem(root, "no batch runs found (expected <notebook>/<key>/run.json)"))
     return runs, problems
+
+
+def as_unavailable(folder: Path, info: dict[str, Any]) -> Unavailable | None:
+    """The :class:`Unavailable` record of a run whose ``run.json`` (``info``) says :data:`UNAVAILABLE`, else ``None``."""
+    if info.get("status") != UNAVAILABLE:
+        return None
+    names = (info.get("parameters") or {}).get("DATASETS")
+    datasets = [str(x) for x in names] if isinstance(names, list) else []
+    return Unavailable(folder, datasets, str(info.get("error") or "").strip() or "no reason recorded")
+
+
+def unavailable_runs(runs: list[RunRecord]) -> list[Unavailable]:
+    """The runs of ``runs`` (:func:`scan_runs`) recorded as :data:`UNAVAILABLE`, with their data sets and reasons."""
+    return [u for rec in runs if (u := as_unavailable(rec.folder, rec.info)) is not None]
 
 
 def _lost_runs(root: Path) -> list[Problem]:
@@ -172,7 +207,8 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     Writes ``<out>.csv`` / ``<out>_checks.csv`` (and ``.parquet`` when pyarrow is there),
     default ``<output>/collected``. Each row carries ``run_notebook``, ``run_key``,
     ``run_status`` and the run's parameters as ``param_<NAME>``. Both frames carry the
-    :class:`Problem` list of :func:`scan_runs` in ``.attrs["problems"]``; raises
+    :class:`Problem` list of :func:`scan_runs` in ``.attrs["problems"]`` and the runs recorded as
+    unavailable (:func:`unavailable_runs`, also written to ``<out>_unavailable.csv``) in ``.attrs["unavailable"]``; raises
     :class:`FileNotFoundError` when ``output`` is not a folder.
     """
     import pandas as pd
@@ -183,6 +219,9 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     stem.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(f"{stem}.csv", index=False)
     checks_df.to_csv(f"{stem}_checks.csv", index=False)
+    unavailable = unavailable_runs(runs)
+    pd.DataFrame([{"run_folder": str(u.path), "datasets": ",".join(u.datasets), "reason": u.reason} for u in unavailable],
+                 columns=["run_folder", "datasets", "reason"]).to_csv(f"{stem}_unavailable.csv", index=False)
     try:
         import pyarrow  # noqa: F401
 
@@ -192,4 +231,5 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
         pass
     for df in (table, checks_df):
         df.attrs["problems"] = list(problems)
+        df.attrs["unavailable"] = list(unavailable)
     return table, checks_df
