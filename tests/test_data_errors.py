@@ -330,3 +330,13 @@ def test_load_available_does_not_hide_a_damaged_file(tmp_path, monkeypatch):
     monkeypatch.setattr(dd.files, "shared_raw_dir", lambda: None)
     with pytest.raises(ChecksumError, match="communities.data"):
         dd.load_available(["CRM", "mock"])
+
+
+def test_load_available_does_not_hide_a_damaged_file_of_a_data_set_that_may_be_unavailable(no_files, tmp_path):
+    """PAM may be absent offline, but a PAM file that is there and damaged is the loader's ChecksumError."""
+    bad = tmp_path / "empty" / "PAM" / "Protocol" / "subject109.dat"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("1.0 0 nan\n")
+    with pytest.raises(ChecksumError, match="subject109.dat"):
+        dd.load_available(["PAM"], subjects=[109])
+    assert no_files == []  # found (damaged): nothing to download
