@@ -65,9 +65,9 @@ smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/smoke --out $(RESULTS)/batch/smoke/checks_summary || status=$$?; \
 	exit $$status
 
-reproduce: $(STAMP) ## the thesis's tables and figures and every check at full size (full.yaml; the leaderboard is make leaderboard) on a local Dask cluster; resumable; fails if any run or check failed
+reproduce: $(STAMP) ## the thesis's tables and figures and every check at full size (full.yaml; the leaderboard is make leaderboard) on a local Dask cluster; resumable; fails if any run or check failed (REQUIRE_DATA=1: or a data set is unavailable)
 	@status=0; \
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/full.yaml --output $(RESULTS)/batch/full $(STALE_ARG) || status=$$?; \
+	$(BIN)/python -m dpkit.batch run $(FULL_MANIFEST) --output $(RESULTS)/batch/full $(STALE_ARG) $(DATA_ARG) || status=$$?; \
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full || status=$$?; \
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary || status=$$?; \
 	if [ $$status -eq 0 ]; then $(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures || status=$$?; \
@@ -77,13 +77,20 @@ reproduce: $(STAMP) ## the thesis's tables and figures and every check at full s
 # Finished runs of a notebook that changed since they ran stop a batch (named); STALE=rerun moves them to
 # OUTPUT/.superseded/ and runs them again, STALE=keep keeps them: make reproduce STALE=rerun
 STALE_ARG := $(if $(STALE),--stale $(STALE),)
+# A data set documented as possibly unavailable offline (data/registry.yaml `unavailable_offline`, e.g. PAM) that is
+# not on this machine makes its runs `unavailable`: recorded with the reason, listed, no rows, not a failure.
+# REQUIRE_DATA=1 makes them fail the batch: make reproduce REQUIRE_DATA=1
+DATA_ARG := $(if $(filter 1,$(REQUIRE_DATA)),--require-data,)
+# the manifests of make reproduce and make tables (another one, e.g. a small test manifest: FULL_MANIFEST=...)
+FULL_MANIFEST ?= notebooks/manifests/full.yaml
+TABLES_MANIFEST ?= notebooks/manifests/tables.yaml
 
 BATCH ?= full
 collect: $(STAMP) ## merge a batch's runs into one table: make collect BATCH=full|smoke|tables (lists failed runs, exit 1)
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/$(BATCH)
 
-tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/)
-	$(BIN)/python -m dpkit.batch run notebooks/manifests/tables.yaml $(STALE_ARG)
+tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/); REQUIRE_DATA=1: fail if a data set is unavailable
+	$(BIN)/python -m dpkit.batch run $(TABLES_MANIFEST) --output $(RESULTS)/batch/tables $(STALE_ARG) $(DATA_ARG)
 	$(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/tables --paper-figures
 
 # one leaderboard run computes a whole data set in one cell: CRM and CSN take about 2 h each on a shared core; a run

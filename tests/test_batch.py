@@ -157,5 +157,6 @@ def test_reproduce_exports_the_paper_figures():
     smoke = batch.expand_manifest(batch.load_manifest(root / "notebooks" / "manifests" / "smoke.yaml"))
     assert not any(s.parameters.get("PAPER_FIGURES") for s in smoke)
     recipe = (root / "Makefile").read_text().split("\nreproduce:", 1)[1].split("\n\n", 1)[0]
-    assert "notebooks/manifests/full.yaml" in recipe
+    assert "run $(FULL_MANIFEST) " in recipe
+    assert "\nFULL_MANIFEST ?= notebooks/manifests/full.yaml\n" in (root / "Makefile").read_text()
     assert "dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures" in recipe

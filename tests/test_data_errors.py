@@ -18,7 +18,14 @@ from test_data_loaders import SHARED, needs_shared
 import dpkit.data as dd
 import dpkit.data.download as ddl
 from dpkit.core.exceptions import PrivacyLeakWarning
-from dpkit.data import ChecksumError, DataNotFoundError, MalformedDataError, UnknownDatasetError, load
+from dpkit.data import (
+    ChecksumError,
+    DataNotFoundError,
+    DataUnavailableError,
+    MalformedDataError,
+    UnknownDatasetError,
+    load,
+)
 
 no_files = test_data_loaders.no_files  # the shared fixture
 
@@ -291,12 +298,28 @@ def test_load_available_names_the_parameter_and_the_absent_data_sets(no_files):
         dd.load_available(["mock", "mock"])
     with pytest.raises(UnknownDatasetError, match="ADULT"):  # a typo is an error, not an absent data set
         dd.load_available(["mock", "ADULT"])
-    data, missing = dd.load_available(["CRM", "mock"], download=False)
+    # PAM is documented in the registry as possibly unavailable offline: reported, with that reason
+    data, missing = dd.load_available(["PAM", "mock"], download=False)
     assert list(data) == ["mock"] and data["mock"].shape == (1000, 5)
-    assert list(missing) == ["CRM"] and missing["CRM"].startswith("DataNotFoundError: ") and "communities.data" in missing["CRM"]
-    with pytest.raises(ValueError, match=r"none of SETS = \['CRM', 'PKS'\] is available here: CRM: DataNotFoundError"):
-        dd.load_available(["CRM", "PKS"], parameter="SETS", download=False)
+    assert list(missing) == ["PAM"] and missing["PAM"].startswith("DataNotFoundError: ") and "subject101.dat" in missing["PAM"]
+    assert dd.dataset_info("PAM").unavailable_offline in missing["PAM"]
+    with pytest.raises(DataUnavailableError, match=r"none of SETS = \['PAM'\] is available here: PAM: DataNotFoundError"):
+        dd.load_available(["PAM"], parameter="SETS", download=False)
     assert no_files == []
+
+
+def test_load_available_fails_for_missing_data_not_documented_as_unavailable(no_files, tmp_path):
+    """Only a data set the registry documents as possibly unavailable offline may be absent: any other missing data
+    set, or a documented one missing from an explicit path, is the loader's error (not a shorter table)."""
+    assert [c for c in dd.list_datasets() if dd.dataset_info(c).unavailable_offline] == ["PAM"]
+    for names in (["CRM", "mock"], ["CRM", "PAM"], ["PAM", "CRM"]):
+        with pytest.raises(DataNotFoundError, match="communities.data") as info:
+            dd.load_available(names, download=False)
+        assert not isinstance(info.value, DataUnavailableError), names
+    (tmp_path / "wrong").mkdir()
+    with pytest.raises(DataNotFoundError, match=r"Searched \(only the path argument\)") as info:
+        dd.load_available(["PAM"], path=tmp_path / "wrong")
+    assert not isinstance(info.value, DataUnavailableError)
 
 
 @needs_shared
@@ -307,3 +330,13 @@ def test_load_available_does_not_hide_a_damaged_file(tmp_path, monkeypatch):
     monkeypatch.setattr(dd.files, "shared_raw_dir", lambda: None)
     with pytest.raises(ChecksumError, match="communities.data"):
         dd.load_available(["CRM", "mock"])
+
+
+def test_load_available_does_not_hide_a_damaged_file_of_a_data_set_that_may_be_unavailable(no_files, tmp_path):
+    """PAM may be absent offline, but a PAM file that is there and damaged is the loader's ChecksumError."""
+    bad = tmp_path / "empty" / "PAM" / "Protocol" / "subject109.dat"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("1.0 0 nan\n")
+    with pytest.raises(ChecksumError, match="subject109.dat"):
+        dd.load_available(["PAM"], subjects=[109])
+    assert no_files == []  # found (damaged): nothing to download

@@ -8,7 +8,9 @@ verdict, expected and whether the two agree. With ``--out`` it also writes
 ``STEM.md``, ``STEM.tex`` and ``STEM.csv``. Failed runs (``run.json`` status not ``ok``) and
 unreadable ``run.json``/``metrics.json`` files are listed by path: their checks are missing from
 the table, so they are never hidden behind "all PASS"; so are the runs a batch lost (listed in its
-``batch.json`` without a folder), and a folder with nothing to check at all. The exit status is 1 when any verdict
+``batch.json`` without a folder), and a folder with nothing to check at all. Runs recorded as ``unavailable``
+(their data sets are documented as possibly unavailable offline and are not on this machine) are listed with
+the data sets and the reason, below the table too, and are not problems. The exit status is 1 when any verdict
 differs from its expected verdict or there is any such problem, 2 when ``RESULTS_DIR`` is not a folder.
 """
 from __future__ import annotations
@@ -19,7 +21,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from dpkit.batch.results import Problem, failure_reason, is_run_key, read_json, read_metrics_json, scan_runs, write_all
+from dpkit.batch.results import (
+    UNAVAILABLE,
+    Problem,
+    Unavailable,
+    as_unavailable,
+    failure_reason,
+    is_run_key,
+    read_json,
+    read_metrics_json,
+    scan_runs,
+    unavailable_runs,
+    write_all,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,7 +43,8 @@ __all__ = ["gather_checks", "summarise_checks", "to_markdown", "to_latex", "writ
 COLUMNS = ["notebook", "id", "claim", "statistic", "bound", "confidence", "verdict", "expected", "consistent"]
 
 
-def _plain_checks(root: Path, skip: set[Path], problems: list[Problem]) -> list[dict[str, Any]]:
+def _plain_checks(root: Path, skip: set[Path], problems: list[Problem], unavailable: list[Unavailable]
+                  ) -> list[dict[str, Any]]:
     """Checks of plain notebook runs (``<dir>/metrics.json``, optional ``run.json``) not in ``skip``."""
     rows = []
     for folder in sorted({p.parent for pattern in ("**/metrics.json", "**/run.json") for p in root.glob(pattern)}):
@@ -40,6 +55,8 @@ def _plain_checks(root: Path, skip: set[Path], problems: list[Problem]) -> list[
             info, bad = read_json(folder / "run.json")
             if bad is not None or not isinstance(info, dict):
                 problems.append(bad or Problem(folder / "run.json", "run.json is not a JSON object"))
+            elif info.get("status") == UNAVAILABLE:
+                unavailable.append(as_unavailable(folder, info))
             elif info.get("status") != "ok":
                 problems.append(Problem(folder, failure_reason(info)))
         if not (folder / "metrics.json").is_file():
@@ -57,6 +74,7 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
 
     ``df.attrs["problems"]`` lists (:class:`~dpkit.batch.results.Problem`) the failed runs and the
     unreadable ``run.json``/``metrics.json`` files found on the way; their checks are not in the table.
+    ``df.attrs["unavailable"]`` lists (:class:`~dpkit.batch.results.Unavailable`) the runs recorded as unavailable.
     """
     import pandas as pd
 
@@ -64,6 +82,7 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
     if not root.is_dir():
         raise FileNotFoundError(f"results folder not found (or not a folder): {root}")
     problems: list[Problem] = []
+    unavailable: list[Unavailable] = []
     rows: list[dict[str, Any]] = []
     # batch layout (dpkit.batch): <base>/<notebook>/<12-hex key>/{run.json,metrics.json}, <base>/batch.json; a batch
     # is found by any of them, so one whose every run was lost (no run.json anywhere) still lists its runs
@@ -74,12 +93,13 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
     for b in sorted(batch_dirs):
         runs, found = scan_runs(b)
         problems.extend(found)
+        unavailable.extend(unavailable_runs(runs))
         skip |= {p.resolve() for p in b.glob("*/*") if p.is_dir()}
         for rec in runs:
             rows.extend({"notebook": Path(str(rec.info.get("notebook", ""))).stem, "run_key": rec.folder.name, **c}
                         for c in rec.metrics.get("checks", []) or [])
-    rows += _plain_checks(root, skip, problems)
-    if not rows and not problems and not any(root.glob("**/metrics.json")):
+    rows += _plain_checks(root, skip, problems, unavailable)
+    if not rows and not problems and not unavailable and not any(root.glob("**/metrics.json")):
         problems.append(Problem(root, "no metrics.json and no batch run below this folder: nothing to check"))
     df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=COLUMNS)
     for col in COLUMNS:
@@ -89,6 +109,7 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
     extra = [c for c in ("run_key",) if c in df.columns]
     df = df[COLUMNS + extra].sort_values(["notebook", *extra], kind="stable").reset_index(drop=True)
     df.attrs["problems"] = problems
+    df.attrs["unavailable"] = unavailable
     return df
 
 
@@ -105,6 +126,7 @@ def summarise_checks(df) -> dict[str, Any]:
         "all_consistent": bool(df["consistent"].all()) if len(df) else True,
         "unexpected": [f"{r.notebook}:{r.id}" for r in df.itertuples() if not r.consistent],
         "problems": [str(p) for p in df.attrs.get("problems", [])],
+        "unavailable": [str(u) for u in df.attrs.get("unavailable", [])],
     }
 
 
@@ -145,7 +167,10 @@ def to_latex(df: pd.DataFrame, columns: Iterable[str] = ("notebook", "id", "stat
 def _write(df, out: str | Path) -> None:
     """``out.md``, ``out.tex`` and ``out.csv``, all or none (an ``OSError`` naming the folder)."""
     stem = Path(out)
-    write_all([(Path(f"{stem}.md"), lambda p: p.write_text(to_markdown(df))),
+    unavailable = df.attrs.get("unavailable", [])
+    note = ("\nNot run here: data set(s) documented as possibly unavailable offline and not on this machine "
+            "(their checks are not in the table):\n\n" + "".join(f"- {u}\n" for u in unavailable)) if unavailable else ""
+    write_all([(Path(f"{stem}.md"), lambda p: p.write_text(to_markdown(df) + note)),
                (Path(f"{stem}.tex"), lambda p: p.write_text(to_latex(df))),
                (Path(f"{stem}.csv"), lambda p: df.to_csv(p, index=False))])
 
@@ -182,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{s['n_checks']} checks: {s['n_claims_pass']}/{s['n_claims']} claims PASS, "
           f"{s['n_controls_fail']}/{s['n_controls']} negative controls FAIL"
           + ("" if s["all_consistent"] else f"; UNEXPECTED: {', '.join(s['unexpected'])}")
-          + (f"; {len(s['problems'])} PROBLEM(S): checks missing from this table" if s["problems"] else ""))
+          + (f"; {len(s['problems'])} PROBLEM(S): checks missing from this table" if s["problems"] else "")
+          + (f"; {len(s['unavailable'])} run(s) unavailable here (data documented as possibly unavailable offline)"
+             if s["unavailable"] else ""))
+    for u in s["unavailable"]:
+        print(f"  unavailable: {u}")
     for p in s["problems"]:
         print(f"  {p}", file=sys.stderr)
     return 0 if s["all_consistent"] and not s["problems"] else 1

@@ -8,6 +8,9 @@ output not writable, ``notebook --output`` holding a finished run without ``--re
 ``notebook`` executes into a temporary folder beside ``--output`` and renames it into place: a finished
 run there is only replaced with ``--replace`` (then moved whole to ``.superseded/``, never deleted); an
 earlier failed attempt is replaced.
+Runs recorded as ``unavailable`` (their data sets are documented as possibly unavailable offline and are
+not on this machine) are listed with the reason and do not change the exit status, except with
+``run --require-data`` (exit 1).
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from dpkit.batch.execute import (
 )
 from dpkit.batch.locks import RunLock, make_temporary, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
-from dpkit.batch.results import collect, is_run_key
+from dpkit.batch.results import UNAVAILABLE, collect, is_run_key
 from dpkit.batch.runner import STALE_POLICIES, _move_aside, run_manifest
 
 __all__ = ["main", "parse_params"]
@@ -155,22 +158,35 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = run_manifest(args.manifest, scheduler=args.scheduler, workers=args.workers, output=args.output,
                            timeout=args.timeout, progress=None, on_stale=args.stale)
-    counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")}
-    print(f"batch: {len(results)} runs: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed "
-          f"in {time.perf_counter() - t0:.1f} s")
+    counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed", UNAVAILABLE)}
+    print(f"batch: {len(results)} runs: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed"
+          + (f", {counts[UNAVAILABLE]} unavailable" if counts[UNAVAILABLE] else "")
+          + f" in {time.perf_counter() - t0:.1f} s")
     for r in results:
         if r["status"] == "failed":
             print(f"  FAILED {r['notebook']} {r['key']}: {r.get('error')}  ({r.get('folder')})")
+        elif r["status"] == UNAVAILABLE:
+            print(f"  UNAVAILABLE {r['notebook']} {r['key']}: {r.get('error')}  ({r.get('folder')})")
+    if counts[UNAVAILABLE]:
+        print(f"{counts[UNAVAILABLE]} run(s) recorded as unavailable: their data sets are documented as possibly "
+              "unavailable offline and are not on this machine"
+              + (" (--require-data: a failure)" if args.require_data else " (not a failure; --require-data makes it one)"))
     if any(r.get("disk_full") for r in results):
         print("the disk is full: no further runs were started; finished runs are kept. Free space and re-run to resume.",
               file=sys.stderr)
-    return 1 if counts["failed"] else 0
+    return 1 if counts["failed"] or (args.require_data and counts[UNAVAILABLE]) else 0
 
 
 def _collect(args: argparse.Namespace) -> int:
     table, checks = collect(args.output, out=args.out)
     problems = table.attrs.get("problems", [])
     print(f"collected {len(table)} table rows and {len(checks)} checks from {args.output}")
+    unavailable = table.attrs.get("unavailable", [])
+    if unavailable:
+        print(f"{len(unavailable)} run(s) recorded as unavailable (data sets documented as possibly unavailable offline, "
+              "not on this machine; no rows):")
+        for u in unavailable:
+            print(f"  {u}")
     if problems:
         print(f"{len(problems)} problem(s): failed runs and unreadable files (rows missing or marked failed):", file=sys.stderr)
         for p in problems:
@@ -209,6 +225,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--stale", choices=STALE_POLICIES, default="error",
                      help="finished runs whose notebook changed since: error (default: name them and stop), "
                           "rerun (move each to OUTPUT/.superseded/ and run it again) or keep")
+    run.add_argument("--require-data", action="store_true",
+                     help="a run whose data sets are unavailable here (documented as possibly unavailable offline in "
+                          "data/registry.yaml, e.g. PAM) fails the batch (exit 1) instead of being recorded and listed")
     st = sub.add_parser("status", help="where a manifest's runs stand (finished, failed, running, kept repetitions)")
     st.add_argument("manifest")
     st.add_argument("--output", default=None, help="override the manifest's output folder")

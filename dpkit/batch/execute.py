@@ -2,10 +2,12 @@
 
 :func:`execute_notebook` checks the parameters against the notebook's parameters cell
 (:func:`dpkit.batch.manifest.check_parameters`), injects ``INTERACTIVE=False`` and ``OUTPUT_DIR`` and
-records ``run.json`` (``status`` ``ok``/``failed``, ``error``, the parameters and their ``key``). A notebook
+records ``run.json`` (``status`` ``ok``/``failed``/``unavailable``, ``error``, the parameters and their ``key``). A notebook
 that ends without writing its own ``metrics.json`` has failed (:class:`NoMetricsError`), and a run folder
 counts as finished only when :func:`is_done` (:func:`unfinished_reason` says why not). :func:`failure_message` turns a
 failing cell, a cell timeout, a dead kernel, a dead Dask worker or a full disk into one useful line.
+:func:`unavailable_reason` recognises a notebook that stopped because its data sets are documented as possibly
+unavailable offline and are not on this machine (:class:`dpkit.data.DataUnavailableError`).
 """
 from __future__ import annotations
 
@@ -22,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from dpkit.batch.manifest import NOT_IN_KEY, BatchError, check_parameters, declared_parameters, notebook_fingerprint, run_key
-from dpkit.batch.results import is_run_key
+from dpkit.batch.results import UNAVAILABLE, is_run_key
 from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
 
-__all__ = ["execute_notebook", "failure_message", "check_writable", "write_json", "is_done", "is_enospc",
+__all__ = ["execute_notebook", "failure_message", "unavailable_reason", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
            "library_fingerprint", "record_checkpoint", "NoMetricsError", "key_problem", "unfinished_reason", "read_record",
            "remove_checkpoint"]
@@ -155,6 +157,18 @@ def failure_message(exc: BaseException, timeout: float | None = None) -> str:
     return f"{name}: {lines[-1]}" if lines else name
 
 
+def unavailable_reason(exc: BaseException) -> str | None:
+    """The message of :class:`dpkit.data.DataUnavailableError` when ``exc`` is one (raised in this process, or in a
+    notebook's kernel and reported by papermill), else ``None``: the run is then recorded as ``unavailable``."""
+    from dpkit.data.errors import DataUnavailableError
+
+    if isinstance(exc, DataUnavailableError):
+        return str(exc)
+    if type(exc).__name__ == "PapermillExecutionError" and getattr(exc, "ename", None) == DataUnavailableError.__name__:
+        return str(getattr(exc, "evalue", "")) or DataUnavailableError.__name__
+    return None
+
+
 def check_writable(folder: str | os.PathLike) -> Path:
     """Create ``folder`` and write a probe file in it; raise the ``OSError`` naming the folder if that fails."""
     p = Path(folder)
@@ -264,7 +278,8 @@ def execute_notebook(
     :class:`~dpkit.batch.manifest.NotebookParameterError` before anything runs), then injected
     with ``INTERACTIVE=False`` (unless given) and ``OUTPUT_DIR=output_dir``. Raises
     :class:`papermill.PapermillExecutionError` (naming the failing cell) if a cell fails;
-    ``run.json`` in ``output_dir`` records the status either way, with ``OUTPUT_DIR`` =
+    ``run.json`` in ``output_dir`` records the status either way (``unavailable``, with the reason as ``error``,
+    when the cell raised :class:`dpkit.data.DataUnavailableError`: :func:`unavailable_reason`), with ``OUTPUT_DIR`` =
     ``final_dir`` when the run executes into a temporary folder that is renamed afterwards.
 
     ``checkpoint_dir`` is injected as ``CHECKPOINT_DIR`` when the notebook declares that parameter: a folder
@@ -303,7 +318,8 @@ def execute_notebook(
                                  + (f" ({Path(final_dir or out) / 'metrics.json'} is an earlier run's)" if written else ""))
         status = "ok"
     except BaseException as exc:
-        status, error = "failed", failure_message(exc, timeout)
+        unavailable = unavailable_reason(exc)
+        status, error = (UNAVAILABLE, unavailable) if unavailable else ("failed", failure_message(exc, timeout))
         raise
     finally:
         recorded = {**params, "OUTPUT_DIR": str(Path(final_dir).resolve()) if final_dir else str(out)}

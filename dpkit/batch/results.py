@@ -6,6 +6,10 @@ without ``metrics.json``, a run folder holding the run of other parameters than 
 naming its path. :func:`collect` merges the runs' tables;
 ``python -m dpkit.batch collect`` and ``python -m dpkit.batch.checks`` print the problems and exit
 non-zero when there are any, so a batch with failed runs never looks complete downstream.
+
+A run recorded as :data:`UNAVAILABLE` (its data sets are documented in ``data/registry.yaml`` as possibly
+unavailable offline and are not on this machine) is not a problem: :func:`unavailable_runs` lists it with its
+reason, and the commands show it without failing.
 """
 from __future__ import annotations
 
@@ -18,7 +22,12 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Problem", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "scan_runs", "collect", "write_all"]
+__all__ = ["UNAVAILABLE", "Problem", "Unavailable", "RunRecord", "read_json", "read_metrics_json", "is_run_key",
+           "scan_runs", "as_unavailable", "unavailable_runs", "collect", "write_all"]
+
+#: ``run.json`` status of a run whose data sets are all documented as possibly unavailable offline and are not on
+#: this machine (:class:`dpkit.data.DataUnavailableError` in its notebook): recorded with the reason, no rows.
+UNAVAILABLE = "unavailable"
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,18 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A run recorded as :data:`UNAVAILABLE`: its folder, the data sets it asked for and the reason."""
+
+    path: Path
+    datasets: list[str]
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: data set(s) {', '.join(self.datasets) or '?'} unavailable here: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -87,7 +108,7 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
     if not isinstance(info.get("parameters") or {}, dict):
         problems.append(Problem(folder / "run.json", "run.json: 'parameters' must be an object"))
         return None
-    if info.get("status") != "ok":
+    if info.get("status") not in ("ok", UNAVAILABLE):
         problems.append(Problem(folder, failure_reason(info)))
     mj = folder / "metrics.json"
     metrics: Any = {}
@@ -134,6 +155,20 @@ def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]
     if not runs and not problems:
         problems.append(Problem(root, "no batch runs found (expected <notebook>/<key>/run.json)"))
     return runs, problems
+
+
+def as_unavailable(folder: Path, info: dict[str, Any]) -> Unavailable | None:
+    """The :class:`Unavailable` record of a run whose ``run.json`` (``info``) says :data:`UNAVAILABLE`, else ``None``."""
+    if info.get("status") != UNAVAILABLE:
+        return None
+    names = (info.get("parameters") or {}).get("DATASETS")
+    datasets = [str(x) for x in names] if isinstance(names, list) else []
+    return Unavailable(folder, datasets, str(info.get("error") or "").strip() or "no reason recorded")
+
+
+def unavailable_runs(runs: list[RunRecord]) -> list[Unavailable]:
+    """The runs of ``runs`` (:func:`scan_runs`) recorded as :data:`UNAVAILABLE`, with their data sets and reasons."""
+    return [u for rec in runs if (u := as_unavailable(rec.folder, rec.info)) is not None]
 
 
 def _lost_runs(root: Path) -> list[Problem]:
@@ -204,11 +239,13 @@ def write_all(files: list[tuple[Path, Callable[[Path], None]]]) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def _write_tables(stem: Path, table: pd.DataFrame, checks_df: pd.DataFrame) -> None:
-    """``<stem>.csv``/``<stem>_checks.csv`` (and parquet when pyarrow is there), all or none (:func:`write_all`)."""
+def _write_tables(stem: Path, table: pd.DataFrame, checks_df: pd.DataFrame, unavailable: pd.DataFrame) -> None:
+    """``<stem>.csv``/``<stem>_checks.csv``/``<stem>_unavailable.csv`` (and parquet when pyarrow is there), all or
+    none (:func:`write_all`)."""
     files: list[tuple[Path, Callable[[Path], None]]] = [
         (Path(f"{stem}.csv"), lambda p: table.to_csv(p, index=False)),
-        (Path(f"{stem}_checks.csv"), lambda p: checks_df.to_csv(p, index=False))]
+        (Path(f"{stem}_checks.csv"), lambda p: checks_df.to_csv(p, index=False)),
+        (Path(f"{stem}_unavailable.csv"), lambda p: unavailable.to_csv(p, index=False))]
     try:
         import pyarrow  # noqa: F401
 
@@ -226,7 +263,8 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     Writes ``<out>.csv`` / ``<out>_checks.csv`` (and ``.parquet`` when pyarrow is there),
     default ``<output>/collected``. Each row carries ``run_notebook``, ``run_key``,
     ``run_status`` and the run's parameters as ``param_<NAME>``. Both frames carry the
-    :class:`Problem` list of :func:`scan_runs` in ``.attrs["problems"]``; raises
+    :class:`Problem` list of :func:`scan_runs` in ``.attrs["problems"]`` and the runs recorded as
+    unavailable (:func:`unavailable_runs`, also written to ``<out>_unavailable.csv``) in ``.attrs["unavailable"]``; raises
     :class:`FileNotFoundError` when ``output`` is not a folder.
     """
     import pandas as pd
@@ -234,7 +272,11 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     runs, problems = scan_runs(output)
     table, checks_df = pd.DataFrame(_rows(runs, "table")), pd.DataFrame(_rows(runs, "checks"))
     stem = Path(out) if out else Path(output) / "collected"
-    _write_tables(stem, table, checks_df)
+    unavailable = unavailable_runs(runs)
+    _write_tables(stem, table, checks_df, pd.DataFrame(
+        [{"run_folder": str(u.path), "datasets": ",".join(u.datasets), "reason": u.reason} for u in unavailable],
+        columns=["run_folder", "datasets", "reason"]))
     for df in (table, checks_df):
         df.attrs["problems"] = list(problems)
+        df.attrs["unavailable"] = list(unavailable)
     return table, checks_df

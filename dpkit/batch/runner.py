@@ -12,7 +12,9 @@ Commands (:mod:`dpkit.batch.cli`)
     figures, ``run.json``, ``log.txt``, and ``error.txt`` for a failed run), keyed by the
     notebook and a hash of its parameters. Runs already finished are skipped (resumable); a
     failing run is recorded in its folder with a one-line reason and its traceback, the batch
-    goes on and exits non-zero with a summary.
+    goes on and exits non-zero with a summary. A run whose data sets are documented in
+    ``data/registry.yaml`` as possibly unavailable offline and are not on this machine is recorded as
+    ``unavailable`` with the reason (no rows): listed, not a failure, unless ``--require-data``.
 ``python -m dpkit.batch collect OUTPUT [--out FILE_STEM]``
     Merge every run's ``metrics.json`` into one table (CSV, and parquet when pyarrow is
     installed), plus one table of all checks. Failed runs, unreadable files and runs the last
@@ -101,6 +103,7 @@ from dpkit.batch.execute import (
     read_record,
     record_checkpoint,
     remove_checkpoint,
+    unavailable_reason,
     write_json,
 )
 from dpkit.batch.locks import RunLock, clean_stale, make_temporary, mark_temporary, stale_folders, unmark
@@ -112,6 +115,7 @@ from dpkit.batch.manifest import (
     manifest_output,
     notebook_fingerprint,
 )
+from dpkit.batch.results import UNAVAILABLE
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
@@ -170,7 +174,7 @@ def _finish(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | 
                 found = None
             if isinstance(found, dict):
                 info = found
-            info.update(status="failed", error=error, traceback=(tb or "")[-4000:], key=spec.key)
+            info.update(status=status, error=error, traceback=(tb or "")[-4000:], key=spec.key)
             write_json(rj, info)
         (tmp / "log.txt").write_text(
             f"notebook: {spec.notebook}\nkey: {spec.key}\nparameters: {json.dumps(spec.parameters, default=str)}\n"
@@ -223,6 +227,9 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
         record_checkpoint(tmp, keep, resumed)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        unavailable = unavailable_reason(exc)
+        if unavailable:  # its data sets are documented as possibly unavailable offline: recorded, not a failure
+            return _finish(spec, final, tmp, UNAVAILABLE, error=unavailable, tb=tb, wall=time.perf_counter() - t0)
         kept = kept_repetitions(keep)
         error = failure_message(exc, timeout) + (
             f" ({kept} finished repetition(s) are kept in {keep}; re-running the batch resumes from them)" if kept else "")
@@ -245,7 +252,9 @@ def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7
     """Execute one run into ``<output>/<stem>/<key>/`` (under the run's lock, via a temporary folder).
 
     Returns a summary ``{notebook, key, folder, status, wall_time_s, error}`` with status ``ok``,
-    ``skipped`` (finished already), ``failed`` (recorded in the folder, ``error`` says why) or
+    ``skipped`` (finished already), ``failed`` (recorded in the folder, ``error`` says why), ``unavailable``
+    (its data sets are documented as possibly unavailable offline and are not here; ``error`` says which and why;
+    tried again by the next batch) or
     ``busy`` (another process holds the run and ``wait`` is false); ``disk_full`` is true when
     the disk ran full. Never raises for a failing notebook or an I/O error.
     """
@@ -521,7 +530,7 @@ def run_manifest(
     timeout: int | None = 7200,
     on_stale: str = "error",
 ) -> list[Summary]:
-    """Execute a manifest; return one summary per run (status ``ok``, ``skipped`` or ``failed``).
+    """Execute a manifest; return one summary per run (status ``ok``, ``skipped``, ``failed`` or ``unavailable``).
 
     The manifest and every run's parameters are validated and the output is checked to be
     writable before any run starts; temporary folders of interrupted runs are removed. Runs held

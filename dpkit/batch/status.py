@@ -16,6 +16,7 @@ from typing import Any
 
 from dpkit.batch.locks import RunLock
 from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manifest_output
+from dpkit.batch.results import UNAVAILABLE
 from dpkit.core.paths import repetition_files
 
 __all__ = ["RunStatus", "batch_status", "format_status"]
@@ -27,8 +28,10 @@ class RunStatus:
 
     Attributes
     ----------
-    state : {"finished", "failed", "running", "not started"}
-        ``running``: another process holds the run's lock now.
+    state : {"finished", "failed", "unavailable", "running", "not started"}
+        ``running``: another process holds the run's lock now. ``unavailable``: its data sets are documented as
+        possibly unavailable offline and were not on this machine (``detail`` names them and says why); not a
+        failure, and the next batch tries it again.
     kept : dict
         Repetitions kept in the run's checkpoint folder, per sub-folder (a data set), for a run that has not
         finished.
@@ -107,6 +110,8 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
         elif holder is not None:
             result.append(RunStatus(spec, folder, "running", detail=holder, kept=kept, last_kept=last,
                                     seconds_per_repetition=pace))
+        elif info is not None and info.get("status") == UNAVAILABLE:
+            result.append(RunStatus(spec, folder, UNAVAILABLE, detail=str(info.get("error") or "")))
         elif info is not None:
             result.append(RunStatus(spec, folder, "failed", detail=str(info.get("error") or ""), kept=kept,
                                     last_kept=last, seconds_per_repetition=pace))
@@ -149,5 +154,7 @@ def format_status(statuses: list[RunStatus]) -> str:
                     text += f" (about {left * s.seconds_per_repetition / 60:.0f} min to go for the data started)"
         lines.append(text)
     counts = {st: sum(s.state == st for s in statuses) for st in ("finished", "running", "failed", "not started")}
+    if any(s.state == UNAVAILABLE for s in statuses):
+        counts[UNAVAILABLE] = sum(s.state == UNAVAILABLE for s in statuses)
     lines.append(f"{len(statuses)} runs: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return "\n".join(lines)

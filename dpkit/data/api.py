@@ -11,7 +11,7 @@ import numpy as np
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_int_in_range
 from dpkit.data.dataset import Dataset
-from dpkit.data.errors import DataNotFoundError
+from dpkit.data.errors import DataNotFoundError, DataUnavailableError
 from dpkit.data.files import FoundFile
 from dpkit.data.recipes import Source, recipe_for
 from dpkit.data.registry import DatasetSpec, get_spec, load_registry, registry_path
@@ -160,10 +160,12 @@ def load_available(
 ) -> tuple[dict[str, Dataset], dict[str, str]]:
     """Load every data set of ``names`` whose files are on this machine (or downloadable); name the others.
 
-    The notebooks' loading step: a data set whose raw files cannot be found or fetched
-    (:class:`~dpkit.data.errors.DataNotFoundError`, e.g. PAM offline) is reported in the second
-    dict with the first line of its message; every other error (unknown name, checksum mismatch,
-    malformed file) propagates, so a damaged file never turns into a quietly shorter table.
+    The notebooks' loading step. Only a data set that ``data/registry.yaml`` documents as possibly
+    unavailable offline (``unavailable_offline``, e.g. PAM) may be absent: its
+    :class:`~dpkit.data.errors.DataNotFoundError` is reported in the second dict, with the first line of its
+    message and the registry's reason. Every other error propagates: a documented data set's file missing from an
+    explicit ``path``, an undocumented data set's files missing, an unknown name, a checksum mismatch, a malformed
+    file; so a damaged or misplaced file never turns into a quietly shorter table.
 
     Parameters
     ----------
@@ -183,7 +185,13 @@ def load_available(
     TypeError
         ``names`` is not a list or tuple of strings (e.g. a JSON list passed as one string).
     ValueError
-        ``names`` is empty or repeats a code, or none of them is available (the reasons are listed).
+        ``names`` is empty or repeats a code.
+    DataUnavailableError
+        None of ``names`` is here and each is documented as possibly unavailable offline: the message names
+        each with the registry's reason (a batch run records it as ``unavailable``, not as a failure).
+    DataNotFoundError
+        A data set that is not documented as possibly unavailable (or is looked for under an explicit
+        ``path``) is missing.
     """
     if not isinstance(names, (list, tuple)) or not all(isinstance(x, str) for x in names):
         raise TypeError(f"{parameter} must be a list of data set codes such as ['CRM', 'WDBC'], "
@@ -199,8 +207,12 @@ def load_available(
         try:
             data[name] = load(name, **kwargs)
         except DataNotFoundError as exc:
-            missing[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            documented = get_spec(name).unavailable_offline
+            if not documented or kwargs.get("path") is not None:
+                raise
+            missing[name] = (f"{type(exc).__name__}: {str(exc).splitlines()[0]} (documented as possibly unavailable "
+                             f"offline in data/registry.yaml: {documented})")
     if not data:
-        raise ValueError(f"none of {parameter} = {list(names)} is available here: "
-                         + "; ".join(f"{k}: {v}" for k, v in missing.items()))
+        raise DataUnavailableError(f"none of {parameter} = {list(names)} is available here: "
+                                   + "; ".join(f"{k}: {v}" for k, v in missing.items()))
     return data, missing

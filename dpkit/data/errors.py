@@ -7,6 +7,7 @@ __all__ = [
     "DataError",
     "UnknownDatasetError",
     "DataNotFoundError",
+    "DataUnavailableError",
     "ChecksumError",
     "MalformedDataError",
     "RegistryError",
@@ -25,6 +26,12 @@ class UnknownDatasetError(DataError, ValueError):
 
 class DataNotFoundError(DataError, FileNotFoundError):
     """A required raw file is in none of the search locations and could not be downloaded."""
+
+
+class DataUnavailableError(DataNotFoundError):
+    """None of the requested data sets is on this machine, and each is documented in ``data/registry.yaml``
+    (``unavailable_offline``) as possibly unavailable: a recorded skip, not a fault
+    (:func:`dpkit.data.load_available`; a batch run records it as ``unavailable`` with this message)."""
 
 
 class ChecksumError(DataError, ValueError):

@@ -72,6 +72,7 @@ class DatasetSpec:
     bounds_reference: str = ""
     public_steps: Mapping[str, str] = field(default_factory=dict)
     synthetic: bool = False
+    unavailable_offline: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -156,6 +157,7 @@ def _parse_entry(code: str, e: Mapping[str, Any], path: str) -> DatasetSpec:
             bounds_reference="" if b is None else " ".join(str(b.get("reference", "")).split()),
             public_steps=_public_steps(e),
             synthetic=bool(e.get("synthetic", False)),
+            unavailable_offline=" ".join(str(e.get("unavailable_offline") or "").split()),
             raw=dict(e),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -6,6 +6,10 @@ Every output is written into a temporary folder first and moved into place once 
 failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
 0 all well; 1 assembled, but runs failed or could not be read (each named); 2 nothing assembled (no
 finished run, one cell computed twice, a malformed run, an unwritable or missing folder: one line naming it).
+
+A run recorded as ``unavailable`` (its data sets are documented as possibly unavailable offline and are not on
+this machine) has no rows; it is not a failure: the assembled output names it with its reason
+(``tables_unavailable.{csv,md}``, the captions of Tables 3.2/3.3, ``*_runs.md``).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown
 from dpkit.outputs.figures.leaderboard import plot_leaderboard
 from dpkit.outputs.figures.tables import plot_errors_vs_sigma
@@ -34,7 +39,8 @@ TABLES_CAPTION = ("Mean worst {kind} error over the repetitions (error bars: ± 
                   "(K = σ²), ε = 1, δ = 10⁻³, 10⁴ queries per repetition; solid: correct constants, dotted: printed "
                   "constants, dashed with crosses (I) and dash-dotted with pluses (II): the thesis's Tables 3.2/3.3.")
 
-__all__ = ["rows_from_runs", "run_times_markdown", "assemble_tables", "assemble_leaderboard", "main"]
+__all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown", "assemble_tables",
+           "assemble_leaderboard", "main"]
 
 
 def _table_key(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -82,8 +88,41 @@ def _run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 def failed_runs(output: str, notebook: str) -> list[str]:
     """The runs of ``notebook`` that did not finish ok, lack ``metrics.json`` or whose files cannot be read: one line
-    each, naming the folder or the unreadable file."""
-    return [why for rj in _run_files(output, notebook) if (why := _run_state(rj)[1]) is not None]
+    each, naming the folder or the unreadable file. Runs recorded as unavailable are not failures (:func:`unavailable_runs`)."""
+    return [why for rj in _run_files(output, notebook) if (why := _run_state(rj)[1]) is not None
+            and not why.endswith(f": run {UNAVAILABLE}")]
+
+
+def unavailable_runs(output: str, notebook: str) -> list[Unavailable]:
+    """The runs of ``notebook`` recorded as unavailable: folder, data sets and the reason (from ``run.json``)."""
+    found = []
+    for rj in _run_files(output, notebook):
+        info, _ = _read(rj)
+        u = as_unavailable(rj.parent, info) if isinstance(info, dict) else None
+        if u is not None:
+            found.append(u)
+    return found
+
+
+def _unavailable_text(unavailable: list[Unavailable]) -> str:
+    """One sentence naming the unavailable data sets for a caption (``""`` if there are none)."""
+    names = sorted({d for u in unavailable for d in u.datasets})
+    return (f" Not available on this machine (documented as possibly unavailable offline; no rows; reasons in "
+            f"tables_unavailable.md): {', '.join(names)}.") if names else ""
+
+
+def _export_unavailable(unavailable: list[Unavailable], dest: Path, name: str) -> None:
+    """``<name>.{csv,md}``: one line per unavailable run (data sets, reason, folder); written even when empty."""
+    import pandas as pd
+
+    dest.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame([{"datasets": ", ".join(u.datasets), "status": UNAVAILABLE, "reason": u.reason,
+                        "run_folder": str(u.path)} for u in unavailable],
+                      columns=["datasets", "status", "reason", "run_folder"])
+    df.to_csv(dest / f"{name}.csv", index=False)
+    lines = ["| data sets | status | reason | run folder |", "|---|---|---|---|"]
+    lines += [f"| {r.datasets} | {r.status} | {r.reason.replace('|', '/')} | {r.run_folder} |" for r in df.itertuples()]
+    (dest / f"{name}.md").write_text("\n".join(lines) + "\n" if unavailable else "no run was unavailable\n")
 
 
 def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "table",
@@ -141,7 +180,10 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
                      f"{ckpt.get('resumed_repetitions', 0) if ckpt else '–'} | {info.get('notebook_sha256', '?')} |")
     text = "\n".join(lines) if finished else f"no finished {notebook} run under {output}"
     bad_runs = failed_runs(output, notebook)
-    return text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")
+    missing = unavailable_runs(output, notebook)
+    return (text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")
+            + ("\n\nUnavailable here (data sets documented as possibly unavailable offline; no rows):\n"
+               + "\n".join(f"- {u}" for u in missing) if missing else ""))
 
 
 LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
@@ -206,27 +248,35 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
     """Tables 3.2/3.3 (ours ± std next to the thesis), figures and worst times from a batch output.
 
     Writes ``tables_3_2_3_3.{csv,md,tex}``, ``tables_rows.csv`` and ``tables_{abs,rel}_vs_sigma.{pdf,png}``
-    into ``out`` (default ``<output>/assembled``) and, with ``paper_figures``, the figures into ``figures/``.
+    into ``out`` (default ``<output>/assembled``) and, with ``paper_figures``, the figures into ``figures/``;
+    ``tables_unavailable.{csv,md}`` lists the runs recorded as unavailable (data sets, reason), which the
+    tables' captions name too.
     """
     rows = rows_from_runs(output)
     if not rows:
         raise FileNotFoundError(f"no finished 20_tables runs with rows under {output}")
     dest = Path(out) if out else Path(output) / "assembled"
+    unavailable = unavailable_runs(output, "20_tables")
     with _staged(dest, paper_figures) as (stage, paper_stage):
-        _write_tables(output, rows, stage, paper_stage)
-    return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows})}
+        _write_tables(output, rows, unavailable, stage, paper_stage)
+    return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows}),
+            "unavailable": [str(u) for u in unavailable]}
 
 
-def _write_tables(output: str, rows: list[dict[str, Any]], dest: Path, paper_stage: Path | None) -> None:
+def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Unavailable], dest: Path,
+                  paper_stage: Path | None) -> None:
+    _export_unavailable(unavailable, dest, "tables_unavailable")
     comparison = paper_comparison_table(rows)
     protocol = f"ε = 1, δ = 10⁻³ (mechanism II); {_reps_text(rows)}, each a fresh workload of Gaussian-kernel mixture queries"
+    absent = _unavailable_text(unavailable)
     export_table(comparison, "tables_3_2_3_3", dest,
                  caption="Tables 3.2/3.3: mean worst absolute (abs) and relative (rel) error ± one standard deviation, the "
                          "thesis's value in parentheses, of the improved trigonometric mechanisms I (ε-DP) and II "
-                         f"((ε, δ)-DP); {protocol}. Worst time: the slowest release in seconds (the thesis's).")
+                         f"((ε, δ)-DP); {protocol}. Worst time: the slowest release in seconds (the thesis's).{absent}")
     export_table(rows_frame(rows), "tables_rows", dest,
                  caption="Every cell of Tables 3.2/3.3: worst absolute and relative error over the repetitions (mean, "
-                         f"standard deviation, minimum, maximum), the thesis's values and the worst time in seconds; {protocol}.")
+                         f"standard deviation, minimum, maximum), the thesis's values and the worst time in seconds; "
+                         f"{protocol}.{absent}")
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
         _figure(fig, f"tables_{kind}_vs_sigma", dest, paper_stage, notebook="20_tables",
@@ -294,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: batch output folder not found (or not a folder): {args.output}", file=sys.stderr)
         return 2
     bad = failed_runs(args.output, notebook)
+    for u in unavailable_runs(args.output, notebook):
+        print(f"unavailable (documented as possibly unavailable offline; no rows): {u}")
     try:
         if args.cmd == "leaderboard":
             info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
