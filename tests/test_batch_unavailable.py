@@ -94,6 +94,21 @@ def test_unavailable_run_is_recorded_and_shown_not_failed(tmp_path, capsys):
 
 
 @pytest.mark.notebook
+def test_notebook_command_records_unavailable_and_exits_0_unless_data_is_required(tmp_path, capsys):
+    _manifest(tmp_path, [])
+    nb, out = tmp_path / "loads.ipynb", tmp_path / "one"
+    args = ["notebook", str(nb), "--output", str(out), "-p", "DATASETS", "[PAM]", "-p", "RAISE", "unavailable"]
+    assert batch.main(args) == 0
+    err = capsys.readouterr().err
+    assert "UNAVAILABLE" in err and REASON in err and "FAILED" not in err
+    assert json.loads((out / "run.json").read_text())["status"] == "unavailable"
+    assert batch.main(args + ["--require-data"]) == 1
+    assert "--require-data: a failure" in capsys.readouterr().err
+    assert batch.main(["notebook", str(nb), "--output", str(tmp_path / "two"), "-p", "RAISE", "missing"]) == 1
+    assert "FAILED" in capsys.readouterr().err
+
+
+@pytest.mark.notebook
 def test_missing_data_not_documented_as_unavailable_stays_a_failure(tmp_path, capsys):
     m = _manifest(tmp_path, [PAM_RUN, CRM_RUN])
     out = tmp_path / "out"

@@ -10,7 +10,7 @@ run there is only replaced with ``--replace`` (then moved whole to ``.superseded
 earlier failed attempt is replaced.
 Runs recorded as ``unavailable`` (their data sets are documented as possibly unavailable offline and are
 not on this machine) are listed with the reason and do not change the exit status, except with
-``run --require-data`` (exit 1).
+``--require-data`` (``run`` and ``notebook``: exit 1).
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from dpkit.batch.execute import (
     read_record,
     record_checkpoint,
     remove_checkpoint,
+    unavailable_reason,
 )
 from dpkit.batch.locks import RunLock, make_temporary, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
@@ -133,6 +134,12 @@ def _notebook(args: argparse.Namespace) -> int:
         lock.release()
     if moved is not None:
         print(f"the finished run that was in {out} is now in {moved}", file=sys.stderr)
+    unavailable = unavailable_reason(failure) if failure is not None else None
+    if unavailable:  # recorded as unavailable: not a failure unless --require-data
+        print(f"UNAVAILABLE {args.notebook}: {unavailable} (recorded in {out / 'run.json'}; "
+              + ("--require-data: a failure)" if args.require_data else "not a failure; --require-data makes it one)"),
+              file=sys.stderr)
+        return 1 if args.require_data else 0
     if failure is not None:  # say why, where the record is, exit 1
         kept = kept_repetitions(keep)
         print(f"FAILED {args.notebook}: {failure_message(failure, args.timeout)} (see {out / 'run.json'})"
@@ -214,6 +221,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="parameter override; VALUE is parsed as YAML 1.2 (e.g. -p QUICK true -p SIGMAS '[2, 4]')")
     one.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds")
     one.add_argument("--progress", action="store_true")
+    one.add_argument("--require-data", action="store_true",
+                     help="a notebook whose data sets are documented as possibly unavailable offline and are not here "
+                          "fails (exit 1) instead of being recorded as unavailable (exit 0)")
     one.add_argument("--replace", action="store_true",
                      help="replace a finished run in --output (it is moved whole to .superseded/, never deleted)")
     run = sub.add_parser("run", help="execute a manifest (notebooks x parameter grids)")
