@@ -23,8 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.manifest import NOT_IN_KEY, BatchError, check_parameters, declared_parameters, notebook_fingerprint, run_key
-from dpkit.batch.results import UNAVAILABLE, is_run_key
+from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint, run_key
+from dpkit.batch.results import UNAVAILABLE, key_problem
 from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
 
 __all__ = ["execute_notebook", "failure_message", "unavailable_reason", "check_writable", "write_json", "is_done", "is_enospc",
@@ -188,30 +188,6 @@ def read_record(folder: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return info if isinstance(info, dict) else None
-
-
-def key_problem(folder: Path, info: dict[str, Any]) -> str | None:
-    """Why the run recorded in ``folder/run.json`` (``info``) is not the run of that folder's key (``None``: it is).
-
-    The key is the hash of the recorded notebook name and parameters (:func:`~dpkit.batch.manifest.run_key`); it
-    must equal the ``key`` the record names (when it names one) and the folder's name when that is a run key
-    (a batch run folder ``<output>/<notebook stem>/<key>``).
-    """
-    params = info.get("parameters")
-    if not isinstance(params, dict):
-        return "run.json records no parameters object, so whose run this is cannot be told"
-    notebook = str(info.get("notebook") or f"{folder.parent.name}.ipynb")
-    actual = run_key(notebook, params)
-    claimed = [("its run.json key", str(info["key"]))] if info.get("key") is not None else []
-    if is_run_key(folder.name):
-        claimed.append(("its folder", folder.name))
-    for what, key in claimed:
-        if key != actual:
-            shown = json.dumps({k: v for k, v in sorted(params.items()) if k not in NOT_IN_KEY}, default=str)
-            return (f"holds a run of other parameters: run.json records {Path(notebook).name} with {shown} (key {actual}) "
-                    f"but {what} is {key}; it is not that key's run (move it away, or run the batch with --stale rerun "
-                    "to move it to .superseded/)")
-    return None
 
 
 def unfinished_reason(folder: Path, info: dict[str, Any] | None = None) -> str | None:

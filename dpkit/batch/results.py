@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from dpkit.batch.manifest import NOT_IN_KEY, run_key
+
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["UNAVAILABLE", "Problem", "Unavailable", "RunRecord", "read_json", "read_metrics_json", "is_run_key",
+__all__ = ["UNAVAILABLE", "Problem", "Unavailable", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "key_problem",
            "scan_runs", "as_unavailable", "unavailable_runs", "collect", "write_all"]
 
 #: ``run.json`` status of a run whose data sets are all documented as possibly unavailable offline and are not on
@@ -94,6 +96,30 @@ def is_run_key(name: str) -> bool:
     return len(name) == 12 and all(ch in "0123456789abcdef" for ch in name)
 
 
+def key_problem(folder: Path, info: dict[str, Any]) -> str | None:
+    """Why the run recorded in ``folder/run.json`` (``info``) is not the run of that folder's key (``None``: it is).
+
+    The key is the hash of the recorded notebook name and parameters (:func:`~dpkit.batch.manifest.run_key`); it
+    must equal the ``key`` the record names (when it names one) and the folder's name when that is a run key
+    (a batch run folder ``<output>/<notebook stem>/<key>``).
+    """
+    params = info.get("parameters")
+    if not isinstance(params, dict):
+        return "run.json records no parameters object, so whose run this is cannot be told"
+    notebook = str(info.get("notebook") or f"{folder.parent.name}.ipynb")
+    actual = run_key(notebook, params)
+    claimed = [("its run.json key", str(info["key"]))] if info.get("key") is not None else []
+    if is_run_key(folder.name):
+        claimed.append(("its folder", folder.name))
+    for what, key in claimed:
+        if key != actual:
+            shown = json.dumps({k: v for k, v in sorted(params.items()) if k not in NOT_IN_KEY}, default=str)
+            return (f"holds a run of other parameters: run.json records {Path(notebook).name} with {shown} (key {actual}) "
+                    f"but {what} is {key}; it is not that key's run (move it away, or run the batch with --stale rerun "
+                    "to move it to .superseded/)")
+    return None
+
+
 def failure_reason(info: dict[str, Any]) -> str:
     """The one-line reason a run failed, from its ``run.json``."""
     err = str(info.get("error") or "").strip().splitlines()
@@ -119,8 +145,6 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
     elif info.get("status") == "ok":
         problems.append(Problem(folder, "finished run wrote no metrics.json"))
     if info.get("status") == "ok":
-        from dpkit.batch.execute import key_problem
-
         wrong = key_problem(folder, info)
         if wrong is not None:  # another key's run: its rows are not this folder's
             problems.append(Problem(folder, wrong))

@@ -1,0 +1,117 @@
+"""dpkit's layers: every import points down a layer (or stays in its own), and no import closes a circle.
+
+The layers, bottom to top, are ``dpkit._LAYERS`` (ARCHITECTURE.md explains them). The test reads every
+module's imports from its syntax tree (module-level, function-level and ``TYPE_CHECKING`` imports alike: each
+is a dependency), so nothing is imported or run.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import dpkit
+
+ROOT = Path(dpkit.__file__).resolve().parent
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    out = {}
+    for f in sorted(root.rglob("*.py")):
+        parts = list(f.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The dpkit module ``name`` lives in (a module, or the package whose ``__init__`` defines it)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph(root: Path = ROOT) -> nx.DiGraph:
+    """Module → imported dpkit module, one edge per (module, target), each with the line of the first import."""
+    modules = _modules(root)
+    g = nx.DiGraph()
+    g.add_nodes_from(modules)
+    for mod, path in modules.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                # ``from pkg import sub`` depends on the submodule, ``from pkg import name`` on the package
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for t in targets:
+                found = _resolve(t, modules) if t.startswith("dpkit") else None
+                if found and found != mod and not g.has_edge(mod, found):
+                    g.add_edge(mod, found, line=f"{path.relative_to(root.parent)}:{node.lineno}")
+    return g
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in dpkit._LAYERS else None
+
+
+def layer_violations(g: nx.DiGraph) -> list[str]:
+    """Imports from a layer into a higher one (``dpkit`` itself and modules outside the layers are exempt)."""
+    rank = {name: i for i, name in enumerate(dpkit._LAYERS)}
+    out = []
+    for a, b, data in g.edges(data=True):
+        la, lb = _layer(a), _layer(b)
+        if la and lb and rank[lb] > rank[la]:
+            out.append(f"{data['line']}: {a} ({la}) imports {b} ({lb}), a higher layer")
+    return sorted(out)
+
+
+def circles(g: nx.DiGraph) -> list[list[str]]:
+    """The import circles: strongly connected sets of more than one module."""
+    return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
+
+
+def test_every_folder_of_dpkit_is_a_layer():
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert folders == set(dpkit._LAYERS)
+
+
+def test_imports_point_down_the_layers():
+    assert layer_violations(import_graph()) == []
+
+
+def test_no_import_closes_a_circle():
+    g = import_graph()
+    assert circles(g) == [], [g.edges[e]["line"] for c in circles(g) for e in g.subgraph(c).edges]
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        p = root / "dpkit" / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root / "dpkit"
+
+
+@pytest.mark.parametrize("files, kind", [
+    ({"__init__.py": "", "core/__init__.py": "", "core/a.py": "def f():\n    from dpkit.batch.b import g\n",
+      "batch/__init__.py": "", "batch/b.py": "g = 1\n"}, "up"),
+    ({"__init__.py": "", "queries/__init__.py": "", "queries/a.py": "from dpkit.queries import b\n",
+      "queries/b.py": "from .a import x\n"}, "circle"),
+])
+def test_the_checks_find_a_planted_upward_import_and_circle(tmp_path, files, kind):
+    g = import_graph(_write(tmp_path, files))
+    if kind == "up":
+        assert layer_violations(g) == ["dpkit/core/a.py:2: dpkit.core.a (core) imports dpkit.batch.b (batch), a higher layer"]
+    else:
+        assert circles(g) == [["dpkit.queries.a", "dpkit.queries.b"]]
