@@ -99,7 +99,7 @@ class CandidateLP(MethodBase):
 
     def __post_init__(self) -> None:
         self._check_budget()
-        check_positive_ints(self, "C", "R")
+        check_positive_ints(self, "C", "R", "k", "n_iter")
         check_choice(self.source, name="source", choices=("gaussian", "marginals", "uniform"))
         check_choice(self.fit_method, name="fit_method", choices=("analyze_gauss", "psi"))
         check_positive_finite(self.K, name="K")
