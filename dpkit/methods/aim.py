@@ -234,7 +234,7 @@ def _rounds_leave_budget(rho: float, rounds: int, alpha: float, d: int) -> bool:
     :meth:`AIM.release` charges them) leave a positive ρ for the rounds: T > αd, checked in floating point."""
     if rounds <= alpha * d:
         return False
-    sigma0 = initial_scales(rho, rounds, alpha)[0]
+    sigma0 = math.sqrt(rounds / (alpha * rho))  # σ₀ of initial_scales (the plan as stated, not as a test may patch it)
     return rho - math.fsum([1.0 / sigma0 ** 2] * d) > 0.0
 
 
