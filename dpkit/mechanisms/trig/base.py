@@ -33,7 +33,7 @@ from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["TrigDiagnostics", "TrigBase", "MAX_GRID_POINTS", "MAX_BASIS_SIZE", "MAX_W_ENTRIES", "BLAS_THREADS",
-           "MAX_NOISY_MOMENT"]
+           "MAX_NOISY_MOMENT", "moment_limit_message"]
 
 #: Documented feasible sizes of the full-grid mechanism (Alg 4/5).
 MAX_GRID_POINTS = 250_000
@@ -52,6 +52,13 @@ OUTPUTS = ("sample", "weights")
 #: The noise scale (∝ 1/ε) must stay below it: a small enough ε is refused before anything is spent, a draw
 #: beyond it after; numerical trouble can start about one binary order below, where an LP failure names ε.
 MAX_NOISY_MOMENT = 2.0 ** 52
+
+
+def moment_limit_message(owner: str, epsilon: float, delta: float, what: str) -> str:
+    """The message refusing an ε too small for the moment LP (:data:`MAX_NOISY_MOMENT`), naming ε and δ."""
+    return (f"epsilon = {epsilon:g} (delta = {delta:g}) is too small for {owner} on this data: {what} 2^52 = "
+            f"{MAX_NOISY_MOMENT:.4g}, beyond which the doubles near a moment are spaced more than the weights can "
+            "move it (|W u| <= 1), so the LP cannot fit them; the noise scales as 1/(n epsilon): use a larger epsilon")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -197,11 +204,7 @@ class TrigBase(Mechanism, MethodBase):
         return b, b_hat, noise
 
     def _too_small(self, what: str) -> str:
-        """The message refusing an ε too small for the LP (:data:`MAX_NOISY_MOMENT`)."""
-        return (f"epsilon = {self.epsilon:g} (delta = {self.delta:g}) is too small for {type(self).__name__} on "
-                f"this data: {what} 2^52 = {MAX_NOISY_MOMENT:.4g}, beyond which the doubles near a moment are spaced "
-                "more than the weights can move it (|W u| <= 1), so the LP cannot fit them; the noise scales as "
-                "1/(n epsilon): use a larger epsilon")
+        return moment_limit_message(type(self).__name__, self.epsilon, self.delta, what)
 
     def _finish(self, *, X: np.ndarray, sch: Schedule, idx: np.ndarray, points: np.ndarray, moments: np.ndarray,
                 b_hat: np.ndarray, noise: MomentNoise, led: Ledger, gen_sample: np.random.Generator,
