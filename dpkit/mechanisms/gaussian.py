@@ -3,7 +3,8 @@
 - ``"analytic"`` (default): the smallest σ with exact δ(σ) ≤ δ — the analytic Gaussian
   mechanism of Balle & Wang (ICML 2018, Thm 8), solved numerically with
   :func:`scipy.optimize.brentq` on the exact formula (:func:`gaussian_exact_delta`).
-  Valid for every ε > 0.
+  Valid for every ε in (0, 2^52] (:data:`ANALYTIC_MAX_EPSILON`: beyond it the exact δ is not resolved in
+  double precision, and a larger ε is refused, naming it).
 - ``"classic"``: ``σ = S₂ √(2 ln(1.25/δ)) / ε`` (D–R Thm 3.22), valid only for ε ∈ (0, 1).
 - ``"thesis"``: ``σ² = 2 S² log(2/δ) / ε²`` (thesis Ex 1.3 as printed). **[erratum]** the thesis
   states it with the L1 sensitivity and its proof writes log(δ/2); here ``sensitivity`` is
