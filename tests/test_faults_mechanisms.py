@@ -58,9 +58,11 @@ def test_kappa_collapsing_the_candidates_warns():
         ImprovedTrigonometricMechanism(epsilon=1.0, K=4.0, C=100, R=8, kappa=1e-9).release(X, rng=0)
 
 
-def test_configure_keeps_privacy_classes():
-    assert configure(get("trig-I"), delta=0.01).delta == 0.0
-    assert math.isinf(configure(get("subsample"), epsilon=1.0).epsilon)
+def test_configure_refuses_a_budget_outside_the_privacy_class():
+    with pytest.raises(ValueError, match="'trig-I' is ε-DP"):
+        configure(get("trig-I"), delta=0.01)
+    with pytest.raises(ValueError, match="'subsample' is a non-private reference"):
+        configure(get("subsample"), epsilon=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert configure(get("trig-II"), epsilon=0.5, delta=1e-4).privacy == "(ε,δ)-DP"

@@ -18,7 +18,8 @@ import pandas as pd
 
 from dpkit.experiments.reference import SIGMAS, paper_table
 
-__all__ = ["TABLES", "PRINTED_DECIMALS", "verdict", "leaderboard_rows", "headline", "Headline", "lost_cells_text",
+__all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "headline",
+           "Headline", "lost_cells_text",
            "summary_markdown"]
 
 #: (privacy class of the table, the privacy classes that may compete in it, the thesis's mechanism).
@@ -28,6 +29,39 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 #: Decimals the thesis prints its errors with.
 PRINTED_DECIMALS = 3
+#: The registry suites the board draws its methods from; the last ("slow") only when a method of it is named.
+BOARD_SUITES: tuple[str, ...] = ("baselines", "leaderboard", "slow")
+
+
+def board_methods(requested: Sequence[str] = (), *, epsilon: float, delta: float) -> dict[str, Any]:
+    """The board's methods ``{name: method}`` (notebook 45's ``METHODS``), the budget set suite-wide
+    (:func:`dpkit.methods.registry.suite`: ε on the private methods, δ on the (ε, δ)-DP ones).
+
+    ``requested`` empty: every method of the suites "baselines" and "leaderboard"; otherwise exactly the
+    named methods, each of which must be registered in one of :data:`BOARD_SUITES`. The methods come in
+    suite order, then catalogue order (a method's random streams follow its position), whatever the order
+    of ``requested``.
+
+    Raises
+    ------
+    ValueError
+        Before anything runs, for a name that is not a method of the board's suites: the message names
+        it, suggests the closest registered names and lists the allowed ones.
+
+    Examples
+    --------
+    >>> list(board_methods(["trig-II", "rap"], epsilon=1.0, delta=1e-3))
+    ['trig-II', 'rap']
+    """
+    from dpkit.methods.registry import check_names, names, suite
+
+    allowed = list(dict.fromkeys(n for s in BOARD_SUITES for n in names(s)))
+    if isinstance(requested, str):
+        raise TypeError(f"METHODS must be a list of method names; got the string {requested!r}")
+    check_names(list(requested), allowed=allowed, what="unknown leaderboard method name(s)")
+    board = list(requested) or list(dict.fromkeys(names("baselines") + names("leaderboard")))
+    return {n: m for s in BOARD_SUITES if names(s)
+            for n, m in suite(s, include=[x for x in board if x in names(s)], epsilon=epsilon, delta=delta).items()}
 
 
 def verdict(ours: float, paper: float, *, decimals: int = PRINTED_DECIMALS) -> str:

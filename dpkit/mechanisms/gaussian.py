@@ -3,7 +3,8 @@
 - ``"analytic"`` (default): the smallest σ with exact δ(σ) ≤ δ — the analytic Gaussian
   mechanism of Balle & Wang (ICML 2018, Thm 8), solved numerically with
   :func:`scipy.optimize.brentq` on the exact formula (:func:`gaussian_exact_delta`).
-  Valid for every ε > 0.
+  Valid for every ε in (0, 2^52] (:data:`ANALYTIC_MAX_EPSILON`: beyond it the exact δ is not resolved in
+  double precision, and a larger ε is refused, naming it).
 - ``"classic"``: ``σ = S₂ √(2 ln(1.25/δ)) / ε`` (D–R Thm 3.22), valid only for ε ∈ (0, 1).
 - ``"thesis"``: ``σ² = 2 S² log(2/δ) / ε²`` (thesis Ex 1.3 as printed). **[erratum]** the thesis
   states it with the L1 sensitivity and its proof writes log(δ/2); here ``sensitivity`` is
@@ -24,7 +25,8 @@ from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_sensitivity
 from dpkit.mechanisms.base import AdditiveNoiseMechanism
 
-__all__ = ["Gaussian", "gaussian_exact_delta", "analytic_gaussian_sigma", "CALIBRATIONS"]
+__all__ = ["Gaussian", "gaussian_exact_delta", "analytic_gaussian_sigma", "CALIBRATIONS", "ANALYTIC_MAX_EPSILON",
+           "check_analytic_budget"]
 
 CALIBRATIONS = ("analytic", "classic", "thesis")
 
@@ -70,15 +72,33 @@ def gaussian_exact_delta(sigma: float, epsilon: float, sensitivity: float = 1.0)
     return float(math.exp(_log_exact_delta(s, eps, S)))
 
 
+#: The largest ε :func:`analytic_gaussian_sigma` calibrates: 2^52. The exact δ(σ) is computed from
+#: r = ε + log Φ(b) − log Φ(a), a sum of terms of about ε's size with opposite signs; from ε = 2^52 on the
+#: doubles near ε are spaced ≥ 1, so r — and whether δ(σ) ≤ δ — is no longer resolved (the returned σ stops
+#: passing its own exact check from about 2^57, and from about 7·10^153 log Φ is −∞ and the root search NaN).
+ANALYTIC_MAX_EPSILON = 2.0 ** 52
+
+
+def check_analytic_budget(epsilon: float, delta: float, *, name: str = "epsilon") -> None:
+    """Refuse a finite ε above :data:`ANALYTIC_MAX_EPSILON` for the analytic Gaussian mechanism, naming ε and δ."""
+    if math.isfinite(epsilon) and epsilon > ANALYTIC_MAX_EPSILON:
+        raise ValueError(
+            f"{name} must be in (0, {ANALYTIC_MAX_EPSILON:.6g}] for the analytic Gaussian mechanism at delta = "
+            f"{delta:g}; got {name} = {epsilon:g}: its exact delta(sigma) adds {name} to log Phi terms of about its "
+            f"size, and beyond 2^52 the doubles near {name} are spaced >= 1, so delta(sigma) is no longer resolved")
+
+
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest σ with exact δ(σ) ≤ δ (analytic Gaussian mechanism, Balle & Wang 2018).
 
     δ(σ) is strictly decreasing in σ; the root of ``log δ(σ) − log δ`` is found by
     :func:`scipy.optimize.brentq` (relative tolerance 1e-14) after bracketing. The returned σ
-    is nudged up by one part in 1e12 so that δ(σ) ≤ δ holds despite round-off.
+    is nudged up by one part in 1e12 so that δ(σ) ≤ δ holds despite round-off. ε is at most
+    :data:`ANALYTIC_MAX_EPSILON` (a ValueError naming ε and δ otherwise).
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
+    check_analytic_budget(eps, dl)
     S = check_sensitivity(sensitivity)
     target = math.log(dl)
 

@@ -23,6 +23,7 @@ from dpkit.core.validation import (
     check_finite_array,
     check_positive_int,
     check_probability,
+    check_real_in_range,
     check_sensitivity,
 )
 from dpkit.mechanisms.base import Mechanism
@@ -83,8 +84,7 @@ class AboveThreshold(Mechanism):
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         object.__setattr__(self, "variant", check_choice(self.variant, name="variant", choices=VARIANTS))
-        if not math.isfinite(float(self.threshold)):
-            raise ValueError(f"threshold must be finite; got {self.threshold}")
+        check_real_in_range(self.threshold, name="threshold", low_inclusive=False, high_inclusive=False)  # finite
 
     @property
     def delta(self) -> float:

@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -58,9 +59,10 @@ from dpkit.core.validation import check_delta, check_epsilon, check_int_in_range
 from dpkit.queries.disk_cache import cache_dir
 from dpkit.queries.synthetic import WeightedDatabase
 
-__all__ = ["cdp_delta", "cdp_rho", "grid_codes", "uniform_in_cells", "pair_counts", "project_simplex",
-           "Measurement", "fit_model", "sample_model", "synthetic_database", "attr_names", "model_marginals",
-           "ZCDPLedger", "jax_cache_dir", "normalised_contraction", "log_contraction", "CalibratedTree"]
+__all__ = ["cdp_delta", "cdp_rho", "MAX_ZCDP_EPSILON", "check_zcdp_budget", "grid_codes", "uniform_in_cells",
+           "pair_counts", "project_simplex", "Measurement", "fit_model", "sample_model", "synthetic_database",
+           "attr_names", "model_marginals", "ZCDPLedger", "jax_cache_dir", "normalised_contraction", "log_contraction",
+           "CalibratedTree"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
@@ -100,12 +102,29 @@ def cdp_delta(rho: float, epsilon: float) -> float:
     while slope(hi) < 0.0:  # pragma: no cover - the bracket above always has slope(hi) > 0
         hi *= 2.0
     alpha = lo if slope(lo) >= 0.0 else brentq(slope, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=500)
-    return float(min(1.0, math.exp(_log_delta_at(max(alpha, 1.0 + 1e-12), rho, epsilon))))
+    log_delta = _log_delta_at(max(alpha, 1.0 + 1e-12), rho, epsilon)
+    return 1.0 if log_delta >= 0.0 else math.exp(log_delta)  # δ ≤ 1; exp of a large log δ would overflow
+
+
+#: The largest ε :func:`cdp_rho` converts: half the largest double. Its bisection on ρ ∈ [0, ε] takes
+#: midpoints ``0.5 * (lo + hi)`` with both ends near ε (ρ → ε as ε grows), and ``lo + hi`` overflows to ∞
+#: beyond this (any δ).
+MAX_ZCDP_EPSILON = sys.float_info.max / 2.0
+
+
+def check_zcdp_budget(epsilon: float, delta: float) -> None:
+    """Refuse a finite ε above :data:`MAX_ZCDP_EPSILON` for the zCDP conversion (δ > 0), naming ε and δ."""
+    if delta > 0 and math.isfinite(epsilon) and epsilon > MAX_ZCDP_EPSILON:
+        raise ValueError(f"epsilon must be in (0, {MAX_ZCDP_EPSILON:.6g}] for the zCDP conversion at "
+                         f"delta = {delta:g}; got epsilon = {epsilon:g}: the conversion's bisection on rho in "
+                         "[0, epsilon] adds its bracket ends, which overflows beyond half the largest double")
 
 
 @functools.lru_cache(maxsize=256)
 def cdp_rho(epsilon: float, delta: float) -> float:
     """The largest ρ whose zCDP guarantee implies (ε, δ)-DP under :func:`cdp_delta` (bisection on ρ).
+
+    ε must be at most :data:`MAX_ZCDP_EPSILON` (a ValueError naming ε and δ otherwise).
 
     Examples
     --------
@@ -115,6 +134,7 @@ def cdp_rho(epsilon: float, delta: float) -> float:
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
+    check_zcdp_budget(epsilon, delta)
     lo, hi = 0.0, max(epsilon, 1.0)
     while cdp_delta(hi, epsilon) <= delta:
         lo, hi = hi, 2.0 * hi

@@ -74,6 +74,7 @@ from dpkit.methods._discrete import (
     _mbi,
     attr_names,
     cdp_rho,
+    check_zcdp_budget,
     components,
     fit_model,
     grid_codes,
@@ -228,6 +229,15 @@ class JunctionTreeSizes:
         return float(total) * 8.0 / 2.0 ** 20
 
 
+def _rounds_leave_budget(rho: float, rounds: int, alpha: float, d: int) -> bool:
+    """Whether the initialisation's d one-way measurements at σ₀ (ρ = 1/σ₀² each, charged as
+    :meth:`AIM.release` charges them) leave a positive ρ for the rounds: T > αd, checked in floating point."""
+    if rounds <= alpha * d:
+        return False
+    sigma0 = math.sqrt(rounds / (alpha * rho))  # σ₀ of initial_scales (the plan as stated, not as a test may patch it)
+    return rho - math.fsum([1.0 / sigma0 ** 2] * d) > 0.0
+
+
 def initial_scales(rho: float, rounds: int, alpha: float) -> tuple[float, float]:
     """(σ₀, ε₀) of Alg 2 line 2 under replace-one: σ₀ = √(T/(αρ)) (a measurement costs 1/σ² = αρ/T),
     ε₀ = √(8(1 − α)ρ/T) (a selection costs ε²/8 = (1 − α)ρ/T)."""
@@ -241,12 +251,15 @@ class AIM(MethodBase):
     Parameters
     ----------
     epsilon, delta : float
-        Total (ε, δ) budget, δ > 0 (accounted in zCDP, converted exactly).
+        Total (ε, δ) budget, δ > 0 (accounted in zCDP, converted exactly); ε at most
+        :data:`~dpkit.methods._discrete.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
     bins : int or None
         Public cells per attribute; ``None``: :func:`~dpkit.methods.mst.default_bins` at the noise of a
         first-round two-way measurement, σ₀ (from n, d and the budget only).
     rounds : int or None
-        T of Alg 2 (the initial per-round share is ρ/T); ``None``: the paper's 16d.
+        T of Alg 2 (the initial per-round share is ρ/T); ``None``: the paper's 16d. At least
+        :meth:`min_rounds` (T > αd: the initialisation spends d·αρ/T), checked when d is known (at release,
+        before anything is spent).
     alpha : float
         Share of a round's ρ spent on the measurement (the rest on the selection); paper: 0.9.
     max_model_size : float
@@ -272,6 +285,7 @@ class AIM(MethodBase):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
+        check_zcdp_budget(self.epsilon, self.delta)
         if self.bins is not None:
             check_int_in_range(self.bins, name="bins", low=2, high=64)
         if self.rounds is not None:
@@ -283,8 +297,32 @@ class AIM(MethodBase):
         check_int_in_range(self.final_iters, name="final_iters", low=1)
 
     def budget(self, d: int) -> tuple[float, int]:
-        """(ρ, T) for d attributes."""
-        return cdp_rho(self.epsilon, self.delta), (self.rounds if self.rounds is not None else 16 * d)
+        """(ρ, T) for d attributes.
+
+        Raises
+        ------
+        ValueError
+            If ``rounds`` is below :meth:`min_rounds` for d attributes (before anything is spent).
+        """
+        rho = cdp_rho(self.epsilon, self.delta)
+        T = self.rounds if self.rounds is not None else 16 * d
+        if not _rounds_leave_budget(rho, T, self.alpha, d):
+            least = self.min_rounds(d)
+            raise ValueError(
+                f"rounds must be >= {least} for d = {d} attributes at alpha = {self.alpha:g}; got rounds = {T}. "
+                f"AIM's initialisation measures all d one-way marginals at the per-round measurement share "
+                f"alpha*rho/rounds each, i.e. d*alpha/rounds of the budget rho; rounds <= alpha*d = "
+                f"{self.alpha * d:g} leaves nothing for the selection rounds")
+        return rho, T
+
+    def min_rounds(self, d: int) -> int:
+        """The least ``rounds`` T for d attributes: the initialisation spends d·αρ/T (d one-way measurements at the
+        per-round measurement share αρ/T), which must leave a positive remainder for the rounds, so T > αd."""
+        rho = cdp_rho(self.epsilon, self.delta)
+        T = max(1, math.floor(self.alpha * d) + 1)
+        while not _rounds_leave_budget(rho, T, self.alpha, d):  # only where α·d rounds to within an ulp of T
+            T += 1
+        return T
 
     def grid(self, n: int, d: int) -> int:
         """Cells per attribute for n rows in d dimensions (public)."""

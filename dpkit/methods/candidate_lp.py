@@ -39,6 +39,7 @@ from dpkit.mechanisms.trig import (
     release_moments,
     schedule,
 )
+from dpkit.mechanisms.trig.base import MAX_NOISY_MOMENT, moment_limit_message
 from dpkit.mechanisms.trig.grid import discretise_indices
 from dpkit.mechanisms.trig.lp import solve_l1_lp
 from dpkit.mechanisms.trig.moments import spend_moments
@@ -99,7 +100,7 @@ class CandidateLP(MethodBase):
 
     def __post_init__(self) -> None:
         self._check_budget()
-        check_positive_ints(self, "C", "R")
+        check_positive_ints(self, "C", "R", "k", "n_iter")
         check_choice(self.source, name="source", choices=("gaussian", "marginals", "uniform"))
         check_choice(self.fit_method, name="fit_method", choices=("analyze_gauss", "psi"))
         check_positive_finite(self.K, name="K")
@@ -147,8 +148,15 @@ class CandidateLP(MethodBase):
         idx = basis_indices(sch.t, d, self.R)
         b = basis_moments(discretise(X, sch.N), idx)
         noise = moment_noise(n, self.R, epsilon=eps_m, delta=d_m)
+        if noise.scale >= MAX_NOISY_MOMENT:  # before anything is spent: the LP could not use the moments
+            raise ValueError(moment_limit_message(self.name, self.epsilon, self.delta,
+                                                  f"the moments' noise scale {noise.scale:.3g} (n = {n}, R = {self.R}) reaches"))
         spend_moments(ledger_for(ledger, self.epsilon, self.delta, self.name), noise, self.R)
         b_hat = release_moments(b, noise, rng=resolve_rng(rng))
+        top = float(np.max(np.abs(b_hat)))
+        if not top < MAX_NOISY_MOMENT:  # a draw far in the noise's tail
+            raise ValueError(moment_limit_message(self.name, self.epsilon, self.delta,
+                                                  f"a noisy moment of {top:.3g} (noise scale {noise.scale:.3g}) reaches"))
         return NoisyMoments(b_hat=b_hat, indices=idx, schedule=sch, noise=noise)
 
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,

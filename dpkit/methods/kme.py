@@ -55,7 +55,7 @@ from dpkit.core.validation import (
     check_int_in_range,
     check_real_in_range,
 )
-from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
+from dpkit.mechanisms.gaussian import analytic_gaussian_sigma, check_analytic_budget
 from dpkit.methods._fit import FitResult, FourierStatistic, fit_points
 from dpkit.methods.marginals import noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
@@ -142,6 +142,8 @@ class _KMEBase(MethodBase):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
         object.__setattr__(self, "delta", check_delta(self.delta))
+        if self.delta > 0:  # the analytic Gaussian calibrates at the whole (ε, δ)
+            check_analytic_budget(self.epsilon, self.delta)
         object.__setattr__(self, "sigma", check_real_in_range(self.sigma, name="sigma", low=0.0, low_inclusive=False))
         if math.isinf(self.sigma):
             raise ValueError("sigma must be finite")
@@ -195,7 +197,8 @@ class KMEAnswers(_KMEBase):
     Parameters
     ----------
     epsilon, delta : float
-        Total budget (δ = 0: Laplace, ε-DP; δ > 0: analytic Gaussian; ε = ∞: no noise).
+        Total budget (δ = 0: Laplace, ε-DP; δ > 0: analytic Gaussian, finite ε at most
+        :data:`~dpkit.mechanisms.gaussian.ANALYTIC_MAX_EPSILON`, where its calibration overflows; ε = ∞: no noise).
     sigma : float
         Kernel width of the features; must equal the workload's σ (set by :meth:`at_width`).
     n_features : int or None

@@ -43,7 +43,15 @@ from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_delta, check_epsilon, check_in_unit_cube, check_int_in_range, check_real_in_range
 from dpkit.mechanisms.exponential import Exponential
-from dpkit.methods._discrete import cdp_rho, fit_model, grid_codes, pair_counts, project_simplex, synthetic_database
+from dpkit.methods._discrete import (
+    cdp_rho,
+    check_zcdp_budget,
+    fit_model,
+    grid_codes,
+    pair_counts,
+    project_simplex,
+    synthetic_database,
+)
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -98,7 +106,8 @@ class MST(MethodBase):
     ----------
     epsilon, delta : float
         Total budget; δ > 0 accounts in zCDP (Gaussian noise), δ = 0 is pure ε-DP (Laplace noise);
-        ``epsilon=math.inf`` is the non-private reference.
+        ``epsilon=math.inf`` is the non-private reference. With δ > 0 a finite ε is at most
+        :data:`~dpkit.methods._discrete.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
     bins : int or None
         Public cells per attribute; ``None``: :func:`default_bins` (from n, d and the budget).
     split : tuple of 3 floats
@@ -122,6 +131,7 @@ class MST(MethodBase):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
         object.__setattr__(self, "delta", check_delta(self.delta))
+        check_zcdp_budget(self.epsilon, self.delta)
         if self.bins is not None:
             check_int_in_range(self.bins, name="bins", low=2, high=64)
         if len(self.split) != 3:

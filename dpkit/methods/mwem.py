@@ -43,7 +43,14 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_in_unit_cube, check_int_in_range, check_positive_finite, check_positive_ints
+from dpkit.core.validation import (
+    check_choice,
+    check_in_unit_cube,
+    check_int_in_range,
+    check_positive_finite,
+    check_positive_ints,
+    check_probability,
+)
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.methods._kernels import kernel_query_ranges, kernel_values
@@ -118,8 +125,7 @@ class MWEM(MethodBase):
         check_choice(self.output, name="output", choices=("last", "average"))
         if self.m is not None:
             check_int_in_range(self.m, name="m", low=1)
-        if not (0.0 < float(self.candidate_share) < 1.0):
-            raise ValueError(f"candidate_share must be in (0, 1); got {self.candidate_share}")
+        check_probability(self.candidate_share, name="candidate_share")
         check_positive_finite(self.sigma, name="sigma")
 
     @property

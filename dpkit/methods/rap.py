@@ -40,7 +40,7 @@ from dpkit.core.validation import (
     check_int_in_range,
     check_real_in_range,
 )
-from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
+from dpkit.mechanisms.gaussian import analytic_gaussian_sigma, check_analytic_budget
 from dpkit.mechanisms.trig.basis import basis_indices, basis_moments
 from dpkit.methods._fit import ChebyshevStatistic, FitResult, fit_points
 from dpkit.methods.marginals import noisy_release
@@ -71,7 +71,8 @@ class RelaxedProjection(MethodBase):
     Parameters
     ----------
     epsilon, delta : float
-        Total budget (δ = 0: Laplace, ε-DP; δ > 0: analytic Gaussian, (ε, δ)-DP; ε = ∞: no noise).
+        Total budget (δ = 0: Laplace, ε-DP; δ > 0: analytic Gaussian, (ε, δ)-DP, finite ε at most
+        :data:`~dpkit.mechanisms.gaussian.ANALYTIC_MAX_EPSILON`, where its calibration overflows; ε = ∞: no noise).
     R : int
         Number of basis functions T_R (the constant included; ≥ 2 and ≤ t^d).
     t : int
@@ -100,6 +101,8 @@ class RelaxedProjection(MethodBase):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
         object.__setattr__(self, "delta", check_delta(self.delta))
+        if self.delta > 0:  # the analytic Gaussian calibrates at the whole (ε, δ)
+            check_analytic_budget(self.epsilon, self.delta)
         check_choice(self.statistics, name="statistics", choices=("trig", "marginal-pairs"))
         check_int_in_range(self.R, name="R", low=2)
         check_int_in_range(self.t, name="t", low=2)

@@ -12,13 +12,16 @@ the suites it belongs to. A new method is one new file with one class and one li
 >>> "trig-I" in names("tables")
 True
 
-Parameters are overridden as data with :func:`configure`, which sets a value on every method that
-has a field of that name — the budget with the methods' privacy class in mind (an ε-DP method
-keeps δ = 0, a non-private reference keeps ε = ∞).
+Parameters are overridden as data: :func:`get` / :func:`configure` set the parameters of one method
+and refuse any it does not have (or a budget outside its privacy class: a non-private reference takes no
+ε, an ε-DP method no δ); :func:`suite` sets a suite-wide value on every member that has a field of that
+name — the budget with the members' privacy classes in mind (an ε-DP method keeps δ = 0, a non-private
+reference keeps ε = ∞).
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +41,7 @@ from dpkit.methods.references import SamplingFloor
 from dpkit.methods.smalldb import SmallDB
 from dpkit.queries.release import Method
 
-__all__ = ["Entry", "CATALOGUE", "REGISTRY", "get", "names", "suite", "configure", "describe"]
+__all__ = ["Entry", "CATALOGUE", "REGISTRY", "get", "names", "suite", "configure", "describe", "check_names"]
 
 EPS, DELTA = 1.0, 1e-3  # the thesis's budget (Sec 3.1)
 
@@ -124,48 +127,126 @@ def names(suite_name: str | None = None, *, privacy: str | None = None) -> list[
             if (suite_name is None or suite_name in e.suites) and (privacy is None or e.privacy == privacy)]
 
 
+def check_names(requested: Sequence[str], *, allowed: Sequence[str] | None = None,
+                what: str = "unknown method name(s)") -> None:
+    """Refuse every name of ``requested`` that is not registered (or not in ``allowed``), before anything runs.
+
+    The message names each unknown name with the closest registered names (:func:`difflib.get_close_matches`)
+    and lists the allowed ones.
+
+    Raises
+    ------
+    ValueError
+        For a name that is not a string or not allowed.
+    """
+    pool = list(REGISTRY) if allowed is None else list(allowed)
+    bad = [n for n in requested if not isinstance(n, str) or n not in pool]
+    if not bad:
+        return
+    parts = []
+    for n in bad:
+        if not isinstance(n, str):
+            parts.append(f"{n!r} (not a string)")
+            continue
+        close = difflib.get_close_matches(n, pool, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else "no close name"
+        where = " (registered, but not one of the allowed methods)" if n in REGISTRY else ""
+        parts.append(f"{n!r}{where}: {hint}")
+    raise ValueError(f"{what}: {'; '.join(parts)} (allowed: {', '.join(pool)})")
+
+
 def get(name: str, **params: Any) -> Method:
-    """The registered method ``name``, with ``params`` set by :func:`configure`.
+    """The registered method ``name``, with ``params`` set by :func:`configure` (every one must be a parameter of
+    that method; see there).
 
     Raises
     ------
     KeyError
-        For an unknown name; the message lists the registered ones.
+        For an unknown name; the message suggests the closest registered names and lists them all.
+    ValueError, TypeError
+        For a parameter the method does not have or a value it refuses (:func:`configure`).
     """
     try:
         entry = REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown method {name!r}; registered: {', '.join(REGISTRY)}") from None
-    return configure(entry.method, **params) if params else entry.method
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(name, list(REGISTRY), n=3, cutoff=0.6) if isinstance(name, str) else []
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise KeyError(f"unknown method {name!r}; {hint}registered: {', '.join(REGISTRY)}") from None
+    return _configure(entry.method, name, params) if params else entry.method
 
 
 def suite(suite_name: str, *, include: Sequence[str] | None = None, **params: Any) -> dict[str, Method]:
     """``{name: method}`` of one suite (catalogue order), each configured with ``params``.
 
-    ``include`` keeps only the named methods; a name outside the suite is an error.
+    ``include`` keeps only the named methods; a name outside the suite is an error. ``params`` are set as a
+    suite-wide setting: each on every member that has a field of that name, the budget with the members'
+    privacy classes in mind (``epsilon`` on the private members only: a non-private reference keeps ε = ∞;
+    ``delta`` on the (ε, δ)-DP members only: an ε-DP member keeps δ = 0). A parameter that no member of the
+    suite has is an error (a typo must not pass silently).
     """
     members = names(suite_name)
     if not members:
         raise ValueError(f"unknown suite {suite_name!r}; suites: {sorted({s for e in CATALOGUE for s in e.suites})}")
     if include is not None:
-        unknown = sorted(set(include) - set(members))
-        if unknown:
-            raise ValueError(f"methods {unknown} are not in suite {suite_name!r}: {members}")
+        check_names(include, allowed=members, what=f"method name(s) not in suite {suite_name!r}")
         members = [m for m in members if m in set(include)]
-    return {m: get(m, **params) for m in members}
+    taken = {f.name for m in names(suite_name) for f in dataclasses.fields(REGISTRY[m].method) if f.init}
+    unused = sorted(set(params) - taken)
+    if unused:
+        raise ValueError(f"no method of suite {suite_name!r} has the parameter(s) {unused}; "
+                         f"the suite's parameters: {sorted(taken)}")
+    return {m: _broadcast(REGISTRY[m].method, params) for m in members}
 
 
 def configure(method: Method, **params: Any) -> Method:
-    """``method`` with every parameter in ``params`` that it has set (:func:`dataclasses.replace`).
+    """``method`` with the parameters ``params`` set (:func:`dataclasses.replace`, so the method validates them).
 
-    ``epsilon`` is set only on private methods (a non-private reference keeps ε = ∞) and ``delta``
-    only on (ε, δ)-DP methods (an ε-DP method keeps δ = 0). Parameters the method does not have are
-    ignored; a name no registered method has is an error (a typo must not pass silently).
+    Every parameter must be a field of the method's dataclass, and the budget must fit its privacy class: a
+    non-private reference (ε = ∞, such as ``lp-eps-inf`` or ``subsample``) takes no ε other than ∞ and an ε-DP
+    method no δ other than 0. Anything else is refused, naming the method, the parameter and what is
+    allowed (use :func:`suite` to set a budget on a whole suite, each member by its privacy class).
+
+    Raises
+    ------
+    ValueError
+        For a parameter the method does not have, or a budget outside its privacy class.
     """
-    known = {f.name for e in CATALOGUE for f in dataclasses.fields(e.method)}
-    unknown = sorted(set(params) - known)
+    return _configure(method, method.name, params)
+
+
+def _configure(method: Method, label: str, params: Mapping[str, Any]) -> Method:
+    privacy = method.privacy
+    if "epsilon" in params and privacy == "non-private" and not _is_inf(params["epsilon"]):
+        raise ValueError(f"method {label!r} is a non-private reference (epsilon = inf): it takes no budget, got "
+                         f"epsilon={params['epsilon']!r}; allowed: epsilon=math.inf (or a private method, such as "
+                         f"{', '.join(repr(n) for n in names(privacy='(ε,δ)-DP')[:2])})")
+    if "delta" in params and privacy == "ε-DP" and not _is_zero(params["delta"]):
+        raise ValueError(f"method {label!r} is ε-DP (delta = 0): got delta={params['delta']!r}; allowed: delta=0 "
+                         "(register or pick the method's (ε, δ)-DP variant for delta > 0)")
+    fields = sorted(f.name for f in dataclasses.fields(method) if f.init)
+    unknown = sorted(set(params) - set(fields))
     if unknown:
-        raise ValueError(f"no registered method has the parameter(s) {unknown}; known: {sorted(known)}")
+        raise ValueError(f"method {label!r} ({type(method).__name__}) has no parameter(s) {unknown}; "
+                         f"its parameters: {fields}")
+    return dataclasses.replace(method, **params)
+
+
+def _is_inf(x: Any) -> bool:
+    try:
+        return math.isinf(float(x)) and float(x) > 0
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_zero(x: Any) -> bool:
+    try:
+        return float(x) == 0.0
+    except (TypeError, ValueError):
+        return False
+
+
+def _broadcast(method: Method, params: Mapping[str, Any]) -> Method:
+    """``method`` with the suite-wide ``params`` it takes (:func:`suite`): its own fields, the budget by its class."""
     fields = {f.name for f in dataclasses.fields(method) if f.init}
     privacy = method.privacy
     changes = {}

@@ -17,7 +17,7 @@ from dpkit.core.validation import check_choice, check_in_unit_cube, check_positi
 from dpkit.mechanisms.base import Mechanism
 from dpkit.mechanisms.trig.basis import basis_moments, evaluate_basis
 from dpkit.mechanisms.trig.grid import lattice_round
-from dpkit.mechanisms.trig.lp import LP_METHODS, solve_l1_lp
+from dpkit.mechanisms.trig.lp import LP_METHODS, LPError, solve_l1_lp
 from dpkit.mechanisms.trig.moments import (
     CONSTANTS,
     SENSITIVITIES,
@@ -32,7 +32,8 @@ from dpkit.queries.release import MethodBase, Release
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["TrigDiagnostics", "TrigBase", "MAX_GRID_POINTS", "MAX_BASIS_SIZE", "MAX_W_ENTRIES", "BLAS_THREADS"]
+__all__ = ["TrigDiagnostics", "TrigBase", "MAX_GRID_POINTS", "MAX_BASIS_SIZE", "MAX_W_ENTRIES", "BLAS_THREADS",
+           "MAX_NOISY_MOMENT", "moment_limit_message"]
 
 #: Documented feasible sizes of the full-grid mechanism (Alg 4/5).
 MAX_GRID_POINTS = 250_000
@@ -44,6 +45,20 @@ MAX_W_ENTRIES = 20_000_000
 BLAS_THREADS = 1
 
 OUTPUTS = ("sample", "weights")
+
+#: The largest noisy moment the LP can use: 2^52. The LP's rows read W u + v − w = b̂ with |W u| ≤ 1 (|φ_r| ≤ 1,
+#: u a probability vector); from |b̂_r| = 2^52 on, the doubles near b̂_r are spaced ≥ 1, so a row no longer
+#: sees the weights u at all (HiGHS then reports numerical trouble, and takes |b̂_r| ≥ 10^20 as infinite).
+#: The noise scale (∝ 1/ε) must stay below it: a small enough ε is refused before anything is spent, a draw
+#: beyond it after; numerical trouble can start about one binary order below, where an LP failure names ε.
+MAX_NOISY_MOMENT = 2.0 ** 52
+
+
+def moment_limit_message(owner: str, epsilon: float, delta: float, what: str) -> str:
+    """The message refusing an ε too small for the moment LP (:data:`MAX_NOISY_MOMENT`), naming ε and δ."""
+    return (f"epsilon = {epsilon:g} (delta = {delta:g}) is too small for {owner} on this data: {what} 2^52 = "
+            f"{MAX_NOISY_MOMENT:.4g}, beyond which the doubles near a moment are spaced more than the weights can "
+            "move it (|W u| <= 1), so the LP cannot fit them; the noise scales as 1/(n epsilon): use a larger epsilon")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -178,8 +193,18 @@ class TrigBase(Mechanism, MethodBase):
             exact = grid_sensitivity(idx, N, Xd.shape[0])
         noise = moment_noise(Xd.shape[0], idx.shape[0], epsilon=epsilon, delta=delta, constants=self.constants,
                              thesis_delta=self.delta or None, sensitivity=exact)
+        if noise.scale >= MAX_NOISY_MOMENT:  # before anything is spent
+            raise ValueError(self._too_small(f"the moments' noise scale {noise.scale:.3g} (n = {Xd.shape[0]}, "
+                                             f"R = {idx.shape[0]}) reaches"))
         spend_moments(led, noise, idx.shape[0])
-        return b, release_moments(b, noise, rng=rng), noise
+        b_hat = release_moments(b, noise, rng=rng)
+        top = float(np.max(np.abs(b_hat))) if b_hat.size else 0.0
+        if not top < MAX_NOISY_MOMENT:  # a draw far in the noise's tail
+            raise ValueError(self._too_small(f"a noisy moment of {top:.3g} (noise scale {noise.scale:.3g}) reaches"))
+        return b, b_hat, noise
+
+    def _too_small(self, what: str) -> str:
+        return moment_limit_message(type(self).__name__, self.epsilon, self.delta, what)
 
     def _finish(self, *, X: np.ndarray, sch: Schedule, idx: np.ndarray, points: np.ndarray, moments: np.ndarray,
                 b_hat: np.ndarray, noise: MomentNoise, led: Ledger, gen_sample: np.random.Generator,
@@ -194,7 +219,14 @@ class TrigBase(Mechanism, MethodBase):
         if self.lattice:
             W = lattice_round(W, sch.L)
         t0 = time.perf_counter()
-        sol = solve_l1_lp(W, b_hat, method=self.lp_method)
+        try:
+            sol = solve_l1_lp(W, b_hat, method=self.lp_method)
+        except LPError as exc:  # name the budget: near MAX_NOISY_MOMENT the noise, not the data, breaks the LP
+            top = float(np.max(np.abs(b_hat))) if b_hat.size else 0.0
+            raise LPError(exc.status, f"{exc.message} (epsilon = {self.epsilon:g}, delta = {self.delta:g}: largest "
+                          f"|noisy moment| {top:.3g}, noise scale {noise.scale:.3g}; the LP loses the weights as the "
+                          f"moments near 2^52 = {MAX_NOISY_MOMENT:.4g})", W.shape[1] + 2 * W.shape[0],
+                          W.shape[0] + 1) from exc
         timings["lp"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         keep = sol.u > 0

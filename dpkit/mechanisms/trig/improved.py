@@ -2,6 +2,8 @@
 from an ellipsoid and the LP over them."""
 from __future__ import annotations
 
+import math
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -13,14 +15,19 @@ from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_choice, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 from dpkit.mechanisms.laplace import Laplace
-from dpkit.mechanisms.pca import PrivateSubspaceIteration, psi_noise_scale
+from dpkit.mechanisms.pca import PrivateSubspaceIteration, covariance_sensitivity, psi_noise_scale
 from dpkit.mechanisms.trig.base import TrigBase, TrigDiagnostics
 from dpkit.mechanisms.trig.basis import basis_indices
 from dpkit.mechanisms.trig.grid import discretise, discretise_indices
 from dpkit.mechanisms.trig.schedules import Schedule, schedule
 from dpkit.queries.release import Release
 
-__all__ = ["ImprovedTrigonometricMechanism"]
+__all__ = ["ImprovedTrigonometricMechanism", "MAX_PCA_NORM"]
+
+#: The largest norm of a noisy PCA column the mechanism can use: √(largest double). The eigenvalue estimates
+#: are the column norms of W = A X + G (G the PCA noise, std or scale σ per entry), computed through their
+#: squares, which overflow beyond it; a column's norm is about σ√d, so σ√d must stay below it.
+MAX_PCA_NORM = math.sqrt(sys.float_info.max)
 
 
 def _unique_rows(cells: np.ndarray) -> np.ndarray:
@@ -102,6 +109,17 @@ class ImprovedTrigonometricMechanism(TrigBase):
             )
         # fail before anything is spent if PSI-(ε,δ)'s printed σ is outside its proven range
         psi_noise_scale(1.0, d=d, k=self.k, n_iter=self.n_iter, epsilon=self.epsilon / 3.0, delta=self.delta / 2.0)
+        if self.pca_sensitivity == "bound":  # and if the PCA's noise is too large to take its norms (MAX_PCA_NORM)
+            sigma = psi_noise_scale(covariance_sensitivity(n, d), d=d, k=self.k, n_iter=self.n_iter,
+                                    epsilon=self.epsilon / 3.0, delta=self.delta / 2.0)
+            if sigma * math.sqrt(d) >= MAX_PCA_NORM:
+                raise ValueError(self._pca_too_small(f"the PCA's noise scale {sigma:.3g} times sqrt(d) reaches"))
+
+    def _pca_too_small(self, what: str) -> str:
+        return (f"epsilon = {self.epsilon:g} (delta = {self.delta:g}) is too small for the private PCA of "
+                f"{type(self).__name__} on this data: {what} sqrt of the largest double = {MAX_PCA_NORM:.4g}, "
+                "beyond which the squared norms of its noisy columns (the eigenvalue estimates) overflow; the noise "
+                "scales as 1/(n epsilon): use a larger epsilon")
 
     def _candidates(self, mu: np.ndarray, psi: PrivateSubspaceIteration, N: int, g: np.random.Generator) -> np.ndarray:
         """Alg 9 step 6: C points of the ellipsoid around μ̃ in the PCA subspace, clipped, discretised, distinct."""
@@ -145,6 +163,8 @@ class ImprovedTrigonometricMechanism(TrigBase):
         psi = PrivateSubspaceIteration(
             n_components=self.k, n_iter=self.n_iter, epsilon=eps3, delta=d_m, sensitivity=self.pca_sensitivity, mean=mu
         ).fit(X, rng=g_pca, ledger=led)
+        if not np.all(np.isfinite(psi.explained_variance_)):  # a draw far in the noise's tail
+            raise ValueError(self._pca_too_small(f"a noisy column's norm (noise scale {psi.noise_scale_:.3g}) reaches"))
         timings["pca"] = time.perf_counter() - t0
         t0 = time.perf_counter()  # 6. candidates
         points = self._candidates(mu, psi, sch.N, g_cand)
