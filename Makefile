@@ -70,7 +70,7 @@ reproduce: $(STAMP) ## the thesis's tables and figures and every check at full s
 	$(BIN)/python -m dpkit.batch run $(FULL_MANIFEST) --output $(RESULTS)/batch/full $(STALE_ARG) $(DATA_ARG) || status=$$?; \
 	$(BIN)/python -m dpkit.batch collect $(RESULTS)/batch/full || status=$$?; \
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary || status=$$?; \
-	if [ $$status -eq 0 ]; then $(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures || status=$$?; \
+	if [ $$status -eq 0 ]; then $(BIN)/python -m dpkit.batch.assemble tables $(RESULTS)/batch/full --paper-figures || status=$$?; \
 	else echo "reproduce: failed runs or checks (listed above): tables not assembled; fix and re-run (finished runs are kept)"; fi; \
 	exit $$status
 
@@ -91,7 +91,7 @@ collect: $(STAMP) ## merge a batch's runs into one table: make collect BATCH=ful
 
 tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembled (+ figures/); REQUIRE_DATA=1: fail if a data set is unavailable
 	$(BIN)/python -m dpkit.batch run $(TABLES_MANIFEST) --output $(RESULTS)/batch/tables $(STALE_ARG) $(DATA_ARG)
-	$(BIN)/python -m dpkit.outputs.assemble tables $(RESULTS)/batch/tables --paper-figures
+	$(BIN)/python -m dpkit.batch.assemble tables $(RESULTS)/batch/tables --paper-figures
 
 # one leaderboard run computes a whole data set in one cell: CRM and CSN take about 2 h each on a shared core; a run
 # keeps every finished repetition, so an interrupted `make leaderboard` resumes where it stopped
@@ -102,11 +102,11 @@ AIM_BATCH := --workers 1
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM included, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
-	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
+	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
 
 leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its own manifest), into the leaderboard's folder, assembled
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
-	$(BIN)/python -m dpkit.outputs.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
+	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
 
 status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running, kept repetitions
 	$(BIN)/python -m dpkit.batch status notebooks/manifests/$(or $(MANIFEST),leaderboard).yaml

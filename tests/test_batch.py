@@ -159,4 +159,4 @@ def test_reproduce_exports_the_paper_figures():
     recipe = (root / "Makefile").read_text().split("\nreproduce:", 1)[1].split("\n\n", 1)[0]
     assert "run $(FULL_MANIFEST) " in recipe
     assert "\nFULL_MANIFEST ?= notebooks/manifests/full.yaml\n" in (root / "Makefile").read_text()
-    assert "dpkit.outputs.assemble tables $(RESULTS)/batch/full --paper-figures" in recipe
+    assert "dpkit.batch.assemble tables $(RESULTS)/batch/full --paper-figures" in recipe

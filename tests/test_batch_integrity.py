@@ -214,7 +214,7 @@ def _board_runs(root: Path) -> None:
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_assemble_into_a_read_only_folder_fails_in_one_line_and_writes_nothing(tmp_path, capsys):
-    from dpkit.outputs.assemble import main
+    from dpkit.batch.assemble import main
 
     _board_runs(tmp_path / "batch")
     ro = tmp_path / "ro"
@@ -233,7 +233,7 @@ def test_assemble_into_a_read_only_folder_fails_in_one_line_and_writes_nothing(t
 def test_assemble_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(tmp_path, capsys):
     """An output that cannot be written (a folder of its name in --out, writable or not, even for root): exit 2, one
     line naming it, and none of the other outputs written."""
-    from dpkit.outputs.assemble import main
+    from dpkit.batch.assemble import main
 
     _board_runs(tmp_path / "batch")
     dest = tmp_path / "dest"
@@ -249,7 +249,7 @@ def test_assemble_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(
 
 def test_assemble_failing_half_way_leaves_nothing_half_written(tmp_path, monkeypatch, capsys):
     """A failure after some outputs are written (here: the second figure) leaves neither them nor a new folder."""
-    from dpkit.outputs import assemble
+    from dpkit.batch import assemble
 
     _board_runs(tmp_path / "batch")
     calls = []
@@ -268,7 +268,7 @@ def test_assemble_failing_half_way_leaves_nothing_half_written(tmp_path, monkeyp
 
 
 def test_assemble_of_malformed_rows_names_the_file(tmp_path, capsys):
-    from dpkit.outputs.assemble import main
+    from dpkit.batch.assemble import main
 
     _board_runs(tmp_path / "batch")
     bad = tmp_path / "batch" / "45_leaderboard" / "bbb" / "metrics.json"

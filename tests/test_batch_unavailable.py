@@ -19,8 +19,8 @@ import yaml
 from batch_notebooks import make_notebook
 
 from dpkit import batch
+from dpkit.batch import assemble
 from dpkit.batch import checks as checks_cli
-from dpkit.outputs import assemble
 
 ROOT = Path(__file__).resolve().parents[1]
 

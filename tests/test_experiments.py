@@ -26,18 +26,21 @@ def test_paper_values_are_the_printed_tables():
 
 
 def test_registry_methods_and_validation():
-    from dpkit.methods.registry import configure, get
+    from dpkit.methods.registry import configure, get, with_budget
 
     with pytest.raises(KeyError, match="trig-III"):
         get("trig-III")
     with pytest.raises(ValueError, match="constants"):
         ex.table_methods(("I",), ("printed",))
-    with pytest.raises(ValueError, match="no registered method has"):
+    with pytest.raises(ValueError, match=r"'trig-I' .* has no parameter\(s\) \['kapa'\]"):
         get("trig-I", kapa=3.0)  # a typo is an error, never silently ignored
-    m = configure(get("trig-I"), delta=1e-3)
-    assert m.delta == 0.0 and m.privacy == "ε-DP"  # mechanism I is pure ε-DP whatever delta says
+    with pytest.raises(ValueError, match="is ε-DP"):
+        configure(get("trig-I"), delta=1e-3)  # one method's parameters are set exactly, or refused
+    m = with_budget(get("trig-I"), epsilon=1.0, delta=1e-3)  # a shared budget: each method takes what its class allows
+    assert m.delta == 0.0 and m.privacy == "ε-DP"
     assert get("trig-II", delta=1e-4).delta == 1e-4
-    assert math.isinf(get("lp-eps-inf", epsilon=1.0).epsilon)  # a non-private reference keeps ε = ∞
+    assert math.isinf(with_budget(get("lp-eps-inf"), epsilon=1.0).epsilon)  # a non-private reference keeps ε = ∞
+    assert [m.delta for m in ex.table_methods(("I", "II"), epsilon=1.0, delta=1e-4).values()] == [0.0, 1e-4]
     assert get("trig-II").at_width(4.0).K == 16.0
 
 
@@ -161,7 +164,7 @@ def test_assemble_tables_from_split_runs(tmp_path):
     _fake_run(tmp_path, "aaa", rows_a)
     _fake_run(tmp_path, "bbb", rows_b)
     _fake_run(tmp_path, "ccc", rows_b, status="failed")  # failed runs are not assembled
-    from dpkit.outputs.assemble import assemble_tables, rows_from_runs
+    from dpkit.batch.assemble import assemble_tables, rows_from_runs
 
     info = assemble_tables(str(tmp_path))
     assert info["rows"] == 4 and info["datasets"] == ["WDBC"]

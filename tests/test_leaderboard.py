@@ -49,7 +49,7 @@ def test_privacy_classes_and_references():
 
 
 def test_assemble_leaderboard_from_split_runs(tmp_path):
-    from dpkit.outputs.assemble import assemble_leaderboard
+    from dpkit.batch.assemble import assemble_leaderboard
 
     for key, sigma in (("aaa", 2.0), ("bbb", 4.0)):
         d = tmp_path / "45_leaderboard" / key
@@ -90,7 +90,7 @@ def test_leaderboard_notebook_quick(run_notebook):
 
 
 def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):
-    from dpkit.outputs.assemble import main
+    from dpkit.batch.assemble import main
 
     for key, status in (("aaa", "ok"), ("bbb", "failed"), (".ccc.tmp-1", "ok")):
         d = tmp_path / "45_leaderboard" / key
@@ -108,7 +108,7 @@ def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):
 def test_assemble_names_an_unreadable_file_and_assembles_the_rest(tmp_path, capsys, bad_file, text):
     """A corrupt run.json or metrics.json is named (path and parse error) and its run counted as failed (exit 1);
     the other runs are still assembled — not a JSONDecodeError traceback that names no file."""
-    from dpkit.outputs.assemble import main
+    from dpkit.batch.assemble import main
 
     for key in ("aaa", "bbb"):
         d = tmp_path / "45_leaderboard" / key
@@ -124,7 +124,7 @@ def test_assemble_names_an_unreadable_file_and_assembles_the_rest(tmp_path, caps
 
 
 def test_assemble_of_a_folder_without_runs_is_an_error_naming_it(tmp_path, capsys):
-    from dpkit.outputs.assemble import main
+    from dpkit.batch.assemble import main
 
     assert main(["tables", str(tmp_path / "nowhere")]) == 2
     assert str(tmp_path / "nowhere") in capsys.readouterr().err
@@ -133,7 +133,7 @@ def test_assemble_of_a_folder_without_runs_is_an_error_naming_it(tmp_path, capsy
 def test_run_times_table_reads_the_run_folders(tmp_path):
     """The README's run times come from ``run.json``: wall time, compute over all attempts and resumed repetitions
     of a resumed run, the notebook fingerprint; a run that did not finish is listed by name below."""
-    from dpkit.outputs.assemble import run_times_markdown
+    from dpkit.batch.assemble import run_times_markdown
 
     runs = {"aaa": {"status": "ok", "parameters": {"DATASETS": ["CRM"]}, "wall_time_s": 3600.0,
                     "notebook_sha256": "f1", "checkpoint": {"resumed_repetitions": 12, "repetitions": 30,

@@ -19,7 +19,7 @@ import numpy as np
 from dpkit.experiments.protocol import RunRecord, cell_seed, run_cell
 from dpkit.experiments.reference import PAPER_WORST_TIME, paper_value
 from dpkit.experiments.summary import records_frame, spread_stats
-from dpkit.methods.registry import get
+from dpkit.methods.registry import get, with_budget
 from dpkit.queries.release import Method
 
 __all__ = ["table_methods", "run_table_cell", "table_rows", "mechanism_of"]
@@ -30,12 +30,14 @@ def table_methods(mechanisms: Sequence[str] = ("I", "II"), constants: Sequence[s
     """``{label: method}`` of one table cell: ``trig-<mechanism>`` with ``params`` and each constants variant.
 
     Labels are ``trig-I``, ``trig-II`` for the correct constants and ``trig-I (printed)``, … for
-    ``constants="thesis"``.
+    ``constants="thesis"``. ``epsilon`` and ``delta`` are the table's budget (:func:`~dpkit.methods.registry.with_budget`:
+    mechanism I is ε-DP and keeps δ = 0); every other parameter must be one of the mechanisms'.
     """
+    budget = {k: params.pop(k) for k in ("epsilon", "delta") if k in params}
     out: dict[str, Method] = {}
     for c in constants:
         for m in mechanisms:
-            method = dataclasses.replace(get(f"trig-{m}", **params), constants=c)
+            method = dataclasses.replace(with_budget(get(f"trig-{m}", **params), **budget), constants=c)
             out[f"trig-{m}" + ("" if c == "correct" else " (printed)")] = method
     return out
 

@@ -41,7 +41,7 @@ from dpkit.methods.references import SamplingFloor
 from dpkit.methods.smalldb import SmallDB
 from dpkit.queries.release import Method
 
-__all__ = ["Entry", "CATALOGUE", "REGISTRY", "get", "names", "suite", "configure", "describe", "check_names"]
+__all__ = ["Entry", "CATALOGUE", "REGISTRY", "get", "with_budget", "names", "suite", "configure", "describe", "check_names"]
 
 EPS, DELTA = 1.0, 1e-3  # the thesis's budget (Sec 3.1)
 
@@ -243,6 +243,22 @@ def _is_zero(x: Any) -> bool:
         return float(x) == 0.0
     except (TypeError, ValueError):
         return False
+
+
+def with_budget(method: Method, *, epsilon: float | None = None, delta: float | None = None) -> Method:
+    """``method`` at a shared budget (ε, δ), each part set where the method's privacy class takes it.
+
+    This is the budget of a table, a suite or the board: ``epsilon`` is set on a private method (a non-private
+    reference keeps ε = ∞) and ``delta`` on an (ε, δ)-DP method (an ε-DP method keeps δ = 0, and its release
+    records δ = 0 spent). To set one method's parameters exactly, use :func:`configure`, which refuses a budget
+    outside the method's class.
+
+    >>> with_budget(get("trig-I"), epsilon=0.5, delta=1e-5).delta
+    0.0
+    >>> with_budget(get("trig-II"), epsilon=0.5, delta=1e-5).delta
+    1e-05
+    """
+    return _broadcast(method, {k: v for k, v in (("epsilon", epsilon), ("delta", delta)) if v is not None})
 
 
 def _broadcast(method: Method, params: Mapping[str, Any]) -> Method:

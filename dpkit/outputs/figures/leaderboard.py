@@ -13,7 +13,12 @@ from matplotlib.lines import Line2D
 from dpkit.outputs.figures._panels import dataset_panels, finish_sigma_panels, sigma_axis
 from dpkit.outputs.plotting import new_figure
 
-__all__ = ["plot_leaderboard"]
+__all__ = ["plot_leaderboard", "LEADERBOARD_CAPTION"]
+
+#: the figure's caption for a paper (``{kind}``, ``{privacy}``, ``{table}``, ``{protocol}``: filled by the assembler)
+LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
+                       "{privacy} method per data set and σ, its letter at each point (keyed in the legend), against the "
+                       "thesis's Table {table} (dashed, crosses); {protocol}.")
 
 
 def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str = "abs") -> Figure:

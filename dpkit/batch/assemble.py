@@ -1,6 +1,6 @@
 """Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch
 output split per cell by the batch runner:
-``python -m dpkit.outputs.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``.
+``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``.
 
 Every output is written into a temporary folder first and moved into place once all are written, so a
 failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
@@ -28,16 +28,12 @@ import matplotlib.pyplot as plt
 
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown
-from dpkit.outputs.figures.leaderboard import plot_leaderboard
-from dpkit.outputs.figures.tables import plot_errors_vs_sigma
+from dpkit.outputs.figures.leaderboard import LEADERBOARD_CAPTION, plot_leaderboard
+from dpkit.outputs.figures.tables import TABLES_CAPTION, plot_errors_vs_sigma
 from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
 #: Caption of the Tables 3.2/3.3 figures.
-TABLES_CAPTION = ("Mean worst {kind} error over the repetitions (error bars: ± one standard deviation) of the improved "
-                  "trigonometric mechanisms I (ε-DP, circles) and II ((ε, δ)-DP, squares) against the kernel width σ "
-                  "(K = σ²), ε = 1, δ = 10⁻³, 10⁴ queries per repetition; solid: correct constants, dotted: printed "
-                  "constants, dashed with crosses (I) and dash-dotted with pluses (II): the thesis's Tables 3.2/3.3.")
 
 __all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown", "assemble_tables",
            "assemble_leaderboard", "main"]
@@ -74,8 +70,7 @@ def _run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
     mj = rj.parent / "metrics.json"
     if not mj.is_file():
         return None, f"{rj.parent}: finished run wrote no metrics.json"
-    from dpkit.batch.execute import key_problem
-    from dpkit.batch.results import read_metrics_json
+    from dpkit.batch.results import key_problem, read_metrics_json
 
     wrong = key_problem(rj.parent, info)
     if wrong is not None:
@@ -184,11 +179,6 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
     return (text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")
             + ("\n\nUnavailable here (data sets documented as possibly unavailable offline; no rows):\n"
                + "\n".join(f"- {u}" for u in missing) if missing else ""))
-
-
-LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
-                       "{privacy} method per data set and σ, its letter at each point (keyed in the legend), against the "
-                       "thesis's Table {table} (dashed, crosses); {protocol}.")
 
 
 def _reps_text(rows: list[dict[str, Any]]) -> str:
@@ -327,8 +317,8 @@ def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dpkit.outputs.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``."""
-    ap = argparse.ArgumentParser(prog="python -m dpkit.outputs.assemble")
+    """``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``."""
+    ap = argparse.ArgumentParser(prog="python -m dpkit.batch.assemble")
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tables", help="assemble Tables 3.2/3.3 from the 20_tables runs of a batch output")
     t.add_argument("output")
