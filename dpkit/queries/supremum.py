@@ -92,6 +92,8 @@ __all__ = [
     "SupremumInterval",
     "BoxData",
     "proven_box_bound",
+    "taylor_box_bound",
+    "interval_box_bound",
     "class_supremum",
     "certify_supremum",
     "random_feature_answers",
@@ -676,7 +678,8 @@ class BoxData:
     interval : ndarray (k,)
         A proven bound on ``|E|`` over the box from the per-group nearest/farthest distances.
     margin : ndarray (k,)
-        A proven bound on the rounding error of the Taylor bound's computed terms.
+        A proven bound on the rounding error of the Taylor bound's computed terms (the interval
+        bound carries its own).
     """
 
     centre: np.ndarray
@@ -688,11 +691,22 @@ class BoxData:
     margin: np.ndarray
 
 
+def taylor_box_bound(b: BoxData) -> np.ndarray:
+    """``max_{c∈box} |E(c)| ≤ |E(c₀)| + Σ_k |∂_k E(c₀)| h_k + ½ H ‖h‖² + margin`` (Taylor's formula with the
+    Lagrange remainder; see :func:`certify_supremum`)."""
+    return (np.abs(b.value) + np.sum(np.abs(b.gradient) * b.half, axis=1)
+            + 0.5 * b.hessian * np.sum(b.half**2, axis=1) + b.margin)
+
+
+def interval_box_bound(b: BoxData) -> np.ndarray:
+    """``max_{c∈box} |E(c)| ≤`` the per-group interval bound (nearest and farthest distances; see
+    :func:`certify_supremum`)."""
+    return np.asarray(b.interval, dtype=np.float64).copy()
+
+
 def proven_box_bound(b: BoxData) -> np.ndarray:
-    """``max_{c∈box} |E(c)| ≤ min(|E(c₀)| + Σ_k |∂_k E(c₀)| h_k + ½ H ‖h‖², interval) + margin`` (Taylor with
-    the Lagrange remainder; see :func:`certify_supremum`)."""
-    taylor = np.abs(b.value) + np.sum(np.abs(b.gradient) * b.half, axis=1) + 0.5 * b.hessian * np.sum(b.half**2, axis=1)
-    return np.minimum(taylor, b.interval) + b.margin
+    """The smaller of :func:`taylor_box_bound` and :func:`interval_box_bound` (both proven)."""
+    return np.minimum(taylor_box_bound(b), interval_box_bound(b))
 
 
 def _groups(P: np.ndarray, v: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
