@@ -396,8 +396,9 @@ class _Error:
             x = np.einsum("ij,ij->i", diff, diff) * s
             xmax = float(x.max())
             if xmax * (1.0 + gamma(self.d + 5, _U)) > _MAX_EXPONENT:
-                # terms below e^{-700} are not resolved by exp: bound them by e^{-700} each (|w| sums to 1)
-                tail = math.exp(-_MAX_EXPONENT)
+                # terms with exponents beyond ~700 are not resolved: computed and true values are both below
+                # e^{-699} (the weights sum to at most 1), so their error is too
+                tail = math.exp(1.0 - _MAX_EXPONENT)
             else:
                 tail = 0.0
             val = math.fsum(w * np.exp(-x))
