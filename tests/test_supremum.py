@@ -158,6 +158,12 @@ def test_branch_and_bound_budget_reports_lower_bound_only():
     iv = certify_supremum(X, db, 0.4, max_boxes=10, rtol=0.0, atol=0.0)
     assert not iv.finished and iv.upper is None and iv.gap is None and "lower bound only" in iv.status
     assert iv.lower > 0 and iv.unfinished_upper >= iv.lower
+    # d = 8 at a small width (exponents far beyond float64's exp range on the cube) still gives its bounds
+    X8, db8 = _setup(8, n=50, s=10, seed=4)
+    r8 = class_supremum(X8, db8, 0.1, rng=1)
+    iv8 = certify_supremum(X8, db8, 0.1, initial=r8, max_boxes=2000)
+    assert iv8.lower >= r8.sup_abs - r8.numerical_bound and np.isfinite(iv8.unfinished_upper)
+    assert iv8.unfinished_upper >= r8.sup_abs and (not iv8.finished or iv8.upper >= r8.sup_abs)
 
 
 def _reference_bound(P: np.ndarray, w: np.ndarray, c: np.ndarray, sigma: float, value: float) -> float:

@@ -82,7 +82,7 @@ from dpkit.core.validation import (
     check_int_in_range,
     check_real_in_range,
 )
-from dpkit.queries.accurate import EVAL_SLACK, EXP_ULP_F64, Augmented, compound, kernel_block, kernel_value_bound
+from dpkit.queries.accurate import EVAL_SLACK, EXP_ULP_F64, Augmented, compound, kernel_block
 from dpkit.queries.rounding import UNIT_ROUNDOFF_F64, gamma
 from dpkit.queries.synthetic import WeightedDatabase
 
@@ -209,7 +209,7 @@ class ClassSupremum:
     signed_error : float or None
         ``E(c*) = q_f(D̂) − q_f(D)`` (released minus true).
     truth, released : float or None
-        ``K̄_D(c*)`` and the released answer at ``c*``.
+        ``K̄_D(c*)`` and the released answer at ``c*`` (each within ``numerical_bound`` too).
     witness_rel : float or None
         ``|E(c*)|/K̄_D(c*)`` — the witness's relative error, not the class supremum of the
         relative error (which corners far from the data dominate; see the module docs).
@@ -764,9 +764,12 @@ def certify_supremum(
       (``O(groups·d)`` per box); ``E(c₀)`` and ``∇E(c₀)`` are one GEMM over all points for a
       batch of ``batch`` boxes.
 
-    The upper bound of a box is the smaller of the two plus the rounding margin of the computed
-    terms (``ρ'·Σ|v|·(1 + (max|p| + reach)Σ_k h_k/σ²)``, twice, with ``ρ'`` the float64 GEMM
-    kernel-value bound of :mod:`dpkit.queries.accurate` compounded with ``γ_{n+d+4}``). Boxes are
+    The upper bound of a box is the smaller of the two; the Taylor bound carries the rounding margin
+    of its computed terms (``2ρ'·Σ|v|·(1 + (max|p| + reach)Σ_k h_k/σ²)``, with ``ρ'`` the float64
+    GEMM kernel-value bound — exponent error ``γ_{2d+8} s(‖p‖ + ‖c‖)²`` as in
+    :mod:`dpkit.queries.accurate` — compounded with ``γ_{n+d+4}``), the interval and curvature bounds
+    round their kernel bounds outwards, and every box is widened by a few ulps (the computed halves
+    of a box need not tile it to the last bit). Boxes are
     split in halves along their widest side, the largest bound first; boxes whose bound is below
     the best proven value are dropped. The search stops when ``upper − lower ≤ max(atol, rtol·lower)``
     (``finished``) or after ``max_boxes`` boxes (then only ``lower`` is claimed).
@@ -839,24 +842,34 @@ def _certify_supremum(
     glo, ghi, gpos, gneg = _groups(err.points, err.v, n_groups)
     abs_v = float(np.abs(err.v).sum())
     max_p = float(np.abs(err.points).max())
-    rho_k = kernel_value_bound(d, sigma, float(np.sqrt(np.einsum("ij,ij->i", err.points, err.points).max())),
-                               reach * math.sqrt(d))
+    # rounding of the GEMM-form values and gradients at box centres: exponent error ≤ γ_{2d+8} s(‖p‖ + ‖c‖)²
+    # (as in dpkit.queries.accurate, without its underflow limit: terms that underflow are < 1e-300 each)
+    norm_p = float(np.sqrt(np.einsum("ij,ij->i", err.points, err.points).max()))
+    x_gemm = (norm_p + reach * math.sqrt(d)) ** 2 / (2.0 * s2)
+    rho_k = compound(math.expm1(gamma(2 * d + 8, _U) * x_gemm), 2.0 * EXP_ULP_F64 * _U)
     rho = compound(rho_k, gamma(err.points.shape[0] + d + 4, _U))
+    g_groups = gamma(n_groups + 4, _U)
 
-    def evaluate(centre: np.ndarray, half: np.ndarray) -> np.ndarray:
+    def evaluate(centre: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         val, grad = err.values_gradients(centre)
+        # the computed children need not tile the parent to the last bit: widen every box by a few ulps
+        half = half * (1.0 + 4.0 * _U) + 4.0 * _U * (np.abs(centre) + half)
         blo, bhi = centre - half, centre + half
         gap = np.maximum(np.maximum(glo[None] - bhi[:, None], blo[:, None] - ghi[None]), 0.0)
         dmin2 = np.einsum("kgd,kgd->kg", gap, gap)
         far = np.maximum(np.abs(ghi[None] - blo[:, None]), np.abs(bhi[:, None] - glo[None]))
         dmax2 = np.einsum("kgd,kgd->kg", far, far)
-        kmax, kmin = np.exp(-dmin2 / (2.0 * s2)), np.exp(-dmax2 / (2.0 * s2))
-        hi_e = kmax @ gpos - kmin @ gneg
-        lo_e = kmin @ gpos - kmax @ gneg
-        interval = np.maximum(hi_e, -lo_e) * (1.0 + 4.0 * gamma(n_groups + 4, _U)) + 4.0 * _U
-        hess = (kmax * np.maximum(1.0, dmax2 / s2 - 1.0)) @ (gpos + gneg) / s2
-        hess = np.minimum(hess, abs_v / s2) * (1.0 + 4.0 * gamma(n_groups + 4, _U))
-        margin = 2.0 * rho * abs_v * (1.0 + (max_p + reach) * half.sum(axis=1) / s2) + 4.0 * _U
+        # exponents err relatively by ≤ γ_{d+5}, exp by 4 ulp: round the kernel bounds outwards by rx
+        rx = compound(gamma(d + 5, _U) * float(dmax2.max(initial=0.0)) / (2.0 * s2), 2.0 * EXP_ULP_F64 * _U)
+        kmax = np.exp(-dmin2 / (2.0 * s2)) * (1.0 + rx)
+        kmin = np.exp(-dmax2 / (2.0 * s2)) * max(0.0, 1.0 - rx)
+        up, down = 1.0 + g_groups, 1.0 - g_groups
+        hi_e = (kmax @ gpos) * up - (kmin @ gneg) * down
+        lo_e = (kmin @ gpos) * down - (kmax @ gneg) * up
+        interval = np.maximum(hi_e, -lo_e) * (1.0 + 2.0 * _U) + 1e-300
+        factor = np.maximum(1.0, dmax2 / s2 - 1.0) * (1.0 + gamma(d + 6, _U))
+        hess = np.minimum((kmax * factor) @ (gpos + gneg) * up / s2, abs_v / s2) * (1.0 + 2.0 * _U)
+        margin = 2.0 * rho * abs_v * (1.0 + (max_p + reach) * half.sum(axis=1) / s2) + 1e-300
         data = BoxData(centre=centre, half=half, value=val, gradient=grad, hessian=hess, interval=interval,
                        margin=margin)
         return np.asarray(bound_fn(data), dtype=np.float64), np.abs(val) - margin
