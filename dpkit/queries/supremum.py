@@ -10,7 +10,7 @@ of a weighted point set ``P``: ``1/n`` per row of the data ``D``, the synthetic 
 weights for ``D̂``) the error of ``f`` is ``q_f(D̂) − q_f(D) = Σ_j α_j E(c_j)`` with
 ``E(c) = K̄_D̂(c) − K̄_D(c)``: linear in ``α``. A linear function on the ℓ₁ ball attains its
 largest absolute value at a vertex ``±e_j``, so
-``sup_f |q_f(D̂) − q_f(D)| = sup_c |E(c)|`` [1, Sec 3.1]. For a method that releases an answer
+``sup_f |q_f(D̂) − q_f(D)| = sup_c |E(c)|`` (the class is that of [1, (2.1)]). For a method that releases an answer
 function ``a(c)`` for every single-kernel query (a kernel mean embedding), ``E(c) = a(c) − K̄_D(c)``
 and the same argument holds.
 
