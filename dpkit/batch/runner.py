@@ -73,6 +73,9 @@ single-threaded worker process per core and no dashboard (no HTTP server stays u
 tcp://host:8786`` submits the same manifest to an existing cluster (the workers need dpkit
 installed, the notebooks and data reachable at the same paths, and — for the run locks — the
 output on one machine's file system); ``--scheduler sync`` runs in-process, one at a time.
+On Dask, each worker's kernels get its share of its machine's cores and every worker is checked to see
+the notebooks and the output before anything runs (:mod:`dpkit.batch.cluster`); a run whose worker died
+and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from the command).
 """
 from __future__ import annotations
 
@@ -241,7 +244,7 @@ def _note_interrupted(summary: Summary, interrupted: list[Path]) -> Summary:
     temporary folders of interrupted attempts when it started, so these were left during it (a worker died)."""
     if interrupted:
         summary["interrupted"] = (f"{len(interrupted)} earlier attempt(s) of this run were cut off (their worker or "
-                                  "kernel died) and it started again from the beginning")
+                                  "kernel died); it started again (from its kept repetitions, if any)")
     return summary
 
 
