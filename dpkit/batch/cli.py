@@ -178,6 +178,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{counts[UNAVAILABLE]} run(s) recorded as unavailable: their data sets are documented as possibly "
               "unavailable offline and are not on this machine"
               + (" (--require-data: a failure)" if args.require_data else " (not a failure; --require-data makes it one)"))
+    for r in results:  # a worker died under a run and Dask ran it again elsewhere: say so
+        if r.get("interrupted"):
+            print(f"  RERUN {r['notebook']} {r['key']}: {r['interrupted']}; this attempt: {r['status']}"
+                  + (f" on {r['worker']}" if r.get("worker") else "") + f"  ({r.get('folder')})")
+    shares = sorted({r["threads"] for r in results if r.get("threads")})
+    if shares:
+        print(f"threads per run (each Dask worker's share of its cores): {', '.join(map(str, shares))}")
     if any(r.get("disk_full") for r in results):
         print("the disk is full: no further runs were started; finished runs are kept. Free space and re-run to resume.",
               file=sys.stderr)

@@ -75,6 +75,9 @@ single-threaded worker process per core and no dashboard (no HTTP server stays u
 tcp://host:8786`` submits the same manifest to an existing cluster (the workers need dpkit
 installed, the notebooks and data reachable at the same paths, and — for the run locks — the
 output on one machine's file system); ``--scheduler sync`` runs in-process, one at a time.
+On Dask, each worker's kernels get its share of its machine's cores and every worker is checked to see
+the notebooks and the output before anything runs (:mod:`dpkit.batch.cluster`); a run whose worker died
+and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from the command).
 """
 from __future__ import annotations
 
@@ -89,6 +92,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from dpkit.batch.cluster import check_workers, thread_environ
 from dpkit.batch.execute import (
     check_writable,
     checkpoint_changes,
@@ -116,6 +120,7 @@ from dpkit.batch.manifest import (
     notebook_fingerprint,
 )
 from dpkit.batch.results import UNAVAILABLE
+from dpkit.queries.gemm import usable_cores
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
@@ -208,16 +213,16 @@ def _under_lock(spec: RunSpec, final: Path, wait: bool, body: Callable[[], Summa
 def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads: int | None) -> Summary:
     if is_done(final):  # finished by another process while we waited for the lock
         return _summary(spec, final, "skipped")
-    for p in stale_folders(final.parent, spec.key):  # left by an interrupted attempt (we hold the lock)
+    interrupted = stale_folders(final.parent, spec.key)  # left by an interrupted attempt (we hold the lock)
+    for p in interrupted:
         shutil.rmtree(p, ignore_errors=True)
     try:
         tmp = make_temporary(final.parent, spec.key)
     except OSError as exc:
         return _summary(spec, final, "failed", error=f"cannot make a temporary folder in {final.parent}: "
                         f"{failure_message(exc)}", disk_full=is_enospc(exc))
-    if threads:
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = str(threads)
+    if threads:  # inherited by the notebook kernel papermill starts
+        os.environ.update(thread_environ(threads))
     keep = checkpoint_folder(spec, final.parent)
     resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
@@ -233,12 +238,33 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
         kept = kept_repetitions(keep)
         error = failure_message(exc, timeout) + (
             f" ({kept} finished repetition(s) are kept in {keep}; re-running the batch resumes from them)" if kept else "")
-        return _finish(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
-                       disk_full=is_enospc(exc))
+        return _note_interrupted(_finish(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
+                                         disk_full=is_enospc(exc)), interrupted)
     done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
         remove_checkpoint(keep)
-    return done
+    return _note_interrupted(done, interrupted)
+
+
+def _note_interrupted(summary: Summary, interrupted: list[Path]) -> Summary:
+    """Say in ``summary`` (``interrupted``) that an earlier attempt of this run was cut off: the batch removed the
+    temporary folders of interrupted attempts when it started, so these were left during it (a worker died)."""
+    if interrupted:
+        summary["interrupted"] = (f"{len(interrupted)} earlier attempt(s) of this run were cut off (their worker or "
+                                  "kernel died); it started again (from its kept repetitions, if any)")
+    return summary
+
+
+def _run_task(spec: RunSpec, output: str, shares: dict[str, int], **kwargs: Any) -> Summary:
+    """:func:`run_one` on a Dask worker, with the worker's thread share (:func:`~dpkit.batch.cluster.worker_share`);
+    the summary names the worker and the share."""
+    from distributed import get_worker
+
+    from dpkit.batch.cluster import worker_share
+
+    worker = get_worker()
+    threads = worker_share(shares, worker)
+    return {**run_one(spec, output, threads=threads, **kwargs), "worker": worker.address, "threads": threads}
 
 
 def checkpoint_folder(spec: RunSpec, parent: Path) -> Path:
@@ -348,21 +374,38 @@ def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
     return _summary(spec, spec.folder(out), "failed", error=f"not started: {cause['error']}")
 
 
+@contextlib.contextmanager
+def _environ_restored(names: dict[str, str]) -> Iterator[None]:
+    """Restore the environment variables ``names`` (set or unset) to what they are now, on exit."""
+    saved = {n: os.environ.get(n) for n in names}
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+
+
 def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
-             bar: tqdm) -> list[Summary]:
-    """Run ``specs`` in this process (``client is None``) or on Dask; stop starting runs when the disk is full."""
+             bar: tqdm, shares: dict[str, int] | None = None) -> list[Summary]:
+    """Run ``specs`` in this process (``client is None``, all usable cores) or on Dask (each worker with its thread
+    share of ``shares``, :func:`~dpkit.batch.cluster.check_workers`); stop starting runs when the disk is full."""
     results: list[Summary] = []
     if client is None:
-        for i, s in enumerate(specs):
-            results.append(run_one(s, out, timeout=timeout, wait=wait))
-            bar.update(results[-1]["status"] != "busy")
-            if results[-1].get("disk_full"):
-                return results + [_not_started(x, out, results[-1]) for x in specs[i + 1:]]
+        threads = usable_cores()
+        with _environ_restored(thread_environ(threads)):  # run_one sets them for the kernels: not for our caller
+            for i, s in enumerate(specs):
+                results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads))
+                bar.update(results[-1]["status"] != "busy")
+                if results[-1].get("disk_full"):
+                    return results + [_not_started(x, out, results[-1]) for x in specs[i + 1:]]
         return results
     from dask.distributed import as_completed
 
     tag = uuid.uuid4().hex[:6]
-    futures = {client.submit(run_one, s, str(out), timeout=timeout, wait=wait, pure=False,
+    futures = {client.submit(_run_task, s, str(out), shares or {}, timeout=timeout, wait=wait, pure=False,
                              key=f"run-{s.notebook.stem}-{s.key}-{tag}"): s for s in specs}
     pending = dict(futures)
     for fut in as_completed(list(futures)):
@@ -565,12 +608,14 @@ def run_manifest(
     with tqdm(total=len(todo), desc=f"batch {m.get('name', '')}", disable=not progress) as bar:
         if todo:
             with _client(scheduler, workers) as client:
-                first = _run_all(client, todo, out, timeout=timeout, wait=False, bar=bar)
+                # every worker reads the notebooks and writes the output at our paths (else one line naming it)
+                shares = None if client is None else check_workers(client, [s.notebook for s in todo], out)
+                first = _run_all(client, todo, out, timeout=timeout, wait=False, bar=bar, shares=shares)
                 held = {(r["notebook"], r["key"]) for r in first if r["status"] == "busy"}
                 busy = [s for s in todo if (s.notebook.name, s.key) in held]
                 results += [r for r in first if r["status"] != "busy"]
                 if busy:  # held by another batch: wait for each, then skip it if finished or run it
-                    results += _run_all(client, busy, out, timeout=timeout, wait=True, bar=bar)
+                    results += _run_all(client, busy, out, timeout=timeout, wait=True, bar=bar, shares=shares)
     try:
         write_json(out / "batch.json", {"manifest": m.get("_path"), "runs": results})
     except OSError as exc:

@@ -60,10 +60,31 @@ _SERIAL_BELOW = 2_000_000
 
 
 def usable_cores() -> int:
+    """Cores this process may use: its CPU affinity mask, at most ``$DPKIT_THREADS`` when that is set.
+
+    The batch runner sets ``DPKIT_THREADS`` to each Dask worker's share of the cores
+    (:mod:`dpkit.batch.cluster`) so that concurrent runs do not oversubscribe the machine.
+
+    Raises
+    ------
+    ValueError
+        ``DPKIT_THREADS`` is set but is not a positive integer.
+    """
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
+        cores = max(1, os.cpu_count() or 1)
+    text = os.environ.get("DPKIT_THREADS", "").strip()
+    if not text:
+        return cores
+    try:
+        cap = int(text)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise ValueError(f"DPKIT_THREADS must be a positive integer (a thread count ≥ 1); got {text!r}")
+    return min(cores, cap)
+
 
 def check_centres_points_weights(centres: Any, points: Any, weights: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate ``(centres (M, d), points (n ≥ 1, d), weights (n,) ≥ 0)``; return float64 arrays."""

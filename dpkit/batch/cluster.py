@@ -1,0 +1,162 @@
+"""Dask workers of a batch: their thread share, and a start-of-batch check that each sees the notebooks and output.
+
+Thread share
+------------
+Every run executes in a notebook kernel that its Dask worker starts (papermill): a separate process that inherits
+the worker's environment. A worker runs ``nthreads`` runs at once, so the cores its machine gives it (its CPU
+affinity mask, :func:`~dpkit.queries.gemm.usable_cores`) are split between every task slot of the workers that
+share that mask on that machine: ``share = max(1, cores // slots)`` (``DPKIT_THREADS`` in a worker's own
+environment does not count: the share replaces it). Before it starts a kernel the worker sets
+(:func:`thread_environ`) ``DPKIT_THREADS`` (read by :func:`~dpkit.queries.gemm.usable_cores`, hence the
+evaluator's worker threads), ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
+``VECLIB_MAXIMUM_THREADS`` and ``NUMEXPR_NUM_THREADS`` (BLAS and its kin read them when they load) and, for a share
+of one, ``--xla_cpu_multi_thread_eigen=false`` in ``XLA_FLAGS`` (JAX, used by ``mbi``). The evaluator's results do
+not depend on its thread count (same numbers to the bit).
+
+Dask's nanny sets ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS`` to 1 (and
+``MALLOC_TRIM_THRESHOLD_``) in the workers it spawns, from the configuration ``distributed.nanny.pre-spawn-environ``,
+unless the variable is already set in the nanny's own environment; it leaves ``DPKIT_THREADS`` and ``XLA_FLAGS``
+alone. The runner's share replaces those values in the environment of the kernels.
+
+Start-of-batch check
+--------------------
+On a Dask cluster every worker must read the notebooks and write the output folder at the same paths as the
+process that submits the batch. :func:`check_workers` runs :func:`probe_worker` on every worker
+(``Client.run``): the worker reads a token file the batch wrote into the output folder (a folder of the same name
+on another file system lacks it), writes a file of its own there, and reads each notebook (the same cells as the
+submitting process's). The first problem is a :class:`~dpkit.batch.manifest.BatchError` naming the worker and
+the path.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dpkit.batch.manifest import BatchError, notebook_fingerprint
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = ["thread_share", "thread_environ", "slot_key", "probe_worker", "check_workers", "worker_share"]
+
+#: The variables the BLAS libraries (OpenBLAS, MKL, Accelerate, OpenMP) and numexpr read for their thread count.
+BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                  "NUMEXPR_NUM_THREADS")
+_EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
+
+
+def thread_share(cores: int, slots: int) -> int:
+    """Threads for each of ``slots`` concurrent runs on ``cores`` cores: ``max(1, cores // slots)``."""
+    return max(1, int(cores) // max(1, int(slots)))
+
+
+def thread_environ(threads: int, xla_flags: str | None = None) -> dict[str, str]:
+    """Environment variables that hold a notebook kernel to ``threads`` threads (see the module docstring).
+
+    ``xla_flags`` is the ``XLA_FLAGS`` to extend (default: this process's); its own
+    ``--xla_cpu_multi_thread_eigen`` setting is replaced.
+    """
+    n = str(int(threads))
+    env = {"DPKIT_THREADS": n, **{var: n for var in BLAS_VARIABLES}}
+    flags = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
+    kept = [f for f in flags.split() if not f.startswith(_EIGEN_FLAG)]
+    env["XLA_FLAGS"] = " ".join(kept + ([f"{_EIGEN_FLAG}=false"] if int(threads) == 1 else []))
+    return env
+
+
+def _mask() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def slot_key() -> str:
+    """This machine and CPU affinity mask (``host:0,1``): the workers that share them share their cores."""
+    return f"{socket.gethostname()}:{','.join(map(str, _mask()))}"
+
+
+def _nthreads(worker: Any) -> int:
+    state = getattr(worker, "state", None)
+    return int(getattr(state, "nthreads", None) or getattr(worker, "nthreads", 1) or 1)
+
+
+def probe_worker(output: str, token_name: str, token: str, notebooks: dict[str, str], dask_worker: Any = None
+                 ) -> dict[str, Any]:
+    """Run on a worker: its slot key, cores and threads, and the first problem it has with the batch's files.
+
+    ``problem`` is ``None`` when the worker reads ``token`` from ``<output>/<token_name>``, can create a file
+    in ``output`` and reads every notebook of ``notebooks`` (path → fingerprint) with the same fingerprint.
+    """
+    info: dict[str, Any] = {"slot": slot_key(), "cores": len(_mask()), "cwd": os.getcwd(),
+                            "nthreads": _nthreads(dask_worker) if dask_worker is not None else 1, "problem": None}
+    out = Path(output)
+    try:
+        seen = (out / token_name).read_text()
+    except OSError as exc:
+        seen = f"unreadable ({type(exc).__name__}: {exc.strerror or exc})"
+    if seen != token:
+        info["problem"] = (f"does not see the output folder {out} of this batch (the file {token_name} the batch "
+                           f"wrote there is {'missing' if not (out / token_name).exists() else seen!s}); "
+                           "it must be the same folder at the same path on every worker (a shared file system)")
+        return info
+    try:
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".worker-write-test-"):
+            pass
+    except OSError as exc:
+        info["problem"] = f"cannot write to the output folder {out}: {type(exc).__name__}: {exc.strerror or exc}"
+        return info
+    for path, fingerprint in notebooks.items():
+        try:
+            theirs = notebook_fingerprint(path)
+        except (OSError, ValueError) as exc:
+            info["problem"] = f"cannot read the notebook {path}: {type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
+            return info
+        if theirs != fingerprint:
+            info["problem"] = (f"sees another version of the notebook {path} (cells {theirs}, here {fingerprint}); "
+                               "every worker must read the same notebooks at the same paths")
+            return info
+    return info
+
+
+def check_workers(client: Client, notebooks: list[Path], output: Path) -> dict[str, int]:
+    """Check every worker of ``client`` (:func:`probe_worker`); return the thread share of each slot key.
+
+    Raises
+    ------
+    BatchError
+        One line naming the first worker with a problem and the path (and how many others have one), or that
+        the cluster has no worker.
+    """
+    fingerprints = {str(p): notebook_fingerprint(p) for p in sorted(set(notebooks))}
+    token_name, token = f".worker-check-{uuid.uuid4().hex[:12]}", uuid.uuid4().hex
+    path = Path(output) / token_name
+    path.write_text(token)
+    try:
+        infos = client.run(probe_worker, str(output), token_name, token, fingerprints)
+    finally:
+        path.unlink(missing_ok=True)
+    if not infos:
+        raise BatchError(f"the Dask cluster at {client.scheduler.address} has no worker")
+    bad = [(addr, i) for addr, i in sorted(infos.items()) if i["problem"]]
+    if bad:
+        addr, i = bad[0]
+        more = f" (and {len(bad) - 1} more worker(s))" if len(bad) > 1 else ""
+        raise BatchError(f"Dask worker {addr} (working directory {i['cwd']}) {i['problem']}{more}")
+    slots: dict[str, int] = {}
+    cores: dict[str, int] = {}
+    for i in infos.values():
+        slots[i["slot"]] = slots.get(i["slot"], 0) + i["nthreads"]
+        cores[i["slot"]] = min(cores.get(i["slot"], i["cores"]), i["cores"])
+    return {key: thread_share(cores[key], n) for key, n in slots.items()}
+
+
+def worker_share(shares: dict[str, int], worker: Any) -> int:
+    """The thread share of the worker running this task: its slot's (:func:`check_workers`); a worker that joined
+    after the check (another machine or mask) takes its cores over its own threads."""
+    key = slot_key()
+    return shares[key] if key in shares else thread_share(len(_mask()), _nthreads(worker))
