@@ -267,7 +267,7 @@ def table_costs(
     cell has ``dataset, sigma, fit_s, workload_s, truth_s, truth_method, release_s`` (dict per mechanism),
     ``answer_s`` (dict per mechanism), per-repetition means. ``notebook_overhead`` None measures it.
     """
-    from dpkit.experiments.protocol import _record, cell_seed, repetitions
+    from dpkit.experiments.protocol import cell_seed, record_release, repetitions
     from dpkit.experiments.thesis import table_methods
     from dpkit.queries import exact
     from dpkit.queries.truth_cache import clear_truth_cache
@@ -306,7 +306,7 @@ def table_costs(
                             t0 = time.perf_counter()
                             rel = m.release(X, rng=g, workload=rep.workload)
                             t1 = time.perf_counter()
-                            _record(label, rel, t1 - t0, rep=rep, sigma=sigma)
+                            record_release(label, rel, t1 - t0, rep=rep, sigma=sigma)
                             acc["release"][label].append(t1 - t0)
                             acc["answer"][label].append(time.perf_counter() - t1)
                     fit_s = sum(e["fit_seconds"] for e in exact.cache_info())  # the fit(s) this cell paid

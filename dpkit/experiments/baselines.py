@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpkit.experiments.protocol import RunRecord
-from dpkit.experiments.summary import records_frame, spread_stats
+from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 
 __all__ = [
     "toy_methods",
@@ -61,7 +61,7 @@ def baseline_rows(records: Iterable[RunRecord], *, dataset: str) -> list[dict[st
             "dataset": dataset, "sigma": float(sigma), "method": method, "privacy": privacy,
             "private": privacy != "non-private",
             **{k: st[k] for k in ("abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "rel_std", "time_s",
-                                  "time_max_s", "eps_spent", "delta_spent", "error_bound", "reps")},
+                                  "time_max_s", "eps_spent", "delta_spent", "error_bound", "reps", *SUP_KEYS)},
             "epsilon": float(params.get("epsilon", math.nan)), "delta": float(params.get("delta", 0.0)),
             "support_median": st["support_size_median"],
         })

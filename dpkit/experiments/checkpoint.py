@@ -48,7 +48,7 @@ class CheckpointMismatchError(ValueError):
 
 
 def run_identity(X: np.ndarray, *, methods: Mapping[str, Method], sigmas: Sequence[float], seed: int, dataset: str,
-                 n_queries: int, J: int) -> dict[str, Any]:
+                 n_queries: int, J: int, supremum: str | None = "cube") -> dict[str, Any]:
     """The identity of a :func:`~dpkit.experiments.protocol.run_cells` computation (module docstring)."""
     data = np.ascontiguousarray(np.asarray(X, dtype=float))
     return {
@@ -59,6 +59,7 @@ def run_identity(X: np.ndarray, *, methods: Mapping[str, Method], sigmas: Sequen
         "sigmas": [float(s) for s in sigmas],
         "n_queries": int(n_queries),
         "J": int(J),
+        "supremum": supremum,  # whether (and over which centres) the records carry the class supremum
         "methods": {str(name): repr(m) for name, m in methods.items()},
         "method_order": [str(name) for name in methods],  # a method's streams depend on its position
         "dpkit_sha256": library_fingerprint(),  # the code that computes the records

@@ -19,8 +19,7 @@ import pandas as pd
 from dpkit.experiments.reference import SIGMAS, paper_table
 
 __all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "headline",
-           "Headline", "lost_cells_text",
-           "summary_markdown"]
+           "Headline", "lost_cells_text", "ranking_disagreements", "summary_markdown"]
 
 #: (privacy class of the table, the privacy classes that may compete in it, the thesis's mechanism).
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -94,7 +93,11 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     Keys: ``dataset, sigma, privacy`` (the table's class), ``method`` (best by mean worst absolute
     error), ``abs_mean, abs_std, rel_mean, rel_std, time_s, eps_spent, delta_spent`` (of that method),
     ``method_rel`` (best by relative error) and its ``rel_mean``, ``runner_up`` and its ``runner_up_abs``,
-    ``paper_abs, paper_rel, win_abs, win_rel`` and ``reference_abs`` (the best non-private reference).
+    ``paper_abs, paper_rel, win_abs, win_rel`` and ``reference_abs`` (the best non-private reference); and the
+    ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the thesis's theorems bound) among
+    the methods that have one: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``, ``runner_up_sup`` with its
+    ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of ``method``, the thesis metric's winner) and
+    ``rankings_agree`` (``method_sup == method``; ``None`` where no method has a supremum).
     """
     df = pd.DataFrame(list(rows))
     out: list[dict[str, Any]] = []
@@ -120,8 +123,34 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "reference_abs": float(refs["abs_mean"].min()) if len(refs) else math.nan,
                 "paper_abs": pa, "paper_rel": pr,
                 "win_abs": verdict(float(best["abs_mean"]), pa), "win_rel": verdict(float(best_rel["rel_mean"]), pr),
+                **_sup_ranking(cand, best),
             })
     return out
+
+
+def _sup_ranking(cand: pd.DataFrame, best: pd.Series) -> dict[str, Any]:
+    """The cell's ranking by mean class supremum (methods without one are not ranked)."""
+    has = cand[cand["sup_abs_mean"].notna()] if "sup_abs_mean" in cand else cand.iloc[0:0]
+    top, second = _best_two(has.astype({"sup_abs_mean": float}), "sup_abs_mean") if len(has) else (None, None)
+    sup_of_best = best.get("sup_abs_mean") if "sup_abs_mean" in best else None
+    return {
+        "method_sup": None if top is None else top["method"],
+        "sup_abs_mean": math.nan if top is None else float(top["sup_abs_mean"]),
+        "sup_abs_std": math.nan if top is None else float(top["sup_abs_std"]),
+        "runner_up_sup": None if second is None else second["method"],
+        "runner_up_sup_abs": math.nan if second is None else float(second["sup_abs_mean"]),
+        "sup_of_best": math.nan if sup_of_best is None or pd.isna(sup_of_best) else float(sup_of_best),
+        "rankings_agree": None if top is None else bool(top["method"] == best["method"]),
+    }
+
+
+def ranking_disagreements(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells whose best method by the thesis metric (worst of the workload) is not the best by the class
+    supremum: data set, σ, table, both winners and their numbers on both metrics."""
+    return [{"dataset": b["dataset"], "sigma": b["sigma"], "privacy": b["privacy"],
+             "best_by_workload": b["method"], "its_abs_mean": b["abs_mean"], "its_sup_abs_mean": b["sup_of_best"],
+             "best_by_supremum": b["method_sup"], "its_sup": b["sup_abs_mean"]}
+            for b in board if b.get("rankings_agree") is False]
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions", "run_cell",
-           "run_cells", "as_methods", "width_independent"]
+           "run_cells", "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS"]
 
 #: ``callback(rep_index, reps)`` called after each finished repetition of :func:`run_cell`
 RepetitionCallback = Callable[[int, int], None]
@@ -111,6 +111,14 @@ class RunRecord:
         The release's ledger record.
     lp_status : int or None
         HiGHS status of the LP for the LP-based methods.
+    sup_abs : float or None
+        The worst error over the whole query class (2.1) found for this release
+        (:func:`dpkit.queries.supremum.class_supremum`: a certified lower bound, attained by the single-kernel
+        query ``supremum["witness"]``); ``None`` when not computed or not defined (a release that answers only
+        its workload's queries: ``supremum["reason"]`` says why).
+    supremum : dict or None
+        The search's record (:meth:`~dpkit.queries.supremum.ClassSupremum.as_dict`: witness centre, its signed
+        and relative error, domain, numerical bound, evaluations).
     """
 
     rep: int
@@ -128,6 +136,8 @@ class RunRecord:
     params: dict[str, Any]
     ledger: dict[str, Any]
     lp_status: int | None = None
+    sup_abs: float | None = None
+    supremum: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A plain dict (for DataFrames and JSON)."""
@@ -206,7 +216,49 @@ def as_methods(methods: Mapping[str, Method] | Sequence[Method]) -> dict[str, Me
     return out
 
 
-def _record(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float) -> RunRecord:
+#: the worst queries of a repetition's workload whose centres start the class-supremum search
+SUPREMUM_WORKLOAD_QUERIES = 16
+#: where the class supremum searches centres (:func:`run_cell`'s ``supremum``)
+SUPREMUM_DOMAINS = ("cube", "space")
+
+
+def _check_supremum(supremum: str | None) -> str | None:
+    if supremum is not None and supremum not in SUPREMUM_DOMAINS:
+        raise ValueError(f"supremum must be one of {SUPREMUM_DOMAINS} or None; got {supremum!r}")
+    return supremum
+
+
+def supremum_seed(name: str, rep: int, sigma: float) -> np.random.SeedSequence:
+    """The stream of the class-supremum search of one record, keyed by its values (method name, repetition, σ).
+
+    It only draws the search's random starts, never a release, so the releases do not depend on it.
+    """
+    return np.random.SeedSequence([zlib.crc32(b"supremum"), zlib.crc32(str(name).encode()), int(rep),
+                                   int(round(float(sigma) * 1000))])
+
+
+def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, rep: Repetition, sigma: float,
+              domain: str) -> dict[str, Any]:
+    """The class supremum of one release (:func:`~dpkit.queries.supremum.class_supremum`), started from the
+    centres of the workload's worst queries among its other starts."""
+    from dpkit.queries.supremum import class_supremum
+
+    err = np.abs(est - rep.truth.answers)
+    worst = np.argsort(-err, kind="stable")[:SUPREMUM_WORKLOAD_QUERIES]
+    centres = rep.workload.centres[worst].reshape(-1, rep.workload.centres.shape[2])
+    scores = np.repeat(err[worst], rep.workload.centres.shape[1])
+    found = class_supremum(X, rel, sigma, rng=np.random.default_rng(supremum_seed(name, rep.index, sigma)),
+                           domain=domain, workload_centres=centres, workload_scores=scores)
+    return found.as_dict()
+
+
+def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
+                   X: np.ndarray | None = None, supremum: str | None = None) -> RunRecord:
+    """The :class:`RunRecord` of one release on one repetition's workload (its worst errors against the exact answers).
+
+    With ``supremum`` (``"cube"`` or ``"space"``) and the data ``X``, the record also carries the class supremum
+    of the release's error (:func:`~dpkit.queries.supremum.class_supremum` over centres in the cube, or anywhere).
+    """
     if rel.answers is not None:
         est = np.asarray(rel.answers, dtype=float)
         bound = rep.truth.error_bound
@@ -217,11 +269,17 @@ def _record(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, si
     err = errors_from_answers(est, rep.truth.answers)
     lp = getattr(rel.diagnostics, "lp", None)
     eps, dl = rel.spent
+    sup = None
+    if supremum is not None:
+        if X is None:
+            raise ValueError("record_release: supremum needs the data X")
+        sup = _supremum(name, rel, X, est, rep=rep, sigma=sigma, domain=supremum)
     return RunRecord(
         rep=rep.index, method=name, privacy=rel.privacy, sigma=float(sigma), abs=err.abs, rel=err.rel,
         time_s=seconds + float(rel.timings.get("truth", 0.0)), timings=dict(rel.timings),
         support_size=rel.support_size, eps_spent=eps, delta_spent=dl, error_bound=bound, params=dict(rel.params),
         ledger=rel.ledger, lp_status=None if lp is None else lp.get("status"),
+        sup_abs=None if sup is None else sup["sup_abs"], supremum=sup,
     )
 
 
@@ -235,7 +293,7 @@ def _timed_release(method: Method, X: np.ndarray, g: np.random.Generator,
 
 def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,
              n_queries: int = 10_000, J: int = 10, rng: RNGLike = 0, progress: bool = False,
-             on_repetition: RepetitionCallback | None = None) -> list[RunRecord]:
+             on_repetition: RepetitionCallback | None = None, supremum: str | None = "cube") -> list[RunRecord]:
     """Run ``reps`` repetitions of every method at kernel width σ on data ``X`` (module docstring).
 
     Parameters
@@ -258,12 +316,19 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
         ``on_repetition(rep_index, reps)`` after each finished repetition (default: the callback of an
         enclosing :func:`on_repetitions`, if any). It may raise :class:`Cancelled` to stop the run; the
         streams and hence the results are the same with or without it.
+    supremum : {"cube", "space"} or None
+        Also record each release's class supremum (``sup_abs``; :func:`~dpkit.queries.supremum.class_supremum`)
+        over single-kernel queries with centres in the cube (default: where the workload draws its centres) or
+        anywhere (``"space"``: the class (2.1) as defined; synthetic databases only); ``None``: not computed.
+        Its search has streams of its own (:func:`supremum_seed`), so the releases and the thesis metric do not
+        depend on it.
 
     Returns
     -------
     list of RunRecord
         One per (repetition, method), repetition-major.
     """
+    supremum = _check_supremum(supremum)
     named = as_methods(methods)
     configured = {name: m.at_width(sigma) for name, m in named.items()}
     records: list[RunRecord] = []
@@ -271,7 +336,8 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     for rep in repetitions(X, sigma=sigma, n_streams=len(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
         for (name, method), g in zip(configured.items(), rep.generators):
-            records.append(_record(name, *_timed_release(method, X, g, rep.workload), rep=rep, sigma=sigma))
+            records.append(record_release(name, *_timed_release(method, X, g, rep.workload), rep=rep, sigma=sigma, X=X,
+                                          supremum=supremum))
         if hook is not None:
             hook(rep.index, int(reps))
     return records
@@ -280,7 +346,8 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
 def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigmas: Sequence[float], reps: int,
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
               on_repetition: RepetitionCallback | None = None,
-              checkpoint: str | os.PathLike | None = None, workers: int = 1) -> list[RunRecord]:
+              checkpoint: str | os.PathLike | None = None, workers: int = 1,
+              supremum: str | None = "cube") -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
     Every σ-dependent method gets exactly the records of ``run_cell(X, ..., sigma=σ,
@@ -323,6 +390,8 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         repetition order. If a repetition raises (or ``on_repetition`` does), no new one starts, those
         already running finish and are kept, and the first exception is raised. The worker processes end
         with this process, even if it is killed with SIGKILL (:func:`_die_with_parent`).
+    supremum : {"cube", "space"} or None
+        As :func:`run_cell`.
 
     Returns
     -------
@@ -340,6 +409,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         raise ValueError(f"sigmas must be distinct; got {sigmas}")
     reps = check_positive_int(reps, name="reps")
     workers = check_positive_int(workers, name="workers")
+    supremum = _check_supremum(supremum)
     shared = {name for name, m in named.items() if width_independent(m, sigmas)}
     configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
     X = np.asarray(X, dtype=float)
@@ -347,9 +417,9 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     shared_reps = spawn_seeds(shared_seed(seed, dataset), reps)
     hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
     keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
-        X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J))
+        X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J, supremum=supremum))
     job = _CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
-                    shared_reps=shared_reps, n_queries=n_queries, J=J)
+                    shared_reps=shared_reps, n_queries=n_queries, J=J, supremum=supremum)
     out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
     bar = tqdm(total=reps, disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}")
 
@@ -392,13 +462,15 @@ class _CellsJob:
     shared_reps: Sequence[np.random.SeedSequence]
     n_queries: int
     J: int
+    supremum: str | None = "cube"
 
     def run(self, i: int) -> tuple[list[RunRecord], float]:
         """Repetition ``i``'s records and the wall time it took."""
         t0 = time.perf_counter()
         records = _cells_repetition(self.X, i, named=self.named, shared=self.shared, configured=self.configured,
                                     sigmas=self.sigmas, cell_seeds=[c[i] for c in self.cell_reps],
-                                    shared_seed_i=self.shared_reps[i], n_queries=self.n_queries, J=self.J)
+                                    shared_seed_i=self.shared_reps[i], n_queries=self.n_queries, J=self.J,
+                                    supremum=self.supremum)
         return records, time.perf_counter() - t0
 
 
@@ -527,7 +599,7 @@ def _parallel_repetitions(job: _CellsJob, reps: int, *, workers: int, keep: Repe
 def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], shared: set[str],
                       configured: Mapping[float, Mapping[str, Method]], sigmas: Sequence[float],
                       cell_seeds: Sequence[np.random.SeedSequence], shared_seed_i: np.random.SeedSequence,
-                      n_queries: int, J: int) -> list[RunRecord]:
+                      n_queries: int, J: int, supremum: str | None = "cube") -> list[RunRecord]:
     """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method."""
     streams = shared_seed_i.spawn(len(named))
     memo: dict[str, tuple[Release[Any], float]] = {}
@@ -541,5 +613,5 @@ def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], sha
                 done = memo[name]
             else:  # σ-independent: its own stream, released at the first σ and reused at the others
                 done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
-            records.append(_record(name, *done, rep=rep, sigma=s))
+            records.append(record_release(name, *done, rep=rep, sigma=s, X=X, supremum=supremum))
     return records

@@ -8,7 +8,7 @@ import pandas as pd
 
 from dpkit.experiments.protocol import RunRecord
 
-__all__ = ["records_frame", "spread_stats"]
+__all__ = ["records_frame", "spread_stats", "supremum_stats", "SUP_KEYS"]
 
 
 def records_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
@@ -20,8 +20,29 @@ def _sd(s: pd.Series) -> float:
     return float(s.std(ddof=1)) if len(s) > 1 else 0.0
 
 
+#: the class-supremum columns of every table row (:func:`supremum_stats`)
+SUP_KEYS = ("sup_abs_mean", "sup_abs_std", "sup_abs_max", "sup_witness_rel_mean", "sup_note")
+
+
+def supremum_stats(g: pd.DataFrame) -> dict[str, Any]:
+    """Mean, std and max of the class supremum (``sup_abs``) over one group of repetitions, and the mean relative
+    error of its witnesses; ``None`` with the reason (``sup_note``) where it was not computed or is not defined."""
+    sup = g["sup_abs"] if "sup_abs" in g else pd.Series([None] * len(g), index=g.index)
+    have = sup.notna()
+    if not have.any():
+        notes = [r.get("reason") for r in g.get("supremum", pd.Series(dtype=object)) if isinstance(r, dict)]
+        return {"sup_abs_mean": None, "sup_abs_std": None, "sup_abs_max": None, "sup_witness_rel_mean": None,
+                "sup_note": next((n for n in notes if n), "not computed")}
+    vals = sup[have].astype(float)
+    rel = [r.get("witness_rel") for r in g.loc[have, "supremum"] if isinstance(r, dict) and r.get("witness_rel") is not None]
+    return {"sup_abs_mean": float(vals.mean()), "sup_abs_std": _sd(vals), "sup_abs_max": float(vals.max()),
+            "sup_witness_rel_mean": float(sum(rel) / len(rel)) if rel else None,
+            "sup_note": "" if have.all() else f"{int((~have).sum())} of {len(g)} repetitions without a supremum"}
+
+
 def spread_stats(g: pd.DataFrame) -> dict[str, Any]:
-    """Mean, std, min, max of the worst errors of one group of repetitions, with times, spends and sizes."""
+    """Mean, std, min, max of the worst errors of one group of repetitions, with times, spends and sizes, and the
+    class supremum's (:func:`supremum_stats`)."""
     slowest = g.loc[g["time_s"].idxmax()]
     return {
         "abs_mean": float(g["abs"].mean()), "abs_std": _sd(g["abs"]),
@@ -33,4 +54,5 @@ def spread_stats(g: pd.DataFrame) -> dict[str, Any]:
         "eps_spent": float(g["eps_spent"].max()), "delta_spent": float(g["delta_spent"].max()),
         "support_size_median": float(g["support_size"].median()),
         "error_bound": float(g["error_bound"].max()), "reps": int(len(g)),
+        **supremum_stats(g),
     }

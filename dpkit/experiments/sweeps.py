@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.experiments.protocol import RunRecord, run_cell
-from dpkit.experiments.summary import records_frame, spread_stats
+from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.queries.release import Method
 
 __all__ = ["sweep", "sweep_rows", "parse_values"]
@@ -53,7 +53,7 @@ def sweep_rows(results: dict[Any, list[RunRecord]], *, dataset: str, param: str)
             "dataset": dataset, "param": param, "value": value, "method": str(g["method"].iloc[0]),
             "mechanism": "II" if float(g["params"].iloc[0]["delta"]) > 0 else "I",
             "sigma": float(g["sigma"].iloc[0]), **{k: st[k] for k in (
-                "abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "time_median_s", "reps")},
+                "abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "time_median_s", "reps", *SUP_KEYS)},
         })
     return rows
 

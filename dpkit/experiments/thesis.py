@@ -18,7 +18,7 @@ import numpy as np
 
 from dpkit.experiments.protocol import RunRecord, cell_seed, run_cell
 from dpkit.experiments.reference import PAPER_WORST_TIME, paper_value
-from dpkit.experiments.summary import records_frame, spread_stats
+from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.methods.registry import get, with_budget
 from dpkit.queries.release import Method
 
@@ -75,7 +75,7 @@ def table_rows(records: Iterable[RunRecord], *, dataset: str) -> list[dict[str, 
             "dataset": dataset, "sigma": float(sigma), "mechanism": mech, "constants": constants,
             "method": str(g["method"].iloc[0]), **{k: st[k] for k in (
                 "abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "rel_std", "time_max_s", "time_median_s",
-                "stages_of_slowest", "support_size_median", "reps", "eps_spent", "delta_spent", "error_bound")},
+                "stages_of_slowest", "support_size_median", "reps", "eps_spent", "delta_spent", "error_bound", *SUP_KEYS)},
             "paper_abs": pa, "paper_rel": pr,
             "ratio_abs": st["abs_mean"] / pa if pa and not math.isnan(pa) else math.nan,
             "ratio_rel": st["rel_mean"] / pr if pr and not math.isnan(pr) else math.nan,
