@@ -179,6 +179,8 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     css = np.cumsum(u, axis=1) - 1.0
     k = np.arange(1, v.shape[1] + 1)
     rho = np.count_nonzero(u - css / k > 0, axis=1)
+    if np.any(rho == 0):  # a row's largest entry reaches 2^53, where subtracting 1 is lost (exact: rho >= 1); the
+        return project_simplex(v - u[:, :1])  # projection is invariant to a shift of the row: shift its largest to 0
     theta = css[np.arange(v.shape[0]), rho - 1] / rho
     return np.maximum(v - theta[:, None], 0.0)
 
