@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,14 @@ def gaussian_exact_delta(sigma: float, epsilon: float, sensitivity: float = 1.0)
 ANALYTIC_MAX_EPSILON = 2.0 ** 52
 
 
+#: The sensitivities S for which :func:`analytic_gaussian_sigma` searches σ directly: [2^-512, 2^512]. The search
+#: evaluates ε·σ/S, S/(2σ) and exp(log S + c) with σ up to about S/δ; beyond these ends they leave the doubles
+#: (overflow from about S = 2^970 at ε = 2^52 or δ = 1e-300, a division by zero below about 2^-1046). δ(σ)
+#: depends on σ/S only, so outside them σ = S·σ(ε, δ, 1), the same calibration; ordinary sensitivities (inside)
+#: keep the direct search and its numbers.
+DIRECT_SENSITIVITY_RANGE = (2.0 ** -512, 2.0 ** 512)
+
+
 def check_analytic_budget(epsilon: float, delta: float, *, name: str = "epsilon") -> None:
     """Refuse a finite ε above :data:`ANALYTIC_MAX_EPSILON` for the analytic Gaussian mechanism, naming ε and δ."""
     if math.isfinite(epsilon) and epsilon > ANALYTIC_MAX_EPSILON:
@@ -100,6 +109,16 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     dl = check_delta(delta, allow_zero=False)
     check_analytic_budget(eps, dl)
     S = check_sensitivity(sensitivity)
+    if not DIRECT_SENSITIVITY_RANGE[0] <= S <= DIRECT_SENSITIVITY_RANGE[1]:
+        unit = analytic_gaussian_sigma(eps, dl, 1.0)  # δ(σ) depends on σ/S only
+        sigma = S * unit
+        if not sys.float_info.min <= sigma < math.inf:  # a subnormal σ would be rounded by up to half its size
+            raise ValueError(f"epsilon = {eps:g}, delta = {dl:g} and sensitivity = {S:g} give the analytic Gaussian "
+                             f"mechanism a noise std sigma = sensitivity * {unit:g}, which "
+                             f"{'overflows' if S > 1 else 'underflows'} the normal doubles [{sys.float_info.min:.4g}, "
+                             f"{sys.float_info.max:.4g}]: "
+                             "use another budget or rescale the query")
+        return sigma
     target = math.log(dl)
 
     def g(log_sigma: float) -> float:
