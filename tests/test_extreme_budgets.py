@@ -161,11 +161,13 @@ def test_mechanism_at_an_extreme_budget_releases_finite_or_refuses_naming_it(nam
 def test_analytic_gaussian_calibrates_any_sensitivity_or_refuses_naming_the_budget(S, delta):
     """δ(σ) depends on σ/S only: σ is S times the unit calibration, or refused (it leaves the normal doubles)
     naming ε and δ (was OverflowError, ZeroDivisionError or a NaN root search beyond S of about 2^970 or below
-    2^-1046, and a subnormal σ). ε = 1e-20 at δ = 1e-300 is left out: there the exact δ(σ) is not resolved at
-    any S (its log Φ terms cancel below the doubles' spacing), so the direct and the unit search differ."""
-    for epsilon in (*[e for e in EPSILONS if e <= ANALYTIC_MAX_EPSILON and (e, delta) != (1e-20, 1e-300)], 1.0,
-                    ANALYTIC_MAX_EPSILON):
-        unit = analytic_gaussian_sigma(epsilon, delta, 1.0)
+    2^-1046, and a subnormal σ)."""
+    for epsilon in (*[e for e in EPSILONS if e <= ANALYTIC_MAX_EPSILON], 1.0, ANALYTIC_MAX_EPSILON):
+        try:
+            unit = analytic_gaussian_sigma(epsilon, delta, 1.0)
+        except ValueError as exc:  # sigma / S itself beyond the doubles (ε = 1e-300 at δ = 1e-300 is not)
+            assert "epsilon" in str(exc) and "delta" in str(exc), str(exc)
+            continue
         try:
             sigma = analytic_gaussian_sigma(epsilon, delta, S)
         except ValueError as exc:
@@ -173,3 +175,20 @@ def test_analytic_gaussian_calibrates_any_sensitivity_or_refuses_naming_the_budg
             assert not sys.float_info.min <= S * unit < math.inf, (epsilon, str(exc))  # only where sigma leaves them
             continue
         assert 0.0 < sigma < math.inf and math.isclose(sigma / S, unit, rel_tol=1e-6), (epsilon, sigma, S * unit)
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 1e-20, 1e-12, 1e-10, 1e-8])
+@pytest.mark.parametrize("delta", [1e-20, 1e-100, 1e-300])
+def test_analytic_gaussian_is_exact_at_a_small_epsilon_with_a_small_delta(epsilon, delta):
+    """σ ≫ S here: the privacy loss is N(η, 2η) with η = S²/(2σ²) tiny, so δ(σ) = E[(1 − e^(ε − L))+] is, to first
+    order in L (relative error about S/σ), the Gaussian hockey-stick s·(φ(k) − k Φ(−k)) with s = S/σ and
+    k = (ε − η)/s, computed with erfcx (an independent formula). The returned σ must meet δ and be the least such
+    (δ(σ) within 1e-6 of δ). Was δ(σ) = 5e283·δ at ε = 1e-20, δ = 1e-300 (the log Φ difference lost r)."""
+    from scipy.special import erfcx
+
+    sigma = analytic_gaussian_sigma(epsilon, delta, 1.0)
+    s = 1.0 / sigma
+    assert s < 1e-6
+    k = (epsilon - s * s / 2.0) / s
+    log_delta = math.log(s) - k * k / 2.0 + math.log(1.0 / math.sqrt(2.0 * math.pi) - k / 2.0 * erfcx(k / math.sqrt(2.0)))
+    assert math.isclose(log_delta, math.log(delta), abs_tol=1e-6), (sigma, math.exp(log_delta - math.log(delta)))
