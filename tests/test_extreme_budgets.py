@@ -25,6 +25,7 @@ from dpkit.queries.workload import GaussianKernelWorkload
 
 EPSILONS = (1e-300, 1e-200, 1e-100, 1e-20, 1e20, 1e100, 1e200, 1e300)
 DELTAS = (1e-300, 0.999)
+CORNERS = ((1e-300, 1e-300), (1e-300, 0.999), (1e300, 1e-300), (1e300, 0.999))  # both extreme at once
 D = 2
 X = np.random.default_rng(20).uniform(-1.0, 1.0, size=(200, D))
 WORKLOAD = GaussianKernelWorkload.generate(20, D, J=3, sigma=0.5, rng=21)
@@ -50,6 +51,8 @@ def _cases():
         if e.privacy == "(ε,δ)-DP":
             for delta in DELTAS:
                 yield pytest.param(e, 1.0, delta, id=f"{e.name}-delta{delta:g}")
+            for eps, delta in CORNERS:
+                yield pytest.param(e, eps, delta, id=f"{e.name}-eps{eps:g}-delta{delta:g}")
 
 
 def _release_or_refusal(method, epsilon, delta):
@@ -84,8 +87,8 @@ def _release_or_refusal(method, epsilon, delta):
 def test_extreme_budget_is_released_finite_or_refused_naming_it(entry, epsilon, delta):
     message = _release_or_refusal(_small(entry.method), epsilon, delta)
     if message is not None:
-        named = "delta" if epsilon == 1.0 else "epsilon"
-        assert named in message, message
+        named = ("delta",) if epsilon == 1.0 else ("epsilon",) if delta in (0.0, entry.method.delta) else ("epsilon", "delta")
+        assert any(word in message for word in named), message
 
 
 # ----------------------------------------------------------------------------- the mechanisms that take ε directly
