@@ -60,6 +60,14 @@ def _old_selection(requested: list[str]) -> list[str]:
     return list(dict.fromkeys(n for s in BOARD_SUITES if names(s) for n in suite(s, include=[x for x in board if x in names(s)])))
 
 
+def test_suite_refuses_include_given_as_a_bare_string():
+    """A str is a sequence of its characters: it was refused as the unknown names 'm', 's', 't'."""
+    with pytest.raises(TypeError, match=r"include must be a list of method names, not a str; got include='mst' "
+                                        r"\(did you mean include=\['mst'\]\?\)"):
+        suite("leaderboard", include="mst")
+    assert list(suite("leaderboard", include=["mst"])) == ["mst"]
+
+
 @pytest.mark.parametrize("requested", [[], ["aim", "trig-II", "rap"], ["mst", "kme-answers", "trig-I", "lp-eps-inf"]])
 def test_board_methods_keeps_the_notebooks_order_and_budget(requested):
     ms = board_methods(requested, epsilon=0.5, delta=1e-4)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from numbers import Integral, Real
 from typing import Any
 
@@ -20,7 +21,13 @@ __all__ = [
     "check_finite_array",
     "check_in_unit_cube",
     "check_choice",
+    "SQRT_FLOAT_MAX",
+    "budget_limit_message",
 ]
+
+#: √(largest double) ≈ 1.34e154: a noisy quantity that is squared (a variance, a norm, an outer product) must stay
+#: below it, or the square overflows to inf.
+SQRT_FLOAT_MAX = math.sqrt(sys.float_info.max)
 
 
 def _is_real(x: Any) -> bool:
@@ -175,3 +182,17 @@ def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}; got {value!r}")
     return value
+
+
+def budget_limit_message(owner: str, epsilon: float, delta: float, *, what: str, limit: str, why: str,
+                         least: float | None = None) -> str:
+    """The message refusing a budget whose noise is too large for a computation on this data (a ValueError's).
+
+    One message for every method and mechanism: it names ε and δ, the quantity that reaches its limit
+    (``what`` followed by ``limit``, e.g. ``"the noise scale 3e+200 reaches"`` and ``"sqrt of the largest double
+    = 1.341e+154"``), why the computation breaks beyond it (``why``) and, where the noise scales as 1/ε, the
+    least supported ε on this data (``least``).
+    """
+    supported = "" if least is None else f" (supported here: epsilon >= {least:.3g})"
+    return (f"epsilon = {epsilon:g} (delta = {delta:g}) is too small for {owner} on this data{supported}: {what} "
+            f"{limit}, beyond which {why}; the noise scales as 1/(n epsilon): use a larger epsilon")

@@ -4,7 +4,9 @@
   mechanism of Balle & Wang (ICML 2018, Thm 8), solved numerically with
   :func:`scipy.optimize.brentq` on the exact formula (:func:`gaussian_exact_delta`).
   Valid for every ε in (0, 2^52] (:data:`ANALYTIC_MAX_EPSILON`: beyond it the exact δ is not resolved in
-  double precision, and a larger ε is refused, naming it).
+  double precision, and a larger ε is refused, naming it) and every sensitivity, refused (naming ε, δ and
+  the sensitivity) only where σ leaves the normal doubles; a small ε with a small δ takes the midpoint rule
+  for the exact δ (:func:`_log_exact_delta`).
 - ``"classic"``: ``σ = S₂ √(2 ln(1.25/δ)) / ε`` (D–R Thm 3.22), valid only for ε ∈ (0, 1).
 - ``"thesis"``: ``σ² = 2 S² log(2/δ) / ε²`` (thesis Ex 1.3 as printed). **[erratum]** the thesis
   states it with the L1 sensitivity and its proof writes log(δ/2); here ``sensitivity`` is
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +34,28 @@ __all__ = ["Gaussian", "gaussian_exact_delta", "analytic_gaussian_sigma", "CALIB
 CALIBRATIONS = ("analytic", "classic", "thesis")
 
 
+#: Below this share of |log Φ|, r = ε + log Φ(b) − log Φ(a) is not resolved by the difference of the two logs
+#: (it keeps fewer than 26 of the doubles' 52 bits): :func:`_log_exact_delta` then takes the midpoint rule.
+UNRESOLVED_R = 2.0 ** -26
+
+
 def _log_exact_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
-    """log δ(σ) computed as log Φ(a) + log(1 − e^{ε + log Φ(b) − log Φ(a)})."""
+    """log δ(σ) computed as log Φ(a) + log(1 − e^r), r = ε + log Φ(b) − log Φ(a).
+
+    For a small ε with a small δ (σ ≫ S, e.g. ε = 1e-10 at δ = 1e-300) r is many orders below log Φ and the
+    difference of the logs loses it (the calibration then under-noised by up to 10^58 in δ). There, with
+    u = S/(2σ) ≪ 1 and v = εσ/S, r = ∫_b^a (v − h(x)) dx for h = φ/Φ (a − b = 2u, ε = 2uv), taken by the
+    midpoint rule r = 2u (v − h(−v)) (relative error about u²/(6v²)). Elsewhere the direct difference is kept.
+    """
     a = sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
     b = -sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
     la, lb = float(log_ndtr(a)), float(log_ndtr(b))
     r = epsilon + lb - la
+    u = sensitivity / (2.0 * sigma)
+    if abs(r) < UNRESOLVED_R * max(-la, -lb) and u < 2.0 ** -10:
+        v = epsilon * sigma / sensitivity
+        h = math.exp(-0.5 * v * v - 0.5 * math.log(2.0 * math.pi) - float(log_ndtr(-v)))
+        r = 2.0 * u * (v - h)
     if r >= 0.0:  # only by round-off: the exact value is > 0 for finite σ
         return -math.inf
     return la + math.log(-math.expm1(r))
@@ -79,6 +98,14 @@ def gaussian_exact_delta(sigma: float, epsilon: float, sensitivity: float = 1.0)
 ANALYTIC_MAX_EPSILON = 2.0 ** 52
 
 
+#: The sensitivities S for which :func:`analytic_gaussian_sigma` searches σ directly: [2^-512, 2^512]. The search
+#: evaluates ε·σ/S, S/(2σ) and exp(log S + c) with σ up to about S/δ; beyond these ends they leave the doubles
+#: (overflow from about S = 2^970 at ε = 2^52 or δ = 1e-300, a division by zero below about 2^-1046). δ(σ)
+#: depends on σ/S only, so outside them σ = S·σ(ε, δ, 1), the same calibration; ordinary sensitivities (inside)
+#: keep the direct search and its numbers.
+DIRECT_SENSITIVITY_RANGE = (2.0 ** -512, 2.0 ** 512)
+
+
 def check_analytic_budget(epsilon: float, delta: float, *, name: str = "epsilon") -> None:
     """Refuse a finite ε above :data:`ANALYTIC_MAX_EPSILON` for the analytic Gaussian mechanism, naming ε and δ."""
     if math.isfinite(epsilon) and epsilon > ANALYTIC_MAX_EPSILON:
@@ -100,6 +127,16 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     dl = check_delta(delta, allow_zero=False)
     check_analytic_budget(eps, dl)
     S = check_sensitivity(sensitivity)
+    if not DIRECT_SENSITIVITY_RANGE[0] <= S <= DIRECT_SENSITIVITY_RANGE[1]:
+        unit = analytic_gaussian_sigma(eps, dl, 1.0)  # δ(σ) depends on σ/S only
+        sigma = S * unit
+        if not sys.float_info.min <= sigma < math.inf:  # a subnormal σ would be rounded by up to half its size
+            raise ValueError(f"epsilon = {eps:g}, delta = {dl:g} and sensitivity = {S:g} give the analytic Gaussian "
+                             f"mechanism a noise std sigma = sensitivity * {unit:g}, which "
+                             f"{'overflows' if S > 1 else 'underflows'} the normal doubles [{sys.float_info.min:.4g}, "
+                             f"{sys.float_info.max:.4g}]: "
+                             "use another budget or rescale the query")
+        return sigma
     target = math.log(dl)
 
     def g(log_sigma: float) -> float:
@@ -111,6 +148,10 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     hi = math.log(S) + 1.0
     while g(hi) > 0.0:
         hi += 2.0
+        if hi >= math.log(sys.float_info.max):  # σ beyond the doubles (a tiny ε with a tiny δ, or a huge S)
+            raise ValueError(f"epsilon = {eps:g}, delta = {dl:g} and sensitivity = {S:g} give the analytic Gaussian "
+                             f"mechanism a noise std sigma above the largest double {sys.float_info.max:.4g}: "
+                             "use another budget or rescale the query")
     root = brentq(g, lo, hi, xtol=1e-15, rtol=1e-14, maxiter=500)
     return math.exp(root) * (1.0 + 1e-12)
 

@@ -46,6 +46,8 @@ from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import (
+    SQRT_FLOAT_MAX,
+    budget_limit_message,
     check_choice,
     check_delta,
     check_epsilon,
@@ -62,6 +64,7 @@ __all__ = [
     "psi_noise_scale",
     "covariance",
     "subspace_iteration_step",
+    "check_psi_noise_scale",
 ]
 
 
@@ -99,6 +102,27 @@ def psi_noise_scale(sensitivity: float, *, d: int, k: int, n_iter: int, epsilon:
             )
         return sensitivity * math.sqrt(4.0 * k * n_iter * math.log(1.0 / delta)) / epsilon
     return 10.0 * sensitivity * math.sqrt(d) * k * n_iter / epsilon
+
+
+def check_psi_noise_scale(sigma: float, *, d: int, epsilon: float, delta: float,
+                          owner: str = "PrivateSubspaceIteration") -> None:
+    """Refuse a PSI noise scale σ whose eigenvalue estimates cannot be computed, before anything is spent.
+
+    The estimates are the column norms of W = A X + G (G of std or scale σ per entry), taken through their
+    squares, which overflow beyond √(largest double) (:data:`~dpkit.core.validation.SQRT_FLOAT_MAX`); a column's
+    norm is about σ√d, so σ√d must stay below it. σ scales as 1/ε, so this is a least ε for the data's n and d.
+
+    Raises
+    ------
+    ValueError
+        Naming ε, δ and the least supported ε, if σ√d reaches the limit.
+    """
+    if sigma * math.sqrt(d) >= SQRT_FLOAT_MAX:
+        raise ValueError(budget_limit_message(
+            owner, epsilon, delta, what=f"the PCA's noise scale {sigma:.3g} times sqrt(d) reaches",
+            limit=f"sqrt of the largest double = {SQRT_FLOAT_MAX:.4g}",
+            why="the squared norms of its noisy columns (the eigenvalue estimates) overflow",
+            least=epsilon * sigma * math.sqrt(d) / SQRT_FLOAT_MAX))
 
 
 def subspace_iteration_step(
@@ -208,7 +232,11 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         return Z
 
     def fit(self, X: Any, y: Any = None, *, rng: RNGLike = None, ledger: Ledger | None = None) -> "PrivateSubspaceIteration":
-        """Run the private subspace iteration on ``X`` ⊂ [-1, 1]^d; spend (ε, δ) as ``"pca"``."""
+        """Run the private subspace iteration on ``X`` ⊂ [-1, 1]^d; spend (ε, δ) as ``"pca"``.
+
+        An ε so small that the noise's column norms overflow is refused before the spend
+        (:func:`check_psi_noise_scale`, a ValueError naming ε).
+        """
         X = self._validated(X, reset=True)
         n, d = X.shape
         k = check_positive_int(self.n_components, name="n_components")
@@ -236,6 +264,7 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
             rho = covariance_sensitivity(n, d, M)
         noise = "gaussian" if delta > 0 else "laplace"
         sigma = psi_noise_scale(rho, d=d, k=k, n_iter=L, epsilon=eps, delta=delta)
+        check_psi_noise_scale(sigma, d=d, epsilon=eps, delta=delta)
         if ledger is not None:
             ledger.spend(
                 "pca",
@@ -262,6 +291,11 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
                 Xcur = _gs(W)
         self.components_ = Xcur.T.copy()
         self.explained_variance_ = np.linalg.norm(W, axis=0)
+        if not np.all(np.isfinite(self.explained_variance_)):  # a draw far in the noise's tail (after the spend)
+            raise ValueError(budget_limit_message(
+                "PrivateSubspaceIteration", eps, delta,
+                what=f"a noisy column's norm (noise scale {sigma:.3g}) reaches",
+                limit=f"sqrt of the largest double = {SQRT_FLOAT_MAX:.4g}", why="its square overflows"))
         self.noise_scale_ = float(sigma)
         self.sensitivity_ = float(rho)
         self.noise_ = noise

@@ -7,6 +7,7 @@ flipped bit otherwise. With ``ε = ln 3`` this is Dwork–Roth's two-coin protoc
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,13 @@ class RandomizedResponse(Mechanism):
         return 1.0 / (1.0 + math.exp(-self.epsilon))
 
     @property
+    def bias(self) -> float:
+        """``2p − 1 = tanh(ε/2)``, the estimator's divisor. Computed as ``2p − 1``; below ε ≈ 2^-53 p rounds to
+        exactly 1/2 and that is 0, so there the exact ``tanh(ε/2)`` is used (> 0 but for the smallest subnormal ε)."""
+        p = self.p_truth
+        return (2 * p - 1) or math.tanh(self.epsilon / 2.0)
+
+    @property
     def response_matrix(self) -> np.ndarray:
         """``M[b, y] = P(report y | truth b)`` for b, y ∈ {0, 1}."""
         p = self.p_truth
@@ -87,9 +95,15 @@ class RandomizedResponse(Mechanism):
         """Unbiased estimate of the share of true 1s from randomized responses."""
         y = np.asarray(responses, dtype=float)
         p = self.p_truth
-        return (np.mean(y, axis=axis) - (1 - p)) / (2 * p - 1)
+        return (np.mean(y, axis=axis) - (1 - p)) / self.bias
 
     def estimator_variance(self, share: float, n: int) -> float:
         """Exact variance of :meth:`estimate` for ``n`` respondents and true share ``share``."""
         q = self.expected_yes(share)
-        return q * (1 - q) / (n * (2 * self.p_truth - 1) ** 2)
+        den = n * self.bias ** 2
+        if q * (1 - q) >= den * sys.float_info.max:  # (a tiny ε) the variance exceeds the doubles
+            least = 2.0 * math.sqrt(q * (1 - q) / (n * sys.float_info.max))
+            raise ValueError(f"epsilon = {self.epsilon:g} is too small for the variance of RandomizedResponse's "
+                             f"estimate with n = {n}: q(1 - q)/(n tanh(epsilon/2)^2) exceeds the largest double "
+                             f"(supported here: epsilon >= about {least:.3g})")
+        return q * (1 - q) / den

@@ -113,7 +113,14 @@ MAX_ZCDP_EPSILON = sys.float_info.max / 2.0
 
 
 def check_zcdp_budget(epsilon: float, delta: float) -> None:
-    """Refuse a finite ε above :data:`MAX_ZCDP_EPSILON` for the zCDP conversion (δ > 0), naming ε and δ."""
+    """Refuse, naming ε and δ, a budget the zCDP conversion (δ > 0) cannot take: a finite ε above
+    :data:`MAX_ZCDP_EPSILON`, or an (ε, δ) whose ρ (:func:`cdp_rho`) is below the smallest normal double."""
+    _check_zcdp_epsilon(epsilon, delta)
+    if delta > 0 and math.isfinite(epsilon):
+        cdp_rho(epsilon, delta)
+
+
+def _check_zcdp_epsilon(epsilon: float, delta: float) -> None:
     if delta > 0 and math.isfinite(epsilon) and epsilon > MAX_ZCDP_EPSILON:
         raise ValueError(f"epsilon must be in (0, {MAX_ZCDP_EPSILON:.6g}] for the zCDP conversion at "
                          f"delta = {delta:g}; got epsilon = {epsilon:g}: the conversion's bisection on rho in "
@@ -124,7 +131,8 @@ def check_zcdp_budget(epsilon: float, delta: float) -> None:
 def cdp_rho(epsilon: float, delta: float) -> float:
     """The largest ρ whose zCDP guarantee implies (ε, δ)-DP under :func:`cdp_delta` (bisection on ρ).
 
-    ε must be at most :data:`MAX_ZCDP_EPSILON` (a ValueError naming ε and δ otherwise).
+    ε must be at most :data:`MAX_ZCDP_EPSILON`, and ρ at least the smallest normal double (a ValueError
+    naming ε and δ otherwise).
 
     Examples
     --------
@@ -134,7 +142,7 @@ def cdp_rho(epsilon: float, delta: float) -> float:
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    check_zcdp_budget(epsilon, delta)
+    _check_zcdp_epsilon(epsilon, delta)
     lo, hi = 0.0, max(epsilon, 1.0)
     while cdp_delta(hi, epsilon) <= delta:
         lo, hi = hi, 2.0 * hi
@@ -146,6 +154,10 @@ def cdp_rho(epsilon: float, delta: float) -> float:
             hi = mid
         if hi - lo <= 1e-15 * hi:
             break
+    if lo < sys.float_info.min:  # ρ ≈ ε²/(4 log(1/δ)) underflows: the noise std √(1/ρ) would be infinite
+        raise ValueError(f"epsilon = {epsilon:g} with delta = {delta:g} is too small for the zCDP conversion: rho = "
+                         f"{lo:g} is below the smallest normal double {sys.float_info.min:.4g} (the noise std "
+                         "sqrt(1/rho) would be infinite); use a larger epsilon or delta")
     return lo
 
 
@@ -179,6 +191,8 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     css = np.cumsum(u, axis=1) - 1.0
     k = np.arange(1, v.shape[1] + 1)
     rho = np.count_nonzero(u - css / k > 0, axis=1)
+    if np.any(rho == 0):  # a row's largest entry reaches 2^53, where subtracting 1 is lost (exact: rho >= 1); the
+        return project_simplex(v - u[:, :1])  # projection is invariant to a shift of the row: shift its largest to 0
     theta = css[np.arange(v.shape[0]), rho - 1] / rho
     return np.maximum(v - theta[:, None], 0.0)
 

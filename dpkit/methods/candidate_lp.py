@@ -143,7 +143,9 @@ class CandidateLP(MethodBase):
         n, d = X.shape
         sch = schedule(n, d, float(self.K), self.delta)
         if self.R > sch.t**d:
-            raise ValueError(f"R must be in [1, t^d] = [1, {sch.t}^{d}]; got R = {self.R}")
+            raise ValueError(f"R must be in [1, t^d] = [1, {sch.t}^{d}] for n={n}, d={d}, K={self.K}, "
+                             f"delta={self.delta:g} (t from Thm {'2.5' if self.delta > 0 else '2.4'}, smaller for a "
+                             f"smaller delta); got R = {self.R}")
         eps_m, d_m, _, _ = self._split()
         idx = basis_indices(sch.t, d, self.R)
         b = basis_moments(discretise(X, sch.N), idx)

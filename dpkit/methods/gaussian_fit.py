@@ -29,9 +29,15 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_ints
-from dpkit.mechanisms.pca import PrivateSubspaceIteration
-from dpkit.methods.marginals import noisy_release
+from dpkit.core.validation import (
+    SQRT_FLOAT_MAX,
+    budget_limit_message,
+    check_choice,
+    check_in_unit_cube,
+    check_positive_ints,
+)
+from dpkit.mechanisms.pca import PrivateSubspaceIteration, check_psi_noise_scale, covariance_sensitivity, psi_noise_scale
+from dpkit.methods.marginals import noise_std, noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
@@ -94,6 +100,7 @@ class GaussianFit(MethodBase):
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        self._check_noise(n, d)
         g1, g2, g3 = spawn(rng, 3)
         if self.method == "analyze_gauss":
             e2, d2 = self.epsilon / 2.0, self.delta / 2.0
@@ -106,7 +113,10 @@ class GaussianFit(MethodBase):
             Mn = np.zeros((d, d))
             Mn[iu] = up
             Mn = Mn + np.triu(Mn, 1).T
-            cov = psd_project(Mn - np.outer(mu, mu))
+            S = Mn - np.outer(mu, mu)
+            if not np.all(np.isfinite(S)):  # a draw far in the noise's tail (after the spend)
+                raise ValueError(self._too_small("a noisy mean's square reaches"))
+            cov = psd_project(S)
             return GaussianStats(mean=mu, cov=cov)
         e3 = self.epsilon / 3.0
         dv = self.delta / 4.0
@@ -122,6 +132,32 @@ class GaussianFit(MethodBase):
         var = np.clip(s - np.clip(mu, -1, 1) ** 2, 0.0, None)
         cov = low + np.diag(np.clip(var - np.diag(low), 0.0, None))
         return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_)
+
+    def _check_noise(self, n: int, d: int) -> None:
+        """Refuse, before anything is spent, an ε whose noise the fit cannot compute with on n rows in d dimensions.
+
+        Analyze Gauss forms Σ̃ = M̃ − μ̃μ̃ᵀ and its eigen-decomposition: the entries μ̃_iμ̃_j, summed over d
+        and doubled when symmetrised, overflow once the mean's noise std times √(2d) reaches √(largest double)
+        (:data:`~dpkit.core.validation.SQRT_FLOAT_MAX`). The PSI route's limit is its PCA's
+        (:func:`~dpkit.mechanisms.pca.check_psi_noise_scale`; it clips μ̃ before squaring). The noise scales as 1/ε
+        where it reaches these limits (the Laplace route: the analytic Gaussian's σ stays bounded as ε → 0).
+        """
+        if math.isinf(self.epsilon):
+            return
+        if self.method == "analyze_gauss":
+            s = noise_std(self.epsilon / 2.0, self.delta / 2.0, 2.0 * d / n, 2.0 * math.sqrt(d) / n)
+            if s * math.sqrt(2.0 * d) >= SQRT_FLOAT_MAX:
+                raise ValueError(self._too_small(f"the mean's noise std {s:.3g} times sqrt(2d) reaches",
+                                                 least=self.epsilon * s * math.sqrt(2.0 * d) / SQRT_FLOAT_MAX))
+            return
+        sigma = psi_noise_scale(covariance_sensitivity(n, d), d=d, k=min(self.k, d), n_iter=self.n_iter,
+                                epsilon=self.epsilon / 3.0, delta=self.delta / 2.0)
+        check_psi_noise_scale(sigma, d=d, epsilon=self.epsilon, delta=self.delta, owner=f"the private PCA of {self.name}")
+
+    def _too_small(self, what: str, least: float | None = None) -> str:
+        return budget_limit_message(self.name, self.epsilon, self.delta, what=what,
+                                    limit=f"sqrt of the largest double = {SQRT_FLOAT_MAX:.4g}",
+                                    why="the noisy second moments (mu mu^T) overflow", least=least)
 
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[GaussianStats]:

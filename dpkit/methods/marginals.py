@@ -34,7 +34,16 @@ from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["IndependentMarginals", "MarginalStats", "noisy_release"]
+__all__ = ["IndependentMarginals", "MarginalStats", "noisy_release", "noise_std"]
+
+
+def noise_std(epsilon: float, delta: float, l1: float, l2: float) -> float:
+    """The standard deviation of the noise :func:`noisy_release` adds per entry (0 for ε = ∞)."""
+    if math.isinf(epsilon):
+        return 0.0
+    lap = l1 / epsilon
+    sig = analytic_gaussian_sigma(epsilon, delta, l2) if delta > 0 and l2 > 0 else math.inf
+    return math.sqrt(2.0) * lap if math.sqrt(2.0) * lap <= sig else sig
 
 
 def noisy_release(value: np.ndarray, *, epsilon: float, delta: float, l1: float, l2: float,

@@ -30,6 +30,11 @@ Privacy (``delta``):
   mechanism with ε₂/(d − 1) per round, Laplace 2(d − 1)/ε₃ on the tree's counts; basic composition
   through the ledger, one spend per step (d + 1 spends in all).
 * ``epsilon = math.inf``: exact marginals and the maximum spanning tree (a non-private reference).
+
+Least ε: Private-PGM weighs each measurement (counts / n) by the inverse square of its noise std / n, taken
+as a Python float, which overflows from √(largest double) on; a std of the counts at or beyond n·√(largest
+double) is refused before anything is spent. Only the ε-DP variant reaches it (its Laplace noise scales as
+1/ε; the zCDP variant's noise stays bounded as ε → 0 at a fixed δ > 0).
 """
 from __future__ import annotations
 
@@ -41,7 +46,15 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_delta, check_epsilon, check_in_unit_cube, check_int_in_range, check_real_in_range
+from dpkit.core.validation import (
+    SQRT_FLOAT_MAX,
+    budget_limit_message,
+    check_delta,
+    check_epsilon,
+    check_in_unit_cube,
+    check_int_in_range,
+    check_real_in_range,
+)
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.methods._discrete import (
     cdp_rho,
@@ -154,6 +167,12 @@ class MST(MethodBase):
             raise ValueError(f"MST needs d >= 2 attributes (a tree of two-way marginals); got d={d}")
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         plan = noise_plan(self.epsilon, self.delta, d, self.split)
+        top = max(plan["std1"], plan["std3"]) / n
+        if top >= SQRT_FLOAT_MAX:  # before anything is spent (module docstring, "Least ε")
+            raise ValueError(budget_limit_message(
+                self.name, self.epsilon, self.delta, what=f"the counts' noise std over n = {n}, {top:.3g}, reaches",
+                limit=f"sqrt of the largest double = {SQRT_FLOAT_MAX:.4g}",
+                why="Private-PGM's measurement weights (1/std^2) overflow", least=self.epsilon * top / SQRT_FLOAT_MAX))
         bins = self.grid(n, d)
         g1, g2, g3 = spawn(rng, 3)
         C = pair_counts(grid_codes(X, bins), bins)

@@ -59,7 +59,29 @@ from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["MWEM", "MWEMDiagnostics"]
+__all__ = ["MWEM", "MWEMDiagnostics", "mw_update"]
+
+
+def mw_update(A: np.ndarray, f: np.ndarray, m: float) -> np.ndarray:
+    """One multiplicative-weights step A(x) ← A(x) exp(f(x)(m − f(A))/2), renormalised.
+
+    For every budget the noisy answer ``m`` is finite (the Laplace mechanism refuses an infinite scale), but
+    from |m| of about 1400 on (a tiny ε) exp overflows to inf or every weight underflows to 0. The step is
+    invariant to a constant added to the exponent, so where the direct form is not a finite distribution it is
+    computed in log space, shifted so that the largest log-weight is 0: the direct form is kept wherever it
+    is finite, and ordinary budgets give the same numbers bit for bit.
+    """
+    x = f * (m - f @ A) / 2.0
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        B = A * np.exp(x)
+        total = B.sum()
+    if np.isfinite(total) and total > 0:
+        B /= total
+        return B
+    with np.errstate(divide="ignore"):
+        y = np.log(A) + x
+    y = np.exp(y - y.max())
+    return y / y.sum()
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -177,6 +199,16 @@ class MWEM(MethodBase):
         n = X.shape[0]
         spent_delta = self.delta if self.candidates == "gaussian" else 0.0
         led = ledger_for(ledger, self.epsilon, spent_delta, self.name)
+        if self.candidates == "gaussian":  # the fit's limit on ε (before anything is spent), named by MWEM's budget
+            from dpkit.methods.gaussian_fit import GaussianFit
+
+            try:
+                GaussianFit(epsilon=self.epsilon * float(self.candidate_share), delta=self.delta,
+                            method="analyze_gauss")._check_noise(n, X.shape[1])
+            except ValueError as exc:
+                raise ValueError(f"epsilon = {self.epsilon:g} (delta = {self.delta:g}) is too small for {self.name}'s "
+                                 f"Gaussian-fit candidates (candidate_share = {self.candidate_share:g} of it): "
+                                 f"{exc}") from None
         g_cand, g_class, g_sel, g_meas, g_out = spawn(rng, 5)
         with tm("candidates"):
             P, eps_mw = self._candidates(X, led, g_cand)
@@ -205,8 +237,7 @@ class MWEM(MethodBase):
                 measured.append((q, float(m_q)))
                 for _ in range(self.replays):
                     for qi, mi in measured:
-                        A = A * np.exp(F[qi] * (mi - F[qi] @ A) / 2.0)
-                        A /= A.sum()
+                        A = mw_update(A, F[qi], mi)
                 avg += A
         W = A if self.output == "last" else avg / self.T
         keep = W > 1e-12 * W.max()

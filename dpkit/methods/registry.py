@@ -183,10 +183,20 @@ def suite(suite_name: str, *, include: Sequence[str] | None = None, **params: An
     privacy classes in mind (``epsilon`` on the private members only: a non-private reference keeps ε = ∞;
     ``delta`` on the (ε, δ)-DP members only: an ε-DP member keeps δ = 0). A parameter that no member of the
     suite has is an error (a typo must not pass silently).
+
+    Raises
+    ------
+    TypeError
+        For ``include`` given as one string instead of a list of names (it would be read as its characters).
+    ValueError
+        For an unknown suite, a name outside the suite, or a parameter no member has.
     """
     members = names(suite_name)
     if not members:
         raise ValueError(f"unknown suite {suite_name!r}; suites: {sorted({s for e in CATALOGUE for s in e.suites})}")
+    if isinstance(include, str):  # a bare name would be taken as its characters
+        raise TypeError(f"include must be a list of method names, not a str; got include={include!r} "
+                        f"(did you mean include=[{include!r}]?)")
     if include is not None:
         check_names(include, allowed=members, what=f"method name(s) not in suite {suite_name!r}")
         members = [m for m in members if m in set(include)]

@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_finite
+from dpkit.core.validation import budget_limit_message, check_choice, check_in_unit_cube, check_positive_finite
 from dpkit.mechanisms.base import Mechanism
 from dpkit.mechanisms.trig.basis import basis_moments, evaluate_basis
 from dpkit.mechanisms.trig.grid import lattice_round
@@ -56,9 +56,9 @@ MAX_NOISY_MOMENT = 2.0 ** 52
 
 def moment_limit_message(owner: str, epsilon: float, delta: float, what: str) -> str:
     """The message refusing an ε too small for the moment LP (:data:`MAX_NOISY_MOMENT`), naming ε and δ."""
-    return (f"epsilon = {epsilon:g} (delta = {delta:g}) is too small for {owner} on this data: {what} 2^52 = "
-            f"{MAX_NOISY_MOMENT:.4g}, beyond which the doubles near a moment are spaced more than the weights can "
-            "move it (|W u| <= 1), so the LP cannot fit them; the noise scales as 1/(n epsilon): use a larger epsilon")
+    return budget_limit_message(owner, epsilon, delta, what=what, limit=f"2^52 = {MAX_NOISY_MOMENT:.4g}",
+                                why="the doubles near a moment are spaced more than the weights can move it "
+                                    "(|W u| <= 1), so the LP cannot fit them")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -3,7 +3,6 @@ from an ellipsoid and the LP over them."""
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_positive_finite, check_positive_ints
+from dpkit.core.validation import SQRT_FLOAT_MAX, budget_limit_message, check_choice, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.mechanisms.pca import PrivateSubspaceIteration, covariance_sensitivity, psi_noise_scale
@@ -27,7 +26,7 @@ __all__ = ["ImprovedTrigonometricMechanism", "MAX_PCA_NORM"]
 #: The largest norm of a noisy PCA column the mechanism can use: √(largest double). The eigenvalue estimates
 #: are the column norms of W = A X + G (G the PCA noise, std or scale σ per entry), computed through their
 #: squares, which overflow beyond it; a column's norm is about σ√d, so σ√d must stay below it.
-MAX_PCA_NORM = math.sqrt(sys.float_info.max)
+MAX_PCA_NORM = SQRT_FLOAT_MAX
 
 
 def _unique_rows(cells: np.ndarray) -> np.ndarray:
@@ -104,8 +103,9 @@ class ImprovedTrigonometricMechanism(TrigBase):
             raise ValueError(f"k must be in [1, d] = [1, {d}]; got k = {self.k}")
         if self.R > sch.t**d:
             raise ValueError(
-                f"R must be in [1, t^d] = [1, {sch.t}^{d} = {sch.t**d}] for n={n}, d={d}, K={self.K} (t from Thm "
-                f"{'2.5' if self.delta > 0 else '2.4'}); got R = {self.R}"
+                f"R must be in [1, t^d] = [1, {sch.t}^{d} = {sch.t**d}] for n={n}, d={d}, K={self.K}, "
+                f"delta={self.delta:g} (t from Thm {'2.5' if self.delta > 0 else '2.4'}, smaller for a smaller delta); "
+                f"got R = {self.R}"
             )
         # fail before anything is spent if PSI-(ε,δ)'s printed σ is outside its proven range
         psi_noise_scale(1.0, d=d, k=self.k, n_iter=self.n_iter, epsilon=self.epsilon / 3.0, delta=self.delta / 2.0)
@@ -116,10 +116,9 @@ class ImprovedTrigonometricMechanism(TrigBase):
                 raise ValueError(self._pca_too_small(f"the PCA's noise scale {sigma:.3g} times sqrt(d) reaches"))
 
     def _pca_too_small(self, what: str) -> str:
-        return (f"epsilon = {self.epsilon:g} (delta = {self.delta:g}) is too small for the private PCA of "
-                f"{type(self).__name__} on this data: {what} sqrt of the largest double = {MAX_PCA_NORM:.4g}, "
-                "beyond which the squared norms of its noisy columns (the eigenvalue estimates) overflow; the noise "
-                "scales as 1/(n epsilon): use a larger epsilon")
+        return budget_limit_message(f"the private PCA of {type(self).__name__}", self.epsilon, self.delta, what=what,
+                                    limit=f"sqrt of the largest double = {MAX_PCA_NORM:.4g}",
+                                    why="the squared norms of its noisy columns (the eigenvalue estimates) overflow")
 
     def _candidates(self, mu: np.ndarray, psi: PrivateSubspaceIteration, N: int, g: np.random.Generator) -> np.ndarray:
         """Alg 9 step 6: C points of the ellipsoid around μ̃ in the PCA subspace, clipped, discretised, distinct."""
