@@ -1,4 +1,4 @@
-"""``python -m dpkit.batch.false_alarms``: the notebooks' QUICK statistical checks over seeds, against the budget."""
+"""``python -m tools.false_alarms``: the notebooks' QUICK statistical checks over seeds, against the budget."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from dpkit.batch import false_alarms as fa
 from dpkit.evaluation.verdicts import check
+from tools import false_alarms as fa
 
 
 def test_command_on_few_seeds(tmp_path) -> None:

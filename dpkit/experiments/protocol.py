@@ -51,7 +51,7 @@ from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions", "run_cell",
-           "run_cells", "as_methods", "width_independent"]
+           "run_cells", "as_methods", "width_independent", "record_release"]
 
 #: ``callback(rep_index, reps)`` called after each finished repetition of :func:`run_cell`
 RepetitionCallback = Callable[[int, int], None]
@@ -206,7 +206,32 @@ def as_methods(methods: Mapping[str, Method] | Sequence[Method]) -> dict[str, Me
     return out
 
 
-def _record(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float) -> RunRecord:
+def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float) -> RunRecord:
+    """Score one method's release on one repetition: the :class:`RunRecord` the runner keeps.
+
+    The release's answers to the repetition's workload (its own answers, or the workload answered on its
+    synthetic database) against the repetition's exact answers, with the error bound of both answerings,
+    the privacy spent and the release's timings; :func:`run_cell` and :func:`run_cells` record every
+    release with it.
+
+    Parameters
+    ----------
+    name : str
+        The method's name in the cell (the record's ``method``).
+    rel : Release
+        What ``method.release(X, rng=g, workload=rep.workload)`` returned.
+    seconds : float
+        Wall time of that release; the exact answers' time (``rel.timings["truth"]``) is added for
+        methods that answer the workload directly.
+    rep : Repetition
+        The repetition the release answered (workload and exact answers).
+    sigma : float
+        Kernel width of the cell.
+
+    Returns
+    -------
+    RunRecord
+    """
     if rel.answers is not None:
         est = np.asarray(rel.answers, dtype=float)
         bound = rep.truth.error_bound
@@ -271,7 +296,7 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     for rep in repetitions(X, sigma=sigma, n_streams=len(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
         for (name, method), g in zip(configured.items(), rep.generators):
-            records.append(_record(name, *_timed_release(method, X, g, rep.workload), rep=rep, sigma=sigma))
+            records.append(record_release(name, *_timed_release(method, X, g, rep.workload), rep=rep, sigma=sigma))
         if hook is not None:
             hook(rep.index, int(reps))
     return records
@@ -541,5 +566,5 @@ def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], sha
                 done = memo[name]
             else:  # σ-independent: its own stream, released at the first σ and reused at the others
                 done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
-            records.append(_record(name, *done, rep=rep, sigma=s))
+            records.append(record_release(name, *done, rep=rep, sigma=s))
     return records

@@ -1,6 +1,6 @@
 """Measure the real false-alarm rate of the statistical notebooks: their QUICK checks over many seeds.
 
-``python -m dpkit.batch.false_alarms [--seeds N] [--first-seed S] [--notebooks 50 52 ...] [--false-alarm A]
+``python -m tools.false_alarms [--seeds N] [--first-seed S] [--notebooks 50 52 ...] [--false-alarm A]
 [--via-notebook] [--out DIR]``
 
 For every notebook and seed the notebook's statistical checks are reproduced (by default by calling
@@ -211,8 +211,8 @@ SUITES: dict[str, Suite] = {
 }
 
 
-#: The repository's notebooks (this file is ``dpkit/batch/false_alarms.py``).
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+#: The repository's notebooks (this file is ``tools/false_alarms.py``).
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def notebook_checks(name: str, seed: int, total: float, *, notebooks_dir: Path = NOTEBOOKS) -> list[Check]:
@@ -274,7 +274,7 @@ def summarise(results: dict[str, dict], total: float, confidence: float = 0.95) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dpkit.batch.false_alarms", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.false_alarms", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=100, help="number of seeds (default 100)")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed … first-seed + seeds − 1 (default 0)")
     ap.add_argument("--notebooks", nargs="+", help=f"notebook names or prefixes (default: all of {list(SUITES)})")
