@@ -3,11 +3,15 @@
 ``python -m tools.false_alarms [--seeds N] [--first-seed S] [--notebooks 50 52 ...] [--false-alarm A]
 [--via-notebook] [--out DIR]``
 
-For every notebook and seed the notebook's statistical checks are reproduced (by default by calling
-its claim functions directly with the notebook's QUICK parameters and the streams it spawns from
-``SEED``, so seed ``s`` gives the checks of the notebook run with ``SEED=s``; ``--via-notebook``
-executes the notebook itself with :func:`~dpkit.batch.execute.execute_notebook` instead, much
-slower). A run is *unexpected* when any statistical check disagrees with its expected verdict:
+For every notebook and seed the notebook's statistical checks are computed by the function the notebook
+itself calls: notebooks 50–58 compute all their checks in one claims function
+(``dpkit.claims.<topic>.notebook_checks(SEED, QUICK, FALSE_ALARM, **parameters)``, which spawns the notebook's
+streams from ``SEED``), and the suite calls it with ``QUICK`` and the defaults of the notebook's ``parameters``
+cell, so seed ``s`` gives the checks of the notebook run with ``SEED=s`` by construction. Notebooks 30 and 40
+still have a suite here that reproduces their checks from their claim functions (``--via-notebook``
+executes any notebook itself with :func:`~dpkit.batch.execute.execute_notebook` instead, much slower).
+
+A run is *unexpected* when any statistical check disagrees with its expected verdict:
 a false alarm (a check expected to PASS fails) or a missed negative control (one expected to FAIL
 passes). Per notebook the observed rate of unexpected runs is reported next to the budget
 ``FALSE_ALARM`` with a one-sided Clopper–Pearson upper bound (:func:`dpkit.evaluation.oracles.clopper_pearson`).
@@ -22,6 +26,9 @@ rows plus the failure count of every check and the seeds of the unexpected runs)
 from __future__ import annotations
 
 import argparse
+import ast
+import copy
+import inspect
 import json
 import sys
 import tempfile
@@ -43,12 +50,12 @@ from dpkit.claims import (
     reconstruction,
     trig_rates,
 )
-from dpkit.core.composition import laplace_privacy_loss_exact
+from dpkit.claims.results import NotebookRun
 from dpkit.core.rng import spawn
 from dpkit.evaluation.oracles import clopper_pearson
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget
 
-__all__ = ["SUITES", "notebook_checks", "run", "summarise", "main"]
+__all__ = ["SUITES", "NOTEBOOK_CHECKS", "notebook_parameters", "notebook_checks", "run", "summarise", "main"]
 
 Suite = Callable[[int, float], list[Check]]
 
@@ -59,87 +66,6 @@ def _budgeted(n_tests: int, checks: Callable[[FalseAlarmBudget], list[Check]], t
     out = checks(budget)
     budget.record(out)
     return out
-
-
-def _nb50(seed: int, total: float) -> list[Check]:
-    g_aud, g_post, g_gauss, g_acc = spawn(seed, 4)
-    lg = laplace_gauss
-
-    def checks(b: FalseAlarmBudget) -> list[Check]:
-        out = [lg.laplace_audit(n_samples=100_000, gamma=b.level, rng=g_aud),
-               lg.laplace_under_noised_audit(n_samples=100_000, gamma=b.level, rng=g_aud),
-               *lg.post_processing_audit(n_samples=50_000, gamma=b.level, rng=g_post).checks,
-               lg.gaussian_loss_law(epsilon=0.5, delta=1e-3, n_samples=20_000, gamma=b.level, rng=g_gauss),
-               lg.gaussian_audit(epsilon=1.0, delta=1e-3, n_samples=100_000, gamma=b.level, rng=g_gauss)]
-        acc = lg.laplace_accuracy(ks=[1, 10], betas=[0.01, 0.05, 0.2], delta=1e-5, n_trials=4000, gamma=b.level, rng=g_acc)
-        exact = lg.laplace_accuracy_exact(acc, delta=1e-5, n_trials=4000, gamma=b.level)
-        return [*out, *acc.checks, *[c for c in exact.checks if c.confidence is not None]]
-
-    return _budgeted(6, checks, total)
-
-
-@lru_cache(maxsize=1)
-def _plds51() -> tuple:
-    """The two PLDs notebook 51 samples in QUICK mode (ε = 0.1, k ∈ {10, 100}; deterministic)."""
-    return tuple(laplace_privacy_loss_exact(k, 0.1, bins_per_step=200) for k in (10, 100))
-
-
-def _nb51(seed: int, total: float) -> list[Check]:
-    (g_mc,) = spawn(seed, 1)
-    return _budgeted(2, lambda b: [
-        *composition.adaptive_composition_audit(n_samples=200_000, gamma=b.level, rng=g_mc).checks,
-        *composition.pld_monte_carlo(plds=list(_plds51()), n_samples=50_000, gamma=b.level, rng=g_mc).checks,
-    ], total)
-
-
-def _nb52(seed: int, total: float) -> list[Check]:
-    _, _, g_rnm, g_rr, g_svt, _, g_pmw = spawn(seed, 7)
-    en = exponential_net
-
-    def checks(b: FalseAlarmBudget) -> list[Check]:
-        out = [*en.report_noisy_max_audit(n_samples=100_000, gamma=b.level, rng=g_rnm).checks,
-               *en.report_noisy_max_monotone_misuse_audit(n_samples=100_000, gamma=b.level, rng=g_rnm).checks,
-               *en.randomized_response_estimator(n=1000, reps=500, gamma=b.level, rng=g_rr).checks]
-        en.above_threshold_privacy(k=10, n_instances=12, rng=g_svt)  # exact, but it advances the stream the sampler uses
-        return [*out, en.above_threshold_sampler(k=10, n_samples=50_000, gamma=b.level, rng=g_svt),
-                *en.pmw_accuracy(gamma=b.level, rng=g_pmw).checks, *en.pmw_printed_threshold(gamma=b.level, rng=g_pmw).checks]
-
-    return _budgeted(4, checks, total)
-
-
-def _nb53(seed: int, total: float) -> list[Check]:
-    g_dp = spawn(seed, 4)[3]
-    return _budgeted(1, lambda b: [
-        law(epsilon=1.0, n=32, trials=120, gamma=b.level, rng=g_dp).check
-        for law in (reconstruction.fundamental_law, reconstruction.fundamental_law_per_answer_control)
-    ], total)
-
-
-def _nb55(seed: int, total: float) -> list[Check]:
-    runs = trig_rates.rate_runs(ns_d1=[1000, 4000, 16000], ns_d2=[1000, 4000], reps=3, n_queries=30, J=10, epsilon=1.0,
-                                delta=1e-3, sigma=2.0, rng=trig_rates.TrigStreams.from_seed(seed))
-    fits = trig_rates.slope_fits(runs, K=4.0)
-    return _budgeted(3, lambda b: list(trig_rates.error_rate_checks(fits, gamma=b.level)), total)
-
-
-def _nb56(seed: int, total: float) -> list[Check]:
-    streams = private_pca.PCAStreams.from_seed(seed)  # the auditor draws from its own stream only
-    return _budgeted(1, lambda b: [private_pca.one_step_audit(n=200, d=5, epsilon=1.0, delta=1e-3, audit_samples=100_000,
-                                                              gamma=b.level, rng=streams).check], total)
-
-
-def _nb57(seed: int, total: float) -> list[Check]:
-    tests = ellipsoid.sampler_tests(n_points=20_000, dims=[2, 3, 5], cap=0.9, rng=ellipsoid.EllipsoidStreams.from_seed(seed))
-    return _budgeted(3, lambda b: [f(tests, gamma=b.level) for f in (
-        ellipsoid.correct_sampler_check, ellipsoid.printed_radius_check, ellipsoid.printed_k2_check,
-        ellipsoid.printed_angles_check)], total)
-
-
-def _nb58(seed: int, total: float) -> list[Check]:
-    streams = improved_privacy.ImprovedStreams.from_seed(seed)
-    runs = improved_privacy.improved_runs(n=1000, d=5, rs=[6, 16], c=500, epsilon=1.0, delta=1e-3, rng=streams)
-    return _budgeted(1, lambda b: list(improved_privacy.moment_audits(
-        runs, n=1000, d=5, R=6, epsilon=1.0, audit_samples=600_000, gamma=b.level, rng=streams).checks), total)
 
 
 @lru_cache(maxsize=1)
@@ -202,17 +128,61 @@ def _wdbc() -> Any:
         return load("WDBC").X
 
 
-#: Notebook name → its QUICK statistical checks for one seed (``suite(seed, FALSE_ALARM)``), mirroring the notebook.
-SUITES: dict[str, Suite] = {
-    "30_linear_queries": _nb30, "40_baselines": _nb40, "50_laplace_gauss": _nb50, "51_composition": _nb51,
-    "52_exponential_net": _nb52,
-    "53_reconstruction": _nb53, "55_trig_rates": _nb55, "56_private_pca": _nb56, "57_ellipsoid": _nb57,
-    "58_improved_privacy": _nb58,
-}
-
-
 #: The repository's notebooks (this file is ``tools/false_alarms.py``).
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+#: Notebook name → the claims function that computes all its checks; the notebook calls the same function.
+NOTEBOOK_CHECKS: dict[str, Callable[..., NotebookRun]] = {
+    "50_laplace_gauss": laplace_gauss.notebook_checks, "51_composition": composition.notebook_checks,
+    "52_exponential_net": exponential_net.notebook_checks, "53_reconstruction": reconstruction.notebook_checks,
+    "55_trig_rates": trig_rates.notebook_checks, "56_private_pca": private_pca.notebook_checks,
+    "57_ellipsoid": ellipsoid.notebook_checks, "58_improved_privacy": improved_privacy.notebook_checks,
+}
+
+#: Parameters every notebook has that are not the claims function's keywords (run settings, passed separately).
+_RUN_PARAMETERS = ("SEED", "QUICK", "FALSE_ALARM", "INTERACTIVE", "OUTPUT_DIR")
+
+
+def notebook_parameters(name: str, *, notebooks_dir: Path = NOTEBOOKS) -> dict[str, Any]:
+    """The defaults of notebook ``name``'s ``parameters`` cell (:func:`papermill.inspect_notebook`), as values."""
+    import papermill
+
+    found = papermill.inspect_notebook(str(notebooks_dir / f"{name}.ipynb"))
+    return {k: ast.literal_eval(v["default"]) for k, v in found.items()}
+
+
+@lru_cache(maxsize=None)
+def _keywords(name: str) -> dict[str, Any]:
+    """The notebook's parameter defaults as keywords of its claims function (names matched case-insensitively).
+
+    Loud when a parameter has no keyword or a keyword no parameter: the function must take exactly the notebook's
+    parameters."""
+    fn = NOTEBOOK_CHECKS[name]
+    keywords = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    by_lower = {k.lower(): k for k in keywords}
+    params = {k: v for k, v in notebook_parameters(name).items() if k not in _RUN_PARAMETERS}
+    unknown = [k for k in params if k.lower() not in by_lower]
+    missing = sorted(set(by_lower) - {k.lower() for k in params})
+    if unknown or missing:
+        raise ValueError(f"{name}: the parameters {unknown} have no keyword in {fn.__module__}.notebook_checks, and its "
+                         f"keywords {missing} no parameter in the notebook")
+    return {by_lower[k.lower()]: v for k, v in params.items()}
+
+
+def _claims_suite(name: str) -> Suite:
+    """Seed ``s`` → the statistical checks of notebook ``name`` run in QUICK mode with ``SEED = s`` (its claims function)."""
+
+    def suite(seed: int, total: float) -> list[Check]:
+        return NOTEBOOK_CHECKS[name](seed, True, total, **copy.deepcopy(_keywords(name))).statistical
+
+    suite.__name__ = f"suite_{name}"
+    return suite
+
+
+#: Notebook name → its QUICK statistical checks for one seed (``suite(seed, FALSE_ALARM)``).
+SUITES: dict[str, Suite] = {
+    "30_linear_queries": _nb30, "40_baselines": _nb40, **{name: _claims_suite(name) for name in NOTEBOOK_CHECKS},
+}
 
 
 def notebook_checks(name: str, seed: int, total: float, *, notebooks_dir: Path = NOTEBOOKS) -> list[Check]:
