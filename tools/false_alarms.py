@@ -4,12 +4,13 @@
 [--via-notebook] [--out DIR]``
 
 For every notebook and seed the notebook's statistical checks are computed by the function the notebook
-itself calls: notebooks 50–58 compute all their checks in one claims function
+itself calls: notebooks 30 and 50–58 compute all their checks in one claims function
 (``dpkit.claims.<topic>.notebook_checks(SEED, QUICK, FALSE_ALARM, **parameters)``, which spawns the notebook's
 streams from ``SEED``), and the suite calls it with ``QUICK`` and the defaults of the notebook's ``parameters``
-cell, so seed ``s`` gives the checks of the notebook run with ``SEED=s`` by construction. Notebooks 30 and 40
-still have a suite here that reproduces their checks from their claim functions (``--via-notebook``
-executes any notebook itself with :func:`~dpkit.batch.execute.execute_notebook` instead, much slower).
+cell, so seed ``s`` gives the checks of the notebook run with ``SEED=s`` by construction. Notebook 40 (an
+experiment over data sets and methods) has a suite here that reproduces its direct-answering checks for
+``METHODS`` = the two direct methods (``--via-notebook`` executes any notebook itself with
+:func:`~dpkit.batch.execute.execute_notebook` instead, much slower).
 
 A run is *unexpected* when any statistical check disagrees with its expected verdict:
 a false alarm (a check expected to PASS fails) or a missed negative control (one expected to FAIL
@@ -51,46 +52,12 @@ from dpkit.claims import (
     trig_rates,
 )
 from dpkit.claims.results import NotebookRun
-from dpkit.core.rng import spawn
 from dpkit.evaluation.oracles import clopper_pearson
-from dpkit.evaluation.verdicts import Check, FalseAlarmBudget
+from dpkit.evaluation.verdicts import Check
 
 __all__ = ["SUITES", "NOTEBOOK_CHECKS", "notebook_parameters", "notebook_checks", "run", "summarise", "main"]
 
 Suite = Callable[[int, float], list[Check]]
-
-
-def _budgeted(n_tests: int, checks: Callable[[FalseAlarmBudget], list[Check]], total: float) -> list[Check]:
-    """Run ``checks(budget)`` and validate it against the budget exactly as the notebook does (``budget.record``)."""
-    budget = FalseAlarmBudget(total, n_tests=n_tests)
-    out = checks(budget)
-    budget.record(out)
-    return out
-
-
-@lru_cache(maxsize=1)
-def _densities30() -> dict:
-    """Notebook 30's densities at δ* for ε = 1 on its QUICK grids (deterministic: computed once per process)."""
-    import numpy as np
-
-    configs = linear.CONFIGURATIONS
-    grids = linear.rate_maps(configs, np.geomspace(1e-3, 1.0, 7), np.geomspace(0.1, 5.0, 6))
-    curves = linear.min_rate_curves(configs, [0.3, 1.0, 5.0], grids, max_refine=6)
-    return linear.densities_at_radius_star(configs, 1.0, curves=curves, grids=grids, max_refine=6)
-
-
-def _nb30(seed: int, total: float) -> list[Check]:
-    dens = _densities30()
-    g_mc, g_audit, g_ks, _, g_misc = spawn(seed, 5)
-
-    def checks(b: FalseAlarmBudget) -> list[Check]:
-        out = [linear.privacy_auditor_check(dens["V1"], n_samples=60_000, rng=g_audit, config="V1", confidence=b.confidence)]
-        linear.v4_staircase_pdf_check(1.0, rng=g_misc)  # exact, but it advances the stream of the baselines below
-        out.append(linear.mc_abs_error_check(dens, n_samples=60_000, rng=g_mc, baseline_rng=g_misc, level=b.level).check)
-        return [*out, linear.sampler_ks_check(dens["V5"], n_samples=40_000, rng=g_ks, level=b.level),
-                linear.sampler_ks_printed_support0_check(1.0, n_samples=40_000, rng=g_ks, level=b.level)]
-
-    return _budgeted(3, checks, total)
 
 
 def _nb40(seed: int, total: float) -> list[Check]:
@@ -133,7 +100,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 #: Notebook name → the claims function that computes all its checks; the notebook calls the same function.
 NOTEBOOK_CHECKS: dict[str, Callable[..., NotebookRun]] = {
-    "50_laplace_gauss": laplace_gauss.notebook_checks, "51_composition": composition.notebook_checks,
+    "30_linear_queries": linear.notebook_checks, "50_laplace_gauss": laplace_gauss.notebook_checks,
+    "51_composition": composition.notebook_checks,
     "52_exponential_net": exponential_net.notebook_checks, "53_reconstruction": reconstruction.notebook_checks,
     "55_trig_rates": trig_rates.notebook_checks, "56_private_pca": private_pca.notebook_checks,
     "57_ellipsoid": ellipsoid.notebook_checks, "58_improved_privacy": improved_privacy.notebook_checks,
@@ -181,7 +149,7 @@ def _claims_suite(name: str) -> Suite:
 
 #: Notebook name → its QUICK statistical checks for one seed (``suite(seed, FALSE_ALARM)``).
 SUITES: dict[str, Suite] = {
-    "30_linear_queries": _nb30, "40_baselines": _nb40, **{name: _claims_suite(name) for name in NOTEBOOK_CHECKS},
+    name: _nb40 if name == "40_baselines" else _claims_suite(name) for name in sorted([*NOTEBOOK_CHECKS, "40_baselines"])
 }
 
 
