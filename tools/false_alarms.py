@@ -4,13 +4,12 @@
 [--via-notebook] [--out DIR]``
 
 For every notebook and seed the notebook's statistical checks are computed by the function the notebook
-itself calls: notebooks 30 and 50–58 compute all their checks in one claims function
+itself calls: each computes all its checks in one claims function
 (``dpkit.claims.<topic>.notebook_checks(SEED, QUICK, FALSE_ALARM, **parameters)``, which spawns the notebook's
 streams from ``SEED``), and the suite calls it with ``QUICK`` and the defaults of the notebook's ``parameters``
-cell, so seed ``s`` gives the checks of the notebook run with ``SEED=s`` by construction. Notebook 40 (an
-experiment over data sets and methods) has a suite here that reproduces its direct-answering checks for
-``METHODS`` = the two direct methods (``--via-notebook`` executes any notebook itself with
-:func:`~dpkit.batch.execute.execute_notebook` instead, much slower).
+cell, so seed ``s`` gives the checks of the notebook run with ``SEED=s`` by construction (notebook 40 with
+``METHODS`` = its two direct-answering methods, :data:`SUITE_PARAMETERS`). ``--via-notebook`` executes the
+notebook itself with :func:`~dpkit.batch.execute.execute_notebook` instead (much slower).
 
 A run is *unexpected* when any statistical check disagrees with its expected verdict:
 a false alarm (a check expected to PASS fails) or a missed negative control (one expected to FAIL
@@ -41,6 +40,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from dpkit.claims import (
+    baselines,
     composition,
     ellipsoid,
     exponential_net,
@@ -60,41 +60,6 @@ __all__ = ["SUITES", "NOTEBOOK_CHECKS", "notebook_parameters", "notebook_checks"
 Suite = Callable[[int, float], list[Check]]
 
 
-def _nb40(seed: int, total: float) -> list[Check]:
-    """Notebook 40's statistical checks (direct answering vs theory) as the QUICK notebook run with
-    ``METHODS=["direct-laplace_I", "direct-gaussian"]`` computes them: the WDBC cell (σ = 4, 2 repetitions,
-    200 queries) and the 2-d toy panel, whose direct Laplace runs join the same check. The suite's
-    other methods have their own streams and no statistical check."""
-    from dpkit.claims.baselines import DIRECT_CHECKED, baseline_budget, baseline_checks
-    from dpkit.experiments import cell_seed, run_cell
-    from dpkit.experiments.baselines import toy_methods
-    from dpkit.methods.registry import suite
-
-    X = _wdbc()
-    run = dict(sigma=4.0, reps=2, n_queries=200, J=10)
-    methods = suite("baselines", include=[name for _, name in DIRECT_CHECKED], epsilon=1.0, delta=1e-3)
-    records = run_cell(X, methods=methods, rng=cell_seed(seed, "WDBC", 4.0), **run)
-    # notebook 40's toy panel with its QUICK parameters (TOY_LEVELS = TOY_M = 3, M_ROWS = 300, MWEM_T = 5, ...)
-    toy = toy_methods(epsilon=1.0, delta=1e-3, levels=3, m=3, m_rows=300, T=5, C=1000, n_class=40, R=50)
-    records += run_cell(X[:, :2], methods=toy, rng=cell_seed(seed, "WDBC-2d-toy", 4.0), **run)
-    budget = baseline_budget([r.method for r in records], total)
-    out = baseline_checks(records, [], budget=budget)
-    budget.record(out)
-    return [c for c in out if c.confidence is not None]  # the ledger checks are exact
-
-
-@lru_cache(maxsize=1)
-def _wdbc() -> Any:
-    import warnings
-
-    from dpkit.core.exceptions import PrivacyLeakWarning
-    from dpkit.data import load
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # the notebook records the same warning once
-        return load("WDBC").X
-
-
 #: The repository's notebooks (this file is ``tools/false_alarms.py``).
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -105,7 +70,12 @@ NOTEBOOK_CHECKS: dict[str, Callable[..., NotebookRun]] = {
     "52_exponential_net": exponential_net.notebook_checks, "53_reconstruction": reconstruction.notebook_checks,
     "55_trig_rates": trig_rates.notebook_checks, "56_private_pca": private_pca.notebook_checks,
     "57_ellipsoid": ellipsoid.notebook_checks, "58_improved_privacy": improved_privacy.notebook_checks,
+    "40_baselines": baselines.notebook_checks,
 }
+
+#: Parameters the suite sets instead of the notebook's default: notebook 40 runs only the two direct-answering
+#: methods (``METHODS``), the ones with statistical checks (all of the baselines suite would take minutes a seed).
+SUITE_PARAMETERS: dict[str, dict[str, Any]] = {"40_baselines": {"methods": [name for _, name in baselines.DIRECT_CHECKED]}}
 
 #: Parameters every notebook has that are not the claims function's keywords (run settings, passed separately).
 _RUN_PARAMETERS = ("SEED", "QUICK", "FALSE_ALARM", "INTERACTIVE", "OUTPUT_DIR")
@@ -126,7 +96,8 @@ def _keywords(name: str) -> dict[str, Any]:
     Loud when a parameter has no keyword or a keyword no parameter: the function must take exactly the notebook's
     parameters."""
     fn = NOTEBOOK_CHECKS[name]
-    keywords = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    keywords = [p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
     by_lower = {k.lower(): k for k in keywords}
     params = {k: v for k, v in notebook_parameters(name).items() if k not in _RUN_PARAMETERS}
     unknown = [k for k in params if k.lower() not in by_lower]
@@ -134,7 +105,7 @@ def _keywords(name: str) -> dict[str, Any]:
     if unknown or missing:
         raise ValueError(f"{name}: the parameters {unknown} have no keyword in {fn.__module__}.notebook_checks, and its "
                          f"keywords {missing} no parameter in the notebook")
-    return {by_lower[k.lower()]: v for k, v in params.items()}
+    return {**{by_lower[k.lower()]: v for k, v in params.items()}, **SUITE_PARAMETERS.get(name, {})}
 
 
 def _claims_suite(name: str) -> Suite:
@@ -148,9 +119,7 @@ def _claims_suite(name: str) -> Suite:
 
 
 #: Notebook name → its QUICK statistical checks for one seed (``suite(seed, FALSE_ALARM)``).
-SUITES: dict[str, Suite] = {
-    name: _nb40 if name == "40_baselines" else _claims_suite(name) for name in sorted([*NOTEBOOK_CHECKS, "40_baselines"])
-}
+SUITES: dict[str, Suite] = {name: _claims_suite(name) for name in sorted(NOTEBOOK_CHECKS)}
 
 
 def notebook_checks(name: str, seed: int, total: float, *, notebooks_dir: Path = NOTEBOOKS) -> list[Check]:

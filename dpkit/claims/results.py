@@ -118,9 +118,9 @@ class NotebookRun:
         Every check, in report order.
     rows : tuple of dict
         The ``metrics.json`` table rows, in report order.
-    budget : dict
+    budget : dict or None
         The false-alarm budget's record (:meth:`~dpkit.evaluation.verdicts.FalseAlarmBudget.record`), already
-        validated against ``checks``.
+        validated against ``checks``; None for a run without statistical checks.
     parts : dict
         The sections' results by name (tables and data behind the figures).
     """
@@ -128,7 +128,7 @@ class NotebookRun:
     params: dict[str, Any]
     checks: tuple[Check, ...]
     rows: tuple[dict[str, Any], ...]
-    budget: dict[str, Any]
+    budget: dict[str, Any] | None
     parts: dict[str, Any]
 
     @property
@@ -157,7 +157,11 @@ class NotebookRecorder:
         for r in records:
             self.row(part=part, **r)
 
-    def finish(self, params: dict[str, Any], budget: FalseAlarmBudget, **parts: Any) -> NotebookRun:
-        """The run, with ``budget`` recorded against the collected checks (raises if it does not fit them)."""
+    def finish(self, params: dict[str, Any], budget: FalseAlarmBudget | None, **parts: Any) -> NotebookRun:
+        """The run, with ``budget`` recorded against the collected checks (raises if it does not fit them).
+
+        ``budget`` None: a run without statistical checks (then ``NotebookRun.budget`` is None)."""
+        if budget is None and any(c.confidence is not None for c in self.checks):
+            raise ValueError(f"statistical checks without a false-alarm budget: {[c.id for c in self.checks if c.confidence]}")
         return NotebookRun(params=params, checks=tuple(self.checks), rows=tuple(self.rows),
-                           budget=budget.record(self.checks), parts=parts)
+                           budget=None if budget is None else budget.record(self.checks), parts=parts)
