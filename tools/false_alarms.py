@@ -123,11 +123,13 @@ SUITES: dict[str, Suite] = {name: _claims_suite(name) for name in sorted(NOTEBOO
 
 
 def notebook_checks(name: str, seed: int, total: float, *, notebooks_dir: Path = NOTEBOOKS) -> list[Check]:
-    """The statistical checks of notebook ``name`` run headless in QUICK mode with ``SEED=seed`` (slow path)."""
+    """The statistical checks of notebook ``name`` run headless in QUICK mode with ``SEED=seed`` (slow path; with the
+    parameters of :data:`SUITE_PARAMETERS`, as the suite)."""
     from dpkit.batch.execute import execute_notebook
 
+    params = dict(SEED=seed, QUICK=True, FALSE_ALARM=total, **{k.upper(): v for k, v in SUITE_PARAMETERS.get(name, {}).items()})
     with tempfile.TemporaryDirectory(prefix=f"false_alarms_{name}_") as tmp:
-        execute_notebook(notebooks_dir / f"{name}.ipynb", tmp, parameters=dict(SEED=seed, QUICK=True, FALSE_ALARM=total))
+        execute_notebook(notebooks_dir / f"{name}.ipynb", tmp, parameters=params)
         metrics = json.loads((Path(tmp) / "metrics.json").read_text())
     fields = ("id", "claim", "statistic", "bound", "confidence", "verdict", "expected", "note", "attempts", "retry_statistic")
     return [Check(**{k: c[k] for k in fields if k in c}) for c in metrics["checks"] if c["confidence"] is not None]
