@@ -40,7 +40,7 @@ run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDB
 	@echo "executed notebook, metrics.json and figures in $(RESULTS)/quickstart/"
 
 test: $(STAMP) ## lint (ruff), the doctests and the whole test suite (statistical, notebooks in QUICK mode)
-	$(BIN)/ruff check dpkit tests
+	$(BIN)/ruff check dpkit tests benchmarks tools
 	$(BIN)/python -m pytest -n 2 -q --durations=15 --doctest-modules dpkit tests --ignore-glob="*/__main__.py"
 
 test-fast: $(STAMP) ## unit tests only (skip notebook executions)
@@ -53,11 +53,11 @@ lab: $(STAMP) ## JupyterLab with working widgets (make lab PORT=8899 NO_BROWSER=
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
 bench: $(STAMP) ## full benchmarks -> results/bench.{json,md}; truth stage + projected full-table time -> results/bench_truth.json
-	$(BIN)/python -m dpkit.batch.bench --out $(RESULTS)
-	$(BIN)/python -m dpkit.batch.bench_truth --datasets CSN CRM CTG PKS WDBC --tables --out $(RESULTS)/bench_truth.json
+	$(BIN)/python -m benchmarks.bench --out $(RESULTS)
+	$(BIN)/python -m benchmarks.bench_truth --datasets CSN CRM CTG PKS WDBC --tables --out $(RESULTS)/bench_truth.json
 
 bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.json
-	$(BIN)/python -m dpkit.batch.bench --quick --out $(RESULTS)
+	$(BIN)/python -m benchmarks.bench --quick --out $(RESULTS)
 
 smoke: $(STAMP) ## every notebook once in QUICK mode through the batch runner (a few minutes); then the checks table
 	@status=0; \
@@ -112,7 +112,7 @@ status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs
 	$(BIN)/python -m dpkit.batch status notebooks/manifests/$(or $(MANIFEST),leaderboard).yaml
 
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget
-	$(BIN)/python -m dpkit.batch.false_alarms --seeds $(or $(SEEDS),200) --out $(RESULTS)/false_alarms
+	$(BIN)/python -m tools.false_alarms --seeds $(or $(SEEDS),200) --out $(RESULTS)/false_alarms
 
 data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
 	$(BIN)/python -m dpkit.data list

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dpkit.batch.bench import THESIS_WORST_TIME_S, main, quick_config, run_benchmark, write_outputs
+from benchmarks.bench import THESIS_WORST_TIME_S, main, quick_config, run_benchmark, write_outputs
 
 
 def _loader(name):
@@ -61,7 +61,7 @@ def test_bench_thesis_times_table():
 
 
 def test_bench_cli_writes_files(tmp_path, monkeypatch):
-    import dpkit.batch.bench as bench
+    import benchmarks.bench as bench
 
     monkeypatch.setattr(bench, "_default_loader", lambda name: _loader(name).X)
     real_quick = bench.quick_config

@@ -1,9 +1,9 @@
-"""The exact-answer benchmark (dpkit.batch.bench_truth) on a tiny in-memory data set."""
+"""The exact-answer benchmark (benchmarks.bench_truth) on a tiny in-memory data set."""
 from __future__ import annotations
 
 import numpy as np
 
-from dpkit.batch.bench_truth import main, render_markdown, truth_stage
+from benchmarks.bench_truth import main, render_markdown, truth_stage
 from dpkit.queries.exact import clear_cache
 from dpkit.queries.lowrank import FitOptions
 
@@ -26,7 +26,7 @@ def test_truth_stage_rows_and_table():
 
 
 def test_main_prints_a_table(capsys, monkeypatch):
-    import dpkit.batch.bench_truth as bt
+    import benchmarks.bench_truth as bt
 
     X = np.random.default_rng(1).uniform(-1, 1, (300, 2))
     monkeypatch.setattr(bt, "_load", lambda name: X)
@@ -39,7 +39,7 @@ def test_main_prints_a_table(capsys, monkeypatch):
 
 def test_table_costs_and_projection_fields():
     """The full-table projection on a toy cell: stage fields, cold ≥ warm, ratios only (no absolute times)."""
-    from dpkit.batch.bench_truth import manifest_runs, project_tables, render_projection, table_costs
+    from benchmarks.bench_truth import manifest_runs, project_tables, render_projection, table_costs
 
     rng = np.random.default_rng(2)
     X = np.clip(np.round(rng.normal(0, 0.4, (300, 3)) * 10) / 10, -1, 1)
@@ -72,7 +72,7 @@ def test_table_costs_and_projection_fields():
 
 
 def test_main_tables_prints_the_projection(capsys, monkeypatch, tmp_path):
-    import dpkit.batch.bench_truth as bt
+    import benchmarks.bench_truth as bt
 
     X = np.clip(np.random.default_rng(3).normal(0, 0.4, (300, 3)), -1, 1)
     monkeypatch.setattr(bt, "_load", lambda name: X)
@@ -89,3 +89,21 @@ def test_main_tables_prints_the_projection(capsys, monkeypatch, tmp_path):
     rep = json.loads(out_json.read_text())
     assert set(rep) == {"table_costs", "projection"} and rep["projection"]["cold"]["core_s"] > 0
     clear_cache()
+
+
+def test_process_tooling_uses_only_public_dpkit_names():
+    """benchmarks/ and tools/ live outside the package: they import dpkit's public API only (no ``_name``)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    private = []
+    for path in sorted([*root.glob("benchmarks/*.py"), *root.glob("tools/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpkit"):
+                private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                private += [f"{path.name}: {m}" for m in mods if m.startswith("dpkit") and any(
+                    part.startswith("_") for part in m.split("."))]
+    assert private == []

@@ -410,7 +410,7 @@ def test_checks_cli_plain_runs(tmp_path, capsys):
     (["--reps", "0"], "--reps"),
 ])
 def test_bench_options(capsys, argv, needle):
-    from dpkit.batch.bench import main as bench_main
+    from benchmarks.bench import main as bench_main
 
     with pytest.raises(SystemExit) as info:
         bench_main(argv)
@@ -428,7 +428,7 @@ def test_bench_options(capsys, argv, needle):
     (["--tol", "0"], "--tol"),
 ])
 def test_bench_truth_options_are_checked_before_anything_runs(capsys, monkeypatch, argv, needle):
-    from dpkit.batch import bench_truth
+    from benchmarks import bench_truth
 
     monkeypatch.setattr(bench_truth, "truth_stage", lambda *a, **k: pytest.fail("the truth stage ran"))
     monkeypatch.setattr(bench_truth, "table_costs", lambda *a, **k: pytest.fail("the table stage ran"))

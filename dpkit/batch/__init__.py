@@ -1,8 +1,8 @@
 """Batch layer: headless papermill runs of notebooks on Dask (:mod:`dpkit.batch.runner`: manifests in
 :mod:`~dpkit.batch.manifest`, one notebook in :mod:`~dpkit.batch.execute`, run locks in
 :mod:`~dpkit.batch.locks`, reading results back in :mod:`~dpkit.batch.results`), the checks summary
-over a results folder (:mod:`dpkit.batch.checks`) and the benchmarks (:mod:`dpkit.batch.bench`).
-``python -m dpkit.batch`` is the runner's command line (:mod:`dpkit.batch.cli`)."""
+over a results folder (:mod:`dpkit.batch.checks`). ``python -m dpkit.batch`` is the runner's command line
+(:mod:`dpkit.batch.cli`). The benchmarks live outside the package, in the repository's ``benchmarks/``."""
 from dpkit.batch.cli import main
 from dpkit.batch.execute import execute_notebook, failure_message
 from dpkit.batch.manifest import (

@@ -26,12 +26,14 @@ statement about these runs (no confidence): it is not charged to the budget.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpkit.claims.results import NotebookRecorder, NotebookRun
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.experiments.baselines import gaussian_abs_max_mean
 from dpkit.experiments.protocol import RunRecord
@@ -43,6 +45,7 @@ __all__ = [
     "laplace_max_mean_deviation_bound",
     "gaussian_max_mean_deviation_bound",
     "DIRECT_CHECKED",
+    "notebook_checks",
 ]
 
 #: The direct-answering methods whose worst error has a statistical check (charged to the budget).
@@ -172,3 +175,98 @@ def baseline_checks(records: Sequence[RunRecord], rows: Sequence[dict[str, Any]]
                      stat, bound, relation="<=", confidence=budget.confidence,
                      note=f"{len(z)} runs; level {budget.level:.3g} of FALSE_ALARM {budget.total:g}"))
     return out
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, datasets: Sequence[str], sigmas: Sequence[float], epsilon: float,
+    delta: float, reps: int, n_queries: int, J: int, C: int, R: int, m_rows: int, mwem_t: int, n_class: int, pca_k: int,
+    pca_reps: int, toy_levels: int, toy_m: int, methods: Sequence[str], progress: bool = False,
+) -> NotebookRun:
+    """Everything notebook 40 (``40_baselines``) computes with these parameters: runs, rows, checks, extras.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK sizes (WDBC, σ = 4, 2 repetitions, 200
+    queries, small methods). Every registered method of the ``baselines`` suite (or those named in ``methods``)
+    runs with these parameters on every data set that loads and every σ, each (data set, σ) cell seeded by its
+    values (:func:`~dpkit.experiments.cell_seed`), then the 2-d toy panel and the private PCA comparison; the
+    budget ``false_alarm`` is split over the direct-answering checks (:func:`baseline_budget`; None without them).
+    ``parts``: ``methods`` (the configured suite), ``data`` (the loaded arrays), ``rows`` and ``toy_rows``, ``pca``
+    (the PCA summary), ``conclusion``, and ``extra`` (the ``metrics.json`` extras in the notebook's order).
+    ``progress`` shows progress bars.
+    """
+    from dpkit.core.exceptions import PrivacyLeakWarning
+    from dpkit.data import load
+    from dpkit.experiments import cell_seed, run_cell
+    from dpkit.experiments.baselines import baseline_rows, toy_methods, write_conclusion
+    from dpkit.experiments.pca_compare import compare_private_pca, pca_summary
+    from dpkit.methods.registry import describe, suite
+
+    if quick:
+        datasets, sigmas, reps, n_queries = ["WDBC"], [4.0], 2, 200
+        C, m_rows, mwem_t, n_class, pca_reps, toy_levels, toy_m = 1000, 300, 5, 40, 2, 3, 3
+    params = dict(SEED=seed, QUICK=quick, DATASETS=datasets, SIGMAS=sigmas, EPSILON=epsilon, DELTA=delta, REPS=reps,
+                  N_QUERIES=n_queries, J=J, C=C, R=R, M_ROWS=m_rows, MWEM_T=mwem_t, N_CLASS=n_class, PCA_K=pca_k,
+                  PCA_REPS=pca_reps, TOY_LEVELS=toy_levels, TOY_M=toy_m, FALSE_ALARM=false_alarm, METHODS=methods)
+    extra: dict[str, Any] = {}
+    # this notebook's parameters are set on every method that has them
+    configured = suite("baselines", include=methods or None, epsilon=epsilon, delta=delta, C=C, R=R, m=m_rows, T=mwem_t,
+                       n_class=n_class, k=pca_k)
+    extra["methods"] = describe(configured)
+    data, skipped = {}, {}
+    for name in datasets:
+        try:
+            with warnings.catch_warnings(record=True):  # the data-derived bounds are recorded in bounds_source
+                warnings.simplefilter("always", PrivacyLeakWarning)
+                ds = load(name)
+            data[name] = ds.X
+            extra.setdefault("bounds_source", {})[name] = ds.bounds_source
+        except Exception as exc:  # e.g. PAM offline: recorded, no rows
+            skipped[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    extra["skipped_datasets"] = skipped
+    out = NotebookRecorder()
+    records, rows = [], []
+    for name in data:
+        X = data[name]
+        for sigma in sigmas:
+            recs = run_cell(X, methods=configured, sigma=sigma, reps=reps, n_queries=n_queries, J=J,
+                            rng=cell_seed(seed, name, sigma), progress=progress)
+            records += recs
+            rows += baseline_rows(recs, dataset=name)
+    for r in rows:
+        out.row(**r)
+    toy_recs, toy_rows = [], []
+    if data:  # the first available data set
+        toy_name = next(iter(data))
+        X2 = data[toy_name][:, :2]
+        toy_sigma = sigmas[0]
+        toy = toy_methods(epsilon=epsilon, delta=delta, levels=toy_levels, m=toy_m, m_rows=m_rows, T=mwem_t, C=C,
+                          n_class=n_class, R=R)
+        toy_recs = run_cell(X2, methods=toy, sigma=toy_sigma, reps=reps, n_queries=n_queries, J=J,
+                            rng=cell_seed(seed, f"{toy_name}-2d-toy", toy_sigma))
+        toy_rows = baseline_rows(toy_recs, dataset=f"{toy_name}-2d-toy")
+        for r in toy_rows:
+            out.row(**r)
+    pca_rows = []
+    for name in data:
+        for s in cell_seed(seed, f"{name}-pca", 0.0).spawn(pca_reps):
+            for r in compare_private_pca(data[name], k=min(pca_k, data[name].shape[1]), epsilon=epsilon, rng=s):
+                r.pop("ledger")
+                pca_rows.append({"dataset": name, **r})
+    pca_table = pca_summary(pca_rows)
+    extra["pca_comparison"] = pca_table
+    budget = baseline_budget([r.method for r in records + toy_recs], false_alarm)
+    out.add(*baseline_checks(records + toy_recs, rows, budget=budget))
+    run = out.finish(params, budget)
+    if run.budget is not None:
+        extra["false_alarm_budget"] = run.budget
+    conclusion = write_conclusion(rows, n_by_dataset={k: v.shape[0] for k, v in data.items()}, epsilon=epsilon, delta=delta)
+    pca_df = pd.DataFrame(pca_table)
+    if not pca_df.empty:
+        piv = pca_df.pivot_table(index="dataset", columns="method", values="max_angle_deg_mean")
+        angles = "; ".join(f"{ds}: dpkit-psi {r['dpkit-psi']:.0f}°, diffprivlib {r['diffprivlib']:.0f}°"
+                           for ds, r in piv.iterrows())
+        conclusion += (f"\n\nPrivate PCA at ε = {epsilon:g} (largest angle to the true top-{pca_k} subspace, degrees): "
+                       + angles + ".")
+    extra["conclusion"] = conclusion
+    run.parts.update(methods=configured, data=data, rows=rows, toy_rows=toy_rows, pca=pca_table, conclusion=conclusion,
+                     extra=extra)
+    return run

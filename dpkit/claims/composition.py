@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from dpkit.claims.results import TableResult, retried
+from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.composition import (
     LaplacePLD,
     advanced_composition,
@@ -36,7 +36,7 @@ from dpkit.core.composition import (
     optimal_composition_delta,
     per_step_epsilon,
 )
-from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import audit
 from dpkit.evaluation.oracles import (
     AdaptiveComposition,
@@ -47,7 +47,7 @@ from dpkit.evaluation.oracles import (
     rr_kfold_delta,
     rr_kl,
 )
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 
 __all__ = [
     "KLResult",
@@ -63,6 +63,7 @@ __all__ = [
     "rr_kfold_composition",
     "laplace_ii_exact",
     "dr_cor_3_21_exact",
+    "notebook_checks",
 ]
 
 #: D–R seed E9.1: k-fold RR at ε = 0.1, k = 100, δ' = 10⁻⁵ has Thm 3.20's ε' = 5.850 and exact δ(ε') = 2.0·10⁻⁹.
@@ -398,3 +399,61 @@ def dr_cor_3_21_exact(
               (tab.delta_exact / tab.delta_prime).max(), 1.0, relation="<=",
               note=f"largest exact ε'/target: {(tab.eps_exact / tab.target).max():.3f}")
     return TableResult(checks=(c,), table=tab)
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, epsilons: Sequence[float], ks: Sequence[int],
+    delta_primes: Sequence[float], bins_per_step: int, mc_samples: int, prop112_epsilon: float, prop112_delta: float,
+) -> NotebookRun:
+    """Every check and table row of notebook 51 (``51_composition``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK grids. One stream is spawned from
+    ``seed`` (the composition auditor, then the PLD Monte Carlo); the budget ``false_alarm`` is split over the two
+    statistical checks. ``parts``: ``plds`` (the exact k-fold PLDs of the grid ε × k), ``kl``, ``adaptive``, ``bounds``,
+    ``p112`` (the sections' results).
+    """
+    if quick:
+        epsilons, ks, bins_per_step, mc_samples = [0.1, 0.5], [10, 100], 200, 50000
+    cor321_ks = [1, 10, 100, 10**4] if quick else [1, 10, 100, 10**4, 10**6]  # steps of the exact Cor 3.21 grid
+    rr_ks = [10, 100, 1000] if quick else [10, 100, 1000, 10**4]  # steps of the exact k-fold RR grid
+    params = dict(SEED=seed, QUICK=quick, EPSILONS=epsilons, KS=ks, DELTA_PRIMES=delta_primes, BINS_PER_STEP=bins_per_step,
+                  MC_SAMPLES=mc_samples, PROP112_EPSILON=prop112_epsilon, PROP112_DELTA=prop112_delta,
+                  FALSE_ALARM=false_alarm)
+    (g_mc,) = spawn(seed, 1)
+    # the exact k-fold privacy-loss distributions of the grid ε × k (shared by the checks below)
+    plds = [laplace_privacy_loss_exact(k, e, bins_per_step=bins_per_step) for e in epsilons for k in ks]
+    budget = FalseAlarmBudget(false_alarm, n_tests=2)  # the composition auditor, PLD vs Monte Carlo
+    gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    out = NotebookRecorder()
+    basic = basic_composition(ks=ks, total_epsilon=1.0, bins_per_step=bins_per_step)
+    out.table("basic", basic.table.to_dict("records"))
+    out.add(*basic.checks)
+    kl = kl_bound()
+    out.add(kl.check)
+    adaptive = adaptive_composition_audit(composition=AdaptiveComposition(epsilons=(0.3, 0.3, 0.4)), n_samples=mc_samples * 4,
+                                          gamma=gamma, rng=g_mc)
+    out.add(*adaptive.checks)
+    out.table("composition_audit", adaptive.table.to_dict("records"))
+    bounds = composition_bounds(plds=plds, delta_primes=delta_primes)
+    out.table("advanced", bounds.table.to_dict("records"))
+    out.add(*bounds.checks)
+    mc = pld_monte_carlo(plds=plds[:2], n_samples=mc_samples, gamma=gamma, rng=g_mc)
+    out.table("pld_mc", mc.table.to_dict("records"))
+    out.add(*mc.checks)
+    p112 = laplace_ii_composition(ks=ks, epsilon=prop112_epsilon, delta=prop112_delta, bins_per_step=bins_per_step)
+    out.table("prop112", p112.table.to_dict("records"))
+    out.add(*p112.checks)
+    p112_half = laplace_ii_exact(epsilon=0.5, delta=prop112_delta, ks=ks, bins_per_step=bins_per_step)
+    out.table("prop112_eps05", p112_half.table.to_dict("records"))
+    out.add(*p112_half.checks)
+    out.add(dr_cor_3_21())
+    cor_exact = dr_cor_3_21_exact(ks=cor321_ks)
+    out.table("cor321_exact", cor_exact.table.to_dict("records"))
+    out.add(*cor_exact.checks)
+    rr = rr_kfold_composition(ks=rr_ks)
+    out.table("rr_kfold", rr.table.to_dict("records"))
+    out.add(*rr.checks)
+    ex37 = dr_ex_3_7()
+    out.add(*ex37.checks)
+    out.table("ex37", ex37.table.to_dict("records"))
+    return out.finish(params, budget, plds=plds, kl=kl, adaptive=adaptive, bounds=bounds, p112=p112)

@@ -18,14 +18,16 @@ tests of a sampler).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Sequence
 
 import numpy as np
 from scipy import stats
 
+from dpkit.claims.results import NotebookRecorder, NotebookRun
 from dpkit.claims.streams import Streams
 from dpkit.core.rng import RNGLike
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "printed_k2_check",
     "printed_angles_check",
     "sampler_scatter",
+    "notebook_checks",
 ]
 
 
@@ -153,3 +156,28 @@ def sampler_scatter(*, n_points: int = 3000, k: int = 3, seed: int) -> SamplerSc
     """``n_points`` points of each sampler in the unit ball of R^k, each drawn with a fresh generator seeded by ``seed``."""
     pts = {m: sample_ellipsoid(n_points, np.ones(k), rng=seed, method=m) for m in METHODS}
     return SamplerScatter(k=k, uniform=pts["uniform"], thesis=pts["thesis"])
+
+
+def notebook_checks(seed: int, quick: bool, false_alarm: float, *, n_points: int, dims: Sequence[int], cap: float) -> NotebookRun:
+    """Every check and table row of notebook 57 (``57_ellipsoid``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK sizes. One stream per sampler
+    (:class:`EllipsoidStreams`, from ``seed``); the budget ``false_alarm`` is split over the three checks expected to
+    pass. ``parts``: ``tests`` (the sampler tests).
+    """
+    if quick:
+        n_points, dims = 20000, [2, 3, 5]
+    params = dict(SEED=seed, QUICK=quick, N_POINTS=n_points, DIMS=dims, CAP=cap, FALSE_ALARM=false_alarm)
+    streams = EllipsoidStreams.from_seed(seed)  # one stream per sampler
+    budget = FalseAlarmBudget(false_alarm, n_tests=3)  # the correct sampler, the printed radius, the printed k = 2
+    gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    out = NotebookRecorder()
+    tests = sampler_tests(n_points=n_points, dims=dims, cap=cap, rng=streams)
+    for r in tests:
+        out.row(**asdict(r))
+    out.add(containment_check(tests))
+    out.add(correct_sampler_check(tests, gamma=gamma))
+    out.add(printed_radius_check(tests, gamma=gamma))
+    out.add(printed_k2_check(tests, gamma=gamma))
+    out.add(printed_angles_check(tests, gamma=gamma))
+    return out.finish(params, budget, tests=tests)

@@ -29,12 +29,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dpkit.claims.results import TableResult, retried
+from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import AuditResult, audit
 from dpkit.evaluation.oracles import report_noisy_max_probabilities
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.exponential import Exponential, ReportNoisyMax
 from dpkit.mechanisms.net import NetMechanism, count_databases, enumerate_databases
 from dpkit.mechanisms.pmw import PrivateMultiplicativeWeights
@@ -62,6 +62,7 @@ __all__ = [
     "pmw_instance",
     "pmw_accuracy",
     "pmw_printed_threshold",
+    "notebook_checks",
 ]
 
 #: Non-monotone neighbouring utilities of report noisy max: one score up by Δ = 1, another down.
@@ -506,3 +507,58 @@ def pmw_printed_threshold(
               float(table.bound[0]), relation="<=", confidence=1 - gamma, expected="FAIL",
               note=f"threshold {table.threshold[0]:g}")
     return TableResult(checks=(c,), table=table)
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, epsilon: float, n_instances: int, range_sizes: Sequence[int],
+    audit_samples: int, rr_n: int, rr_reps: int, svt_k: int, svt_instances: int, svt_samples: int,
+) -> NotebookRun:
+    """Every check and table row of notebook 52 (``52_exponential_net``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK sizes. Seven streams are spawned from
+    ``seed`` (exponential mechanism and net, utility, report noisy max, randomized response, sparse vector, exact
+    report noisy max, PMW); the budget ``false_alarm`` is split over the four statistical checks. ``parts``:
+    ``util``, ``rnm_exact``, ``rr``, ``net`` (the sections' results).
+    """
+    if quick:
+        n_instances, range_sizes, audit_samples, rr_n, rr_reps, svt_k, svt_instances, svt_samples = (
+            40, [2, 10, 1000], 100000, 1000, 500, 10, 12, 50000)
+    net_m = 6 if quick else 9  # rows of the net's databases (|N| grows like 8^m / m!)
+    rnm_exact = dict(ms=(2, 5), gaps=(0.0, 20.0), n_random=4) if quick else dict(ms=(2, 3, 5), gaps=(0.0, 5.0, 20.0), n_random=20)
+    params = dict(SEED=seed, QUICK=quick, EPSILON=epsilon, N_INSTANCES=n_instances, RANGE_SIZES=range_sizes,
+                  AUDIT_SAMPLES=audit_samples, RR_N=rr_n, RR_REPS=rr_reps, SVT_K=svt_k, SVT_INSTANCES=svt_instances,
+                  SVT_SAMPLES=svt_samples, FALSE_ALARM=false_alarm)
+    g_exp, g_util, g_rnm, g_rr, g_svt, g_rnm_exact, g_pmw = spawn(seed, 7)  # spawn(seed, n)[i] does not depend on n
+    budget = FalseAlarmBudget(false_alarm, n_tests=4)  # RNM general, the RR estimator, the AboveThreshold sampler, the PMW run
+    gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    out = NotebookRecorder()
+    out.add(*exponential_privacy(epsilon=epsilon, n_instances=n_instances, rng=g_exp))
+    util = exponential_utility(epsilon=epsilon, range_sizes=range_sizes, rng=g_util)
+    out.table("thm115", util.table.to_dict("records"))
+    out.add(*util.checks)
+    for variant in (report_noisy_max_audit, report_noisy_max_monotone_misuse_audit):
+        res = variant(epsilon=epsilon, n_samples=audit_samples, gamma=gamma, rng=g_rnm)
+        out.table("rnm", res.table.to_dict("records"))
+        out.add(*res.checks)
+    rnm_ex = report_noisy_max_exact(epsilon=epsilon, rng=g_rnm_exact, **rnm_exact)
+    out.table("rnm_exact", rnm_ex.table.to_dict("records"))
+    out.add(*rnm_ex.checks)
+    out.add(randomized_response_exact())
+    rr = randomized_response_estimator(n=rr_n, reps=rr_reps, gamma=gamma, rng=g_rr)
+    out.table("rr", rr.table.to_dict("records"))
+    out.add(*rr.checks)
+    out.add(*above_threshold_privacy(epsilon=epsilon, k=svt_k, n_instances=svt_instances, rng=g_svt))
+    out.add(above_threshold_sampler(epsilon=epsilon, k=svt_k, n_samples=svt_samples, gamma=gamma, rng=g_svt))
+    svt = above_threshold_accuracy(epsilon=epsilon)
+    out.table("svt_accuracy", svt.table.to_dict("records"))
+    out.add(*svt.checks)
+    out.add(pmw_alpha_example())
+    for variant in (pmw_accuracy, pmw_printed_threshold):
+        res = variant(epsilon=epsilon, gamma=gamma, rng=g_pmw)
+        out.table("pmw", res.table.to_dict("records"))
+        out.add(*res.checks)
+    net = net_mechanism(epsilon=epsilon, n=200, m=net_m, rng=g_exp)
+    out.add(*net.checks)
+    out.add(net_size(domain_size=8, m_max=39))
+    out.table("net", net.table.to_dict("records"))
+    return out.finish(params, budget, util=util, rnm_exact=rnm_ex, rr=rr, net=net)

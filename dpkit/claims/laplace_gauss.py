@@ -16,7 +16,8 @@ Each function checks one statement and returns :class:`~dpkit.evaluation.verdict
 - :func:`laplace_accuracy_exact` — D–R Thm 3.8: the exact failure probability ``1 − (1 − e^{−t})^k`` is ≤ β, and
   the Monte-Carlo failure counts of :func:`laplace_accuracy` agree with it (exact binomial test);
 - :func:`gaussian_classic_failure_point` — D–R Thm 3.22: the classic σ holds for ε < 1 by the exact δ, and the ε*
-  where it stops holding (brentq) is the printed 7.5 / 8.4 / 9.4.
+  where it stops holding (brentq) is the printed 7.5 / 8.4 / 9.4;
+- :func:`notebook_checks` — all of the above as notebook 50 runs them (its streams, its budget, its order).
 
 Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dpkit.claims.results import TableResult, retried
+from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import AuditResult, audit, scalar_releaser
 from dpkit.evaluation.oracles import (
@@ -38,7 +39,7 @@ from dpkit.evaluation.oracles import (
     gaussian_classic_failure_epsilon,
     laplace_max_failure_exact,
 )
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.gaussian import Gaussian, gaussian_exact_delta
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.mechanisms.multiquery import LaplaceI, LaplaceII, laplace_I_error_bound, laplace_II_error_bound
@@ -60,6 +61,7 @@ __all__ = [
     "laplace_accuracy_exact",
     "GAUSSIAN_FAILURE_POINTS",
     "gaussian_classic_failure_point",
+    "notebook_checks",
 ]
 
 #: D–R seed (Thm 3.22 note): the ε* where σ = Δ√(2 ln(1.25/δ))/ε stops being (ε, δ)-DP, as printed (δ → ε*).
@@ -335,3 +337,57 @@ def gaussian_classic_failure_point(
               (tab.delta_ratio_at_star - 1).abs().max(), 1e-9, relation="<="),
     )
     return TableResult(checks=checks, table=tab)
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, epsilon: float, sensitivity: float, audit_samples: int,
+    gauss_epsilons: Sequence[float], gauss_deltas: Sequence[float], ks: Sequence[int], betas: Sequence[float],
+    acc_trials: int, lii_delta: float,
+) -> NotebookRun:
+    """Every check and table row of notebook 50 (``50_laplace_gauss``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK sizes (10⁵ audit draws, ``ks = [1, 10]``,
+    4000 accuracy trials). The streams are spawned from ``seed`` (auditors, post-processing, Gaussian, accuracy) and
+    the budget ``false_alarm`` is split over the six statistical checks. ``parts``: ``laplace`` (the three
+    Laplace checks), ``post``, ``gauss``, ``classic``, ``acc``, ``acc_exact`` (the sections' results).
+    """
+    if quick:
+        audit_samples, ks, acc_trials = 100000, [1, 10], 4000
+    loss_samples = 20000 if quick else 200000  # draws of the Gaussian privacy loss (KS test)
+    params = dict(SEED=seed, QUICK=quick, EPSILON=epsilon, SENSITIVITY=sensitivity, AUDIT_SAMPLES=audit_samples,
+                  GAUSS_EPSILONS=gauss_epsilons, GAUSS_DELTAS=gauss_deltas, KS=ks, BETAS=betas, ACC_TRIALS=acc_trials,
+                  LII_DELTA=lii_delta, FALSE_ALARM=false_alarm)
+    g_aud, g_post, g_gauss, g_acc = spawn(seed, 4)
+    budget = FalseAlarmBudget(false_alarm, n_tests=6)  # the two auditors, Prop 1.1, the loss law, Prop 1.13, Thm 3.8
+    gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    out = NotebookRecorder()
+    laplace = (laplace_exact_ratio(epsilon=epsilon, sensitivity=sensitivity),
+               laplace_audit(epsilon=epsilon, sensitivity=sensitivity, n_samples=audit_samples, gamma=gamma, rng=g_aud),
+               laplace_under_noised_audit(epsilon=epsilon, sensitivity=sensitivity, n_samples=audit_samples, gamma=gamma,
+                                          rng=g_aud))
+    out.add(*laplace)
+    post = post_processing_audit(epsilon=epsilon, sensitivity=sensitivity, n_samples=audit_samples // 2, gamma=gamma,
+                                 rng=g_post)
+    out.table("post_processing", post.table.to_dict("records"))
+    out.add(*post.checks)
+    gauss = gaussian_calibrations(epsilons=gauss_epsilons, deltas=gauss_deltas, sensitivity=sensitivity)
+    out.table("gauss", gauss.table.to_dict("records"))
+    out.add(*gauss.checks)
+    out.add(gaussian_thesis_large_epsilon(epsilon=12.0, delta=1e-3, sensitivity=sensitivity))
+    classic = gaussian_classic_failure_point()  # D–R Thm 3.22: exact δ for ε < 1, and the failure point ε* (brentq)
+    out.table("gauss_failure_point", classic.table.to_dict("records"))
+    out.add(*classic.checks)
+    out.add(gaussian_loss_tail(epsilons=gauss_epsilons, deltas=gauss_deltas, sensitivity=sensitivity))
+    out.add(gaussian_loss_law(epsilon=0.5, delta=1e-3, sensitivity=sensitivity, n_samples=loss_samples, gamma=gamma,
+                              rng=g_gauss))
+    out.add(gaussian_audit(epsilon=epsilon, delta=1e-3, sensitivity=sensitivity, n_samples=audit_samples, gamma=gamma,
+                           rng=g_gauss))
+    acc = laplace_accuracy(epsilon=epsilon, sensitivity=sensitivity, ks=ks, betas=betas, delta=lii_delta, n_trials=acc_trials,
+                           gamma=gamma, rng=g_acc)
+    out.table("accuracy", acc.table.to_dict("records"))
+    out.add(*acc.checks)
+    acc_exact = laplace_accuracy_exact(acc, epsilon=epsilon, sensitivity=sensitivity, delta=lii_delta, n_trials=acc_trials,
+                                       gamma=gamma)  # D–R Thm 3.8: exact failure probability vs the Monte Carlo above
+    out.table("accuracy_exact", acc_exact.table.to_dict("records"))
+    out.add(*acc_exact.checks)
+    return out.finish(params, budget, laplace=laplace, post=post, gauss=gauss, classic=classic, acc=acc, acc_exact=acc_exact)

@@ -10,7 +10,7 @@ experiments, §5.4 the paper's findings); the paper's own sections are ``Sec. n`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -24,10 +24,10 @@ from dpkit.claims.linear_statistics import (
     monte_carlo_level_check,
     theorem1_lp,
 )
-from dpkit.claims.results import retried
+from dpkit.claims.results import NotebookRecorder, NotebookRun, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.audit import audit
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.mechanisms.linear.density import LevelSetDensity
 from dpkit.mechanisms.linear.levelset import LevelSets, build_level_sets
@@ -42,7 +42,7 @@ __all__ = [
     "staircase_below_laplace_check", "sampler_ks_check", "sampler_ks_printed_support0_check", "convergence_check",
     "truncation_bound_check", "group_ordering_checks", "never_worse_than_staircase_check",
     "StepRow", "StepClaims", "convergence_steps_checks", "AbsErrorOracleRow", "AbsErrorOracleClaims",
-    "closed_form_abs_error_checks", "geometric_limit_check",
+    "closed_form_abs_error_checks", "geometric_limit_check", "notebook_checks",
 ]
 
 #: The experiment configurations V1–V7 of spec §5.1 (V = [0, a] ∪ [b, c]; V4 degenerate).
@@ -538,3 +538,84 @@ def geometric_limit_check(epsilon: float, radii: Sequence[float] = (0.4, 0.1, 0.
                  f"{radii[0]:g}…{radii[-1]:g}, last error ≤ (δ/2)tanh(ε/2) + rounding)",
                  errs[-1], bound, holds=decreasing and errs[-1] <= bound, confidence=None,
                  note="errors: " + ", ".join(f"{e:.3g}" for e in errs) + f"; decreasing={decreasing}")
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, n_delta: int, n_eps: int, max_refine: int, eps_curve: Sequence[float],
+    eps_check: float, eps_density: float, mc_samples: int, audit_samples: int, ks_samples: int,
+) -> NotebookRun:
+    """Every check and table row of notebook 30 (``30_linear_queries``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK grids and sizes. Five streams are spawned
+    from ``seed`` (accuracy Monte Carlo, auditor, sampler KS, level Monte Carlo, the rest); the budget
+    ``false_alarm`` is split over the three statistical checks expected to pass. ``parts``: ``grids`` (Figs 1–2),
+    ``curves``, ``min_rate`` (the min-rate rows as a table), ``density_v5`` (the V5 density at δ* for
+    ``eps_density``), ``dens`` (the densities at δ* for ``eps_check``), ``sections`` (each section's checks by name).
+    """
+    import pandas as pd
+
+    if quick:
+        n_delta, n_eps, max_refine = 7, 6, 6
+        eps_curve = [0.3, 1.0, 5.0]
+        mc_samples, audit_samples, ks_samples = 60_000, 60_000, 40_000
+    mc_level_samples = 20_000 if quick else 100_000  # random (r, v) pairs per configuration for the Monte-Carlo level check
+    configs = CONFIGURATIONS
+    rel_deltas = np.geomspace(1e-3, 1.0, n_delta)
+    eps_grid = np.geomspace(0.1, 5.0, n_eps)
+    g_mc, g_audit, g_ks, g_lvl, g_misc = spawn(seed, 5)
+    params = {
+        "SEED": seed, "QUICK": quick, "N_DELTA": n_delta, "N_EPS": n_eps, "MAX_REFINE": max_refine, "EPS_CURVE": eps_curve,
+        "EPS_CHECK": eps_check, "EPS_DENSITY": eps_density, "MC_SAMPLES": mc_samples, "AUDIT_SAMPLES": audit_samples,
+        "KS_SAMPLES": ks_samples, "delta_over_sensitivity_grid": [1e-3, 1.0, n_delta], "epsilon_grid": [0.1, 5.0, n_eps],
+        "configurations": configs, "FALSE_ALARM": false_alarm,
+    }
+    budget = FalseAlarmBudget(false_alarm, n_tests=3)  # privacy-auditor, mc-abs-error, sampler-ks
+    out = NotebookRecorder()
+    sections: dict[str, tuple[Check, ...]] = {}
+    grids = rate_maps(configs, rel_deltas, eps_grid)
+    curves = min_rate_curves(configs, eps_curve, grids, max_refine=max_refine)
+    min_rate = [asdict(row) for row in min_rate_rows(curves)]
+    for row in min_rate:
+        out.row(**row)
+    rad5 = radius_star(configs["V5"], eps_density, curve=curves["V5"], grid=grids["V5"], max_refine=max_refine)
+    density_v5 = LevelSetDensity.from_query(configs["V5"], epsilon=eps_density, radius=rad5)
+    dens = densities_at_radius_star(configs, eps_check, curves=curves, grids=grids, max_refine=max_refine)
+    sets = {name: d.levels for name, d in dens.items()}
+    n0 = len(out.checks)
+    out.add(privacy_exact_level_check(sets))
+    out.add(*privacy_monte_carlo_checks(dens, n_samples=mc_level_samples, rng=g_lvl))
+    audit_cfg = "V1"
+    out.add(privacy_auditor_check(dens[audit_cfg], n_samples=audit_samples, rng=g_audit, config=audit_cfg,
+                                  confidence=budget.confidence))
+    sections["privacy"], n0 = tuple(out.checks[n0:]), len(out.checks)
+    out.add(v4_staircase_rate_check(eps_curve))
+    out.add(v4_never_below_1_check(grids["V4"], curves["V4"]))
+    out.add(v4_staircase_pdf_check(eps_check, rng=g_misc))
+    out.add(v6_equals_v1_check(grids["V6"], grids["V1"]))
+    out.add(*lemma3_corollary1_checks(sets, grids, epsilon=eps_check))
+    out.add(*theorem1_checks(sets, epsilons=(0.5, eps_check, 2.0)))
+    sections["printed"], n0 = tuple(out.checks[n0:]), len(out.checks)
+    mc = mc_abs_error_check(dens, n_samples=mc_samples, rng=g_mc, baseline_rng=g_misc, level=budget.level)
+    for row in mc.rows:
+        out.row(**asdict(row))
+    out.add(mc.check)
+    out.add(staircase_below_laplace_check(eps_grid))
+    out.add(sampler_ks_check(dens["V5"], n_samples=ks_samples, rng=g_ks, level=budget.level))
+    out.add(sampler_ks_printed_support0_check(eps_check, n_samples=ks_samples, rng=g_ks, level=budget.level))
+    out.add(convergence_check(grids))
+    out.add(truncation_bound_check())
+    out.add(*group_ordering_checks(curves))
+    out.add(never_worse_than_staircase_check(curves))
+    sections["accuracy"], n0 = tuple(out.checks[n0:]), len(out.checks)
+    steps = convergence_steps_checks(configs, rel_deltas)
+    for row in steps.rows:
+        out.row(**asdict(row))
+    out.add(*steps.checks)
+    ez = closed_form_abs_error_checks(eps_curve)
+    for row in ez.rows:
+        out.row(**asdict(row))
+    out.add(*ez.checks)
+    out.add(geometric_limit_check(eps_check))
+    sections["oracles"] = tuple(out.checks[n0:])
+    return out.finish(params, budget, grids=grids, curves=curves, min_rate=pd.DataFrame(min_rate), density_v5=density_v5,
+                      dens=dens, sections=sections)

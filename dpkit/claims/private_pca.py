@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Sequence
 
 import numpy as np
 from scipy.linalg import subspace_angles
 
 from dpkit import data
-from dpkit.claims.results import RowsResult
+from dpkit.claims.results import NotebookRecorder, NotebookRun, RowsResult
 from dpkit.claims.streams import Streams
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.evaluation.audit import audit
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.mechanisms.pca import (
     PrivateSubspaceIteration,
@@ -50,6 +51,7 @@ __all__ = [
     "one_step_audit",
     "pca_rates",
     "sigma_vs_norm",
+    "notebook_checks",
 ]
 
 RANDOM_PAIRS = 20  # random neighbour pairs per (n, d) in lemma27
@@ -293,3 +295,41 @@ def sigma_vs_norm(*, datasets: list[str], k: int, n_iter: int, epsilon: float, d
               "Alg 7's σ exceeds 1 on every data set but CSN (so the private PCA is mostly noise there)",
               float(min(others)) if others else 0.0, 1.0, holds=holds, note="statistic: smallest σ among the non-CSN data sets")
     return RowsResult(rows=tuple(rows), checks=(c,))
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, epsilon: float, delta: float, k: int, n_iter: int,
+    lemma_sizes: Sequence[Sequence[int]], n_mu_draws: int, audit_samples: int, rate_ns: Sequence[int], rate_d: int,
+    rate_reps: int, datasets: Sequence[str],
+) -> NotebookRun:
+    """Every check and table row of notebook 56 (``56_private_pca``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK sizes. The streams (:class:`PCAStreams`,
+    from ``seed``: Lemma 2.7 pairs, noisy means, auditor, rate runs) are shared by the sections in order; the budget
+    ``false_alarm`` is charged to the one statistical check (the one-step auditor). ``parts``: ``lemma``, ``audit``,
+    ``rates``, ``sigma`` (the sections' results).
+    """
+    if quick:
+        lemma_sizes, n_mu_draws, audit_samples = [[50, 3], [200, 5]], 50, 100000
+        rate_ns, rate_reps, datasets = [10000, 40000, 160000], 4, ["WDBC", "CTG"]
+    params = dict(SEED=seed, QUICK=quick, EPSILON=epsilon, DELTA=delta, K=k, N_ITER=n_iter, LEMMA_SIZES=lemma_sizes,
+                  N_MU_DRAWS=n_mu_draws, AUDIT_SAMPLES=audit_samples, RATE_NS=rate_ns, RATE_D=rate_d, RATE_REPS=rate_reps,
+                  DATASETS=datasets, FALSE_ALARM=false_alarm)
+    streams = PCAStreams.from_seed(seed)  # Lemma 2.7 pairs, noisy means, auditor, rate runs
+    budget = FalseAlarmBudget(false_alarm, n_tests=1)  # the one-step auditor
+    gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    out = NotebookRecorder()
+    lemma = lemma27(sizes=lemma_sizes, n_mu_draws=n_mu_draws, epsilon=epsilon, delta=delta, rng=streams)
+    out.add(*lemma.checks)
+    out.table("lemma27", (asdict(r) for r in lemma.rows))
+    n, d = lemma_sizes[-1]
+    aud = one_step_audit(n=n, d=d, epsilon=epsilon, delta=delta, audit_samples=audit_samples, gamma=gamma, rng=streams)
+    out.add(aud.check)
+    out.row(part="audit", **asdict(aud.row))
+    rates = pca_rates(ns=rate_ns, d=rate_d, reps=rate_reps, k=k, n_iter=n_iter, epsilon=epsilon, delta=delta, rng=streams)
+    out.add(*rates.checks)
+    out.table("rates", (asdict(r) for r in rates.rows))
+    sig = sigma_vs_norm(datasets=datasets, k=k, n_iter=n_iter, epsilon=epsilon, delta=delta)
+    out.add(sig.check)
+    out.table("sigma_vs_norm", (asdict(r) for r in sig.rows))
+    return out.finish(params, budget, lemma=lemma, audit=aud, rates=rates, sigma=sig)

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from dpkit.claims.results import TableResult, retried
+from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.evaluation.oracles import hoeffding_upper
 from dpkit.evaluation.reconstruction import (
@@ -35,9 +35,10 @@ from dpkit.evaluation.reconstruction import (
     random_secret,
     reconstruct,
 )
-from dpkit.evaluation.verdicts import check
+from dpkit.evaluation.verdicts import FalseAlarmBudget, check
 
-__all__ = ["exhaustive_reconstruction", "lp_phase_transition", "fundamental_law", "fundamental_law_per_answer_control"]
+__all__ = ["exhaustive_reconstruction", "lp_phase_transition", "fundamental_law", "fundamental_law_per_answer_control",
+           "notebook_checks"]
 
 
 def exhaustive_reconstruction(
@@ -144,3 +145,37 @@ def fundamental_law_per_answer_control(
               dp_guess_error_bound(epsilon), relation=">=", confidence=1 - gamma, expected="FAIL",
               note=f"mean {mean:.3f}; the attack reconstructs the secret")
     return TableResult(checks=(c,), table=table)
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, n_exhaustive: int, alphas: Sequence[float], ns: Sequence[int],
+    kappas: Sequence[float], kappa_small: float, trials: int, epsilon: float, dp_n: int, dp_trials: int,
+) -> NotebookRun:
+    """Every check and table row of notebook 53 (``53_reconstruction``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK sizes. Four streams are spawned from
+    ``seed`` (exhaustive attack, LP decoding, phase transition, fundamental law); the budget ``false_alarm`` is
+    charged to the one statistical check (the fundamental law). ``parts``: ``exh``, ``pt``, ``laws`` (the sections'
+    results).
+    """
+    if quick:
+        n_exhaustive, ns, kappas, trials, dp_n, dp_trials = 8, [32, 64, 128], [0.05, 0.2, 0.5, 1.0], 2, 32, 120
+    params = dict(SEED=seed, QUICK=quick, N_EXHAUSTIVE=n_exhaustive, ALPHAS=alphas, NS=ns, KAPPAS=kappas,
+                  KAPPA_SMALL=kappa_small, TRIALS=trials, EPSILON=epsilon, DP_N=dp_n, DP_TRIALS=dp_trials,
+                  FALSE_ALARM=false_alarm)
+    g_exh, g_lp, g_pt, g_dp = spawn(seed, 4)
+    budget = FalseAlarmBudget(false_alarm, n_tests=1)  # the fundamental law
+    gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    out = NotebookRecorder()
+    exh = exhaustive_reconstruction(n=n_exhaustive, alphas=alphas, trials=trials, rng=g_exh)
+    out.table("exhaustive", exh.table.to_dict("records"))
+    out.add(*exh.checks)
+    pt = lp_phase_transition(ns=ns, kappas=kappas, kappa_small=kappa_small, trials=trials, rng=g_pt)
+    out.table("phase_transition", pt.table.to_dict("records"))
+    out.add(*pt.checks)
+    laws = [law(epsilon=epsilon, n=dp_n, trials=dp_trials, gamma=gamma, rng=g_dp)
+            for law in (fundamental_law, fundamental_law_per_answer_control)]
+    for law in laws:
+        out.table("fundamental_law", law.table.to_dict("records"))
+        out.add(*law.checks)
+    return out.finish(params, budget, exh=exh, pt=pt, laws=laws)

@@ -4,15 +4,15 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, replace
-from typing import Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from dpkit.core.rng import RNGLike
-from dpkit.evaluation.verdicts import Check, retry_once
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, retry_once
 
-__all__ = ["RowsResult", "TableResult", "retried"]
+__all__ = ["RowsResult", "TableResult", "retried", "NotebookRun", "NotebookRecorder"]
 
 
 class _Checks:
@@ -101,3 +101,67 @@ def retried(claim: Callable[..., R]) -> Callable[..., R]:
 
     run.__doc__ = (claim.__doc__ or "") + "\n\n    Runs under the retry rule (:func:`dpkit.claims.results.retried`).\n"
     return run
+
+
+@dataclass(frozen=True, eq=False)  # holds result objects with arrays
+class NotebookRun:
+    """Everything a theorem-check notebook computes, in the order it reports it (a topic's ``notebook_checks``).
+
+    The notebook hands ``checks`` and ``rows`` to its :class:`~dpkit.outputs.report.Report` and draws its
+    figures from ``parts``; the false-alarm suite (``tools/false_alarms.py``) runs the same function over seeds.
+
+    Attributes
+    ----------
+    params : dict
+        The notebook's parameters as it records them (``SEED``, ``QUICK``, the values after QUICK, ...).
+    checks : tuple of Check
+        Every check, in report order.
+    rows : tuple of dict
+        The ``metrics.json`` table rows, in report order.
+    budget : dict or None
+        The false-alarm budget's record (:meth:`~dpkit.evaluation.verdicts.FalseAlarmBudget.record`), already
+        validated against ``checks``; None for a run without statistical checks.
+    parts : dict
+        The sections' results by name (tables and data behind the figures).
+    """
+
+    params: dict[str, Any]
+    checks: tuple[Check, ...]
+    rows: tuple[dict[str, Any], ...]
+    budget: dict[str, Any] | None
+    parts: dict[str, Any]
+
+    @property
+    def statistical(self) -> list[Check]:
+        """The checks with a confidence (the ones a false alarm can come from)."""
+        return [c for c in self.checks if c.confidence is not None]
+
+
+class NotebookRecorder:
+    """Collects a notebook's checks and table rows in report order; :meth:`finish` makes the :class:`NotebookRun`."""
+
+    def __init__(self) -> None:
+        self.checks: list[Check] = []
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, *checks: Check) -> None:
+        """Append checks, in order."""
+        self.checks.extend(checks)
+
+    def row(self, **values: Any) -> None:
+        """Append one table row."""
+        self.rows.append(values)
+
+    def table(self, part: str, records: Iterable[Mapping[str, Any]]) -> None:
+        """Append one row ``dict(part=part, **record)`` per record."""
+        for r in records:
+            self.row(part=part, **r)
+
+    def finish(self, params: dict[str, Any], budget: FalseAlarmBudget | None, **parts: Any) -> NotebookRun:
+        """The run, with ``budget`` recorded against the collected checks (raises if it does not fit them).
+
+        ``budget`` None: a run without statistical checks (then ``NotebookRun.budget`` is None)."""
+        if budget is None and any(c.confidence is not None for c in self.checks):
+            raise ValueError(f"statistical checks without a false-alarm budget: {[c.id for c in self.checks if c.confidence]}")
+        return NotebookRun(params=params, checks=tuple(self.checks), rows=tuple(self.rows),
+                           budget=None if budget is None else budget.record(self.checks), parts=parts)

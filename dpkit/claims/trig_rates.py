@@ -19,16 +19,16 @@ Notebook ``55_trig_rates`` calls these functions; each returns
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Sequence
 
 import numpy as np
 from scipy import stats
 
-from dpkit.claims.results import RowsResult
+from dpkit.claims.results import NotebookRecorder, NotebookRun, RowsResult
 from dpkit.claims.streams import Streams
 from dpkit.core.rng import RNGLike
-from dpkit.evaluation.verdicts import Check, check
+from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.trig.basis import basis_indices
 from dpkit.mechanisms.trig.grid import grid_points
 from dpkit.mechanisms.trig.mechanisms import TrigDiagnostics, TrigonometricMechanism, moment_noise
@@ -53,6 +53,7 @@ __all__ = [
     "moment_privacy",
     "error_terms",
     "claimed_exponent",
+    "notebook_checks",
 ]
 
 
@@ -414,3 +415,44 @@ def sensitivity_scan(configs: Sequence[tuple[int, int, int, int | None]], *, n: 
                             confidence=None, note="; ".join(f"d={r.d},t={r.t},N={r.N}: switch/scan L1 = "
                                                             f"{r.switch_l1 / r.scan_l1:.3f}" for r in proved)))
     return RowsResult(rows=tuple(rows), checks=tuple(checks))
+
+
+def notebook_checks(
+    seed: int, quick: bool, false_alarm: float, *, epsilon: float, delta: float, sigma: float, ns_d1: Sequence[int],
+    ns_d2: Sequence[int], reps: int, n_queries: int, J: int, privacy_n: int,
+) -> NotebookRun:
+    """Every check and table row of notebook 55 (``55_trig_rates``) run with these parameters.
+
+    The notebook's parameters in lower case; ``quick`` applies its QUICK sizes. The streams
+    (:class:`TrigStreams`, from ``seed``) are shared by the rate runs and then the error terms, in that order; the
+    budget ``false_alarm`` is split over the three slope tests. ``parts``: ``runs``, ``fits``, ``privacy``,
+    ``scan``, ``terms`` (the sections' results).
+    """
+    if quick:
+        ns_d1, ns_d2, reps, n_queries = [1000, 4000, 16000], [1000, 4000], 3, 30
+    K = sigma**2
+    params = dict(SEED=seed, QUICK=quick, EPSILON=epsilon, DELTA=delta, SIGMA=sigma, K=K, NS_D1=ns_d1, NS_D2=ns_d2,
+                  REPS=reps, N_QUERIES=n_queries, J=J, PRIVACY_N=privacy_n, FALSE_ALARM=false_alarm)
+    streams = TrigStreams.from_seed(seed)  # data sets, workloads, mechanism coins: shared by the sections below, in order
+    budget = FalseAlarmBudget(false_alarm, n_tests=3)  # the three slope tests of Thm 2.4/2.5
+    gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    out = NotebookRecorder()
+    runs = rate_runs(ns_d1=ns_d1, ns_d2=ns_d2, reps=reps, n_queries=n_queries, J=J, epsilon=epsilon, delta=delta,
+                     sigma=sigma, rng=streams)
+    fits = slope_fits(runs, K=K)
+    out.add(*error_rate_checks(fits, gamma=gamma))
+    out.add(lp_time_check(fits))
+    out.add(synthetic_size_check(runs))
+    out.add(vertex_support_check(runs))
+    out.table("rates", (asdict(r) for r in runs))
+    privacy = moment_privacy(epsilon=epsilon, K=K, n=privacy_n)
+    out.add(*privacy.checks)
+    out.table("privacy", (asdict(r) for r in privacy.rows))
+    scan = sensitivity_scan(SCAN_CONFIGS_QUICK if quick else SCAN_CONFIGS_FULL, n=privacy_n)
+    out.add(*scan.checks)
+    out.table("sensitivity-scan", (asdict(r) for r in scan.rows))
+    n = ns_d1[len(ns_d1) // 2]
+    terms = error_terms(n=n, reps=reps, n_queries=n_queries, J=J, epsilon=epsilon, sigma=sigma, rng=streams)
+    for r in terms:
+        out.row(part="error_terms", n=n, **asdict(r))
+    return out.finish(params, budget, runs=runs, fits=fits, privacy=privacy, scan=scan, terms=terms)

@@ -254,10 +254,35 @@ def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, r
 
 def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
                    X: np.ndarray | None = None, supremum: str | None = None) -> RunRecord:
-    """The :class:`RunRecord` of one release on one repetition's workload (its worst errors against the exact answers).
+    """Score one method's release on one repetition: the :class:`RunRecord` the runner keeps.
 
-    With ``supremum`` (``"cube"`` or ``"space"``) and the data ``X``, the record also carries the class supremum
-    of the release's error (:func:`~dpkit.queries.supremum.class_supremum` over centres in the cube, or anywhere).
+    The release's answers to the repetition's workload (its own answers, or the workload answered on its
+    synthetic database) against the repetition's exact answers, with the error bound of both answerings,
+    the privacy spent and the release's timings; :func:`run_cell` and :func:`run_cells` record every
+    release with it.
+
+    Parameters
+    ----------
+    name : str
+        The method's name in the cell (the record's ``method``).
+    rel : Release
+        What ``method.release(X, rng=g, workload=rep.workload)`` returned.
+    seconds : float
+        Wall time of that release; the exact answers' time (``rel.timings["truth"]``) is added for
+        methods that answer the workload directly.
+    rep : Repetition
+        The repetition the release answered (workload and exact answers).
+    sigma : float
+        Kernel width of the cell.
+    X : array (n, d), optional
+        The data (needed with ``supremum``).
+    supremum : {"cube", "space"} or None
+        Also record the class supremum of the release's error (:func:`~dpkit.queries.supremum.class_supremum`
+        over centres in the cube, or anywhere; ``sup_abs`` and ``supremum`` of the record).
+
+    Returns
+    -------
+    RunRecord
     """
     if rel.answers is not None:
         est = np.asarray(rel.answers, dtype=float)

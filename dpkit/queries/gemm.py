@@ -17,7 +17,7 @@ contracts the kernel means computed here with ``α``. The engine:
    ``n_threads`` worker threads (numpy's matmul/exp/minimum/sum release the GIL); each worker
    loops over point blocks of ``block_points`` rows. BLAS is limited to one thread inside the
    evaluation (threadpoolctl) so the two levels do not oversubscribe the cores. Measured on
-   the shared 2-core machine (``python -m dpkit.batch.bench``, CSN, 200 queries, load average 5–7
+   the shared 2-core machine (``python -m benchmarks.bench``, CSN, 200 queries, load average 5–7
    from other users): threads 2.2·10⁸ evals/s, one thread 2.3·10⁸ (the other load already
    fills the second core), single-threaded loop with multithreaded BLAS 3.8·10⁷ — OpenBLAS's
    own threads on many small GEMMs are 5–10× slower, hence the default.

@@ -30,7 +30,7 @@ Cauchy–Schwarz), and ``e`` over the whole landmark set would cost ``O(r²)`` p
     |q̂ − q| ≤ Σ_j α_j (‖P_W g‖ + ‖g‖ √ē_W(c_j) + ν(c_j)) + γ_J Σ_j α_j |m̂(c_j)|.
 
 Measured on CSN (d = 8, 97,066 distinct rows; pool 6,000 data + 6,000 cube points, tol = 1e-6;
-``python -m dpkit.batch.bench_truth``, one 10⁴-query workload, shared 2-core machine at load ~11):
+``python -m benchmarks.bench_truth``, one 10⁴-query workload, shared 2-core machine at load ~11):
 
 ====  ================  ==========  =============  ===============  ==========
 σ     r (prefix r')     max bound   new / old s    speed-up         fit s

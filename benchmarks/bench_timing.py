@@ -1,4 +1,4 @@
-"""The measurements of :mod:`dpkit.batch.bench`: loading, mechanism wall times, evaluator speed.
+"""The measurements of :mod:`benchmarks.bench`: loading, mechanism wall times, evaluator speed.
 
 :func:`time_mechanisms` times the registry's ``trig-I``/``trig-II`` per σ (medians, worst time and
 stage medians next to the thesis's worst times); :func:`time_evaluators` times

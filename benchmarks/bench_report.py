@@ -1,9 +1,9 @@
-"""The ``bench.md`` table and the ``bench.json`` file of :mod:`dpkit.batch.bench`.
+"""The ``bench.md`` table and the ``bench.json`` file of :mod:`benchmarks.bench`.
 
-:func:`render_markdown` renders a :func:`dpkit.batch.bench.run_benchmark` result (medians and
+:func:`render_markdown` renders a :func:`benchmarks.bench.run_benchmark` result (medians and
 worst times next to the thesis's worst times, the evaluator's speed-up, the targets recorded in
 ``result["targets"]``); :func:`write_outputs` writes both files. Both are re-exported by
-:mod:`dpkit.batch.bench`.
+:mod:`benchmarks.bench`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Benchmarks: mechanism wall times per stage and the evaluator's speed-up.
 
-Run ``python -m dpkit.batch.bench [--quick] --out results`` (``make bench`` / ``make bench-quick``).
+Run ``python -m benchmarks.bench [--quick] --out results`` (``make bench`` / ``make bench-quick``).
 It writes ``<out>/bench.json`` and ``<out>/bench.md``.
 
 What is measured (thesis Sec 3.1 parameters: ε = 1, δ = 10⁻³ for mechanism II, C = 10⁴,
@@ -36,8 +36,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from dpkit.batch.bench_report import render_markdown, write_outputs
-from dpkit.batch.bench_timing import (
+from benchmarks.bench_report import render_markdown, write_outputs
+from benchmarks.bench_timing import (
     TARGET_EVALUATOR_SPEEDUP,
     TARGET_MECHANISM_S,
     THESIS_DATASETS,
@@ -201,8 +201,8 @@ def check_dataset_option(ap: argparse.ArgumentParser, names: Sequence[str]) -> N
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m dpkit.batch.bench [--quick] [--out results] [--datasets CRM CSN ...] [--reps N]``."""
-    ap = argparse.ArgumentParser(prog="python -m dpkit.batch.bench", description=__doc__.split("\n")[0])
+    """Command line: ``python -m benchmarks.bench [--quick] [--out results] [--datasets CRM CSN ...] [--reps N]``."""
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a subset in about a minute")
     ap.add_argument("--out", default="results", help="output folder (default: results)")
     ap.add_argument("--datasets", nargs="+", default=None, help="data set codes (default: the six of Table 3.1)")

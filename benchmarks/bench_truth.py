@@ -1,6 +1,6 @@
 """Benchmark of the exact-answer stage: the low-rank path against today's evaluator, in the same run.
 
-Run ``python -m dpkit.batch.bench_truth [--datasets CSN ...] [--sigmas 2 4 ...] [--queries 10000]``;
+Run ``python -m benchmarks.bench_truth [--datasets CSN ...] [--sigmas 2 4 ...] [--queries 10000]``;
 it prints a markdown table (``--out file.json`` also writes the rows).
 
 Per data set and σ, on one workload of ``queries`` Gaussian-kernel queries with ``J`` centres
@@ -21,12 +21,12 @@ Per data set and σ, on one workload of ``queries`` Gaussian-kernel queries with
 Timings alternate (old, new) ``repeats`` times and keep the best of each, so both see the same
 background load of the shared machine; ratios, not absolute times, are the result.
 
-**Full Tables 3.2 + 3.3** (``--tables``): :func:`table_costs` measures, per (data set, σ) cell, the
-stages of the real runner path (:func:`dpkit.experiments.protocol.repetitions` with the cell's own
-seeds, the registry's trig-I/trig-II with the notebook's parameters and correct constants, the
-runner's record step) on ``probe_reps`` repetitions: data load, the one-time embedding fit (the
-fit seconds of the embedding the exact answers left in the cache, 0 if none), per repetition the
-workload draw, the exact answers, each mechanism's release and the answering of its synthetic
+**Full Tables 3.2 + 3.3** (``--tables``): :func:`table_costs` measures, per (data set, σ) cell, the stages of
+the real runner path (:func:`dpkit.experiments.protocol.repetitions` with the cell's own seeds, the registry's
+trig-I/trig-II with the notebook's parameters and correct constants, the runner's record step
+:func:`~dpkit.experiments.protocol.record_release`) on ``probe_reps`` repetitions: data load, the one-time
+embedding fit (the fit seconds of the embedding the exact answers left in the cache, 0 if none), per
+repetition the workload draw, the exact answers, each mechanism's release and the answering of its synthetic
 database, plus the fixed cost of one notebook run (a tiny ``20_tables`` run through papermill).
 The probe runs with an empty, private disk cache, so every fit and every exact answer is paid.
 :func:`project_tables` turns them into core-seconds (the exact answers and the fit use
@@ -433,8 +433,8 @@ def measure_tables(output: str | os.PathLike, *, manifest: str | os.PathLike | N
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m dpkit.batch.bench_truth [--datasets CSN] [--sigmas 2 4 6 8 10] [--queries N] [--out f.json]``."""
-    ap = argparse.ArgumentParser(prog="python -m dpkit.batch.bench_truth", description=__doc__.split("\n")[0])
+    """Command line: ``python -m benchmarks.bench_truth [--datasets CSN] [--sigmas 2 4 6 8 10] [--queries N] [--out f.json]``."""
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_truth", description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["CSN"], help="data set codes (default: CSN)")
     ap.add_argument("--sigmas", nargs="+", type=float, default=list(THESIS_SIGMAS))
     ap.add_argument("--queries", type=int, default=10_000, help="queries per workload (J = 10 centres each)")
@@ -453,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--skip-truth", action="store_true", help="skip the per-σ truth-stage table (only --tables)")
     args = ap.parse_args(argv)
     # every option is checked before the truth stage runs (minutes), not when its stage is reached
-    from dpkit.batch.bench import check_dataset_option
+    from benchmarks.bench import check_dataset_option
 
     check_dataset_option(ap, args.datasets)
     for opt in ("queries", "repeats", "probe_reps", "workers"):
