@@ -75,7 +75,7 @@ def test_summary_markdown_marks_losses_and_prints_small_numbers():
 
 
 @pytest.mark.notebook
-def test_leaderboard_notebook_quick(run_notebook):
+def test_leaderboard_notebook_quick(run_notebook, tmp_path):
     m = run_notebook("45_leaderboard.ipynb")
     assert m["all_consistent"]
     keys = {"dataset", "sigma", "privacy", "method", "abs_mean", "rel_mean", "paper_abs", "paper_rel", "win_abs",
@@ -87,6 +87,18 @@ def test_leaderboard_notebook_quick(run_notebook):
     winners = {r["method"] for r in m["table"]}
     assert not winners & {"lp-eps-inf", "subsample"}
     assert {"marginals-histogram-eps", "gauss-psi-eps"} <= {r["method"] for r in m["method_rows"]}
+    # the second ranking, by the class supremum: in the board's rows, the written summary (from these numbers), the
+    # cells where the rankings differ, its table and one figure per data set
+    from dpkit.experiments.leaderboard import SUPREMUM_COLUMNS, supremum_summary_text
+
+    assert all(set(SUPREMUM_COLUMNS) <= set(r) for r in m["table"])
+    assert all(r["method_sup"] for r in m["table"])  # the trigonometric mechanisms (at least) have a supremum
+    assert m["supremum_summary"] == supremum_summary_text(m["table"], m["method_rows"])
+    assert "trig-I (Table 3.2, 1 cell)" in m["supremum_summary"]
+    assert len(m["ranking_disagreements"]) == sum(r["rankings_agree"] is False for r in m["table"])
+    out = tmp_path / "45_leaderboard"
+    assert all((out / f"{name}.csv").is_file() for name in ("leaderboard_supremum", "leaderboard_disagreements"))
+    assert (out / "leaderboard_supremum_WDBC.pdf").is_file()
 
 
 def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):

@@ -27,8 +27,25 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
-from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown
-from dpkit.outputs.figures.leaderboard import LEADERBOARD_CAPTION, plot_leaderboard
+from dpkit.experiments.leaderboard import (
+    DISAGREEMENT_COLUMNS,
+    SUPREMUM_COLUMNS,
+    headline,
+    leaderboard_rows,
+    lost_cells_text,
+    ranking_disagreements,
+    summary_markdown,
+    supremum_rows,
+    supremum_summary_text,
+)
+from dpkit.outputs.figures.leaderboard import (
+    DISAGREEMENTS_CAPTION,
+    LEADERBOARD_CAPTION,
+    LEADERBOARD_SUPREMUM_CAPTION,
+    SUPREMUM_TABLE_CAPTION,
+    plot_leaderboard,
+    plot_leaderboard_supremum,
+)
 from dpkit.outputs.figures.tables import TABLES_CAPTION, plot_errors_vs_sigma
 from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
@@ -282,7 +299,11 @@ def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Una
 
 def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
     """The leaderboard from the ``45_leaderboard`` runs of a batch output (split per cell): the board,
-    every method's rows, the headline and one figure per table and error kind."""
+    every method's rows, the headline and one figure per table and error kind; and the ranking by the class
+    supremum: ``leaderboard_supremum.{csv,md,tex}`` (best method and runner-up per cell by it),
+    ``leaderboard_disagreements.{csv,md,tex}`` (the cells where the two rankings differ),
+    ``leaderboard_supremum_summary.md`` (the written summary) and ``leaderboard_supremum_<data set>.{pdf,png}``
+    (the two rankings side by side, one figure per data set)."""
     rows = rows_from_runs(output, notebook="45_leaderboard", field="method_rows", key=_method_key)
     if not rows:
         raise FileNotFoundError(f"no finished 45_leaderboard runs with rows under {output}")
@@ -313,7 +334,25 @@ def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict
                                                        privacy=privacy, table=tag.replace("_", "."), protocol=protocol),
                     parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
                                 "reps": max(int(r.get("reps") or 0) for r in rows)})
+    _write_leaderboard_supremum(rows, board, dest, paper_stage, protocol)
     return head.text()
+
+
+def _write_leaderboard_supremum(rows: list[dict[str, Any]], board: list[dict[str, Any]], dest: Path,
+                                paper_stage: Path | None, protocol: str) -> None:
+    """The board's ranking by the class supremum: its table, the cells where it differs, the summary, the figures."""
+    import pandas as pd
+
+    export_table(pd.DataFrame(supremum_rows(board), columns=list(SUPREMUM_COLUMNS)), "leaderboard_supremum", dest,
+                 caption=SUPREMUM_TABLE_CAPTION.format(protocol=protocol))
+    export_table(pd.DataFrame(ranking_disagreements(board), columns=list(DISAGREEMENT_COLUMNS)),
+                 "leaderboard_disagreements", dest, caption=DISAGREEMENTS_CAPTION.format(protocol=protocol))
+    (dest / "leaderboard_supremum_summary.md").write_text(supremum_summary_text(board, rows) + "\n")
+    reps = max(int(r.get("reps") or 0) for r in rows)
+    for ds in sorted({str(b["dataset"]) for b in board}):
+        _figure(plot_leaderboard_supremum(board, dataset=ds), f"leaderboard_supremum_{ds}", dest, paper_stage,
+                notebook="45_leaderboard", caption=LEADERBOARD_SUPREMUM_CAPTION.format(dataset=ds, protocol=protocol),
+                parameters={"dataset": ds, "reps": reps})
 
 
 def main(argv: list[str] | None = None) -> int:

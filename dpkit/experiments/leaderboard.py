@@ -19,7 +19,8 @@ import pandas as pd
 from dpkit.experiments.reference import SIGMAS, paper_table
 
 __all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "headline",
-           "Headline", "lost_cells_text", "ranking_disagreements", "summary_markdown"]
+           "Headline", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
+           "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS"]
 
 #: (privacy class of the table, the privacy classes that may compete in it, the thesis's mechanism).
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -95,9 +96,10 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     ``method_rel`` (best by relative error) and its ``rel_mean``, ``runner_up`` and its ``runner_up_abs``,
     ``paper_abs, paper_rel, win_abs, win_rel`` and ``reference_abs`` (the best non-private reference); and the
     ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the thesis's theorems bound) among
-    the methods that have one: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``, ``runner_up_sup`` with its
-    ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of ``method``, the thesis metric's winner) and
-    ``rankings_agree`` (``method_sup == method``; ``None`` where no method has a supremum).
+    the methods that have one: ``method_sup`` with its ``sup_abs_mean, sup_abs_std`` and its thesis metric
+    ``abs_of_sup``, ``runner_up_sup`` with its ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of
+    ``method``, the thesis metric's winner) and ``rankings_agree`` (``method_sup == method``; ``None`` where no
+    method has a supremum).
     """
     df = pd.DataFrame(list(rows))
     out: list[dict[str, Any]] = []
@@ -137,11 +139,17 @@ def _sup_ranking(cand: pd.DataFrame, best: pd.Series) -> dict[str, Any]:
         "method_sup": None if top is None else top["method"],
         "sup_abs_mean": math.nan if top is None else float(top["sup_abs_mean"]),
         "sup_abs_std": math.nan if top is None else float(top["sup_abs_std"]),
+        "abs_of_sup": math.nan if top is None else float(top["abs_mean"]),
         "runner_up_sup": None if second is None else second["method"],
         "runner_up_sup_abs": math.nan if second is None else float(second["sup_abs_mean"]),
         "sup_of_best": math.nan if sup_of_best is None or pd.isna(sup_of_best) else float(sup_of_best),
         "rankings_agree": None if top is None else bool(top["method"] == best["method"]),
     }
+
+
+#: The columns of :func:`ranking_disagreements` (a table of them has these columns even when it is empty).
+DISAGREEMENT_COLUMNS = ("dataset", "sigma", "privacy", "best_by_workload", "its_abs_mean", "its_sup_abs_mean",
+                        "best_by_supremum", "its_sup")
 
 
 def ranking_disagreements(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,6 +159,89 @@ def ranking_disagreements(board: Sequence[dict[str, Any]]) -> list[dict[str, Any
              "best_by_workload": b["method"], "its_abs_mean": b["abs_mean"], "its_sup_abs_mean": b["sup_of_best"],
              "best_by_supremum": b["method_sup"], "its_sup": b["sup_abs_mean"]}
             for b in board if b.get("rankings_agree") is False]
+
+
+#: The columns of the board's ranking by the class supremum (:func:`supremum_rows`): the best method by the class
+#: supremum and its runner-up, next to the best by the thesis metric with its own class supremum.
+SUPREMUM_COLUMNS = ("dataset", "sigma", "privacy", "method_sup", "sup_abs_mean", "sup_abs_std", "abs_of_sup",
+                    "runner_up_sup", "runner_up_sup_abs", "method", "abs_mean", "sup_of_best", "rankings_agree")
+#: The thesis's own mechanism per table (its Table 3.2 is mechanism I, its Table 3.3 mechanism II).
+THESIS_MECHANISMS: dict[str, str] = {table: f"trig-{mech}" for table, (_allowed, mech) in TABLES.items()}
+
+
+def supremum_rows(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The board ranked by the class supremum: per cell the :data:`SUPREMUM_COLUMNS` (the best method by the mean
+    class supremum, its runner-up, and the thesis metric's winner with its class supremum)."""
+    return [{k: b.get(k) for k in SUPREMUM_COLUMNS} for b in board]
+
+
+def _num(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _span(values: Sequence[float], fmt: str = ".3g") -> str:
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _rank(value: float, others: Sequence[float]) -> int:
+    return 1 + sum(o < value for o in others)
+
+
+def supremum_summary_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
+    """In plain words, from the numbers: what the thesis's own mechanism (:data:`THESIS_MECHANISMS`) looks like on
+    the quantity its theorems bound, the class supremum, next to the thesis metric (the worst of the workload),
+    how it ranks by each, and in how many cells the two rankings name different best methods.
+
+    ``board`` are :func:`leaderboard_rows`, ``rows`` the method rows they were made from
+    (:func:`dpkit.experiments.baselines.baseline_rows`).
+    """
+    seen: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}  # per table, per cell of its own mechanism
+    for b in board:
+        allowed, _mech = TABLES[b["privacy"]]
+        name = THESIS_MECHANISMS[b["privacy"]]
+        cand = [r for r in rows if r["dataset"] == b["dataset"] and float(r["sigma"]) == float(b["sigma"])
+                and r["privacy"] in allowed]
+        own = [r for r in cand if r["method"] == name]
+        if not own or math.isnan(sup := _num(own[0].get("sup_abs_mean"))):
+            continue
+        sups = [x for r in cand if not math.isnan(x := _num(r.get("sup_abs_mean")))]
+        abss = [float(r["abs_mean"]) for r in cand]
+        ab = float(own[0]["abs_mean"])
+        seen[b["privacy"]].append({"sup": sup, "abs": ab, "ratio": sup / ab if ab > 0 else math.inf,
+                                   "rank_sup": _rank(sup, sups), "n_sup": len(sups), "rank_abs": _rank(ab, abss),
+                                   "n_abs": len(abss), "won_sup": b.get("method_sup") == name,
+                                   "won_abs": b["method"] == name})
+    ranked = [b for b in board if b.get("rankings_agree") is not None]
+    differ = sum(b["rankings_agree"] is False for b in ranked)
+    if not ranked:
+        return ("No method on this board has a class supremum (the worst query of the whole class, the quantity the "
+                "thesis's theorems bound), so no cell is ranked by it.")
+    cells = [c for t in TABLES for c in seen[t]]
+    if cells:
+        parts = ["On the quantity the thesis's theorems bound, the error of the worst query of the whole query class "
+                 "(the class supremum), the thesis's own mechanism errs "
+                 f"{_span([c['ratio'] for c in cells], '.2g')} times as much as on the thesis metric (the worst of the "
+                 "workload's random queries)."]
+        for table, cs in seen.items():
+            if not cs:
+                continue
+            n = len(cs)
+            cells_n = "1 cell" if n == 1 else f"{n} cells"
+            parts.append(
+                f"{THESIS_MECHANISMS[table]} (Table {'3.2' if table == 'ε-DP' else '3.3'}, {cells_n}): a mean class "
+                f"supremum of {_span([c['sup'] for c in cs])} against a thesis metric of {_span([c['abs'] for c in cs])}; "
+                f"ranked {_span([c['rank_sup'] for c in cs], 'd')} of the {_span([c['n_sup'] for c in cs], 'd')} "
+                f"methods with a class supremum (by the thesis metric {_span([c['rank_abs'] for c in cs], 'd')} of "
+                f"{_span([c['n_abs'] for c in cs], 'd')}); the best method by the class supremum in "
+                f"{sum(c['won_sup'] for c in cs)} of {cells_n}, by the thesis metric in {sum(c['won_abs'] for c in cs)}.")
+    else:
+        parts = ["The thesis's own mechanism (trig-I, trig-II) has no class supremum on this board (it did not run)."]
+    where = "the one cell" if len(ranked) == 1 else f"all {len(ranked)} cells"
+    parts.append(f"The two rankings name the same best method in {where} ranked by both." if not differ
+                 else f"The two rankings name different best methods in {differ} of the {len(ranked)} cells ranked by "
+                      "both.")
+    return " ".join(parts)
 
 
 @dataclass(frozen=True)

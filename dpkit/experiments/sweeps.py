@@ -44,16 +44,19 @@ def sweep(X: np.ndarray, *, method: Method, param: str, values: Sequence[Any], s
 
 
 def sweep_rows(results: dict[Any, list[RunRecord]], *, dataset: str, param: str) -> list[dict[str, Any]]:
-    """Mean, std, min and max of the worst errors per swept value (ascending)."""
+    """Mean, std, min and max of the worst errors per swept value (ascending), and of the class supremum
+    (:data:`~dpkit.experiments.summary.SUP_KEYS` and ``sup_abs_min``; ``None`` where a method has none)."""
     rows = []
     for value in sorted(results):
         g = records_frame(results[value])
         st = spread_stats(g)
+        sup = g["sup_abs"].dropna().astype(float) if "sup_abs" in g else []
         rows.append({
             "dataset": dataset, "param": param, "value": value, "method": str(g["method"].iloc[0]),
             "mechanism": "II" if float(g["params"].iloc[0]["delta"]) > 0 else "I",
             "sigma": float(g["sigma"].iloc[0]), **{k: st[k] for k in (
                 "abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "time_median_s", "reps", *SUP_KEYS)},
+            "sup_abs_min": float(min(sup)) if len(sup) else None,
         })
     return rows
 

@@ -13,6 +13,7 @@ from dpkit.experiments.protocol import run_cell
 from dpkit.experiments.reference import paper_value
 from dpkit.experiments.sweeps import sweep, sweep_rows
 from dpkit.experiments.thesis import table_methods, table_rows
+from dpkit.outputs.figures.metric import METRICS, check_metric, metric_caption
 from dpkit.outputs.figures.tables import plot_sweep
 from dpkit.outputs.plotting import new_figure
 from dpkit.outputs.tables import rows_frame
@@ -57,23 +58,27 @@ _EXPLORE_STYLES = (({"marker": "o", "ls": "-"}, {"ls": "--"}), ({"marker": "s", 
 
 def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
                   reps: int, xlabel: str, logx: bool = False, n_queries: int = 2_000, J: int = 10,
-                  seed: int = 0) -> tuple[Figure, pd.DataFrame]:
-    """A sweep of ``param`` over ``values`` (few repetitions): the figure and the rows."""
+                  seed: int = 0, metric: str = "thesis") -> tuple[Figure, pd.DataFrame]:
+    """A sweep of ``param`` over ``values`` (few repetitions): the figure of ``metric`` (the thesis metric or the
+    class supremum: :func:`~dpkit.outputs.figures.tables.plot_sweep`) and the rows (both metrics)."""
+    check_metric(metric)  # before anything runs
     res = sweep(X, method=method, param=param, values=values, sigma=sigma, reps=int(reps), n_queries=int(n_queries),
                 J=J, rng=int(seed))
     rows = sweep_rows(res, dataset=dataset, param=param)
-    return plot_sweep(rows, xlabel=xlabel, logx=logx), pd.DataFrame(rows)
+    return plot_sweep(rows, xlabel=xlabel, logx=logx, metric=metric), pd.DataFrame(rows)
 
 
 def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, values: Sequence[float], sigma: float,
                 epsilon: float, xlabel: str, logx: bool, title: str, seed: int = 0, J: int = 10, n_queries: int = 2_000,
                 reps: int = 3, notebook: str | None = None, constants: dict[str, object] | None = None,
-                note: str | None = None):
+                note: str | None = None, metric: str = "thesis"):
     """The sweep notebooks' widget: the grid is typed as text (parsed by :func:`parse_values`, a bad
-    entry is reported in the panel), σ, ε and the repetitions are controls, *Run* re-runs the sweep.
+    entry is reported in the panel), σ, ε, the repetitions and the plotted metric (a dropdown: the thesis metric or
+    the class supremum, :mod:`~dpkit.outputs.figures.metric`; ``metric`` its initial value) are controls, *Run*
+    re-runs the sweep.
 
     Each control sets one notebook parameter (``values_text`` → ``VALUES``, ``sigma`` → ``SIGMA``,
-    ``epsilon`` → ``EPSILON``, ``reps`` → ``REPS``; the fixed ``seed``, ``J``, ``n_queries`` and
+    ``epsilon`` → ``EPSILON``, ``reps`` → ``REPS``, ``metric`` → ``METRIC``; the fixed ``seed``, ``J``, ``n_queries`` and
     ``dataset`` → ``SEED``, ``J``, ``N_QUERIES``, ``DATASET``); ``notebook`` and ``constants`` (other
     notebook parameters the panel holds, e.g. ``MECHANISM``) enable the papermill/manifest/export buttons;
     ``note`` is shown with the command and the manifest (:func:`~dpkit.outputs.widgets.explorer`).
@@ -87,24 +92,28 @@ def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, valu
     def parse(text: str) -> list[float]:
         return parse_values(text, kind=kind, name="values")
 
-    def one_sweep(values_text: str, sigma: float, epsilon: float, reps: int, *, seed: int, J: int, n_queries: int,
-                  dataset: str) -> tuple[Figure, pd.DataFrame]:
+    def one_sweep(values_text: str, sigma: float, epsilon: float, reps: int, metric: str, *, seed: int, J: int,
+                  n_queries: int, dataset: str) -> tuple[Figure, pd.DataFrame]:
         return explore_sweep(X=X, dataset=dataset, method=configure(method, epsilon=epsilon), param=param,
                              values=parse(values_text), sigma=sigma, reps=reps, xlabel=xlabel, logx=logx, J=J, seed=seed,
-                             n_queries=n_queries)
+                             n_queries=n_queries, metric=metric)
 
     def caption(p: dict[str, object]) -> str:
         mech = f" of mechanism {p['MECHANISM']}" if "MECHANISM" in p else ""
         delta = f", δ = {p['DELTA']:g}" if p.get("MECHANISM") != "I" and "DELTA" in p else ""
-        return (f"Mean worst absolute error (± one standard deviation, min–max band over {p['REPS']} repetitions){mech} "
+        return (f"{metric_caption(str(p.get('METRIC', 'thesis')))} (± one standard deviation, min–max band over "
+                f"{p['REPS']} repetitions){mech} "
                 f"on {dataset} against {xlabel}; σ = {p['SIGMA']:g}, ε = {p['EPSILON']:g}{delta}, {n_queries} queries per "
                 "repetition.")
 
     text = ", ".join(map(str, values))
+    check_metric(metric, name="METRIC")
     return explorer(one_sweep, {"values_text": ("text", text), "sigma": ([2.0, 4.0, 6.0, 8.0, 10.0], sigma),
-                                "epsilon": (("log", 0.05, 20.0), epsilon), "reps": ((1, 10, 1), reps)}, title=title,
+                                "epsilon": (("log", 0.05, 20.0), epsilon), "reps": ((1, 10, 1), reps),
+                                "metric": (list(METRICS), metric)}, title=title,
                     fixed=dict(seed=seed, J=J, n_queries=n_queries, dataset=dataset), notebook=notebook,
                     parameters={"values_text": ("VALUES", parse), "sigma": "SIGMA", "epsilon": "EPSILON", "reps": "REPS",
-                                "seed": "SEED", "J": "J", "n_queries": "N_QUERIES", "dataset": "DATASET"},
+                                "metric": "METRIC", "seed": "SEED", "J": "J", "n_queries": "N_QUERIES",
+                                "dataset": "DATASET"},
                     constants=constants, name=f"{param}_sweep", caption=caption, note=note,
                     total=lambda v: int(v["reps"]) * len(parse(v["values_text"])))

@@ -45,14 +45,16 @@ def log_ticks(ax: Axes) -> None:
         ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def finish_sigma_panels(fig: Figure, axes: np.ndarray, n_used: int, *, kind: str, ncol: int) -> None:
-    """Hide unused panels, label the error axes (:func:`log_ticks`), one legend (≥ 8 pt) below the panels."""
+def finish_sigma_panels(fig: Figure, axes: np.ndarray, n_used: int, *, kind: str, ncol: int,
+                        ylabel: str | None = None) -> None:
+    """Hide unused panels, label the error axes (:func:`log_ticks`; ``ylabel``, default the worst ``kind`` error),
+    one legend (≥ 8 pt) below the panels."""
     for ax in axes.flat[n_used:]:
         ax.set_visible(False)
     for ax in axes.flat[:n_used]:
         if ax.get_yscale() == "log":
             log_ticks(ax)
     for ax in axes[:, 0]:
-        ax.set_ylabel(f"worst {'absolute' if kind == 'abs' else 'relative'} error")
+        ax.set_ylabel(ylabel or f"worst {'absolute' if kind == 'abs' else 'relative'} error")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(ncol, max(1, len(labels))), fontsize=8)

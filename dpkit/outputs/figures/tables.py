@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dpkit.outputs.figures._panels import dataset_panels, finish_sigma_panels, sigma_axis
+from dpkit.outputs.figures.metric import check_metric, metric_column, metric_label
 from dpkit.outputs.plotting import PALETTE, new_figure
 
 __all__ = ["plot_errors_vs_sigma", "plot_sweep", "TABLES_CAPTION"]
@@ -27,15 +28,27 @@ MECH_STYLE = {"I": (PALETTE[0], "o"), "II": (PALETTE[1], "s")}
 THESIS_STYLE = {"I": ("--", "x"), "II": ("-.", "+")}
 
 
-def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", title: str = "") -> Figure:
+def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", title: str = "",
+                         metric: str = "thesis") -> Figure:
     """Mean worst error vs σ, one panel per data set: ours (± std over repetitions) next to the thesis's numbers.
 
     Mechanism I: circles, II: squares (and two colours); solid = dpkit with correct constants, dotted = printed
     constants, dashed with crosses (I) and dash-dotted with pluses (II) = the thesis's Tables 3.2/3.3.
     Log scale (printed zeros are not drawn). σ ticks
     at the data values. ``title`` is for interactive use; exported paper figures carry none (the caption does).
+
+    ``metric="supremum"`` (:mod:`~dpkit.outputs.figures.metric`) plots the class supremum instead of the thesis metric
+    (``sup_abs_mean ± sup_abs_std``; absolute error only), without the thesis's printed numbers (they are of the
+    thesis metric); an unknown metric, ``kind="rel"`` with it, or rows without a supremum are refused by name.
     """
+    check_metric(metric)
+    if metric != "thesis" and kind != "abs":
+        raise ValueError(f"kind must be 'abs' with metric={metric!r} (the class supremum is of the absolute error); "
+                         f"got {kind!r}")
+    col = kind if metric == "thesis" else metric_column(metric)
     df = pd.DataFrame(list(rows))
+    if not df.empty and metric != "thesis":
+        df = _metric_columns(df, metric, ("mean", "std"))
     if df.empty:
         fig, ax = new_figure(width="double", aspect=0.42)
         ax.text(0.5, 0.5, "no data set available", ha="center", va="center", transform=ax.transAxes)
@@ -50,33 +63,55 @@ def plot_errors_vs_sigma(rows: Iterable[dict[str, Any]], *, kind: str = "abs", t
             g = g.sort_values("sigma")
             c, mk = MECH_STYLE.get(mech, (PALETTE[2], "^"))
             printed = constants != "correct"
-            ax.errorbar(g["sigma"], g[f"{kind}_mean"], yerr=g[f"{kind}_std"], marker=mk, ms=3.5, capsize=2, color=c,
+            ax.errorbar(g["sigma"], g[f"{col}_mean"], yerr=g[f"{col}_std"], marker=mk, ms=3.5, capsize=2, color=c,
                         ls=":" if printed else "-", mfc="white" if printed else c,
-                        label=f"{mech} dpkit" + (" (printed constants)" if printed else "") + " ± std over reps")
-            if not printed:
+                        label=f"{mech} dpkit" + (" (printed constants)" if printed else "")
+                        + (", class supremum" if metric != "thesis" else "") + " ± std over reps")
+            if not printed and metric == "thesis":
                 paper = g[g[f"paper_{kind}"] > 0]
                 tls, tmk = THESIS_STYLE.get(mech, ("--", "x"))
                 ax.plot(paper["sigma"], paper[f"paper_{kind}"], ls=tls, marker=tmk, color=c, alpha=0.7,
                         label=f"{mech} thesis")
         sigma_axis(ax, sigmas, ds)
-    finish_sigma_panels(fig, axes, len(datasets), kind=kind, ncol=3)
+    finish_sigma_panels(fig, axes, len(datasets), kind=kind, ncol=3,
+                        ylabel=None if metric == "thesis" else metric_label(metric))
     if title:
         fig.suptitle(title)
     return fig
 
 
-def plot_sweep(rows: Iterable[dict[str, Any]], *, xlabel: str, title: str = "", logx: bool = False) -> Figure:
+def _metric_columns(df: pd.DataFrame, metric: str, stats: tuple[str, ...]) -> pd.DataFrame:
+    """``df`` with ``metric``'s columns (``<prefix>_<stat>``) as floats; refused, naming the columns and the rows'
+    ``sup_note``, when a row lacks them (a method without a class supremum, or rows made before it was recorded)."""
+    cols = [f"{metric_column(metric)}_{s}" for s in stats]
+    missing = [c for c in cols if c not in df or df[c].isna().any()]
+    if missing:
+        notes = sorted({str(n) for n in df.get("sup_note", pd.Series(dtype=object)).dropna() if n})
+        raise ValueError(f"metric={metric!r}: rows without {', '.join(missing)}"
+                         + (f" ({'; '.join(notes)})" if notes else " (no class supremum recorded)"))
+    return df.astype({c: float for c in cols})
+
+
+def plot_sweep(rows: Iterable[dict[str, Any]], *, xlabel: str, title: str = "", logx: bool = False,
+               metric: str = "thesis") -> Figure:
     """Mean worst absolute error (± std over repetitions, min–max band) vs the swept parameter.
 
+    ``metric`` (:mod:`~dpkit.outputs.figures.metric`): ``"thesis"`` (default) plots the thesis metric
+    (``abs_mean, abs_std, abs_min, abs_max``), ``"supremum"`` the class supremum (``sup_abs_*``); the error axis's
+    label names it. An unknown metric, or rows without the supremum, are refused by name.
     Ticks at the swept values (integers as integers); the legend sits outside the axes so it never covers the band.
     """
+    col = metric_column(metric)
     df = pd.DataFrame(list(rows)).sort_values("value")
+    if metric != "thesis":
+        df = _metric_columns(df, metric, ("mean", "std", "min", "max"))
     fig, ax = new_figure(aspect=0.85)
-    ax.fill_between(df["value"], df["abs_min"], df["abs_max"], color="0.8", alpha=0.6, label="min–max over repetitions")
-    ax.errorbar(df["value"], df["abs_mean"], yerr=df["abs_std"], color="0.1", marker="o", ms=3.5, capsize=2,
+    ax.fill_between(df["value"], df[f"{col}_min"], df[f"{col}_max"], color="0.8", alpha=0.6,
+                    label="min–max over repetitions")
+    ax.errorbar(df["value"], df[f"{col}_mean"], yerr=df[f"{col}_std"], color="0.1", marker="o", ms=3.5, capsize=2,
                 label="mean ± std over repetitions")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("worst absolute error")
+    ax.set_ylabel(metric_label(metric))
     if logx:
         ax.set_xscale("log")
     values = list(df["value"])
