@@ -159,7 +159,9 @@ def _cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
                 and df[c].dropna().map(lambda v: float(v).is_integer() and abs(v) < 1e15).all()}
 
     def cell(c: str, v: Any) -> str:
-        if isinstance(v, (bool, np.bool_)) or v is None or not isinstance(v, (int, float, np.number)):
+        if v is None:  # a missing value, as NaN: e.g. a method without a class supremum
+            return "--"
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
             return _latex_text(str(v))
         if v != v:
             return "--"
