@@ -109,3 +109,19 @@ def test_a_notebook_run_records_a_budget_that_fits_its_checks() -> None:
         out.finish({}, FalseAlarmBudget(1e-3, n_tests=2))
     with pytest.raises(ValueError, match="without a false-alarm budget"):
         out.finish({}, None)
+
+
+def test_a_notebook_with_two_budget_families_is_held_to_their_sum(monkeypatch) -> None:
+    """Notebook 55 charges its class-supremum slope tests to a second family with its own FALSE_ALARM: its runs are
+    compared with 2·FALSE_ALARM."""
+    assert fa.budget_families("55_trig_rates") == 2 and fa.budget_families("57_ellipsoid") == 1
+
+    def clean(seed: int, total: float) -> list:
+        return [check("x", "always passes", 0.0, 1.0, relation="<=", confidence=1 - total)]
+
+    monkeypatch.setitem(fa.SUITES, "55_trig_rates", clean)
+    res = fa.run(["55_trig_rates"], range(2), 1e-3, log=lambda s: None)
+    assert res["55_trig_rates"]["budget"] == 2e-3
+    res["55_trig_rates"].update(runs=2000, unexpected=6)  # CP lower (95 %) ≈ 1.3e-3: refutes 1e-3, not 2e-3
+    row = fa.summarise(res, 1e-3).iloc[0]
+    assert row.budget == 2e-3 and 1e-3 < row.cp_lower < 2e-3 and not row.refutes_budget
