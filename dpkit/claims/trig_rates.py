@@ -200,8 +200,10 @@ def _worst_error(workload: GaussianKernelWorkload, res: Release[TrigDiagnostics]
 
 #: Boxes :func:`~dpkit.queries.supremum.certify_supremum` may evaluate per release in :func:`rate_runs` (d ≤ 2), and
 #: its relative target gap, with no absolute floor: the supremum falls to ~10⁻⁵ at n = 10⁵, where the default floor
-#: 10⁻⁶ would be a 10 % gap. Every release of notebook 55's QUICK and full sizes closes the gap within this budget.
-SUPREMUM_MAX_BOXES = 400_000
+#: 10⁻⁶ would be a 10 % gap. At SEED = 0 every release of notebook 55 closes the gap: QUICK (24 releases) within
+#: 10⁵ boxes, full sizes (70 releases) within 2.6·10⁵ (the most at d = 2, n = 30,000); the budget leaves a margin.
+#: A release that does not close records the bound over the open boxes (valid, looser) and ``sup_closed`` False.
+SUPREMUM_MAX_BOXES = 600_000
 SUPREMUM_RTOL = 1e-3
 _SUPREMUM_KEY = zlib.crc32(b"supremum")
 
