@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -127,3 +128,89 @@ def test_sensitivity_scan_checks_and_a_wrong_value_is_rejected(monkeypatch):
                         lambda idx, N, n: moments.GridSensitivity(l1=idx.shape[0] / n, l2=idx.shape[0] / n, method="exact"))
     bad = tr.sensitivity_scan([(1, 4, 16, None)], n=10)
     assert {c.id: c.verdict for c in bad.checks}["trig-switch-equals-scan"] == "FAIL"
+
+
+# ----------------------------------------------------------------------------- the class supremum beside the rates
+def _sup_runs(d: int, mechanism: str, sup: list[float], worst: list[float], lower: list[float],
+              upper: bool = True) -> tuple[tr.RateRun, ...]:
+    ns = [1000, 1000, 4000, 4000, 16000, 16000]
+    return tuple(tr.RateRun(d=d, n=n, mechanism=mechanism, rep=i % 2, t=3, N=8, m=10, worst_error=w, lp_time=0.1, support=2,
+                            basis=3, size_ok=True, sup_search=lo, sup_lower=lo, sup_upper=s if upper else None,
+                            sup_closed=True if upper else None, sup_boxes=1 if upper else None)
+                 for i, (n, s, w, lo) in enumerate(zip(ns, sup, worst, lower)))
+
+
+def test_supremum_checks_fit_the_certified_upper_end_not_the_workload():
+    """The rate-sup-* statistic is slope − t·se of log(sup_upper) on log n: the certified upper end of the class supremum,
+    neither the workload's worst error (here flat: it would FAIL) nor the interval's lower end (a different slope)."""
+    ns = np.array([1000, 1000, 4000, 4000, 16000, 16000], dtype=float)
+    sup = list(2e-2 * (ns / 1e3) ** -1.0 * np.array([1.02, 0.98, 1.01, 0.99, 1.03, 0.97]))
+    worst = list(1e-3 * (ns / 1e3) ** -0.05 * np.array([1.1, 0.9, 1.0, 1.05, 0.95, 1.0]))
+    lower = [s * f for s, f in zip(sup, [0.5, 0.5, 0.9, 0.9, 1.0, 1.0])]
+    runs = _sup_runs(1, "I", sup, worst, lower)
+    fit = stats.linregress(np.log(ns), np.log(sup))
+    (f,) = tr.supremum_fits(runs, K=4.0)
+    assert (f.slope, f.se, f.n_points, f.claimed) == (fit.slope, fit.stderr, 6, tr.claimed_exponent(1, "I", 4.0))
+    (c,) = tr.supremum_rate_checks((f,), gamma=1e-3)
+    assert c.id == "rate-sup-I-d1" and c.verdict == "PASS" and c.confidence == 1 - 1e-3
+    assert c.statistic == fit.slope - stats.t.ppf(1 - 1e-3, df=4) * fit.stderr
+    (on_workload,) = tr.error_rate_checks(tr.slope_fits(runs, K=4.0)[:1], gamma=1e-3)
+    assert on_workload.verdict == "FAIL"  # the same test on the flat workload error fails: the statistics differ
+    lo_fit = stats.linregress(np.log(ns), np.log(lower))
+    assert abs(lo_fit.slope - f.slope) > 0.1
+    # d > 2 (no certified interval): the search's lower bound is the supremum
+    (f3,) = tr.supremum_fits(_sup_runs(3, "I", sup, worst, lower, upper=False), K=4.0)
+    assert f3.slope == lo_fit.slope and f3.claimed == tr.claimed_exponent(3, "I", 4.0)
+
+
+def test_supremum_of_a_run_without_it_is_refused():
+    (r,) = _sup_runs(1, "I", [1.0], [1.0], [1.0])[:1]
+    with pytest.raises(ValueError, match="supremum_seed"):
+        _ = replace(r, sup_lower=None, sup_upper=None).supremum
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_certified_interval_contains_independent_lower_bounds(d):
+    """The recorded interval of a release (centres in R^d) is closed, contains the search's own lower bound, and is
+    above the lower bounds that independent searches (other seeds, over R^d and over the cube) prove."""
+    from dpkit.mechanisms.trig.mechanisms import TrigonometricMechanism
+    from dpkit.queries.supremum import class_supremum
+
+    g = np.random.default_rng(5)
+    X = tr._data(2000, d, g)
+    work = tr._workload(d, 10, 4, 2.0, g)
+    res = TrigonometricMechanism(epsilon=1.0, K=4.0).release(X, rng=g)
+    errors = tr._errors(work, res, tr.answer_reference(work, X))
+    f = tr._supremum_fields(X, res, 2.0, errors, work, np.random.default_rng(0))
+    assert f["sup_closed"] and f["sup_search"] <= f["sup_lower"] <= f["sup_upper"]
+    assert f["sup_upper"] - f["sup_lower"] <= tr.SUPREMUM_RTOL * f["sup_lower"] * (1 + 1e-9)
+    assert f["sup_upper"] >= errors.max()  # a mixture's error is at most the worst single kernel's
+    for seed, domain in ((1, "space"), (2, "space"), (3, "cube")):
+        other = class_supremum(X, res.synthetic, 2.0, rng=seed, domain=domain, n_random_starts=1024, n_ascents=64)
+        assert other.sup_abs - other.numerical_bound <= f["sup_upper"], (seed, domain)
+
+
+def test_supremum_search_changes_no_other_number(runs):
+    """rate_runs with supremum_seed: the same runs as without (its own streams), plus the sup_* fields."""
+    with_sup = tr.rate_runs(**SMALL, rng=0, supremum_seed=0)
+    assert len(with_sup) == len(runs)
+    for a, b in zip(with_sup, runs):
+        assert replace(a, lp_time=0.0, sup_search=None, sup_lower=None, sup_upper=None, sup_closed=None,
+                       sup_boxes=None) == replace(b, lp_time=0.0)
+        assert a.sup_closed and a.sup_lower <= a.sup_upper
+    sentence = tr.supremum_ratio_sentence(with_sup)
+    table = tr.supremum_table(with_sup)
+    last = [r for r in table if r.n == max(x.n for x in table if (x.d, x.mechanism) == (r.d, r.mechanism))]
+    assert len(last) == 3 and all(f"{r.ratio:.2g}×" in sentence for r in last)
+
+
+def test_supremum_figure_draws_both_errors_and_the_rate(runs):
+    import matplotlib.pyplot as plt
+
+    from dpkit.outputs.figures.trig_rates import supremum_vs_n_figure
+
+    fig = supremum_vs_n_figure(_sup_runs(1, "I", [1e-3, 1e-3, 5e-4, 5e-4, 2e-4, 2e-4], [5e-4] * 6, [9e-4] * 6), K=4.0)
+    (ax,) = fig.axes
+    assert len(ax.lines) == 3 and list(ax.lines[0].get_ydata()) == [1e-3, 5e-4, 2e-4]
+    assert list(ax.lines[1].get_ydata()) == [5e-4] * 3 and ax.lines[0].get_marker() != ax.lines[1].get_marker()
+    plt.close(fig)

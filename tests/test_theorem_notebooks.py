@@ -3,12 +3,16 @@
 Each entry lists check ids that must be present with their expected verdict; the notebook's own
 ``all_consistent`` (every verdict equals its expected verdict) is asserted too.
 """
+import json
+from pathlib import Path
+
 import pytest
 
 NOTEBOOKS = {
     "55_trig_rates.ipynb": {
         "PASS": ["Thm 2.4 (2), d=1", "Thm 2.5 (2), d=1", "Thm 2.4 (2), d=2", "Thm 2.4 (3)", "Thm 2.4 (4)", "LP vertex support",
-                 "Thm 2.4 (1)", "trig-scan-default-bound", "trig-switch-equals-scan", "trig-switch-bounds-scan"],
+                 "Thm 2.4 (1)", "trig-scan-default-bound", "trig-switch-equals-scan", "trig-switch-bounds-scan",
+                 "rate-sup-I-d1", "rate-sup-II-d1", "rate-sup-I-d2"],
         "FAIL": ["Alg 4 printed Lap(t^d/(nε))", "trig-scan-printed-constant"],
     },
     "58_improved_privacy.ipynb": {
@@ -75,21 +79,54 @@ def test_theorem_notebook(run_notebook, name):
             assert checks[cid]["verdict"] == expected, f"{name}: {cid!r} gave {checks[cid]['verdict']}: {checks[cid]}"
     assert metrics["all_consistent"], [c for c in metrics["checks"] if c["verdict"] != c["expected"]]
     _assert_budget(metrics)
+    if name == "55_trig_rates.ipynb":
+        _assert_trig_rates_unchanged(metrics)
 
 
 def _assert_budget(metrics: dict) -> None:
-    """Every statistical check is charged to the notebook's FALSE_ALARM budget at the Bonferroni level (or is a control)."""
+    """Every statistical check is charged to the notebook's FALSE_ALARM budget at the Bonferroni level (or is a control),
+    or to the budget of its family (``false_alarm_budget_families``: FALSE_ALARM each, same rules)."""
     stat = [c for c in metrics["checks"] if c["confidence"] is not None]
     if not stat:
         assert "false_alarm_budget" not in metrics
         return
-    b = metrics["false_alarm_budget"]
+    families = metrics.get("false_alarm_budget_families", {})
+    in_family = {r["id"] for f in families.values() for r in f["charged"] + f["controls"]}
+    _assert_family(metrics["false_alarm_budget"], [c for c in stat if c["id"] not in in_family], metrics)
+    for f in families.values():
+        _assert_family(f, [c for c in stat if c["id"] in {r["id"] for r in f["charged"] + f["controls"]}], metrics)
+
+
+def _assert_family(b: dict, stat: list, metrics: dict) -> None:
     charged = [c for c in stat if c["expected"] == "PASS"]
     assert b["total"] == metrics["params"]["FALSE_ALARM"] and b["n_tests"] == len(charged) > 0
     assert b["level"] == pytest.approx(b["total"] / b["n_tests"], rel=1e-12)
     assert all(c["confidence"] == pytest.approx(1 - b["level"], rel=1e-12) for c in stat)
     assert [r["id"] for r in b["charged"]] == [c["id"] for c in charged]
     assert b["bound"] == pytest.approx(sum(b["level"] ** c["attempts"] for c in charged), rel=1e-12) and b["bound"] <= b["total"]
+
+
+def _assert_trig_rates_unchanged(metrics: dict) -> None:
+    """Notebook 55 at SEED = 0 (QUICK, defaults): every check and table value recorded before the class supremum was
+    added is unchanged, bit for bit (the LP's wall-clock time and its fitted slope excepted); the class supremum adds
+    table columns, the three ``rate-sup-*`` checks and their own budget family only."""
+    from dpkit.claims import trig_rates
+
+    old = json.loads((Path(__file__).parent / "fixtures" / "trig_rates_seed0_quick.json").read_text())
+    assert metrics["params"] == old["params"]
+    checks = {c["id"]: c for c in metrics["checks"]}
+    for c in old["checks"]:
+        assert {k: checks[c["id"]][k] for k in c} == c, c["id"]
+    assert sorted(set(checks) - {c["id"] for c in old["checks"]}) == ["rate-sup-I-d1", "rate-sup-I-d2", "rate-sup-II-d1"]
+    assert len(metrics["table"]) == len(old["table"])
+    for new, row in zip(metrics["table"], old["table"]):
+        assert {k: new[k] for k in row} == row
+        assert set(new) - set(row) - {"lp_time"} <= {"sup_search", "sup_lower", "sup_upper", "sup_closed", "sup_boxes"}
+    assert metrics["false_alarm_budget"] == old["false_alarm_budget"]
+    families = metrics["false_alarm_budget_families"]
+    assert list(families) == ["class supremum"] and len(families) + 1 == trig_rates.FALSE_ALARM_FAMILIES
+    rates = [r for r in metrics["table"] if r["part"] == "rates"]
+    assert rates and all(r["sup_closed"] and r["sup_lower"] <= r["sup_upper"] for r in rates)
 
 
 @pytest.mark.notebook

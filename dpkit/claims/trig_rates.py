@@ -8,6 +8,9 @@ Notebook ``55_trig_rates`` calls these functions; each returns
 * :func:`error_rate_checks` — Thm 2.4 (2) / Thm 2.5 (2): the worst-case error decays at least like
   ``n^{−K/(2d+K)}`` (I) and ``n^{−2K/(3d+2K)}`` (II); a one-sided test on the OLS slope of
   log(error) on log n: PASS iff ``slope − z_{1−γ}·se ≤ exponent``.
+* :func:`supremum_fits`, :func:`supremum_rate_checks` — the same test with the error of the worst query of the
+  whole class (2.1) (:mod:`dpkit.queries.supremum`, recorded by :func:`rate_runs` with ``supremum_seed``) in
+  place of the workload's worst error; :func:`supremum_ratio_sentence` says how far apart the two are.
 * :func:`lp_time_check` — Thm 2.4 (3): fitted LP-time slope ≤ ``(3dK + 5d)/(4d + 2K)``.
 * :func:`synthetic_size_check`, :func:`vertex_support_check` — Thm 2.4 (4) ``|D̂| = m`` and the
   LP vertex's ``≤ t^d + 1`` support points.
@@ -19,6 +22,7 @@ Notebook ``55_trig_rates`` calls these functions; each returns
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -35,6 +39,7 @@ from dpkit.mechanisms.trig.mechanisms import TrigDiagnostics, TrigonometricMecha
 from dpkit.mechanisms.trig.privacy import moment_sensitivity
 from dpkit.queries.evaluate import answer_reference
 from dpkit.queries.release import Release
+from dpkit.queries.supremum import certify_supremum, class_supremum
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = [
@@ -47,6 +52,13 @@ __all__ = [
     "rate_runs",
     "slope_fits",
     "error_rate_checks",
+    "SUPREMUM_MAX_BOXES",
+    "SUPREMUM_RTOL",
+    "supremum_fits",
+    "supremum_rate_checks",
+    "supremum_ratio_sentence",
+    "supremum_table",
+    "SupremumRow",
     "lp_time_check",
     "synthetic_size_check",
     "vertex_support_check",
@@ -54,7 +66,12 @@ __all__ = [
     "error_terms",
     "claimed_exponent",
     "notebook_checks",
+    "FALSE_ALARM_FAMILIES",
 ]
+
+#: Families of statistical checks of notebook 55 with a budget ``FALSE_ALARM`` each (:func:`notebook_checks`): the
+#: slope tests on the workload's worst error, and those on the class supremum.
+FALSE_ALARM_FAMILIES = 2
 
 
 @dataclass(frozen=True)
@@ -68,7 +85,15 @@ class TrigStreams(Streams):
 
 @dataclass(frozen=True)
 class RateRun:
-    """One mechanism run of :func:`rate_runs` (a table row)."""
+    """One mechanism run of :func:`rate_runs` (a table row).
+
+    The ``sup_*`` fields (None unless :func:`rate_runs` got ``supremum_seed``) describe the error of the worst query
+    of the whole class (2.1), centres anywhere in R^d (``domain="space"`` of :mod:`dpkit.queries.supremum`):
+    ``sup_search`` is :func:`~dpkit.queries.supremum.class_supremum`'s certified lower bound; for d ≤ 2
+    ``sup_lower``/``sup_upper`` are :func:`~dpkit.queries.supremum.certify_supremum`'s proven interval (``sup_upper``
+    the bound over the boxes still open if ``sup_closed`` is False: valid, but looser than the target gap),
+    ``sup_boxes`` the boxes it evaluated; for d > 2 ``sup_lower = sup_search`` and ``sup_upper`` is None.
+    """
 
     d: int
     n: int
@@ -82,6 +107,34 @@ class RateRun:
     support: int
     basis: int
     size_ok: bool
+    sup_search: float | None = None
+    sup_lower: float | None = None
+    sup_upper: float | None = None
+    sup_closed: bool | None = None
+    sup_boxes: int | None = None
+
+    @property
+    def supremum(self) -> float:
+        """The class supremum the rate check uses: the certified upper end ``sup_upper`` if there is one, else ``sup_lower``."""
+        if self.sup_lower is None:
+            raise ValueError(f"run d={self.d}, n={self.n}, mechanism {self.mechanism}, rep {self.rep} has no class supremum; "
+                             "pass supremum_seed to rate_runs")
+        return self.sup_lower if self.sup_upper is None else self.sup_upper
+
+
+@dataclass(frozen=True)
+class SupremumRow:
+    """Medians over the repetitions of one (d, mechanism, n) of :func:`rate_runs` (:func:`supremum_table`)."""
+
+    d: int
+    mechanism: str
+    n: int
+    reps: int
+    worst_error: float
+    sup_lower: float
+    supremum: float
+    ratio: float
+    all_closed: bool
 
 
 @dataclass(frozen=True)
@@ -137,9 +190,37 @@ def _data(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
     return np.clip(rng.normal(0.2, 0.4, (n, d)), -1, 1)
 
 
+def _errors(workload: GaussianKernelWorkload, res: Release[TrigDiagnostics], truth: np.ndarray) -> np.ndarray:
+    return np.abs(answer_reference(workload, res.synthetic.points, res.synthetic.weights) - truth)
+
+
 def _worst_error(workload: GaussianKernelWorkload, res: Release[TrigDiagnostics], truth: np.ndarray) -> float:
-    est = answer_reference(workload, res.synthetic.points, res.synthetic.weights)
-    return float(np.abs(est - truth).max())
+    return float(_errors(workload, res, truth).max())
+
+
+#: Boxes :func:`~dpkit.queries.supremum.certify_supremum` may evaluate per release in :func:`rate_runs` (d ≤ 2), and
+#: its relative target gap, with no absolute floor: the supremum falls to ~10⁻⁵ at n = 10⁵, where the default floor
+#: 10⁻⁶ would be a 10 % gap. At SEED = 0 every release of notebook 55 closes the gap: QUICK (24 releases) within
+#: 10⁵ boxes, full sizes (70 releases) within 2.6·10⁵ (the most at d = 2, n = 30,000); the budget leaves a margin.
+#: A release that does not close records the bound over the open boxes (valid, looser) and ``sup_closed`` False.
+SUPREMUM_MAX_BOXES = 600_000
+SUPREMUM_RTOL = 1e-3
+_SUPREMUM_KEY = zlib.crc32(b"supremum")
+
+
+def _supremum_fields(X: np.ndarray, res: Release[TrigDiagnostics], sigma: float, errors: np.ndarray,
+                     workload: GaussianKernelWorkload, rng: np.random.Generator) -> dict[str, float | int | bool | None]:
+    """The ``sup_*`` fields of :class:`RateRun` for one release (the search also starts from the workload's worst centres)."""
+    d, J = X.shape[1], workload.centres.shape[1]
+    found = class_supremum(X, res.synthetic, sigma, rng=rng, domain="space",
+                           workload_centres=workload.centres.reshape(-1, d), workload_scores=np.repeat(errors, J))
+    lower = float(found.sup_abs) - float(found.numerical_bound)
+    if d > 2:
+        return dict(sup_search=lower, sup_lower=lower, sup_upper=None, sup_closed=None, sup_boxes=None)
+    iv = certify_supremum(X, res.synthetic, sigma, initial=found, domain="space", max_boxes=SUPREMUM_MAX_BOXES,
+                          rtol=SUPREMUM_RTOL, atol=0.0)
+    return dict(sup_search=lower, sup_lower=iv.lower, sup_upper=iv.unfinished_upper, sup_closed=iv.finished,
+                sup_boxes=iv.n_boxes)
 
 
 def rate_runs(
@@ -153,12 +234,21 @@ def rate_runs(
     delta: float,
     sigma: float,
     rng: TrigStreams | RNGLike,
+    supremum_seed: int | None = None,
 ) -> tuple[RateRun, ...]:
     """Worst-case error, LP time and sizes of mechanism I (d = 1, 2) and II (d = 1) for each n.
 
     For each d one workload of ``n_queries`` queries (2.1) with ``J`` centres and width σ
     (K = σ²); for each n one data set ``clip(N(0.2, 0.4²))`` in [-1, 1]^d; ``reps`` runs per
     mechanism vary only the mechanism's coins.
+
+    With ``supremum_seed`` every run also records the class supremum of its release (the ``sup_*`` fields of
+    :class:`RateRun`): the whole class (2.1), centres anywhere (``domain="space"``, the search box from the
+    localisation lemma of :mod:`dpkit.queries.supremum`); for d ≤ 2 the certified interval of
+    :func:`~dpkit.queries.supremum.certify_supremum` (budget :data:`SUPREMUM_MAX_BOXES` boxes, relative gap
+    :data:`SUPREMUM_RTOL`). The search draws from its own stream per run,
+    ``SeedSequence([crc32("supremum"), supremum_seed, d, n, 1 or 2 (mechanism I or II), rep])``, never from ``rng``:
+    every other number is the same with or without it.
     """
     s = TrigStreams.resolve(rng)
     K = sigma**2
@@ -173,11 +263,15 @@ def rate_runs(
                     continue
                 for r in range(reps):
                     res = TrigonometricMechanism(epsilon=epsilon, delta=dl, K=K).release(X, rng=s.mech)
+                    errors = _errors(workload, res, truth)
+                    sup = {} if supremum_seed is None else _supremum_fields(
+                        X, res, sigma, errors, workload,
+                        np.random.default_rng(np.random.SeedSequence([_SUPREMUM_KEY, supremum_seed, d, n, 2 if dl else 1, r])))
                     runs.append(RateRun(
                         d=d, n=n, mechanism="II" if dl else "I", rep=r, t=res.params["t"], N=res.params["N"], m=res.params["m"],
-                        worst_error=_worst_error(workload, res, truth), lp_time=res.timings["lp"],
+                        worst_error=float(errors.max()), lp_time=res.timings["lp"],
                         support=res.diagnostics.lp_database.support_size, basis=res.params["R"],
-                        size_ok=int(res.synthetic.multiplicities().sum()) == res.params["m"]))
+                        size_ok=int(res.synthetic.multiplicities().sum()) == res.params["m"], **sup))
     return tuple(runs)
 
 
@@ -223,6 +317,75 @@ def error_rate_checks(fits: tuple[SlopeFit, ...], *, gamma: float = 1e-3) -> tup
         out.append(check(f"Thm {theorem} (2), d={f.d}", txt, f.slope - q * f.se, f.claimed, relation="<=", confidence=1 - gamma,
                          note=f"slope {f.slope:.3f} ± {f.se:.3f} ({f.n_points} points, t quantile {q:.2f})"))
     return tuple(out)
+
+
+def supremum_fits(runs: tuple[RateRun, ...], *, K: float) -> tuple[SlopeFit, ...]:
+    """OLS slopes of log(class supremum) (:attr:`RateRun.supremum`) on log n per (d, mechanism), ascending.
+
+    ``mechanism`` is "I" or "II" as in :func:`slope_fits`; all repetitions enter the fit.
+    """
+    fits: list[SlopeFit] = []
+    for d, mech in sorted({(r.d, r.mechanism) for r in runs}):
+        grp = [r for r in runs if (r.d, r.mechanism) == (d, mech)]
+        fit = stats.linregress(np.log([r.n for r in grp]), np.log([r.supremum for r in grp]))
+        fits.append(SlopeFit(d=d, mechanism=mech, slope=fit.slope, se=fit.stderr, claimed=claimed_exponent(d, mech, K),
+                             n_points=len(grp)))
+    return tuple(fits)
+
+
+def supremum_rate_checks(fits: tuple[SlopeFit, ...], *, gamma: float = 1e-3) -> tuple[Check, ...]:
+    """Thm 2.4 (2) / Thm 2.5 (2) on the class supremum: check ``rate-sup-<I|II>-d<d>`` per fit of :func:`supremum_fits`.
+
+    The one-sided OLS slope test of :func:`error_rate_checks` (PASS iff ``slope − t_{1−γ, m−2}·se ≤ claimed``, level
+    γ), with the error of the worst query of the whole class — the quantity the theorems bound — in place of the
+    workload's worst error. For d ≤ 2 the fitted values are the certified *upper* ends of the supremum's intervals, so
+    no point of the fit understates the error of any query of the class: a PASS cannot come from a search that missed
+    the worst query (a lower bound from the search could). Where the interval closed, the upper end exceeds the
+    supremum by at most the relative gap :data:`SUPREMUM_RTOL`, so each log-value moves by at most ``log(1 + rtol)``
+    and the slope by at most ``log(1 + rtol)·Σ|x_i − x̄|/Σ(x_i − x̄)²`` (x = log n): about 10⁻³ at the notebook's
+    sizes, far below the slope's standard error.
+    """
+    out = []
+    for f in fits:
+        if f.n_points < 3:
+            raise ValueError(f"slope fit of mechanism {f.mechanism}, d={f.d} has n_points={f.n_points}; the t test needs ≥ 3")
+        q = stats.t.ppf(1 - gamma, df=f.n_points - 2)
+        theorem = "2.4" if f.mechanism == "I" else "2.5"
+        txt = (f"Thm {theorem} (2), mechanism {f.mechanism}: the class supremum (worst query of (2.1), centres in R^d) "
+               f"decays at least like n^({f.claimed:.3f}) (OLS slope − t·se ≤ exponent)")
+        out.append(check(f"rate-sup-{f.mechanism}-d{f.d}", txt, f.slope - q * f.se, f.claimed, relation="<=",
+                         confidence=1 - gamma,
+                         note=f"slope {f.slope:.3f} ± {f.se:.3f} ({f.n_points} points, t quantile {q:.2f})"))
+    return tuple(out)
+
+
+def supremum_table(runs: tuple[RateRun, ...]) -> tuple[SupremumRow, ...]:
+    """Per (d, mechanism, n), ascending: medians over the repetitions of the workload's worst error, of the class
+    supremum's interval and of their ratio (:attr:`RateRun.supremum` / ``worst_error``)."""
+    rows = []
+    for d, mech, n in sorted({(r.d, r.mechanism, r.n) for r in runs}):
+        grp = [r for r in runs if (r.d, r.mechanism, r.n) == (d, mech, n)]
+        rows.append(SupremumRow(
+            d=d, mechanism=mech, n=n, reps=len(grp), worst_error=float(np.median([r.worst_error for r in grp])),
+            sup_lower=float(np.median([r.sup_lower for r in grp])), supremum=float(np.median([r.supremum for r in grp])),
+            ratio=float(np.median([r.supremum / r.worst_error for r in grp])),
+            all_closed=all(r.sup_closed is not False for r in grp)))
+    return tuple(rows)
+
+
+def supremum_ratio_sentence(runs: tuple[RateRun, ...]) -> str:
+    """A markdown sentence: how much larger the class supremum is than the workload's worst error at the largest n.
+
+    Per (d, mechanism) the ``ratio`` of :func:`supremum_table` at its largest n (the median over the repetitions of
+    ``supremum / worst_error``).
+    """
+    table = supremum_table(runs)
+    parts = []
+    for d, mech in sorted({(r.d, r.mechanism) for r in table}):
+        last = max((r for r in table if (r.d, r.mechanism) == (d, mech)), key=lambda r: r.n)
+        parts.append(f"{last.ratio:.2g}× (mechanism {mech}, d = {d}, n = {last.n:,})")
+    return ("At the largest n the class supremum is " + ", ".join(parts) + " the workload's worst error "
+            "(median over the repetitions of the ratio).")
 
 
 def lp_time_check(fits: tuple[SlopeFit, ...]) -> Check:
@@ -425,8 +588,12 @@ def notebook_checks(
 
     The notebook's parameters in lower case; ``quick`` applies its QUICK sizes. The streams
     (:class:`TrigStreams`, from ``seed``) are shared by the rate runs and then the error terms, in that order; the
-    budget ``false_alarm`` is split over the three slope tests. ``parts``: ``runs``, ``fits``, ``privacy``,
-    ``scan``, ``terms`` (the sections' results).
+    budget ``false_alarm`` is split over the three slope tests. The class supremum of every release is searched
+    with its own streams keyed by ``seed`` (:func:`rate_runs`), so it changes none of the other numbers, and its
+    three slope tests (:func:`supremum_rate_checks`) form a second family with its own budget ``false_alarm``
+    (``NotebookRun.families["class supremum"]``): the existing checks keep their level ``false_alarm/3``, and the
+    probability of a false alarm in one run of the notebook is at most ``2·false_alarm`` (:data:`FALSE_ALARM_FAMILIES`).
+    ``parts``: ``runs``, ``fits``, ``sup_fits``, ``privacy``, ``scan``, ``terms`` (the sections' results).
     """
     if quick:
         ns_d1, ns_d2, reps, n_queries = [1000, 4000, 16000], [1000, 4000], 3, 30
@@ -436,14 +603,18 @@ def notebook_checks(
     streams = TrigStreams.from_seed(seed)  # data sets, workloads, mechanism coins: shared by the sections below, in order
     budget = FalseAlarmBudget(false_alarm, n_tests=3)  # the three slope tests of Thm 2.4/2.5
     gamma = budget.level  # the per-test level of every statistical check (negative controls too)
+    sup_budget = FalseAlarmBudget(false_alarm, n_tests=3)  # its own family: the three slope tests on the class supremum
     out = NotebookRecorder()
     runs = rate_runs(ns_d1=ns_d1, ns_d2=ns_d2, reps=reps, n_queries=n_queries, J=J, epsilon=epsilon, delta=delta,
-                     sigma=sigma, rng=streams)
+                     sigma=sigma, rng=streams, supremum_seed=seed)
     fits = slope_fits(runs, K=K)
     out.add(*error_rate_checks(fits, gamma=gamma))
     out.add(lp_time_check(fits))
     out.add(synthetic_size_check(runs))
     out.add(vertex_support_check(runs))
+    sup_fits = supremum_fits(runs, K=K)
+    sup_checks = supremum_rate_checks(sup_fits, gamma=sup_budget.level)
+    out.add(*sup_checks)
     out.table("rates", (asdict(r) for r in runs))
     privacy = moment_privacy(epsilon=epsilon, K=K, n=privacy_n)
     out.add(*privacy.checks)
@@ -455,4 +626,5 @@ def notebook_checks(
     terms = error_terms(n=n, reps=reps, n_queries=n_queries, J=J, epsilon=epsilon, sigma=sigma, rng=streams)
     for r in terms:
         out.row(part="error_terms", n=n, **asdict(r))
-    return out.finish(params, budget, runs=runs, fits=fits, privacy=privacy, scan=scan, terms=terms)
+    return out.finish(params, budget, families={"class supremum": (sup_budget, [c.id for c in sup_checks])}, runs=runs,
+                      fits=fits, sup_fits=sup_fits, privacy=privacy, scan=scan, terms=terms)

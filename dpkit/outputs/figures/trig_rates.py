@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
-from dpkit.claims.trig_rates import ErrorTerm, RateRun, claimed_exponent
-from dpkit.outputs.plotting import new_figure
+from dpkit.claims.trig_rates import ErrorTerm, RateRun, claimed_exponent, supremum_table
+from dpkit.outputs.plotting import PALETTE, new_figure
 
-__all__ = ["error_vs_n_figure", "error_terms_figure"]
+__all__ = ["error_vs_n_figure", "error_terms_figure", "supremum_vs_n_figure"]
 
 
 def error_vs_n_figure(runs: tuple[RateRun, ...], *, K: float) -> Figure:
@@ -34,4 +35,32 @@ def error_terms_figure(terms: tuple[ErrorTerm, ...]) -> Figure:
     ax.barh([t.variant for t in terms], [t.median_worst_error for t in terms])
     ax.set_xscale("log")
     ax.set_xlabel("median worst-case error")
+    return fig
+
+
+def supremum_vs_n_figure(runs: tuple[RateRun, ...], *, K: float) -> Figure:
+    """The workload's worst error and the class supremum vs n (medians over the repetitions), one panel per (d, mechanism).
+
+    Log–log; the class supremum is :attr:`RateRun.supremum` (the certified upper end for d ≤ 2). The theorem's rate
+    (Thm 2.4/2.5 (2), :func:`claimed_exponent`) is drawn as a dotted line through the supremum's first median. Markers
+    and line styles, not only colours, tell the series apart (readable in grayscale); panels are titled by the
+    mechanism (I or II) and d, with the theorem's exponent.
+    """
+    rows = supremum_table(runs)
+    groups = sorted({(r.d, r.mechanism) for r in rows})
+    fig, axs = new_figure(1, len(groups), width="double", aspect=0.36, squeeze=False, sharey=False)
+    for ax, (d, mech) in zip(axs[0], groups):
+        grp = [r for r in rows if (r.d, r.mechanism) == (d, mech)]
+        ns = np.array([r.n for r in grp], dtype=float)
+        sup = np.array([r.supremum for r in grp])
+        ax.loglog(ns, sup, "s-", color=PALETTE[0], label="class supremum")
+        ax.loglog(ns, [r.worst_error for r in grp], "o--", color=PALETTE[1], markerfacecolor="white", label="workload worst")
+        a = claimed_exponent(d, mech, K)
+        ax.loglog(ns, sup[0] * (ns / ns[0]) ** a, ":", color="black", label="theorem's rate (slope in title)")
+        ax.set_title(f"{mech}, d = {d} (slope {a:.2f})")
+        ax.set_xlabel("n")
+        ax.set_xticks(ns, [f"{n:,.0f}" for n in ns])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    axs[0][0].set_ylabel("error (median over reps)")
+    fig.legend(*axs[0][0].get_legend_handles_labels(), loc="outside upper center", ncols=3)
     return fig
