@@ -37,7 +37,7 @@ from dpkit.core.validation import (
     check_positive_ints,
 )
 from dpkit.mechanisms.pca import PrivateSubspaceIteration, check_psi_noise_scale, covariance_sensitivity, psi_noise_scale
-from dpkit.methods.marginals import noise_std, noisy_release
+from dpkit.mechanisms.vector_release import noise_std, noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload

@@ -16,7 +16,7 @@ The mean embedding μ = (1/n) Σ_x φ(x). Under replace-one neighbours (n public
 (φ(x') − φ(x))/n: **L2 sensitivity** ‖φ(x') − φ(x)‖₂/n ≤ (‖φ(x')‖₂ + ‖φ(x)‖₂)/n = 2/n, and
 **L1 sensitivity** ≤ √(2D)·2/n (Cauchy–Schwarz over the 2D coordinates). (ε, δ)-DP: the analytic
 Gaussian mechanism on 2/n (or Laplace when its std is smaller); ε-DP: Laplace on 2√(2D)/n
-(:func:`dpkit.methods.marginals.noisy_release`). Everything after this step is post-processing.
+(:func:`dpkit.mechanisms.vector_release.noisy_release`). Everything after this step is post-processing.
 
 Answers (:class:`KMEAnswers`) and synthetic data (:class:`KMESynthetic`)
 ----------------------------------------------------------------------
@@ -56,8 +56,8 @@ from dpkit.core.validation import (
     check_real_in_range,
 )
 from dpkit.mechanisms.gaussian import analytic_gaussian_sigma, check_analytic_budget
+from dpkit.mechanisms.vector_release import noisy_release
 from dpkit.methods._fit import FitResult, FourierStatistic, fit_points
-from dpkit.methods.marginals import noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload

@@ -19,7 +19,7 @@ score ``w_ij`` by at most 2 (p̂ is already released).
 
 Privacy (``delta``):
 
-* **(ε, δ)-DP via zCDP** (δ > 0; the paper's accounting). ρ = :func:`~dpkit.methods._discrete.cdp_rho`
+* **(ε, δ)-DP via zCDP** (δ > 0; the paper's accounting). ρ = :func:`~dpkit.core.zcdp.cdp_rho`
   (ε, δ) (exact conversion of Canonne, Kamath & Steinke 2020, Prop 12), split ``split`` = (ρ₁, ρ₂, ρ₃)
   fractions over the three steps. Gaussian noise σ₁ = √(d/ρ₁) on the d one-way marginals (each
   ρ = 2/(2σ²), Bun–Steinke Prop 1.6), the exponential mechanism with ε_t = √(8ρ₂/(d − 1)) per round
@@ -55,10 +55,9 @@ from dpkit.core.validation import (
     check_int_in_range,
     check_real_in_range,
 )
+from dpkit.core.zcdp import cdp_rho, check_zcdp_budget
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.methods._discrete import (
-    cdp_rho,
-    check_zcdp_budget,
     fit_model,
     grid_codes,
     pair_counts,
@@ -120,7 +119,7 @@ class MST(MethodBase):
     epsilon, delta : float
         Total budget; δ > 0 accounts in zCDP (Gaussian noise), δ = 0 is pure ε-DP (Laplace noise);
         ``epsilon=math.inf`` is the non-private reference. With δ > 0 a finite ε is at most
-        :data:`~dpkit.methods._discrete.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
+        :data:`~dpkit.core.zcdp.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
     bins : int or None
         Public cells per attribute; ``None``: :func:`default_bins` (from n, d and the budget).
     split : tuple of 3 floats

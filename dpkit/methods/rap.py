@@ -12,7 +12,7 @@ gradient descent over a *continuous relaxation* of the data domain. Here:
    neighbours (n public) each non-constant moment moves by ≤ 2/n: L1 sensitivity 2(R−1)/n and
    L2 sensitivity 2√(R−1)/n (the bound of :mod:`dpkit.mechanisms.trig.moments`). ε-DP:
    Lap(2(R−1)/(nε)) per moment; (ε, δ)-DP: the analytic Gaussian mechanism (Balle–Wang 2018)
-   on 2√(R−1)/n, or Laplace where its std is smaller (:func:`dpkit.methods.marginals.noisy_release`).
+   on 2√(R−1)/n, or Laplace where its std is smaller (:func:`dpkit.mechanisms.vector_release.noisy_release`).
    The constant moment b_0 = 1 is public and released exactly.
 3. **Relaxed projection** (post-processing, no budget): m points Y ∈ [-1, 1]^{m×d} minimising
    ‖(1/m) Σ_i φ(y_i) − b̂‖² by L-BFGS-B from a uniform data-independent start
@@ -42,8 +42,8 @@ from dpkit.core.validation import (
 )
 from dpkit.mechanisms.gaussian import analytic_gaussian_sigma, check_analytic_budget
 from dpkit.mechanisms.trig.basis import basis_indices, basis_moments
+from dpkit.mechanisms.vector_release import noisy_release
 from dpkit.methods._fit import ChebyshevStatistic, FitResult, fit_points
-from dpkit.methods.marginals import noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
