@@ -206,7 +206,7 @@ def _bound_jax_memory(cliques: tuple[tuple[int, ...], ...], d: int, bins: int) -
 def synthetic_database(model: Any, m: int, bins: int, rng: np.random.Generator) -> WeightedDatabase:
     """``m`` rows drawn from the model (:func:`sample_model`), each uniform inside its cells, weights 1/m."""
     pts = uniform_in_cells(sample_model(model, m, rng), bins, rng)
-    return WeightedDatabase(points=pts, weights=np.full(m, 1.0 / m), m=m)
+    return WeightedDatabase.equally_weighted(pts)
 
 
 def sample_model(model: Any, m: int, rng: np.random.Generator) -> np.ndarray:

@@ -67,7 +67,12 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_delta, check_epsilon, check_in_unit_cube, check_int_in_range, check_real_in_range
+from dpkit.core.validation import (
+    check_budget_fields,
+    check_in_unit_cube,
+    check_int_in_range,
+    check_real_in_range,
+)
 from dpkit.core.zcdp import ZCDPLedger, cdp_rho, check_zcdp_budget
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.methods._discrete import (
@@ -281,8 +286,7 @@ class AIM(MethodBase):
     final_iters: int = 1000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
+        check_budget_fields(self, allow_zero_delta=False)
         check_zcdp_budget(self.epsilon, self.delta)
         if self.bins is not None:
             check_int_in_range(self.bins, name="bins", low=2, high=64)

@@ -48,9 +48,8 @@ import numpy as np
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
+    check_budget_fields,
     check_choice,
-    check_delta,
-    check_epsilon,
     check_in_unit_cube,
     check_int_in_range,
     check_real_in_range,
@@ -140,8 +139,7 @@ class _KMEBase(MethodBase):
     max_features: int = 2048
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        check_budget_fields(self, allow_inf=True)
         if self.delta > 0:  # the analytic Gaussian calibrates at the whole (ε, δ)
             check_analytic_budget(self.epsilon, self.delta)
         object.__setattr__(self, "sigma", check_real_in_range(self.sigma, name="sigma", low=0.0, low_inclusive=False))
@@ -262,19 +260,16 @@ class KMESynthetic(_KMEBase):
         check_int_in_range(self.m, name="m", low=1)
         check_int_in_range(self.max_iter, name="max_iter", low=1)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
-                workload: GaussianKernelWorkload | None = None) -> Release[KMEStats]:
-        """Release μ̂ and fit ``m`` points in [-1, 1]^d to it."""
-        tm = Timer()
-        g_rel, g_fit = spawn(rng, 2)
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        with tm("release"):
-            st = self.measure(X, rng=g_rel, ledger=led)
-        n, d = np.shape(X)
-        with tm("fit"):
-            fit = fit_points(FourierStatistic(st.omega), st.noisy_embedding, m=self.m, d=d, rng=g_fit,
+    def synthesize(self, st: KMEStats, X: Any, *, rng: np.random.Generator,
+                   timer: Timer) -> tuple[WeightedDatabase, KMEStats]:
+        """Fit ``m`` points in [-1, 1]^d to the released μ̂ (:meth:`release` is the template of
+        :class:`~dpkit.queries.release.MethodBase`: measure, then synthesize)."""
+        d = np.shape(X)[1]
+        with timer("fit"):
+            fit = fit_points(FourierStatistic(st.omega), st.noisy_embedding, m=self.m, d=d, rng=rng,
                              max_iter=self.max_iter)
-        synth = WeightedDatabase(points=fit.points, weights=np.full(self.m, 1.0 / self.m), m=self.m)
-        return Release(method=self.name, privacy=self.privacy, params=self._params(n, st.omega.shape[0]),
-                       ledger=led.to_dict(), timings=tm.done(), synthetic=synth,
-                       diagnostics=replace(st, fit=fit))
+        return WeightedDatabase.equally_weighted(fit.points), replace(st, fit=fit)
+
+    def release_params(self, st: KMEStats, X: Any, ledger: Ledger) -> dict[str, Any]:
+        """The release's ``params``."""
+        return self._params(np.shape(X)[0], st.omega.shape[0])
