@@ -108,12 +108,12 @@ def test_the_runner_owns_checkpoint_dir(tmp_path):
 
 
 def test_kept_repetitions_of_other_dpkit_sources_are_stale(tmp_path, monkeypatch):
-    from dpkit.batch import execute, runner
+    from dpkit.batch import execute, stale
 
     m, keep = _setup(tmp_path)
     [r] = batch.run_manifest(m, scheduler="sync")
     assert r["status"] == "failed" and (keep / "dpkit_sha256").read_text().strip() == execute.library_fingerprint()
-    for mod in (execute, runner):
+    for mod in (execute, stale):
         monkeypatch.setattr(mod, "library_fingerprint", lambda: "0" * 16)
     with pytest.raises(StaleRunsError, match="dpkit sources: ran"):
         batch.run_manifest(m, scheduler="sync")

@@ -448,7 +448,9 @@ def test_run_options_must_be_positive(tmp_path, capsys, opt):
 def test_local_cluster_starts_no_dashboard():
     import psutil
 
-    cluster = runner._local_cluster(1)
+    from dpkit.batch.scheduler import _local_cluster
+
+    cluster = _local_cluster(1)
     try:
         time.sleep(0.2)
         listening = {c.laddr.port for c in psutil.Process().net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from dpkit.core.accounting import Ledger
+from dpkit.core.zcdp import MAX_ZCDP_EPSILON, cdp_delta, cdp_rho
 from dpkit.mechanisms.gaussian import ANALYTIC_MAX_EPSILON, Gaussian, analytic_gaussian_sigma, gaussian_exact_delta
 from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism, LPError
 from dpkit.methods import MST, KMEAnswers, KMESynthetic, RelaxedProjection
-from dpkit.methods._discrete import MAX_ZCDP_EPSILON, cdp_delta, cdp_rho
 from dpkit.methods.aim import AIM
 
 X = np.random.default_rng(0).uniform(-1, 1, size=(300, 3))

@@ -20,10 +20,10 @@ from neighbour_pairs import corners
 
 from dpkit.core.accounting import Ledger  # noqa: E402
 from dpkit.core.exceptions import BudgetExceededError  # noqa: E402
+from dpkit.core.zcdp import cdp_delta, cdp_rho  # noqa: E402
 from dpkit.evaluation.audit import audit  # noqa: E402
-from dpkit.mechanisms.gaussian import gaussian_exact_delta  # noqa: E402
 from dpkit.methods import mst as mst_module  # noqa: E402
-from dpkit.methods._discrete import cdp_delta, cdp_rho, grid_codes, project_simplex, uniform_in_cells  # noqa: E402
+from dpkit.methods._discrete import grid_codes, project_simplex, uniform_in_cells  # noqa: E402
 from dpkit.methods.mst import MST, default_bins, noise_plan  # noqa: E402
 
 EPS, DELTA = 1.0, 1e-3
@@ -35,37 +35,6 @@ def data():
     g = np.random.default_rng(7)
     z = g.standard_normal((400, 1))
     return np.clip(0.5 * z + 0.25 * g.standard_normal((400, 3)), -1, 1)
-
-
-# ----------------------------------------------------------------------------- zCDP conversion
-@pytest.mark.parametrize("rho,eps,ref", [(0.01, 1.0, 1.6641139773879933e-13), (0.1, 1.0, 0.008933245771818366),
-                                         (0.5, 3.0, 0.005143184063862147), (1.0, 5.0, 0.0026120345066204856)])
-def test_cdp_delta_matches_reference(rho, eps, ref):
-    assert cdp_delta(rho, eps) == pytest.approx(ref, rel=1e-9)
-    assert cdp_delta(rho, eps) <= math.exp(-((eps - rho) ** 2) / (4 * rho))  # Bun–Steinke Prop 1.3 is looser
-
-
-@pytest.mark.parametrize("eps,delta,ref", [(1.0, 1e-3, 0.0593902000500055), (1.0, 1e-9, 0.014973057673588523),
-                                           (0.5, 1e-5, 0.008505530591181911), (10.0, 1e-6, 1.5392787638667285)])
-def test_cdp_rho_matches_reference_and_is_feasible(eps, delta, ref):
-    rho = cdp_rho(eps, delta)
-    assert rho == pytest.approx(ref, rel=1e-9)
-    assert cdp_delta(rho, eps) <= delta < cdp_delta(rho * (1 + 1e-9), eps)
-
-
-@pytest.mark.parametrize("rho,eps", [(0.05, 1.0), (0.5, 2.0), (2.0, 4.0)])
-def test_cdp_delta_covers_the_gaussian_mechanism(rho, eps):
-    # N(0, σ²) on sensitivity 1 is exactly 1/(2σ²)-zCDP; its exact δ(ε) (Balle–Wang) cannot exceed the conversion
-    exact = gaussian_exact_delta(1.0 / math.sqrt(2 * rho), eps, 1.0)
-    assert exact <= cdp_delta(rho, eps)
-
-
-def test_cdp_bad_arguments_are_named():
-    with pytest.raises(ValueError, match="rho"):
-        cdp_delta(-0.1, 1.0)
-    with pytest.raises(ValueError, match="delta"):
-        cdp_rho(1.0, 0.0)
-    assert cdp_delta(0.0, 1.0) == 0.0
 
 
 # ----------------------------------------------------------------------------- grid and helpers

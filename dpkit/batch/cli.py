@@ -36,7 +36,8 @@ from dpkit.batch.execute import (
 from dpkit.batch.locks import RunLock, make_temporary, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import UNAVAILABLE, collect, is_run_key
-from dpkit.batch.runner import STALE_POLICIES, _move_aside, run_manifest
+from dpkit.batch.runner import run_manifest
+from dpkit.batch.stale import STALE_POLICIES, _move_aside
 
 __all__ = ["main", "parse_params"]
 

@@ -81,7 +81,6 @@ and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from 
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -90,20 +89,17 @@ import time
 import traceback
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from dpkit.batch.cluster import check_workers, thread_environ
 from dpkit.batch.execute import (
     check_writable,
-    checkpoint_changes,
-    checkpoint_fingerprint,
     execute_notebook,
     failure_message,
     is_done,
     is_enospc,
     kept_repetitions,
     key_problem,
-    library_fingerprint,
     read_record,
     record_checkpoint,
     remove_checkpoint,
@@ -112,21 +108,22 @@ from dpkit.batch.execute import (
 )
 from dpkit.batch.locks import RunLock, clean_stale, make_temporary, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import (
-    BatchError,
     RunSpec,
     expand_manifest,
     load_manifest,
     manifest_output,
-    notebook_fingerprint,
 )
 from dpkit.batch.results import UNAVAILABLE
+from dpkit.batch.scheduler import _client, _environ_restored, check_scheduler
+from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, _move_aside, checkpoint_folder
 from dpkit.queries.gemm import usable_cores
 
 if TYPE_CHECKING:
-    from distributed import Client, LocalCluster
+    from distributed import Client
     from tqdm import tqdm
 
-__all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "checkpoint_folder"]
+__all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "checkpoint_folder", "StaleRunsError",
+           "STALE_POLICIES"]
 
 Summary = dict[str, Any]
 
@@ -267,12 +264,6 @@ def _run_task(spec: RunSpec, output: str, shares: dict[str, int], **kwargs: Any)
     return {**run_one(spec, output, threads=threads, **kwargs), "worker": worker.address, "threads": threads}
 
 
-def checkpoint_folder(spec: RunSpec, parent: Path) -> Path:
-    """``<output>/<stem>/.<key>.checkpoint``: where run ``spec`` keeps its finished repetitions until it succeeds
-    (for a notebook that declares ``CHECKPOINT_DIR``; :func:`~dpkit.batch.execute.execute_notebook`)."""
-    return parent / f".{spec.key}.checkpoint"
-
-
 def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7200, threads: int | None = 1,
             wait: bool = True) -> Summary:
     """Execute one run into ``<output>/<stem>/<key>/`` (under the run's lock, via a temporary folder).
@@ -312,80 +303,8 @@ def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summ
 
 
 # --------------------------------------------------------------------------- batches
-def check_scheduler(scheduler: str) -> str:
-    """``local``, ``sync`` or a Dask scheduler address (``tcp://host:8786``, ``host:8786``); else a :class:`BatchError`."""
-    import difflib
-    import re
-
-    if scheduler in ("local", "sync") or (isinstance(scheduler, str) and (
-            re.fullmatch(r"[a-z][a-z0-9+.-]*://\S+", scheduler) or re.fullmatch(r"[^\s:/]+:\d+", scheduler))):
-        return scheduler  # an address: distributed itself says if it cannot connect (exit 2, naming it)
-    close = difflib.get_close_matches(str(scheduler), ["local", "sync"], n=1)
-    raise BatchError(f"--scheduler must be 'local', 'sync' or a Dask scheduler address such as tcp://host:8786; "
-                     f"got {scheduler!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-
-
-# --------------------------------------------------------------------------- batches
-def _local_cluster(n_workers: int) -> LocalCluster:
-    """A LocalCluster of ``n_workers`` single-threaded processes and no dashboard.
-
-    ``dashboard_address=None`` alone still serves HTTP on port 8787 (distributed always starts the
-    scheduler's HTTP server); it is bound to a free local port and stopped at once.
-    """
-    from dask.distributed import LocalCluster
-
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                           dashboard_address="127.0.0.1:0", worker_dashboard_address=None)
-    http = getattr(cluster.scheduler, "http_server", None)
-    if http is not None:
-        async def _stop() -> None:
-            http.stop()
-            cluster.scheduler.services.pop("dashboard", None)
-
-        cluster.sync(_stop)
-        cluster.scheduler_info.get("services", {}).pop("dashboard", None)  # so dashboard_link is ""
-    return cluster
-
-
-@contextlib.contextmanager
-def _client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
-    """``None`` for ``sync``, else a Dask client (of a new LocalCluster for ``local``), closed afterwards."""
-    if scheduler == "sync":
-        yield None
-        return
-    import logging
-
-    from dask.distributed import Client
-
-    cluster = _local_cluster(workers or os.cpu_count() or 1) if scheduler == "local" else None
-    client = Client(cluster if cluster is not None else scheduler)
-    try:
-        yield client
-    finally:
-        # workers' heartbeats racing the shutdown log CommClosedError tracebacks: noise, not failures
-        for name in ("distributed", "distributed.worker", "distributed.nanny", "distributed.core"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
 def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
     return _summary(spec, spec.folder(out), "failed", error=f"not started: {cause['error']}")
-
-
-@contextlib.contextmanager
-def _environ_restored(names: dict[str, str]) -> Iterator[None]:
-    """Restore the environment variables ``names`` (set or unset) to what they are now, on exit."""
-    saved = {n: os.environ.get(n) for n in names}
-    try:
-        yield
-    finally:
-        for n, v in saved.items():
-            if v is None:
-                os.environ.pop(n, None)
-            else:
-                os.environ[n] = v
 
 
 def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
@@ -422,145 +341,6 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
             client.cancel(list(pending))
             return results + [_not_started(x, out, r) for x in pending.values()]
     return results
-
-
-STALE_POLICIES = ("error", "rerun", "keep")
-
-
-class StaleRunsError(BatchError):
-    """Finished runs of a notebook that has changed since (their ``notebook_sha256`` differs)."""
-
-
-def stale_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str, str]]:
-    """(spec, recorded, current) for every finished run whose notebook changed since it ran.
-
-    A run records the fingerprint of its notebook (:func:`~dpkit.batch.manifest.notebook_fingerprint`)
-    in ``run.json``; runs from before that record have none and are not judged.
-    """
-    out_list = []
-    current: dict[Path, str] = {}
-    for s in specs:
-        folder = s.folder(out)
-        if not is_done(folder):
-            continue
-        try:
-            recorded = json.loads((folder / "run.json").read_text()).get("notebook_sha256")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if recorded is None:
-            continue
-        if s.notebook not in current:
-            current[s.notebook] = notebook_fingerprint(s.notebook)
-        if str(recorded) != current[s.notebook]:
-            out_list.append((s, str(recorded), current[s.notebook]))
-    return out_list
-
-
-def stale_checkpoints(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]:
-    """(spec, what changed) for every unfinished run whose kept repetitions were computed by another version of
-    its notebook or of dpkit (:func:`~dpkit.batch.execute.checkpoint_changes`)."""
-    found = []
-    current: dict[Path, str] = {}
-    library = None
-    for s in specs:
-        keep = checkpoint_folder(s, s.folder(out).parent)
-        if checkpoint_fingerprint(keep) is None or is_done(s.folder(out)):
-            continue
-        if s.notebook not in current:
-            current[s.notebook] = notebook_fingerprint(s.notebook)
-        library = library or library_fingerprint()
-        changes = checkpoint_changes(keep, current[s.notebook], library)
-        if changes:
-            found.append((s, "; ".join(changes)))
-    return found
-
-
-def misplaced_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]:
-    """(spec, why) for every run folder holding a finished record of other parameters than its key's
-    (:func:`~dpkit.batch.execute.key_problem`): never taken for the spec's run, never replaced in place."""
-    found = []
-    for s in specs:
-        folder = s.folder(out)
-        info = read_record(folder)
-        if info is not None and info.get("status") == "ok" and (why := key_problem(folder, info)):
-            found.append((s, why))
-    return found
-
-
-def _move_aside(path: Path, out: Path, stem: str, name: str) -> Path:
-    dest = out / ".superseded" / stem / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        dest = dest.with_name(f"{dest.name}-{uuid.uuid4().hex[:6]}")
-    os.replace(path, dest)
-    return dest
-
-
-def supersede(spec: RunSpec, out: Path) -> Path:
-    """Move a finished run aside to ``<output>/.superseded/<stem>/<key>-<UTC time>`` (kept, never deleted;
-    ``collect`` and ``assemble`` skip dot folders) so that it can run again; return where it went."""
-    final = spec.folder(out)
-    lock = RunLock(final.parent / f".{spec.key}.lock")
-    if not lock.acquire(wait=False):
-        raise BatchError(f"cannot move aside {final}: another batch holds its lock")
-    try:
-        return _move_aside(final, out, spec.notebook.stem, spec.key)
-    finally:
-        lock.release()
-
-
-def supersede_checkpoint(spec: RunSpec, out: Path) -> Path:
-    """Move an unfinished run's kept repetitions aside to ``<output>/.superseded/<stem>/<key>.checkpoint-<UTC time>``."""
-    final = spec.folder(out)
-    lock = RunLock(final.parent / f".{spec.key}.lock")
-    if not lock.acquire(wait=False):
-        raise BatchError(f"cannot move aside the checkpoint of {final}: another batch holds its lock")
-    try:
-        return _move_aside(checkpoint_folder(spec, final.parent), out, spec.notebook.stem, f"{spec.key}.checkpoint")
-    finally:
-        lock.release()
-
-
-def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
-    """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done), and to
-    run folders that hold another key's run (:func:`misplaced_runs`: an error unless ``rerun`` moves them aside)."""
-    misplaced = misplaced_runs(specs, out)
-    if misplaced and on_stale != "rerun":
-        raise StaleRunsError(
-            f"{len(misplaced)} run folder(s) hold a finished run of other parameters than their key's, which is never "
-            "taken for the key's run:\n" + "\n".join(f"  {s.folder(out)} {why}" for s, why in misplaced)
-            + "\nmove them away, or re-run with --stale rerun (each is moved to <output>/.superseded/, not deleted)")
-    for s, _why in misplaced:
-        dest = supersede(s, out)
-        print(f"running {s.folder(out)} again: it held a run of other parameters, now in {dest}", file=sys.stderr)
-    stale = stale_runs(specs, out)
-    partial = stale_checkpoints(specs, out)
-    if not stale and not partial:
-        return
-    lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
-    lines += [f"  {checkpoint_folder(s, s.folder(out).parent)} (kept repetitions of an unfinished run of "
-              f"{s.notebook.name}; {what})" for s, what in partial]
-    if on_stale == "error":
-        raise StaleRunsError(
-            f"{len(lines)} finished run(s) or kept repetitions come from an older version of their notebook:\n"
-            + "\n".join(lines)
-            + "\nre-run them with --stale rerun (each old run is moved to <output>/.superseded/, not deleted), "
-              "or keep them as they are with --stale keep")
-    if on_stale == "keep":
-        if partial:
-            raise StaleRunsError(
-                "--stale keep keeps finished runs, but an unfinished run cannot go on from repetitions of another "
-                "notebook version:\n" + "\n".join(lines[len(stale):]) + "\nuse --stale rerun (they are moved to "
-                "<output>/.superseded/, not deleted)")
-        print(f"warning: keeping {len(stale)} finished run(s) of notebooks that changed since (--stale keep):\n"
-              + "\n".join(lines), file=sys.stderr)
-        return
-    for s, _old, _new in stale:
-        dest = supersede(s, out)
-        print(f"re-running {s.folder(out)}: its notebook changed; the old run is in {dest}", file=sys.stderr)
-    for s, what in partial:
-        dest = supersede_checkpoint(s, out)
-        print(f"starting {s.folder(out)} afresh ({what}); its kept repetitions are in {dest}", file=sys.stderr)
 
 
 def run_manifest(

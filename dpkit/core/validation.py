@@ -14,6 +14,7 @@ __all__ = [
     "check_sensitivity",
     "check_positive_int",
     "check_positive_ints",
+    "check_budget_fields",
     "check_int_in_range",
     "check_real_in_range",
     "check_positive_finite",
@@ -92,6 +93,16 @@ def check_int_in_range(value: Any, *, name: str, low: int | None = None, high: i
 def check_positive_int(value: Any, *, name: str) -> int:
     """Validate an integer ≥ 1."""
     return check_int_in_range(value, name=name, low=1)
+
+
+def check_budget_fields(obj: object, *, allow_inf: bool = False, delta: bool = True,
+                        allow_zero_delta: bool = True) -> None:
+    """Validate the ``epsilon`` field of a frozen dataclass ``obj`` (:func:`check_epsilon`; ``allow_inf``
+    admits ε = ∞) and, unless ``delta=False``, its ``delta`` field (:func:`check_delta`;
+    ``allow_zero_delta``), and store them back as floats. For ``__post_init__`` of methods and mechanisms."""
+    object.__setattr__(obj, "epsilon", check_epsilon(getattr(obj, "epsilon"), allow_inf=allow_inf))
+    if delta:
+        object.__setattr__(obj, "delta", check_delta(getattr(obj, "delta"), allow_zero=allow_zero_delta))
 
 
 def check_positive_ints(obj: object, *names: str) -> None:

@@ -25,7 +25,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_sensitivity
+from dpkit.core.validation import check_budget_fields, check_choice, check_delta, check_epsilon, check_sensitivity
 from dpkit.mechanisms.base import AdditiveNoiseMechanism
 
 __all__ = ["Gaussian", "gaussian_exact_delta", "analytic_gaussian_sigma", "CALIBRATIONS", "ANALYTIC_MAX_EPSILON",
@@ -197,8 +197,7 @@ class Gaussian(AdditiveNoiseMechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
-        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False, name="delta"))
+        check_budget_fields(self, allow_zero_delta=False)
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         check_choice(self.calibration, name="calibration", choices=CALIBRATIONS)
         if self.calibration == "classic" and not self.epsilon < 1.0:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_epsilon, check_sensitivity
+from dpkit.core.validation import check_budget_fields, check_sensitivity
 from dpkit.mechanisms.base import AdditiveNoiseMechanism
 
 __all__ = ["Laplace"]
@@ -48,7 +48,7 @@ class Laplace(AdditiveNoiseMechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True, name="epsilon"))
+        check_budget_fields(self, allow_inf=True, delta=False)
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         if not math.isinf(self.epsilon) and not math.isfinite(self.sensitivity / self.epsilon):
             raise ValueError(f"the Laplace scale sensitivity/epsilon = {self.sensitivity}/{self.epsilon} overflows to inf: "

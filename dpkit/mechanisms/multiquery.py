@@ -28,6 +28,7 @@ from dpkit.core.accounting import Ledger
 from dpkit.core.composition import per_step_epsilon
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import (
+    check_budget_fields,
     check_choice,
     check_delta,
     check_epsilon,
@@ -101,7 +102,7 @@ class LaplaceI(_MultiQuery):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
+        check_budget_fields(self, delta=False)
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         object.__setattr__(self, "k", check_positive_int(self.k, name="k"))
 
@@ -145,8 +146,7 @@ class LaplaceII(_MultiQuery):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
-        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False, name="delta"))
+        check_budget_fields(self, allow_zero_delta=False)
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         object.__setattr__(self, "k", check_positive_int(self.k, name="k"))
         check_choice(self.calibration, name="calibration", choices=("advanced", "thesis"))

@@ -26,7 +26,13 @@ import numpy as np
 from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import FeasibilityError
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import check_epsilon, check_finite_array, check_int_in_range, check_positive_int, check_probability
+from dpkit.core.validation import (
+    check_budget_fields,
+    check_finite_array,
+    check_int_in_range,
+    check_positive_int,
+    check_probability,
+)
 from dpkit.mechanisms.base import Mechanism
 from dpkit.mechanisms.exponential import Exponential
 
@@ -128,7 +134,7 @@ class NetMechanism(Mechanism):
         if self.neighbouring != "replace-one":
             raise ValueError("neighbouring must be 'replace-one' for NetMechanism (its utility sensitivity assumes "
                              f"replace-one neighbours with public n; add-remove would reveal n); got {self.neighbouring!r}")
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
+        check_budget_fields(self, delta=False)
         object.__setattr__(self, "n", check_positive_int(self.n, name="n"))
         cap = check_positive_int(self.max_candidates, name="max_candidates")
         q = check_finite_array(self.queries, name="queries", ndim=2, min_rows=1)

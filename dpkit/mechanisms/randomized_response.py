@@ -15,7 +15,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_epsilon, check_finite_array, check_real_in_range
+from dpkit.core.validation import check_budget_fields, check_finite_array, check_real_in_range
 from dpkit.mechanisms.base import Mechanism
 
 __all__ = ["RandomizedResponse"]
@@ -45,7 +45,7 @@ class RandomizedResponse(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
+        check_budget_fields(self, delta=False)
 
     @property
     def delta(self) -> float:

@@ -18,8 +18,8 @@ from scipy import integrate
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import (
+    check_budget_fields,
     check_choice,
-    check_epsilon,
     check_finite_array,
     check_positive_int,
     check_probability,
@@ -81,7 +81,7 @@ class AboveThreshold(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
+        check_budget_fields(self, delta=False)
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         object.__setattr__(self, "variant", check_choice(self.variant, name="variant", choices=VARIANTS))
         check_real_in_range(self.threshold, name="threshold", low_inclusive=False, high_inclusive=False)  # finite

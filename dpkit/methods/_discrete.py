@@ -1,19 +1,10 @@
-"""Shared pieces of the marginal-based methods (MST, AIM): a public grid, zCDP accounting, mbi estimation, sampling.
+"""Shared pieces of the marginal-based methods (MST, AIM): a public grid, mbi estimation, sampling.
+
+Their zCDP accounting (``cdp_rho``, ``ZCDPLedger``) is :mod:`dpkit.core.zcdp`.
 
 * **Public grid.** Each attribute of [-1, 1] is cut into ``bins`` equal cells; the cell edges depend
   only on ``bins`` (never on the data), so the discretisation is free. A record becomes a vector
   of cell codes; a synthetic record is drawn uniformly inside its cells (:func:`uniform_in_cells`).
-* **zCDP → (ε, δ).** Concentrated DP (Bun & Steinke 2016) composes by adding ρ; the total ρ is
-  converted to (ε, δ) with the tight conversion of Canonne, Kamath & Steinke (2020, "The Discrete
-  Gaussian for Differential Privacy", Prop 12 / Cor 13; the ``cdp_delta`` of their code):
-
-  ``δ(ρ, ε) = inf_{α > 1} exp((α − 1)(αρ − ε)) / (α − 1) · (1 − 1/α)^α``.
-
-  The exponent is convex in α (its derivative ``(2α − 1)ρ − ε + log(1 − 1/α)`` is increasing), so
-  the infimum is at the derivative's root, found by :func:`scipy.optimize.brentq`; any α gives a
-  valid δ, so a root that is slightly off only makes δ larger. :func:`cdp_rho` inverts it: the
-  largest ρ with ``δ(ρ, ε) ≤ δ``, by bisection on ρ (δ(·, ε) is increasing), returning the
-  feasible end of the bracket.
 * **Estimation.** The noisy marginals are fit by Private-PGM (McKenna, Sheldon & Miklau 2019,
   Alg 1: mirror descent over the marginal polytope, ``mbi.estimation.MirrorDescent``) on
   normalised frequencies (counts / n, n public), which keeps JAX's float32 well conditioned.
@@ -21,7 +12,6 @@
   drawn i.i.d. from the fitted graphical model along the junction tree's elimination order, each
   attribute from its conditional given the attributes already drawn (the same scheme), with the
   caller's ``rng`` only.
-
 * **Compilation cache.** ``mbi`` compiles (XLA) one estimator per clique structure, seconds to a minute
   each, while running it takes milliseconds. On first use :func:`_mbi` points JAX's persistent
   compilation cache at ``$DPKIT_CACHE_DIR/jax`` (default ``~/.cache/dpkit/jax``; ``DPKIT_CACHE_DIR=off``
@@ -35,130 +25,39 @@
   elimination tree (:class:`CalibratedTree`, log-domain sum-product, all pairs of a round in one pass);
   a larger part by contracting the component's exponentiated potentials pairwise (rescaled, or in the
   log domain where that could underflow) — no per-query compilation, unlike ``mbi``'s variable elimination.
-* **zCDP ledger.** :class:`ZCDPLedger` records ρ per step of a zCDP mechanism, refuses a step that
-  would exceed the total ρ and reports whether the steps add up to it.
+  The tree and the contractions are :mod:`dpkit.methods._contraction`.
 
 ``mbi`` (and JAX) are optional dependencies (``pip install dpkit[marginal]``), imported on first use.
 """
 from __future__ import annotations
 
 import functools
-import math
 import os
-import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from dpkit.core.validation import check_delta, check_epsilon, check_int_in_range, check_real_in_range
+from dpkit.core.validation import check_int_in_range
+from dpkit.methods._contraction import (
+    _LOG_LOSS_LIMIT,
+    CalibratedTree,
+    _scaled_contraction,
+    log_contraction,
+    normalised_contraction,
+)
 from dpkit.queries.disk_cache import cache_dir
 from dpkit.queries.synthetic import WeightedDatabase
 
-__all__ = ["cdp_delta", "cdp_rho", "MAX_ZCDP_EPSILON", "check_zcdp_budget", "grid_codes", "uniform_in_cells",
-           "pair_counts", "project_simplex", "Measurement", "fit_model", "sample_model", "synthetic_database",
-           "attr_names", "model_marginals", "ZCDPLedger", "jax_cache_dir", "normalised_contraction", "log_contraction",
-           "CalibratedTree"]
+__all__ = ["grid_codes", "uniform_in_cells", "cell_cdf", "pair_counts", "project_simplex", "Measurement", "fit_model",
+           "sample_model", "synthetic_database", "attr_names", "model_marginals", "jax_cache_dir",
+           "normalised_contraction", "log_contraction", "CalibratedTree"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
-
-
-# ----------------------------------------------------------------------------- zCDP accounting
-def _log_delta_at(alpha: float, rho: float, epsilon: float) -> float:
-    return (alpha - 1.0) * (alpha * rho - epsilon) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1.0)
-
-
-def cdp_delta(rho: float, epsilon: float) -> float:
-    """δ such that ρ-zCDP implies (ε, δ)-DP (Canonne, Kamath & Steinke 2020, Prop 12 / Cor 13; module docstring).
-
-    Parameters
-    ----------
-    rho : float
-        ρ ≥ 0 (ρ = 0 gives δ = 0).
-    epsilon : float
-        ε ≥ 0, finite.
-
-    Examples
-    --------
-    >>> round(cdp_delta(0.5, 3.0), 6) < math.exp(-(3.0 - 0.5) ** 2 / (4 * 0.5))  # tighter than Bun-Steinke's bound
-    True
-    """
-    rho = check_real_in_range(rho, name="rho", low=0.0)
-    epsilon = check_real_in_range(epsilon, name="epsilon", low=0.0)
-    if math.isinf(rho) or math.isinf(epsilon):
-        raise ValueError(f"rho and epsilon must be finite; got rho={rho}, epsilon={epsilon}")
-    if rho == 0.0:
-        return 0.0
-
-    def slope(alpha: float) -> float:
-        return (2.0 * alpha - 1.0) * rho - epsilon + math.log1p(-1.0 / alpha)
-
-    lo, hi = 1.0 + 1e-12, (epsilon + 1.0) / (2.0 * rho) + 2.0
-    while slope(hi) < 0.0:  # pragma: no cover - the bracket above always has slope(hi) > 0
-        hi *= 2.0
-    alpha = lo if slope(lo) >= 0.0 else brentq(slope, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=500)
-    log_delta = _log_delta_at(max(alpha, 1.0 + 1e-12), rho, epsilon)
-    return 1.0 if log_delta >= 0.0 else math.exp(log_delta)  # δ ≤ 1; exp of a large log δ would overflow
-
-
-#: The largest ε :func:`cdp_rho` converts: half the largest double. Its bisection on ρ ∈ [0, ε] takes
-#: midpoints ``0.5 * (lo + hi)`` with both ends near ε (ρ → ε as ε grows), and ``lo + hi`` overflows to ∞
-#: beyond this (any δ).
-MAX_ZCDP_EPSILON = sys.float_info.max / 2.0
-
-
-def check_zcdp_budget(epsilon: float, delta: float) -> None:
-    """Refuse, naming ε and δ, a budget the zCDP conversion (δ > 0) cannot take: a finite ε above
-    :data:`MAX_ZCDP_EPSILON`, or an (ε, δ) whose ρ (:func:`cdp_rho`) is below the smallest normal double."""
-    _check_zcdp_epsilon(epsilon, delta)
-    if delta > 0 and math.isfinite(epsilon):
-        cdp_rho(epsilon, delta)
-
-
-def _check_zcdp_epsilon(epsilon: float, delta: float) -> None:
-    if delta > 0 and math.isfinite(epsilon) and epsilon > MAX_ZCDP_EPSILON:
-        raise ValueError(f"epsilon must be in (0, {MAX_ZCDP_EPSILON:.6g}] for the zCDP conversion at "
-                         f"delta = {delta:g}; got epsilon = {epsilon:g}: the conversion's bisection on rho in "
-                         "[0, epsilon] adds its bracket ends, which overflows beyond half the largest double")
-
-
-@functools.lru_cache(maxsize=256)
-def cdp_rho(epsilon: float, delta: float) -> float:
-    """The largest ρ whose zCDP guarantee implies (ε, δ)-DP under :func:`cdp_delta` (bisection on ρ).
-
-    ε must be at most :data:`MAX_ZCDP_EPSILON`, and ρ at least the smallest normal double (a ValueError
-    naming ε and δ otherwise).
-
-    Examples
-    --------
-    >>> rho = cdp_rho(1.0, 1e-3)
-    >>> cdp_delta(rho, 1.0) <= 1e-3
-    True
-    """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
-    _check_zcdp_epsilon(epsilon, delta)
-    lo, hi = 0.0, max(epsilon, 1.0)
-    while cdp_delta(hi, epsilon) <= delta:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if cdp_delta(mid, epsilon) <= delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    if lo < sys.float_info.min:  # ρ ≈ ε²/(4 log(1/δ)) underflows: the noise std √(1/ρ) would be infinite
-        raise ValueError(f"epsilon = {epsilon:g} with delta = {delta:g} is too small for the zCDP conversion: rho = "
-                         f"{lo:g} is below the smallest normal double {sys.float_info.min:.4g} (the noise std "
-                         "sqrt(1/rho) would be infinite); use a larger epsilon or delta")
-    return lo
 
 
 # ----------------------------------------------------------------------------- public grid
@@ -171,6 +70,16 @@ def grid_codes(X: np.ndarray, bins: int) -> np.ndarray:
 def uniform_in_cells(codes: np.ndarray, bins: int, rng: np.random.Generator) -> np.ndarray:
     """A point drawn uniformly inside each record's cells (the inverse of :func:`grid_codes`)."""
     return -1.0 + (codes + rng.random(codes.shape)) * (2.0 / bins)
+
+
+def cell_cdf(P: np.ndarray) -> np.ndarray:
+    """Per row of non-negative cell weights ``P`` (rows, cells), the cumulative distribution over its cells:
+    the row normalised (uniform if it sums to 0), its last entry set to exactly 1 (for inverse-CDF draws)."""
+    tot = P.sum(axis=1, keepdims=True)
+    P = np.where(tot > 0, P / np.where(tot > 0, tot, 1.0), 1.0 / P.shape[-1])
+    cdf = np.cumsum(P, axis=1)
+    cdf[:, -1] = 1.0
+    return cdf
 
 
 def pair_counts(codes: np.ndarray, bins: int) -> np.ndarray:
@@ -297,7 +206,7 @@ def _bound_jax_memory(cliques: tuple[tuple[int, ...], ...], d: int, bins: int) -
 def synthetic_database(model: Any, m: int, bins: int, rng: np.random.Generator) -> WeightedDatabase:
     """``m`` rows drawn from the model (:func:`sample_model`), each uniform inside its cells, weights 1/m."""
     pts = uniform_in_cells(sample_model(model, m, rng), bins, rng)
-    return WeightedDatabase(points=pts, weights=np.full(m, 1.0 / m), m=m)
+    return WeightedDatabase.equally_weighted(pts)
 
 
 def sample_model(model: Any, m: int, rng: np.random.Generator) -> np.ndarray:
@@ -315,10 +224,7 @@ def sample_model(model: Any, m: int, rng: np.random.Generator) -> np.ndarray:
         marg = np.asarray(model.project(tuple(parents) + (col,)).datavector(flatten=False), dtype=float)
         marg = np.maximum(marg, 0.0)
         cond = marg[tuple(out[:, index[p]] for p in parents)] if parents else np.broadcast_to(marg, (m, marg.size))
-        tot = cond.sum(axis=1, keepdims=True)
-        cond = np.where(tot > 0, cond / np.where(tot > 0, tot, 1.0), 1.0 / marg.shape[-1])
-        cdf = np.cumsum(cond, axis=1)
-        cdf[:, -1] = 1.0
+        cdf = cell_cdf(cond)
         out[:, index[col]] = np.minimum((cdf < rng.random((m, 1))).sum(axis=1), marg.shape[-1] - 1)
         used.add(col)
     return out
@@ -407,285 +313,3 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
             m = np.multiply.outer(m, part(g))
         out.append(np.transpose(m, [order.index(a) for a in q]))
     return out
-
-
-def _einsum(*operands: tuple[np.ndarray, Sequence[int]], out: Sequence[int]) -> np.ndarray:
-    """``np.einsum`` of ``(array, labels)`` operands onto the labels ``out``, for any integer labels (numpy's
-    sublist form accepts only 52 distinct ones, so they are renumbered)."""
-    rename: dict[int, int] = {}
-    args: list[Any] = []
-    for arr, lab in operands:
-        args += [arr, [rename.setdefault(x, len(rename)) for x in lab]]
-    return np.einsum(*args, [rename[x] for x in out], optimize=False)
-
-
-def _expand(arr: np.ndarray, labels: Sequence[int], target: Sequence[int]) -> np.ndarray:
-    """``arr`` (axes ``labels``, a subset of ``target``) transposed and reshaped to broadcast against ``target``."""
-    labels = list(labels)
-    present = [x for x in target if x in labels]
-    arr = np.transpose(arr, [labels.index(x) for x in present])
-    shape = dict(zip(present, arr.shape))
-    return arr.reshape([shape.get(x, 1) for x in target])
-
-
-class CalibratedTree:
-    r"""Exact marginals of one connected model ``∝ exp(Σ_k θ_k)`` from a calibrated elimination tree.
-
-    Parameters
-    ----------
-    log_factors : sequence of (array, labels)
-        The potentials θ_k of one connected component (float64 logs; labels are attribute indices).
-
-    Notes
-    -----
-    The attributes are eliminated greedily, fewest neighbours first (lowest index on ties). Eliminating
-    v makes the cluster ``C_v = {v} ∪ N(v)`` (its neighbours at that moment) and joins them; the parent of
-    ``C_v`` is the cluster of the neighbour eliminated next, and ``C_v ∩ C_parent = C_v \ {v}`` (the
-    separator ``S_v``): a junction tree (Koller & Friedman 2009, Thm 10.4). Each potential goes to the
-    cluster of its first-eliminated attribute, which holds all of its attributes. Two passes of log-domain
-    sum-product (upward in elimination order, downward in reverse; K&F Alg 10.2, with the incoming message
-    subtracted as in HUGIN, all logs finite) give each cluster's log-belief, hence its marginal ``P(C_v)``
-    in float64, so nothing underflows however little the factors' mass overlaps.
-
-    A pair (a, b) outside every cluster (:meth:`pair_marginals`) is propagated from a's cluster through the
-    tree (K&F §10.3.3, "out-of-clique inference"): carrying ``P(a, C_u)`` to a neighbour C across their
-    separator S gives ``P(a, C) = Σ_{C_u \ (S ∪ {a})} P(a, C_u) · P(C) / P(S)``, exact because the tree's
-    joint is ``Π P(C) / Π P(S)``; one traversal per source a gives all its pairs.
-    """
-
-    def __init__(self, log_factors: Sequence[tuple[np.ndarray, Sequence[int]]]) -> None:
-        factors = [(np.asarray(a, dtype=float), [int(x) for x in lab]) for a, lab in log_factors]
-        sizes = {x: n for a, lab in factors for x, n in zip(lab, a.shape)}
-        adj: dict[int, set[int]] = {x: set() for x in sorted(sizes)}
-        for _a, lab in factors:
-            for x in lab:
-                adj[x].update(y for y in lab if y != x)
-        order: list[int] = []
-        clusters: dict[int, list[int]] = {}
-        while adj:
-            v = min(adj, key=lambda u: (len(adj[u]), u))
-            nb = adj.pop(v)
-            clusters[v] = [v] + sorted(nb)
-            for u in nb:
-                adj[u] |= nb - {u}
-                adj[u].discard(v)
-            order.append(v)
-        pos = {v: t for t, v in enumerate(order)}
-        self.sizes, self.order, self.clusters = sizes, order, clusters
-        self.parent = {v: min(clusters[v][1:], key=pos.__getitem__) if len(clusters[v]) > 1 else None for v in order}
-        self.children: dict[int, list[int]] = {v: [] for v in order}
-        for v in order:
-            if self.parent[v] is not None:
-                self.children[self.parent[v]].append(v)
-        psi = {v: np.zeros([sizes[x] for x in clusters[v]]) for v in order}
-        for a, lab in factors:
-            v = min(lab, key=pos.__getitem__)
-            psi[v] = psi[v] + _expand(a, lab, clusters[v])
-        self._calibrate(psi)
-
-    def _separator(self, v: int) -> list[int]:
-        return self.clusters[v][1:]
-
-    def _calibrate(self, psi: dict[int, np.ndarray]) -> None:
-        from scipy.special import logsumexp
-
-        up: dict[int, np.ndarray] = {}
-        down: dict[int, np.ndarray] = {}
-        for v in self.order:  # upward: children are eliminated before their parent
-            total = psi[v]
-            for c in self.children[v]:
-                total = total + _expand(up[c], self._separator(c), self.clusters[v])
-            if self.parent[v] is not None:
-                up[v] = logsumexp(total, axis=0)  # sum out v (the cluster's first label): over S_v
-            psi[v] = total  # now ψ_v + every message from below
-        self.marginal: dict[int, np.ndarray] = {}
-        for v in reversed(self.order):  # downward
-            total = psi[v]
-            if self.parent[v] is not None:
-                total = total + _expand(down[v], self._separator(v), self.clusters[v])
-            p = np.exp(total - logsumexp(total))
-            self.marginal[v] = p
-            for c in self.children[v]:
-                sep = self._separator(c)
-                rest = tuple(k for k, x in enumerate(self.clusters[v]) if x not in sep)
-                msg = total - _expand(up[c], sep, self.clusters[v])
-                kept = [x for x in self.clusters[v] if x in sep]
-                m = logsumexp(msg, axis=rest) if rest else msg
-                down[c] = np.transpose(m, [kept.index(x) for x in sep])
-
-    def _conditional(self, frm: int, to: int) -> tuple[np.ndarray, list[int]]:
-        """``P(C_to) / P(S)`` over C_to's labels, S the separator of the tree edge between the two clusters."""
-        child = frm if self.parent.get(frm) == to else to
-        sep = self._separator(child)
-        p, lab = self.marginal[to], self.clusters[to]
-        ps = _einsum((p, lab), out=sep)
-        denom = _expand(ps, sep, lab)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(denom > 0, p / np.where(denom > 0, denom, 1.0), 0.0), lab
-
-    def pair_marginals(self, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
-        """``{(a, b): P(a, b)}`` (axes a, b; each sums to 1 up to rounding) for pairs of this component."""
-        want: dict[int, set[int]] = {}
-        for a, b in pairs:
-            want.setdefault(int(a), set()).add(int(b))
-        cond: dict[tuple[int, int], tuple[np.ndarray, list[int]]] = {}
-        out: dict[tuple[int, int], np.ndarray] = {}
-        for a, bs in want.items():
-            start = a
-            todo = set(bs)
-            stack: list[tuple[int, int | None, np.ndarray, list[int]]] = [
-                (start, None, self.marginal[start], self.clusters[start])]
-            while stack and todo:
-                u, frm, J, lab = stack.pop()
-                for b in [b for b in lab if b in todo]:
-                    out[(a, b)] = _einsum((J, lab), out=[a, b])
-                    todo.discard(b)
-                for c in self.children[u] + ([self.parent[u]] if self.parent[u] is not None else []):
-                    if c == frm:
-                        continue
-                    child = c if self.parent.get(c) == u else u
-                    sep = self._separator(child)
-                    keep = list(dict.fromkeys(sep + [a]))
-                    M = _einsum((J, lab), out=keep)
-                    if (u, c) not in cond:
-                        cond[(u, c)] = self._conditional(u, c)
-                    P, plab = cond[(u, c)]
-                    new = list(dict.fromkeys(plab + [a]))
-                    stack.append((c, u, _einsum((M, keep), (P, plab), out=new), new))
-            if todo:
-                raise ValueError(f"attributes {sorted(todo)} are not in the component of attribute {a}")
-        return {(a, b): out[(a, b)] for a, b in pairs}
-
-
-def normalised_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]], output: Sequence[int]) -> np.ndarray:
-    """``Σ_{other labels} Π_k F_k`` over the labels ``output``, up to a positive constant, without underflow.
-
-    The sum-product of non-negative factors (each ``(array, labels)``), contracted pairwise in
-    ``opt_einsum``'s greedy order; every intermediate is divided by its maximum. The result is the exact
-    contraction times a positive constant (the product of those maxima), which the caller's normalisation
-    removes. Contracting all factors at once instead multiplies tens of numbers ≤ 1 per cell: on CTG
-    (d = 27), after 23 AIM rounds, every cell of 357 of 406 candidate marginals underflowed to 0 and the
-    normalised marginal was 0/0. Where the factors' mass barely overlaps even this underflows
-    (:func:`_scaled_contraction` bounds the loss; :func:`log_contraction` is exact there).
-    """
-    return _scaled_contraction(factors, output)[0]
-
-
-def _pairwise_steps(ops: list[tuple[np.ndarray, list[int]]], output: Sequence[int]) -> Any:
-    """Walk ``opt_einsum``'s greedy pairwise order over the factors ``ops`` (each ``(array, labels)``), in place.
-
-    Each step yields ``(taken, keep)``: the operands it combines (removed from ``ops``) and the labels still
-    needed afterwards (the output's and those of the remaining operands). The caller combines ``taken`` and
-    appends the result, labelled by its kept labels, to ``ops``; once the walk ends ``ops`` holds one factor.
-    """
-    import opt_einsum
-
-    path, _ = opt_einsum.contract_path(*[x for op in ops for x in op], list(output), optimize="greedy")
-    for step in path:
-        taken = [ops[k] for k in step]
-        for k in sorted(step, reverse=True):
-            del ops[k]
-        yield taken, set(output).union(*[set(lab) for _a, lab in ops])
-
-
-def _scaled_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]],
-                        output: Sequence[int]) -> tuple[np.ndarray, float]:
-    """:func:`normalised_contraction` and ``log B``, a bound on how much it may have lost to underflow.
-
-    Every intermediate of factors with maximum 1 has maximum ≤ n (the terms per cell), so a step maps
-    absolute errors δ_A, δ_B of its inputs (maximum 1) and its own flush to zero below ``tiny`` (the
-    smallest normal float64) to ``(n (δ_A + δ_B) + tiny)/top`` after the division by its maximum ``top``.
-    By induction the result (maximum 1) is within ``tiny · (steps + 1) · Π_steps 2n/top`` of the exact
-    scaled contraction, entrywise; ``log B`` is the logarithm of that bound (``inf`` when a step was all zero).
-    """
-    import opt_einsum
-
-    ops = [(np.asarray(a, dtype=float), list(lab)) for a, lab in factors]
-    step_terms = []
-    for taken, keep in _pairwise_steps(ops, output):
-        labels = list(dict.fromkeys(x for _a, lab in taken for x in lab if x in keep))
-        arr = opt_einsum.contract(*[x for op in taken for x in op], labels)
-        top = float(np.max(arr)) if arr.size else 0.0
-        sizes = {x: n for a, lab in taken for x, n in zip(lab, a.shape)}
-        terms = math.prod(n for x, n in sizes.items() if x not in keep)
-        step_terms.append(math.log(2.0 * terms) - math.log(top) if top > 0 else math.inf)
-        ops.append((arr / top if top > 0 else arr, labels))
-    (arr, labels), = ops
-    log_bound = math.log(np.finfo(float).tiny) + math.log(len(step_terms) + 1)
-    for term in step_terms:
-        log_bound += term
-    return np.transpose(arr, [labels.index(x) for x in output]), log_bound
-
-
-def log_contraction(log_factors: Sequence[tuple[np.ndarray, Sequence[int]]], output: Sequence[int]) -> np.ndarray:
-    """``log Σ_{other labels} exp(Σ_k θ_k)`` over the labels ``output``, up to an additive constant, exactly.
-
-    The log-domain sum-product of the potentials θ_k (each ``(array, labels)``), in the pairwise order of
-    :func:`normalised_contraction`: each step adds its operands broadcast over the union of their labels
-    and sums out the labels no longer needed by log-sum-exp (:func:`scipy.special.logsumexp`), so nothing
-    underflows however little the factors' mass overlaps. It costs the union of every step's labels in
-    memory (refused above 2·10⁷ cells) and is used where the scaled contraction's loss bound is too large.
-    """
-    from scipy.special import logsumexp
-
-    ops = [(np.asarray(a, dtype=float), list(lab)) for a, lab in log_factors]
-    for taken, keep in _pairwise_steps(ops, output):
-        union = list(dict.fromkeys(x for _a, lab in taken for x in lab))
-        sizes = {x: n for a, lab in taken for x, n in zip(lab, a.shape)}
-        cells = math.prod(sizes[x] for x in union)
-        if cells > 2 * 10**7:
-            raise MemoryError(f"log_contraction: a step spans {cells} cells (labels {union}); more than 2e7")
-        total = np.zeros([sizes[x] for x in union])
-        for a, lab in taken:
-            shape = [sizes[x] if x in lab else 1 for x in union]
-            total = total + np.transpose(a, [lab.index(x) for x in union if x in lab]).reshape(shape)
-        gone = tuple(i for i, x in enumerate(union) if x not in keep)
-        labels = [x for x in union if x in keep]
-        arr = logsumexp(total, axis=gone) if gone else total
-        ops.append((arr - np.max(arr), labels))
-    (arr, labels), = ops
-    return np.transpose(arr, [labels.index(x) for x in output])
-
-
-#: Largest accepted bound (natural log) on the scaled contraction's underflow loss: 10⁻¹² of its maximum.
-_LOG_LOSS_LIMIT = math.log(1e-12)
-
-
-class ZCDPLedger:
-    """ρ spent per step of a zCDP mechanism (Bun & Steinke 2016, Lemma 1.7: ρ adds up under composition).
-
-    A step that would take the total beyond ``rho`` (relative tolerance 10⁻¹²) is refused with
-    :class:`~dpkit.core.exceptions.BudgetExceededError` before anything is recorded.
-
-    >>> led = ZCDPLedger(0.5)
-    >>> led.charge("one-way", 0.2, sigma=3.0)
-    0.2
-    >>> round(led.remaining, 12)
-    0.3
-    """
-
-    def __init__(self, rho: float) -> None:
-        self.rho = check_real_in_range(rho, name="rho", low=0.0, low_inclusive=False)
-        self.steps: list[dict[str, Any]] = []
-
-    @property
-    def spent(self) -> float:
-        return math.fsum(s["rho"] for s in self.steps)
-
-    @property
-    def remaining(self) -> float:
-        return max(self.rho - self.spent, 0.0)
-
-    def charge(self, name: str, rho: float, **meta: Any) -> float:
-        """Record ``rho`` for the step ``name``; refuse it if the total would exceed the budget."""
-        from dpkit.core.exceptions import BudgetExceededError
-
-        rho = check_real_in_range(rho, name="rho", low=0.0)
-        if self.spent + rho > self.rho * (1.0 + 1e-12):
-            raise BudgetExceededError(f"zCDP step {name!r} of rho={rho:.6g} would exceed the budget rho={self.rho:.6g} "
-                                      f"(spent {self.spent:.6g})")
-        self.steps.append({"name": name, "rho": float(rho), **meta})
-        return float(rho)
-
-    def to_list(self) -> list[dict[str, Any]]:
-        return [dict(s) for s in self.steps]

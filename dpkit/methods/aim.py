@@ -6,7 +6,7 @@ cells (:mod:`dpkit.methods._discrete`); the candidates are its downward closure 
 two-way marginals), each r with the weight ``w_r = Σ_{s ∈ W} |r ∩ s|`` (paper §4, "Workload-aware
 candidates": ``w_r = 2(d − 1)`` for a pair, ``d − 1`` for an attribute).
 
-With the total ρ (ρ-zCDP, :func:`~dpkit.methods._discrete.cdp_rho` of the (ε, δ) budget, exact
+With the total ρ (ρ-zCDP, :func:`~dpkit.core.zcdp.cdp_rho` of the (ε, δ) budget, exact
 conversion of Canonne, Kamath & Steinke 2020, Prop 12), T = ``rounds`` (paper: 16d) and α = ``alpha``
 (paper: 0.9), Alg 2 runs:
 
@@ -33,7 +33,7 @@ another of every marginal, so a measurement has L2 sensitivity √2 and costs ρ
 (Bun–Steinke Prop 1.6) — the paper's σ's (add/remove, ρ = 1/(2σ²)) are scaled by √2 so that each
 step costs the paper's share; a score moves by at most 2w_r, and the exponential mechanism with ε_t
 is ε_t²/8-zCDP (CKS 2020 Prop 6 / Cesar & Rogers 2021). Every step is charged to a
-:class:`~dpkit.methods._discrete.ZCDPLedger`, which refuses overspending; the last round takes
+:class:`~dpkit.core.zcdp.ZCDPLedger`, which refuses overspending; the last round takes
 exactly the remainder, so the steps add up to ρ (Bun–Steinke Lemma 1.7). The caller's (ε, δ)
 ledger gets one spend of the whole (ε, δ) before any noise is drawn (as for MST); the per-step ρ are
 in ``Release.diagnostics.steps`` and ``params["rho_steps"]``.
@@ -50,7 +50,7 @@ selection step itself is exact and cheap also for wide data: the candidates' jun
 component by component (:class:`JunctionTreeSizes`, the numbers of ``mbi``'s junction tree) and the
 model's marginals from each component's own factors (:func:`~dpkit.methods._discrete.model_marginals`:
 all candidate pairs of a component from one calibrated elimination tree,
-:class:`~dpkit.methods._discrete.CalibratedTree`). On CRM (d = 101, 5,151 candidates) building ``mbi``'s
+:class:`~dpkit.methods._contraction.CalibratedTree`). On CRM (d = 101, 5,151 candidates) building ``mbi``'s
 junction tree per candidate took about 6 min per round, contracting all factors per candidate about 30 s,
 and contracting a component's factors per candidate still up to seconds per round late in a release (a
 model of 70 pairs on 55 attributes: 14–30 s, against 0.25 s from the tree); a whole release takes minutes,
@@ -67,14 +67,17 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_delta, check_epsilon, check_in_unit_cube, check_int_in_range, check_real_in_range
+from dpkit.core.validation import (
+    check_budget_fields,
+    check_in_unit_cube,
+    check_int_in_range,
+    check_real_in_range,
+)
+from dpkit.core.zcdp import ZCDPLedger, cdp_rho, check_zcdp_budget
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.methods._discrete import (
-    ZCDPLedger,
     _mbi,
     attr_names,
-    cdp_rho,
-    check_zcdp_budget,
     components,
     fit_model,
     grid_codes,
@@ -252,7 +255,7 @@ class AIM(MethodBase):
     ----------
     epsilon, delta : float
         Total (ε, δ) budget, δ > 0 (accounted in zCDP, converted exactly); ε at most
-        :data:`~dpkit.methods._discrete.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
+        :data:`~dpkit.core.zcdp.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
     bins : int or None
         Public cells per attribute; ``None``: :func:`~dpkit.methods.mst.default_bins` at the noise of a
         first-round two-way measurement, σ₀ (from n, d and the budget only).
@@ -283,8 +286,7 @@ class AIM(MethodBase):
     final_iters: int = 1000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
+        check_budget_fields(self, allow_zero_delta=False)
         check_zcdp_budget(self.epsilon, self.delta)
         if self.bins is not None:
             check_int_in_range(self.bins, name="bins", low=2, high=64)

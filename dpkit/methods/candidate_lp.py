@@ -28,7 +28,13 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
-from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_finite, check_positive_ints
+from dpkit.core.validation import (
+    check_budget_fields,
+    check_choice,
+    check_in_unit_cube,
+    check_positive_finite,
+    check_positive_ints,
+)
 from dpkit.mechanisms.trig import (
     MomentNoise,
     basis_indices,
@@ -99,7 +105,7 @@ class CandidateLP(MethodBase):
     n_iter: int = 10
 
     def __post_init__(self) -> None:
-        self._check_budget()
+        check_budget_fields(self, allow_inf=True)
         check_positive_ints(self, "C", "R", "k", "n_iter")
         check_choice(self.source, name="source", choices=("gaussian", "marginals", "uniform"))
         check_choice(self.fit_method, name="fit_method", choices=("analyze_gauss", "psi"))

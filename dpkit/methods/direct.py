@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_choice, check_in_unit_cube
+from dpkit.core.validation import check_budget_fields, check_choice, check_in_unit_cube
 from dpkit.methods._kernels import kernel_query_ranges
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.truth_cache import exact_truth
@@ -63,7 +63,7 @@ class DirectAnswering(MethodBase):
     sensitivity: str = "range"
 
     def __post_init__(self) -> None:
-        self._check_budget()
+        check_budget_fields(self, allow_inf=True)
         check_choice(self.noise, name="noise", choices=NOISES)
         check_choice(self.sensitivity, name="sensitivity", choices=("range", "unit"))
         if self.noise != "laplace_I" and self.delta == 0 and not math.isinf(self.epsilon):

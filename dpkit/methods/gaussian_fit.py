@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -32,15 +33,15 @@ from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
     SQRT_FLOAT_MAX,
     budget_limit_message,
+    check_budget_fields,
     check_choice,
     check_in_unit_cube,
     check_positive_ints,
 )
 from dpkit.mechanisms.pca import PrivateSubspaceIteration, check_psi_noise_scale, covariance_sensitivity, psi_noise_scale
-from dpkit.methods.marginals import noise_std, noisy_release
-from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.mechanisms.vector_release import noise_std, noisy_release
+from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
-from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["GaussianFit", "GaussianStats", "psd_project", "sample_gaussian"]
 
@@ -87,7 +88,7 @@ class GaussianFit(MethodBase):
     m: int = 2000
 
     def __post_init__(self) -> None:
-        self._check_budget()
+        check_budget_fields(self, allow_inf=True)
         check_choice(self.method, name="method", choices=("analyze_gauss", "psi"))
         check_positive_ints(self, "k", "n_iter", "m")
 
@@ -159,23 +160,21 @@ class GaussianFit(MethodBase):
                                     limit=f"sqrt of the largest double = {SQRT_FLOAT_MAX:.4g}",
                                     why="the noisy second moments (mu mu^T) overflow", least=least)
 
-    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
-                workload: GaussianKernelWorkload | None = None) -> Release[GaussianStats]:
-        """Fit privately and sample ``m`` rows from N(μ̃, Σ̃) clipped to [-1, 1]^d."""
-        tm = Timer()
-        g_rel, g_smp = spawn(rng, 2)
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        with tm("release"):
-            rel = self.measure(X, rng=g_rel, ledger=led)
-        with tm("sample"):
-            pts = sample_gaussian(rel.mean, rel.cov, self.m, rng=g_smp)
-        synth = WeightedDatabase(points=pts, weights=np.full(self.m, 1.0 / self.m), m=self.m)
-        params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "k": self.k,
-                  "n_iter": self.n_iter, "m": self.m}
+    def synthesize(self, rel: GaussianStats, X: ArrayLike, *, rng: np.random.Generator,
+                   timer: Timer) -> tuple[WeightedDatabase, GaussianStats]:
+        """Sample ``m`` rows from N(μ̃, Σ̃) clipped to [-1, 1]^d (:meth:`release` is the template of
+        :class:`~dpkit.queries.release.MethodBase`: measure, then synthesize)."""
+        with timer("sample"):
+            pts = sample_gaussian(rel.mean, rel.cov, self.m, rng=rng)
+        return WeightedDatabase.equally_weighted(pts), rel
+
+    def release_params(self, rel: GaussianStats, X: ArrayLike, ledger: Ledger) -> dict[str, Any]:
+        """The release's ``params``: the method's parameters and the PCA noise scale."""
+        params: dict[str, Any] = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "k": self.k,
+                                  "n_iter": self.n_iter, "m": self.m}
         if rel.pca_noise_scale is not None:
             params["pca_noise_scale"] = rel.pca_noise_scale
-        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
-                       synthetic=synth, diagnostics=rel)
+        return params
 
 
 def sample_gaussian(mean: np.ndarray, cov: np.ndarray, m: int, *, rng: np.random.Generator) -> np.ndarray:

@@ -16,7 +16,7 @@ The mean embedding μ = (1/n) Σ_x φ(x). Under replace-one neighbours (n public
 (φ(x') − φ(x))/n: **L2 sensitivity** ‖φ(x') − φ(x)‖₂/n ≤ (‖φ(x')‖₂ + ‖φ(x)‖₂)/n = 2/n, and
 **L1 sensitivity** ≤ √(2D)·2/n (Cauchy–Schwarz over the 2D coordinates). (ε, δ)-DP: the analytic
 Gaussian mechanism on 2/n (or Laplace when its std is smaller); ε-DP: Laplace on 2√(2D)/n
-(:func:`dpkit.methods.marginals.noisy_release`). Everything after this step is post-processing.
+(:func:`dpkit.mechanisms.vector_release.noisy_release`). Everything after this step is post-processing.
 
 Answers (:class:`KMEAnswers`) and synthetic data (:class:`KMESynthetic`)
 ----------------------------------------------------------------------
@@ -48,16 +48,15 @@ import numpy as np
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
+    check_budget_fields,
     check_choice,
-    check_delta,
-    check_epsilon,
     check_in_unit_cube,
     check_int_in_range,
     check_real_in_range,
 )
 from dpkit.mechanisms.gaussian import analytic_gaussian_sigma, check_analytic_budget
+from dpkit.mechanisms.vector_release import noisy_release
 from dpkit.methods._fit import FitResult, FourierStatistic, fit_points
-from dpkit.methods.marginals import noisy_release
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
@@ -140,8 +139,7 @@ class _KMEBase(MethodBase):
     max_features: int = 2048
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        check_budget_fields(self, allow_inf=True)
         if self.delta > 0:  # the analytic Gaussian calibrates at the whole (ε, δ)
             check_analytic_budget(self.epsilon, self.delta)
         object.__setattr__(self, "sigma", check_real_in_range(self.sigma, name="sigma", low=0.0, low_inclusive=False))
@@ -262,19 +260,16 @@ class KMESynthetic(_KMEBase):
         check_int_in_range(self.m, name="m", low=1)
         check_int_in_range(self.max_iter, name="max_iter", low=1)
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
-                workload: GaussianKernelWorkload | None = None) -> Release[KMEStats]:
-        """Release μ̂ and fit ``m`` points in [-1, 1]^d to it."""
-        tm = Timer()
-        g_rel, g_fit = spawn(rng, 2)
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        with tm("release"):
-            st = self.measure(X, rng=g_rel, ledger=led)
-        n, d = np.shape(X)
-        with tm("fit"):
-            fit = fit_points(FourierStatistic(st.omega), st.noisy_embedding, m=self.m, d=d, rng=g_fit,
+    def synthesize(self, st: KMEStats, X: Any, *, rng: np.random.Generator,
+                   timer: Timer) -> tuple[WeightedDatabase, KMEStats]:
+        """Fit ``m`` points in [-1, 1]^d to the released μ̂ (:meth:`release` is the template of
+        :class:`~dpkit.queries.release.MethodBase`: measure, then synthesize)."""
+        d = np.shape(X)[1]
+        with timer("fit"):
+            fit = fit_points(FourierStatistic(st.omega), st.noisy_embedding, m=self.m, d=d, rng=rng,
                              max_iter=self.max_iter)
-        synth = WeightedDatabase(points=fit.points, weights=np.full(self.m, 1.0 / self.m), m=self.m)
-        return Release(method=self.name, privacy=self.privacy, params=self._params(n, st.omega.shape[0]),
-                       ledger=led.to_dict(), timings=tm.done(), synthetic=synth,
-                       diagnostics=replace(st, fit=fit))
+        return WeightedDatabase.equally_weighted(fit.points), replace(st, fit=fit)
+
+    def release_params(self, st: KMEStats, X: Any, ledger: Ledger) -> dict[str, Any]:
+        """The release's ``params``."""
+        return self._params(np.shape(X)[0], st.omega.shape[0])

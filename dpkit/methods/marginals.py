@@ -28,41 +28,14 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_choice, check_in_unit_cube, check_positive_ints
-from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
-from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.core.validation import check_budget_fields, check_choice, check_in_unit_cube, check_positive_ints
+from dpkit.mechanisms.vector_release import noise_std, noisy_release
+from dpkit.methods._discrete import cell_cdf, grid_codes, uniform_in_cells
+from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
-from dpkit.queries.workload import GaussianKernelWorkload
 
+# noisy_release and noise_std are re-exported from their home, dpkit.mechanisms.vector_release
 __all__ = ["IndependentMarginals", "MarginalStats", "noisy_release", "noise_std"]
-
-
-def noise_std(epsilon: float, delta: float, l1: float, l2: float) -> float:
-    """The standard deviation of the noise :func:`noisy_release` adds per entry (0 for ε = ∞)."""
-    if math.isinf(epsilon):
-        return 0.0
-    lap = l1 / epsilon
-    sig = analytic_gaussian_sigma(epsilon, delta, l2) if delta > 0 and l2 > 0 else math.inf
-    return math.sqrt(2.0) * lap if math.sqrt(2.0) * lap <= sig else sig
-
-
-def noisy_release(value: np.ndarray, *, epsilon: float, delta: float, l1: float, l2: float,
-                  rng: np.random.Generator, ledger: Ledger, name: str, **meta: Any) -> np.ndarray:
-    """Release ``value`` (ε, δ)-DP: Laplace on the L1 sensitivity if δ = 0, else the analytic
-    Gaussian on the L2 sensitivity (or Laplace when its std is smaller). Spends through ``ledger``."""
-    v = np.asarray(value, dtype=float)
-    if math.isinf(epsilon):
-        ledger.spend(name, epsilon, 0.0, mechanism="none (epsilon=inf)", neighbouring="replace-one", **meta)
-        return v.copy()
-    lap = l1 / epsilon
-    sig = analytic_gaussian_sigma(epsilon, delta, l2) if delta > 0 and l2 > 0 else math.inf
-    if math.sqrt(2.0) * lap <= sig:
-        ledger.spend(name, epsilon, 0.0, mechanism="laplace", neighbouring="replace-one", scale=lap,
-                     l1_sensitivity=l1, **meta)
-        return v + rng.laplace(0.0, lap, size=v.shape)
-    ledger.spend(name, epsilon, delta, mechanism="gaussian (analytic)", neighbouring="replace-one", scale=sig,
-                 l2_sensitivity=l2, **meta)
-    return v + rng.normal(0.0, sig, size=v.shape)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -97,7 +70,7 @@ class IndependentMarginals(MethodBase):
     m: int = 2000
 
     def __post_init__(self) -> None:
-        self._check_budget()
+        check_budget_fields(self, allow_inf=True)
         check_choice(self.kind, name="kind", choices=("histogram", "moments"))
         check_positive_ints(self, "bins", "m")
 
@@ -112,7 +85,7 @@ class IndependentMarginals(MethodBase):
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         g1, g2 = spawn(rng, 2)
         if self.kind == "histogram":
-            k = np.minimum(np.floor((X + 1.0) * (self.bins / 2.0)), self.bins - 1).astype(np.int64)
+            k = grid_codes(X, self.bins)
             H = np.zeros((d, self.bins))
             for i in range(d):
                 H[i] = np.bincount(k[:, i], minlength=self.bins) / n
@@ -126,32 +99,25 @@ class IndependentMarginals(MethodBase):
                           rng=g2, ledger=led, name="second_moment")
         return MarginalStats(mean=mu, second=s)
 
-    def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
-                workload: GaussianKernelWorkload | None = None) -> Release[MarginalStats]:
-        """Fit the marginals privately and sample an ``m``-row synthetic database."""
-        tm = Timer()
-        g_rel, g_smp = spawn(rng, 2)
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        with tm("release"):
-            rel = self.measure(X, rng=g_rel, ledger=led)
+    def synthesize(self, rel: MarginalStats, X: ArrayLike, *, rng: np.random.Generator,
+                   timer: Timer) -> tuple[WeightedDatabase, MarginalStats]:
+        """Sample an ``m``-row synthetic database from the fitted marginals (:meth:`release` is the
+        template of :class:`~dpkit.queries.release.MethodBase`: measure, then synthesize)."""
         d = np.asarray(X).shape[1]
-        with tm("sample"):
+        with timer("sample"):
             if self.kind == "histogram":
-                P = np.clip(rel.hist, 0.0, None)
-                tot = P.sum(axis=1, keepdims=True)
-                P = np.where(tot > 0, P / np.where(tot > 0, tot, 1.0), 1.0 / self.bins)
-                cdf = np.cumsum(P, axis=1)
-                cdf[:, -1] = 1.0
-                u = g_smp.random((self.m, d))
+                cdf = cell_cdf(np.clip(rel.hist, 0.0, None))
+                u = rng.random((self.m, d))
                 cells = np.stack([np.searchsorted(cdf[i], u[:, i], side="right") for i in range(d)], axis=1)
                 cells = np.minimum(cells, self.bins - 1)
-                pts = -1.0 + (cells + g_smp.random((self.m, d))) * (2.0 / self.bins)
+                pts = uniform_in_cells(cells, self.bins, rng)
             else:
                 mu = np.clip(rel.mean, -1.0, 1.0)
                 var = np.maximum(rel.second - mu**2, 1e-6)
-                pts = np.clip(mu + g_smp.standard_normal((self.m, d)) * np.sqrt(var), -1.0, 1.0)
-        synth = WeightedDatabase(points=pts, weights=np.full(self.m, 1.0 / self.m), m=self.m)
-        params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "kind": self.kind,
-                  "bins": self.bins, "m": self.m}
-        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
-                       synthetic=synth, diagnostics=rel)
+                pts = np.clip(mu + rng.standard_normal((self.m, d)) * np.sqrt(var), -1.0, 1.0)
+        return WeightedDatabase.equally_weighted(pts), rel
+
+    def release_params(self, stats: MarginalStats, X: ArrayLike, ledger: Ledger) -> dict[str, Any]:
+        """The release's ``params``: the method's parameters."""
+        return {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "kind": self.kind,
+                "bins": self.bins, "m": self.m}

@@ -19,7 +19,7 @@ score ``w_ij`` by at most 2 (p̂ is already released).
 
 Privacy (``delta``):
 
-* **(ε, δ)-DP via zCDP** (δ > 0; the paper's accounting). ρ = :func:`~dpkit.methods._discrete.cdp_rho`
+* **(ε, δ)-DP via zCDP** (δ > 0; the paper's accounting). ρ = :func:`~dpkit.core.zcdp.cdp_rho`
   (ε, δ) (exact conversion of Canonne, Kamath & Steinke 2020, Prop 12), split ``split`` = (ρ₁, ρ₂, ρ₃)
   fractions over the three steps. Gaussian noise σ₁ = √(d/ρ₁) on the d one-way marginals (each
   ρ = 2/(2σ²), Bun–Steinke Prop 1.6), the exponential mechanism with ε_t = √(8ρ₂/(d − 1)) per round
@@ -49,24 +49,22 @@ from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
     SQRT_FLOAT_MAX,
     budget_limit_message,
-    check_delta,
-    check_epsilon,
+    check_budget_fields,
     check_in_unit_cube,
     check_int_in_range,
     check_real_in_range,
 )
+from dpkit.core.zcdp import cdp_rho, check_zcdp_budget
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.methods._discrete import (
-    cdp_rho,
-    check_zcdp_budget,
     fit_model,
     grid_codes,
     pair_counts,
     project_simplex,
     synthetic_database,
 )
-from dpkit.queries.release import MethodBase, Release, Timer
-from dpkit.queries.workload import GaussianKernelWorkload
+from dpkit.queries.release import MethodBase, Timer
+from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["MST", "MSTStats", "default_bins", "noise_plan"]
 
@@ -120,7 +118,7 @@ class MST(MethodBase):
     epsilon, delta : float
         Total budget; δ > 0 accounts in zCDP (Gaussian noise), δ = 0 is pure ε-DP (Laplace noise);
         ``epsilon=math.inf`` is the non-private reference. With δ > 0 a finite ε is at most
-        :data:`~dpkit.methods._discrete.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
+        :data:`~dpkit.core.zcdp.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
     bins : int or None
         Public cells per attribute; ``None``: :func:`default_bins` (from n, d and the budget).
     split : tuple of 3 floats
@@ -133,6 +131,7 @@ class MST(MethodBase):
     """
 
     label = "mst"
+    measure_stage = "measure"
 
     epsilon: float
     delta: float = 0.0
@@ -142,8 +141,7 @@ class MST(MethodBase):
     iters: int = 1000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        check_budget_fields(self, allow_inf=True)
         check_zcdp_budget(self.epsilon, self.delta)
         if self.bins is not None:
             check_int_in_range(self.bins, name="bins", low=2, high=64)
@@ -246,25 +244,24 @@ class MST(MethodBase):
             edges.append((i, j))
         return edges
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
-                workload: GaussianKernelWorkload | None = None) -> Release[MSTStats]:
-        """Measure, select, measure, estimate with Private-PGM and sample ``m`` rows (module docstring)."""
-        tm = Timer()
-        g_meas, g_smp = spawn(rng, 2)
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        with tm("measure"):
-            st = self.measure(X, rng=g_meas, ledger=led)
+    def synthesize(self, st: MSTStats, X: Any, *, rng: np.random.Generator,
+                   timer: Timer) -> tuple[WeightedDatabase, MSTStats]:
+        """Estimate with Private-PGM and sample ``m`` rows (module docstring; :meth:`release` is the template
+        of :class:`~dpkit.queries.release.MethodBase`: measure, select, measure, then synthesize)."""
         n, d = np.asarray(X).shape
         std1 = max(st.scale["std1"], 1.0)  # equal weights for the noise-free reference
         std3 = max(st.scale["std3"], 1.0)
         meas = [((i,), st.oneway[i], std1) for i in range(d)]
         meas += [((i, j), st.twoway[k].ravel(), std3) for k, (i, j) in enumerate(st.edges)]
-        with tm("estimate"):
+        with timer("estimate"):
             model = fit_model(meas, d=d, bins=st.bins, n=n, iters=self.iters)
-        with tm("sample"):
-            synth = synthetic_database(model, self.m, st.bins, g_smp)
-        params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": st.bins,
-                  "split": list(self.split), "m": self.m, "iters": self.iters,
-                  "neighbouring": "replace-one", **noise_plan(self.epsilon, self.delta, d, self.split)}
-        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
-                       synthetic=synth, diagnostics=st)
+        with timer("sample"):
+            synth = synthetic_database(model, self.m, st.bins, rng)
+        return synth, st
+
+    def release_params(self, st: MSTStats, X: Any, ledger: Ledger) -> dict[str, Any]:
+        """The release's ``params``: the method's, the grid and the noise plan."""
+        d = np.asarray(X).shape[1]
+        return {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": st.bins,
+                "split": list(self.split), "m": self.m, "iters": self.iters,
+                "neighbouring": "replace-one", **noise_plan(self.epsilon, self.delta, d, self.split)}

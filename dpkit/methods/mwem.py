@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
+    check_budget_fields,
     check_choice,
     check_in_unit_cube,
     check_int_in_range,
@@ -140,7 +141,7 @@ class MWEM(MethodBase):
     m: int | None = 1000
 
     def __post_init__(self) -> None:
-        self._check_budget()
+        check_budget_fields(self, allow_inf=True)
         check_positive_ints(self, "T", "C", "n_class", "J", "R", "t_basis", "replays")
         check_choice(self.candidates, name="candidates", choices=("uniform", "gaussian"))
         check_choice(self.query_class, name="query_class", choices=("kernel", "basis"))

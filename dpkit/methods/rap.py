@@ -12,7 +12,7 @@ gradient descent over a *continuous relaxation* of the data domain. Here:
    neighbours (n public) each non-constant moment moves by ≤ 2/n: L1 sensitivity 2(R−1)/n and
    L2 sensitivity 2√(R−1)/n (the bound of :mod:`dpkit.mechanisms.trig.moments`). ε-DP:
    Lap(2(R−1)/(nε)) per moment; (ε, δ)-DP: the analytic Gaussian mechanism (Balle–Wang 2018)
-   on 2√(R−1)/n, or Laplace where its std is smaller (:func:`dpkit.methods.marginals.noisy_release`).
+   on 2√(R−1)/n, or Laplace where its std is smaller (:func:`dpkit.mechanisms.vector_release.noisy_release`).
    The constant moment b_0 = 1 is public and released exactly.
 3. **Relaxed projection** (post-processing, no budget): m points Y ∈ [-1, 1]^{m×d} minimising
    ‖(1/m) Σ_i φ(y_i) − b̂‖² by L-BFGS-B from a uniform data-independent start
@@ -33,20 +33,18 @@ import numpy as np
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
+    check_budget_fields,
     check_choice,
-    check_delta,
-    check_epsilon,
     check_in_unit_cube,
     check_int_in_range,
     check_real_in_range,
 )
 from dpkit.mechanisms.gaussian import analytic_gaussian_sigma, check_analytic_budget
 from dpkit.mechanisms.trig.basis import basis_indices, basis_moments
+from dpkit.mechanisms.vector_release import noisy_release
 from dpkit.methods._fit import ChebyshevStatistic, FitResult, fit_points
-from dpkit.methods.marginals import noisy_release
-from dpkit.queries.release import MethodBase, Release, Timer
+from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
-from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["RelaxedProjection", "RAPStats"]
 
@@ -99,8 +97,7 @@ class RelaxedProjection(MethodBase):
     max_noise_std: float = math.inf
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta))
+        check_budget_fields(self, allow_inf=True)
         if self.delta > 0:  # the analytic Gaussian calibrates at the whole (ε, δ)
             check_analytic_budget(self.epsilon, self.delta)
         check_choice(self.statistics, name="statistics", choices=("trig", "marginal-pairs"))
@@ -166,22 +163,22 @@ class RelaxedProjection(MethodBase):
                               n_moments=r1, statistics="trigonometric moments T_R (|phi_r| <= 1)")
         return idx, np.concatenate([[1.0], noisy])
 
-    def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
-                workload: GaussianKernelWorkload | None = None) -> Release[RAPStats]:
-        """Release the noisy moments, then fit ``m`` points to them (module docstring)."""
-        tm = Timer()
-        g_rel, g_fit = spawn(rng, 2)
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        with tm("release"):
-            idx, b_hat = self.measure(X, rng=g_rel, ledger=led)
+    def synthesize(self, stats: tuple[np.ndarray, np.ndarray], X: Any, *, rng: np.random.Generator,
+                   timer: Timer) -> tuple[WeightedDatabase, RAPStats]:
+        """Fit ``m`` points to the noisy moments (module docstring; :meth:`release` is the template of
+        :class:`~dpkit.queries.release.MethodBase`: measure, then synthesize)."""
+        idx, b_hat = stats
+        d = np.shape(X)[1]
+        with timer("fit"):
+            fit = fit_points(ChebyshevStatistic(idx), b_hat, m=self.m, d=d, rng=rng, max_iter=self.max_iter)
+        return WeightedDatabase.equally_weighted(fit.points), RAPStats(noisy_moments=b_hat, basis=idx, fit=fit)
+
+    def release_params(self, stats: tuple[np.ndarray, np.ndarray], X: Any, ledger: Ledger) -> dict[str, Any]:
+        """The release's ``params``: the method's, the sensitivities and the noise that was added."""
+        idx = stats[0]
         n, d = np.shape(X)
-        with tm("fit"):
-            fit = fit_points(ChebyshevStatistic(idx), b_hat, m=self.m, d=d, rng=g_fit, max_iter=self.max_iter)
-        synth = WeightedDatabase(points=fit.points, weights=np.full(self.m, 1.0 / self.m), m=self.m)
-        spend = led.to_dict()["entries"][-1]
-        params = {**self.fields(), "method": self.name, "n": n, "d": d, "neighbouring": "replace-one",
-                  "n_statistics": int(idx.shape[0]),
-                  "l1_sensitivity": 2.0 * (idx.shape[0] - 1) / n, "l2_sensitivity": 2.0 * math.sqrt(idx.shape[0] - 1) / n,
-                  "noise": spend.get("mechanism"), "noise_scale": spend.get("meta", {}).get("scale", 0.0)}
-        return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
-                       synthetic=synth, diagnostics=RAPStats(noisy_moments=b_hat, basis=idx, fit=fit))
+        spend = ledger.to_dict()["entries"][-1]
+        return {**self.fields(), "method": self.name, "n": n, "d": d, "neighbouring": "replace-one",
+                "n_statistics": int(idx.shape[0]),
+                "l1_sensitivity": 2.0 * (idx.shape[0] - 1) / n, "l2_sensitivity": 2.0 * math.sqrt(idx.shape[0] - 1) / n,
+                "noise": spend.get("mechanism"), "noise_scale": spend.get("meta", {}).get("scale", 0.0)}

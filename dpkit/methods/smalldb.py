@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.exceptions import FeasibilityError
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import check_epsilon, check_in_unit_cube, check_int_in_range, check_positive_ints
+from dpkit.core.validation import check_budget_fields, check_in_unit_cube, check_int_in_range, check_positive_ints
 from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 from dpkit.mechanisms.trig.grid import discretise_indices, grid_points
 from dpkit.methods._kernels import kernel_values
@@ -53,7 +53,7 @@ class SmallDB(MethodBase):
     max_candidates: int = 200_000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        check_budget_fields(self, delta=False)
         check_positive_ints(self, "levels", "m")
         check_int_in_range(self.max_candidates, name="max_candidates", low=1, high=MAX_CANDIDATES)
 

@@ -1,5 +1,7 @@
 """Table writers: result rows to DataFrames, the thesis's table layout, and the one exporter of
-tables (CSV, markdown, LaTeX)."""
+tables (CSV, markdown, LaTeX).
+
+The text of the LaTeX tables (headers, cells, widths) is :mod:`dpkit.outputs.latex_text`."""
 from __future__ import annotations
 
 import re
@@ -7,8 +9,23 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
+
+from dpkit.outputs.latex_text import (
+    _DROP_FROM_LATEX,
+    _PAD_PT,
+    _SUPERSCRIPTS,  # noqa: F401 - re-exported
+    _SYMBOLS,  # noqa: F401 - re-exported
+    HEADERS,
+    KEY_SHARE,
+    LONG_ROWS,
+    TEXT_WIDTH_PT,
+    _cells,
+    _header_cell,
+    _latex_text,
+    _split_header,
+    estimate_width_pt,
+)
 
 __all__ = ["rows_frame", "paper_comparison_table", "paper_tables_latex", "rows_longtable_latex", "export_table",
            "to_latex", "HEADERS"]
@@ -40,140 +57,6 @@ def paper_comparison_table(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
                 line["worst time (s)"] = ""
             lines.append(line)
     return pd.DataFrame(lines)
-
-
-#: Human headers (LaTeX) for the column names the experiments write.
-HEADERS: dict[str, str] = {
-    "dataset": "data set", "sigma": r"$\sigma$", "mechanism": "mech.", "constants": "constants", "method": "method",
-    "privacy": "privacy", "abs_mean": "mean worst abs.", "abs_std": "sd abs.", "abs_min": "min abs.",
-    "abs_max": "max abs.", "rel_mean": "mean worst rel.", "rel_std": "sd rel.", "time_s": "time (s)",
-    "time_max_s": "worst time (s)", "time_median_s": "median time (s)", "reps": "reps", "paper_abs": "thesis abs.",
-    "paper_rel": "thesis rel.", "ratio_abs": "ours/thesis abs.", "ratio_rel": "ours/thesis rel.",
-    "paper_time_s": "thesis time (s)", "support_size_median": "support", "eps_spent": r"$\varepsilon$ spent",
-    "delta_spent": r"$\delta$ spent", "epsilon": r"$\varepsilon$", "delta": r"$\delta$", "param": "parameter",
-    "value": "value", "win_abs": "abs.", "win_rel": "rel.", "error": "error", "runner_up": "runner-up",
-    "runner_up_abs": "runner-up abs.", "reference_abs": "non-private abs.", "method_rel": "method (rel.)",
-    "support_median": "support",
-}
-#: Unicode symbols of the experiments' strings, as LaTeX math.
-_SYMBOLS = {"σ": r"$\sigma$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "κ": r"$\kappa$", "±": r"$\pm$",
-            "×": r"$\times$", "≤": r"$\le$", "≥": r"$\ge$", "−": "-", "–": "--",
-            "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$", "ρ": r"$\rho$",
-            "τ": r"$\tau$", "θ": r"$\theta$", "η": r"$\eta$", "Δ": r"$\Delta$", "∞": r"$\infty$", "≈": r"$\approx$",
-            "→": r"$\to$", "·": r"$\cdot$", "…": r"\ldots{}", "—": "---", "’": "'", "‖": r"$\|$", "√": r"$\surd$",
-            "∈": r"$\in$", "∉": r"$\notin$", "Σ": r"$\Sigma$", "Π": r"$\Pi$", "Φ": r"$\Phi$", "Λ": r"$\Lambda$",
-            "Γ": r"$\Gamma$", "Θ": r"$\Theta$", "Ω": r"$\Omega$", "π": r"$\pi$", "φ": r"$\varphi$", "χ": r"$\chi$",
-            "ψ": r"$\psi$", "ω": r"$\omega$", "ν": r"$\nu$", "ξ": r"$\xi$", "ζ": r"$\zeta$", "ι": r"$\iota$",
-            "⊕": r"$\oplus$", "⊗": r"$\otimes$", "⊆": r"$\subseteq$", "⊂": r"$\subset$", "∖": r"$\setminus$",
-            "∘": r"$\circ$", "∪": r"$\cup$", "∩": r"$\cap$", "⇒": r"$\Rightarrow$", "⇔": r"$\Leftrightarrow$",
-            "↦": r"$\mapsto$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "⌊": r"$\lfloor$", "⌋": r"$\rfloor$",
-            "∑": r"$\sum$", "∏": r"$\prod$", "≠": r"$\ne$", "≪": r"$\ll$", "≫": r"$\gg$", "∝": r"$\propto$",
-            "∀": r"$\forall$", "∃": r"$\exists$", "∂": r"$\partial$", "∇": r"$\nabla$", "ℓ": r"$\ell$",
-            "⟨": r"$\langle$", "⟩": r"$\rangle$", "′": "'", "‘": "`", "“": "``", "”": "''", "§": r"\S{}"}
-#: Combining accents (a base character followed by one of these) as LaTeX math accents: μ̂ → $\hat{\mu}$.
-_ACCENTS = {"\u0302": "hat", "\u0304": "bar", "\u0303": "tilde", "\u0307": "dot", "\u0308": "ddot", "\u0301": "acute",
-            "\u0300": "grave", "\u030c": "check", "\u0306": "breve"}
-#: Columns printed to 3 significant digits whatever ``decimals`` is (δ = 10⁻⁵ is not 0.000).
-_SIGNIFICANT = frozenset({"delta", "delta_spent", "error_bound"})
-_DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
-
-
-_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-_SUPERSCRIPTS = {"⁻": "-", "⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8",
-                 "⁹": "9"}
-_SUBSCRIPTS = {"₋": "-", "₀": "0", "₁": "1", "₂": "2", "₃": "3", "₄": "4", "₅": "5", "₆": "6", "₇": "7", "₈": "8",
-               "₉": "9"}
-
-
-def _accent(m: re.Match) -> str:
-    base = _SYMBOLS.get(m.group(1), m.group(1)).strip("$")
-    return "$\\" + _ACCENTS[m.group(2)] + "{" + base + "}$"
-
-
-def _latex_text(s: str) -> str:
-    out = "".join(_ESCAPES.get(ch, ch) for ch in str(s))
-    # a run of superscripts (10⁻³) is one math group: $^{-3}$
-    out = re.sub("[" + "".join(_SUPERSCRIPTS) + "]+",
-                 lambda m: "$^{" + "".join(_SUPERSCRIPTS[c] for c in m.group()) + "}$", out)
-    out = re.sub("[" + "".join(_SUBSCRIPTS) + "]+",
-                 lambda m: "$_{" + "".join(_SUBSCRIPTS[c] for c in m.group()) + "}$", out)
-    out = re.sub("(.)([" + "".join(_ACCENTS) + "])", _accent, out)
-    for k, v in _SYMBOLS.items():
-        out = out.replace(k, v)
-    # anything else outside Latin-1 (which pdflatex's utf8 input handles) would stop pdflatex: print its code point
-    return "".join(ch if ord(ch) < 256 else f"\\texttt{{[U+{ord(ch):04X}]}}" for ch in out)
-
-
-#: Text width of a standard one-column ``article`` (10 pt, letter or A4) in points: what the tables must fit.
-TEXT_WIDTH_PT = 345.0
-#: More rows than this and a table becomes a ``longtable`` (breaks across pages) instead of a float.
-LONG_ROWS = 40
-#: At most this share of the text width goes to the key columns every part of a split table repeats.
-KEY_SHARE = 0.6
-_PAD_PT = {6: 12.0, 4: 8.0}  # 2 × \tabcolsep per column
-
-
-def _char_pt(tok: str) -> float:
-    """A generous width (points, ``\\small`` = 9 pt Computer/Latin Modern) of one token of LaTeX text."""
-    if tok.startswith("\\") and len(tok) > 2:
-        return 7.0  # a math symbol (\sigma, \pm) or \textbackslash
-    if tok in "${}^":
-        return 0.0
-    if tok.startswith("\\"):
-        return 5.0  # an escaped character (\_, \%)
-    if tok in "mwMW":
-        return 8.0
-    if tok.isupper():
-        return 7.0
-    if tok in " .,:;()[]|'!il-":
-        return 3.0
-    return 4.8
-
-
-def estimate_width_pt(text: str) -> float:
-    """A generous estimate of the width in points of one line of LaTeX text set in ``\\small``."""
-    text = re.sub(r"\\text[a-z]+\{\}", r"\\x", text)
-    return sum(_char_pt(t) for t in re.findall(r"\\[A-Za-z]+|\\.|.", text))
-
-
-def _split_header(h: str) -> tuple[str, ...]:
-    """A header of several words as two lines, split at the space (outside math) that balances them."""
-    spaces = [i for i, ch in enumerate(h) if ch == " " and h[:i].count("$") % 2 == 0]
-    if not spaces:
-        return (h,)
-    i = min(spaces, key=lambda j: max(estimate_width_pt(h[:j]), estimate_width_pt(h[j + 1:])))
-    return (h[:i], h[i + 1:])
-
-
-def _header_cell(lines: tuple[str, ...], align: str) -> str:
-    if len(lines) == 1:
-        return lines[0]
-    return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(lines) + r"\end{tabular}"
-
-
-def _cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
-    integral = {c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
-                and df[c].dropna().map(lambda v: float(v).is_integer() and abs(v) < 1e15).all()}
-
-    def cell(c: str, v: Any) -> str:
-        if v is None:  # a missing value, as NaN: e.g. a method without a class supremum
-            return "--"
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
-            return _latex_text(str(v))
-        if v != v:
-            return "--"
-        if c in integral:
-            return str(int(v))
-        if decimals is None or c in _SIGNIFICANT:
-            return _latex_text(f"{float(v):.4g}" if decimals is None else f"{float(v):.3g}")
-        if v != 0 and abs(v) < 0.5 * 10.0 ** -decimals:  # never print a non-zero value as 0.000
-            return _latex_text(f"{float(v):.2g}")
-        return f"{float(v):.{decimals}f}"
-
-    return {c: [cell(c, v) for v in df[c]] for c in df.columns}
 
 
 def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None = 3, fit: bool = True) -> str:

@@ -29,9 +29,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit.core.accounting import Ledger
-from dpkit.core.rng import RNGLike
-from dpkit.core.validation import check_delta, check_epsilon
+from dpkit.core.accounting import Ledger, ledger_for
+from dpkit.core.rng import RNGLike, spawn
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -147,12 +146,16 @@ class MethodBase:
     """Defaults of the protocol for the methods' dataclasses.
 
     Subclasses declare ``epsilon`` and ``delta`` fields (or properties), set :attr:`label` and
-    implement :meth:`release`; :attr:`needs_workload` is True for methods that answer the queries
-    directly.
+    either implement :meth:`release` or use its template for methods that release a synthetic
+    database: they implement the hooks :meth:`measure` (the private statistics, spent through the
+    ledger), :meth:`synthesize` (post-processing them into the synthetic database) and
+    :meth:`release_params`. :attr:`needs_workload` is True for methods that answer the queries directly.
     """
 
     label: ClassVar[str] = "method"
     needs_workload: ClassVar[bool] = False
+    #: The timing stage of :meth:`measure` in the template :meth:`release`.
+    measure_stage: ClassVar[str] = "release"
 
     @property
     def name(self) -> str:
@@ -173,14 +176,35 @@ class MethodBase:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
-                workload: GaussianKernelWorkload | None = None) -> Release[Any]:  # pragma: no cover
-        raise NotImplementedError
+                workload: GaussianKernelWorkload | None = None) -> Release[Any]:
+        """Measure privately, then synthesize an equally weighted database (the template).
 
-    def _check_budget(self, *, allow_inf: bool = True) -> None:
-        """Validate (and store as floats) the ``epsilon`` and ``delta`` fields; ``allow_inf`` admits
-        ε = ∞ (the noise-free reference). For ``__post_init__`` of methods with both fields."""
-        object.__setattr__(self, "epsilon", check_epsilon(getattr(self, "epsilon"), allow_inf=allow_inf))
-        object.__setattr__(self, "delta", check_delta(getattr(self, "delta")))
+        ``rng`` is split into two streams (:func:`~dpkit.core.rng.spawn`): the first for
+        :meth:`measure`, the second for :meth:`synthesize`; every spend goes through ``ledger``
+        (a fresh one holding exactly the method's (ε, δ) when omitted).
+        """
+        tm = Timer()
+        g_measure, g_synth = spawn(rng, 2)
+        led = ledger_for(ledger, getattr(self, "epsilon"), getattr(self, "delta"), self.name)
+        with tm(self.measure_stage):
+            stats = self.measure(X, rng=g_measure, ledger=led)
+        synth, diagnostics = self.synthesize(stats, X, rng=g_synth, timer=tm)
+        return Release(method=self.name, privacy=self.privacy, params=self.release_params(stats, X, led),
+                       ledger=led.to_dict(), timings=tm.done(), synthetic=synth, diagnostics=diagnostics)
+
+    def measure(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None) -> Any:  # pragma: no cover
+        """The released statistics (hook of the template :meth:`release`)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither release nor measure")
+
+    def synthesize(self, stats: Any, X: ArrayLike, *, rng: np.random.Generator,
+                   timer: Timer) -> tuple[WeightedDatabase, Any]:  # pragma: no cover
+        """The synthetic database and the release's diagnostics from the statistics ``stats`` alone (and
+        the public shape of ``X``), timing its stages with ``timer`` (hook of the template :meth:`release`)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither release nor synthesize")
+
+    def release_params(self, stats: Any, X: ArrayLike, ledger: Ledger) -> dict[str, Any]:  # pragma: no cover
+        """The release's ``params`` (hook of the template :meth:`release`)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither release nor release_params")
 
     def _require_workload(self, workload: GaussianKernelWorkload | None) -> GaussianKernelWorkload:
         if workload is None:

@@ -53,6 +53,12 @@ class WeightedDatabase:
     m: int
     counts: np.ndarray | None = field(default=None)
 
+    @classmethod
+    def equally_weighted(cls, points: np.ndarray) -> WeightedDatabase:
+        """The database of the rows ``points``, each of weight 1/m (m = the number of rows)."""
+        m = len(points)
+        return cls(points=points, weights=np.full(m, 1.0 / m), m=m)
+
     def __post_init__(self) -> None:
         P = check_finite_array(self.points, name="points", ndim=2, min_rows=1)
         w = check_finite_array(self.weights, name="weights", ndim=1)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_epsilon, check_int_in_range
+from dpkit.core.validation import check_budget_fields, check_epsilon, check_int_in_range
 from dpkit.mechanisms.linear.levelset import LevelSets, build_level_sets
 
 __all__ = [
@@ -109,7 +109,7 @@ class LevelSetDensity:
     _by_level: tuple[np.ndarray, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
+        check_budget_fields(self, delta=False)
         L = self.levels
         if L.shells is None:
             object.__setattr__(self, "_pieces", ())

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import check_epsilon, check_finite_array, check_int_in_range, check_real_in_range
+from dpkit.core.validation import check_budget_fields, check_finite_array, check_int_in_range, check_real_in_range
 from dpkit.mechanisms.base import AdditiveNoiseMechanism
 from dpkit.mechanisms.linear.density import LevelSetDensity
 from dpkit.mechanisms.linear.levelset import build_level_sets as _build
@@ -89,8 +89,8 @@ class LinearQueryMechanism(AdditiveNoiseMechanism):
         super().__post_init__()
         V = _check_neighbour_set(self.neighbour_set)
         object.__setattr__(self, "neighbour_set", tuple((float(s), float(e)) for s, e in V))
-        eps = check_epsilon(self.epsilon, name="epsilon")
-        object.__setattr__(self, "epsilon", eps)
+        check_budget_fields(self, delta=False)
+        eps = self.epsilon
         check_int_in_range(self.max_steps, name="max_steps", low=1)
         check_real_in_range(self.tail_tol, name="tail_tol", low=0.0, high=1.0)
         if self.radius is None:

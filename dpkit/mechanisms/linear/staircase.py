@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpkit.core.rng import RNGLike, resolve_rng
-from dpkit.core.validation import check_epsilon, check_real_in_range, check_sensitivity
+from dpkit.core.validation import check_budget_fields, check_epsilon, check_real_in_range, check_sensitivity
 from dpkit.mechanisms.base import AdditiveNoiseMechanism
 
 __all__ = ["Staircase", "optimal_gamma"]
@@ -70,7 +70,7 @@ class Staircase(AdditiveNoiseMechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, name="epsilon"))
+        check_budget_fields(self, delta=False)
         object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, name="sensitivity"))
         if self.gamma is None:
             g = optimal_gamma(self.epsilon)

@@ -13,7 +13,13 @@ from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
-from dpkit.core.validation import budget_limit_message, check_choice, check_in_unit_cube, check_positive_finite
+from dpkit.core.validation import (
+    budget_limit_message,
+    check_budget_fields,
+    check_choice,
+    check_in_unit_cube,
+    check_positive_finite,
+)
 from dpkit.mechanisms.base import Mechanism
 from dpkit.mechanisms.trig.basis import basis_moments, evaluate_basis
 from dpkit.mechanisms.trig.grid import lattice_round
@@ -127,7 +133,7 @@ class TrigBase(Mechanism, MethodBase):
             raise ValueError(
                 f"neighbouring must be 'replace-one' for {type(self).__name__} (its calibration assumes replace-one "
                 f"neighbours with public n; add-remove would reveal n); got {self.neighbouring!r}")
-        self._check_budget()
+        check_budget_fields(self, allow_inf=True)
         object.__setattr__(self, "K", check_positive_finite(self.K, name="K"))
         check_choice(self.constants, name="constants", choices=CONSTANTS)
         check_choice(self.output, name="output", choices=OUTPUTS)

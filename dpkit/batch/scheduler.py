@@ -1,0 +1,93 @@
+"""Where a batch runs: the scheduler argument, the local Dask cluster and the client.
+
+:func:`check_scheduler` accepts ``local``, ``sync`` or a Dask scheduler address; :func:`_client` gives no
+client for ``sync``, else a Dask client (of a new single-threaded-worker :func:`_local_cluster` without a
+dashboard for ``local``), closed afterwards. :func:`_environ_restored` restores environment variables on exit
+(the in-process runs set the kernels' thread share).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import TYPE_CHECKING, Iterator
+
+from dpkit.batch.manifest import (
+    BatchError,
+)
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
+
+__all__ = ["check_scheduler"]
+
+
+# --------------------------------------------------------------------------- batches
+def check_scheduler(scheduler: str) -> str:
+    """``local``, ``sync`` or a Dask scheduler address (``tcp://host:8786``, ``host:8786``); else a :class:`BatchError`."""
+    import difflib
+    import re
+
+    if scheduler in ("local", "sync") or (isinstance(scheduler, str) and (
+            re.fullmatch(r"[a-z][a-z0-9+.-]*://\S+", scheduler) or re.fullmatch(r"[^\s:/]+:\d+", scheduler))):
+        return scheduler  # an address: distributed itself says if it cannot connect (exit 2, naming it)
+    close = difflib.get_close_matches(str(scheduler), ["local", "sync"], n=1)
+    raise BatchError(f"--scheduler must be 'local', 'sync' or a Dask scheduler address such as tcp://host:8786; "
+                     f"got {scheduler!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
+def _local_cluster(n_workers: int) -> LocalCluster:
+    """A LocalCluster of ``n_workers`` single-threaded processes and no dashboard.
+
+    ``dashboard_address=None`` alone still serves HTTP on port 8787 (distributed always starts the
+    scheduler's HTTP server); it is bound to a free local port and stopped at once.
+    """
+    from dask.distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                           dashboard_address="127.0.0.1:0", worker_dashboard_address=None)
+    http = getattr(cluster.scheduler, "http_server", None)
+    if http is not None:
+        async def _stop() -> None:
+            http.stop()
+            cluster.scheduler.services.pop("dashboard", None)
+
+        cluster.sync(_stop)
+        cluster.scheduler_info.get("services", {}).pop("dashboard", None)  # so dashboard_link is ""
+    return cluster
+
+
+@contextlib.contextmanager
+def _client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
+    """``None`` for ``sync``, else a Dask client (of a new LocalCluster for ``local``), closed afterwards."""
+    if scheduler == "sync":
+        yield None
+        return
+    import logging
+
+    from dask.distributed import Client
+
+    cluster = _local_cluster(workers or os.cpu_count() or 1) if scheduler == "local" else None
+    client = Client(cluster if cluster is not None else scheduler)
+    try:
+        yield client
+    finally:
+        # workers' heartbeats racing the shutdown log CommClosedError tracebacks: noise, not failures
+        for name in ("distributed", "distributed.worker", "distributed.nanny", "distributed.core"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+@contextlib.contextmanager
+def _environ_restored(names: dict[str, str]) -> Iterator[None]:
+    """Restore the environment variables ``names`` (set or unset) to what they are now, on exit."""
+    saved = {n: os.environ.get(n) for n in names}
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v

@@ -1,0 +1,180 @@
+"""Finished runs and kept checkpoints that no longer match their notebook, the library or the manifest.
+
+Before a batch starts, :func:`stale_runs` lists the finished runs whose notebook or dpkit sources changed since
+they ran, :func:`stale_checkpoints` the kept repetitions of a checkpointing notebook made by other sources, and
+:func:`misplaced_runs` the runs a manifest no longer names. What happens to them is the ``--stale`` policy
+(:data:`STALE_POLICIES`): ``error`` (refuse, :class:`StaleRunsError` naming them), ``rerun`` (move them aside to
+``.superseded/`` with :func:`supersede` / :func:`supersede_checkpoint`, then run again) or ``keep``.
+:func:`checkpoint_folder` is where a run's checkpoint is kept. :mod:`dpkit.batch.runner` re-exports every name.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from dpkit.batch.execute import (
+    checkpoint_changes,
+    checkpoint_fingerprint,
+    is_done,
+    key_problem,
+    library_fingerprint,
+    read_record,
+)
+from dpkit.batch.locks import RunLock
+from dpkit.batch.manifest import (
+    BatchError,
+    RunSpec,
+    notebook_fingerprint,
+)
+
+__all__ = ["STALE_POLICIES", "StaleRunsError", "stale_runs", "stale_checkpoints", "misplaced_runs", "supersede",
+           "supersede_checkpoint", "checkpoint_folder"]
+
+
+def checkpoint_folder(spec: RunSpec, parent: Path) -> Path:
+    """``<output>/<stem>/.<key>.checkpoint``: where run ``spec`` keeps its finished repetitions until it succeeds
+    (for a notebook that declares ``CHECKPOINT_DIR``; :func:`~dpkit.batch.execute.execute_notebook`)."""
+    return parent / f".{spec.key}.checkpoint"
+
+
+STALE_POLICIES = ("error", "rerun", "keep")
+
+
+class StaleRunsError(BatchError):
+    """Finished runs of a notebook that has changed since (their ``notebook_sha256`` differs)."""
+
+
+def stale_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str, str]]:
+    """(spec, recorded, current) for every finished run whose notebook changed since it ran.
+
+    A run records the fingerprint of its notebook (:func:`~dpkit.batch.manifest.notebook_fingerprint`)
+    in ``run.json``; runs from before that record have none and are not judged.
+    """
+    out_list = []
+    current: dict[Path, str] = {}
+    for s in specs:
+        folder = s.folder(out)
+        if not is_done(folder):
+            continue
+        try:
+            recorded = json.loads((folder / "run.json").read_text()).get("notebook_sha256")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if recorded is None:
+            continue
+        if s.notebook not in current:
+            current[s.notebook] = notebook_fingerprint(s.notebook)
+        if str(recorded) != current[s.notebook]:
+            out_list.append((s, str(recorded), current[s.notebook]))
+    return out_list
+
+
+def stale_checkpoints(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]:
+    """(spec, what changed) for every unfinished run whose kept repetitions were computed by another version of
+    its notebook or of dpkit (:func:`~dpkit.batch.execute.checkpoint_changes`)."""
+    found = []
+    current: dict[Path, str] = {}
+    library = None
+    for s in specs:
+        keep = checkpoint_folder(s, s.folder(out).parent)
+        if checkpoint_fingerprint(keep) is None or is_done(s.folder(out)):
+            continue
+        if s.notebook not in current:
+            current[s.notebook] = notebook_fingerprint(s.notebook)
+        library = library or library_fingerprint()
+        changes = checkpoint_changes(keep, current[s.notebook], library)
+        if changes:
+            found.append((s, "; ".join(changes)))
+    return found
+
+
+def misplaced_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]:
+    """(spec, why) for every run folder holding a finished record of other parameters than its key's
+    (:func:`~dpkit.batch.execute.key_problem`): never taken for the spec's run, never replaced in place."""
+    found = []
+    for s in specs:
+        folder = s.folder(out)
+        info = read_record(folder)
+        if info is not None and info.get("status") == "ok" and (why := key_problem(folder, info)):
+            found.append((s, why))
+    return found
+
+
+def _move_aside(path: Path, out: Path, stem: str, name: str) -> Path:
+    dest = out / ".superseded" / stem / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        dest = dest.with_name(f"{dest.name}-{uuid.uuid4().hex[:6]}")
+    os.replace(path, dest)
+    return dest
+
+
+def supersede(spec: RunSpec, out: Path) -> Path:
+    """Move a finished run aside to ``<output>/.superseded/<stem>/<key>-<UTC time>`` (kept, never deleted;
+    ``collect`` and ``assemble`` skip dot folders) so that it can run again; return where it went."""
+    final = spec.folder(out)
+    lock = RunLock(final.parent / f".{spec.key}.lock")
+    if not lock.acquire(wait=False):
+        raise BatchError(f"cannot move aside {final}: another batch holds its lock")
+    try:
+        return _move_aside(final, out, spec.notebook.stem, spec.key)
+    finally:
+        lock.release()
+
+
+def supersede_checkpoint(spec: RunSpec, out: Path) -> Path:
+    """Move an unfinished run's kept repetitions aside to ``<output>/.superseded/<stem>/<key>.checkpoint-<UTC time>``."""
+    final = spec.folder(out)
+    lock = RunLock(final.parent / f".{spec.key}.lock")
+    if not lock.acquire(wait=False):
+        raise BatchError(f"cannot move aside the checkpoint of {final}: another batch holds its lock")
+    try:
+        return _move_aside(checkpoint_folder(spec, final.parent), out, spec.notebook.stem, f"{spec.key}.checkpoint")
+    finally:
+        lock.release()
+
+
+def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
+    """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done), and to
+    run folders that hold another key's run (:func:`misplaced_runs`: an error unless ``rerun`` moves them aside)."""
+    misplaced = misplaced_runs(specs, out)
+    if misplaced and on_stale != "rerun":
+        raise StaleRunsError(
+            f"{len(misplaced)} run folder(s) hold a finished run of other parameters than their key's, which is never "
+            "taken for the key's run:\n" + "\n".join(f"  {s.folder(out)} {why}" for s, why in misplaced)
+            + "\nmove them away, or re-run with --stale rerun (each is moved to <output>/.superseded/, not deleted)")
+    for s, _why in misplaced:
+        dest = supersede(s, out)
+        print(f"running {s.folder(out)} again: it held a run of other parameters, now in {dest}", file=sys.stderr)
+    stale = stale_runs(specs, out)
+    partial = stale_checkpoints(specs, out)
+    if not stale and not partial:
+        return
+    lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
+    lines += [f"  {checkpoint_folder(s, s.folder(out).parent)} (kept repetitions of an unfinished run of "
+              f"{s.notebook.name}; {what})" for s, what in partial]
+    if on_stale == "error":
+        raise StaleRunsError(
+            f"{len(lines)} finished run(s) or kept repetitions come from an older version of their notebook:\n"
+            + "\n".join(lines)
+            + "\nre-run them with --stale rerun (each old run is moved to <output>/.superseded/, not deleted), "
+              "or keep them as they are with --stale keep")
+    if on_stale == "keep":
+        if partial:
+            raise StaleRunsError(
+                "--stale keep keeps finished runs, but an unfinished run cannot go on from repetitions of another "
+                "notebook version:\n" + "\n".join(lines[len(stale):]) + "\nuse --stale rerun (they are moved to "
+                "<output>/.superseded/, not deleted)")
+        print(f"warning: keeping {len(stale)} finished run(s) of notebooks that changed since (--stale keep):\n"
+              + "\n".join(lines), file=sys.stderr)
+        return
+    for s, _old, _new in stale:
+        dest = supersede(s, out)
+        print(f"re-running {s.folder(out)}: its notebook changed; the old run is in {dest}", file=sys.stderr)
+    for s, what in partial:
+        dest = supersede_checkpoint(s, out)
+        print(f"starting {s.folder(out)} afresh ({what}); its kept repetitions are in {dest}", file=sys.stderr)

@@ -1,0 +1,188 @@
+"""The repetitions of :func:`~dpkit.experiments.protocol.run_cells` in parallel worker processes.
+
+Each worker process holds the run's job (:class:`_CellsJob`: data, methods, widths, seeds) from its
+start, computes whole repetitions (:func:`_cells_repetition`, the same streams as the serial loop) and
+ends with its parent (:func:`_die_with_parent`). :func:`_parallel_repetitions` hands out the
+repetitions and collects their records in order.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpkit.experiments.checkpoint import RepetitionCheckpoint
+from dpkit.experiments.records import RunRecord, _repetition, _timed_release, record_release
+from dpkit.queries.release import Method, Release
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _CellsJob:
+    """Everything a repetition of :func:`run_cells` needs (picklable, sent once to each worker process)."""
+
+    X: np.ndarray
+    named: Mapping[str, Method]
+    shared: set[str]
+    configured: Mapping[float, Mapping[str, Method]]
+    sigmas: Sequence[float]
+    cell_reps: Sequence[Sequence[np.random.SeedSequence]]
+    shared_reps: Sequence[np.random.SeedSequence]
+    n_queries: int
+    J: int
+    supremum: str | None = "cube"
+
+    def run(self, i: int) -> tuple[list[RunRecord], float]:
+        """Repetition ``i``'s records and the wall time it took."""
+        t0 = time.perf_counter()
+        records = _cells_repetition(self.X, i, named=self.named, shared=self.shared, configured=self.configured,
+                                    sigmas=self.sigmas, cell_seeds=[c[i] for c in self.cell_reps],
+                                    shared_seed_i=self.shared_reps[i], n_queries=self.n_queries, J=self.J,
+                                    supremum=self.supremum)
+        return records, time.perf_counter() - t0
+
+
+_WORKER_JOB: _CellsJob | None = None
+
+
+def _worker_start(job: _CellsJob) -> None:
+    global _WORKER_JOB
+    _die_with_parent()
+    _WORKER_JOB = job
+
+
+def _die_with_parent() -> None:
+    """End this worker process as soon as the process that started it ends, however it ends.
+
+    A pool's workers otherwise outlive a parent killed with SIGKILL (a notebook kernel killed for memory, a
+    killed batch): they wait on a queue whose ends they hold themselves, keep computing and keep their
+    memory. Two guards, armed before the worker takes a repetition:
+
+    * Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``. The operating system kills the worker when its parent
+      dies, even while the worker is inside C code that holds the GIL, and nothing the parent leaves
+      behind can hold it open. The signal is tied to the parent *thread* that started the worker; that is
+      the thread calling :func:`run_cells`, which waits in the pool until every worker has ended. A parent
+      that died before the signal was armed is caught by comparing ``os.getppid()`` with its pid.
+    * Everywhere: a daemon thread that waits on the parent's sentinel (a pipe the parent holds open while
+      it lives; :func:`multiprocessing.parent_process`) and then exits. It needs no polling and has no
+      race (a pipe closed before the thread starts is seen at once), but it must get the GIL to act.
+
+    A process group killed by the batch runner is not needed: a kernel whose batch (the process that
+    started it) dies ends itself (ipykernel polls its parent), and its workers then end with it.
+    """
+    import multiprocessing
+    import signal
+    import sys
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        raise RuntimeError("_die_with_parent is for a worker process started by multiprocessing")
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1  # <linux/prctl.h>
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
+    if os.getppid() != parent.pid:  # the parent is gone already (before the signal was armed)
+        os._exit(1)
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpkit-parent-watch", daemon=True).start()
+
+
+def _worker_run(i: int) -> tuple[list[RunRecord], float]:
+    assert _WORKER_JOB is not None, "worker process not initialised"
+    return _WORKER_JOB.run(i)
+
+
+def _parallel_repetitions(job: _CellsJob, reps: int, *, workers: int, keep: RepetitionCheckpoint | None,
+                          computed: Callable[[int, list[RunRecord], float], None],
+                          finished: Callable[[int, list[RunRecord]], None]) -> None:
+    """:func:`run_cells`'s repetitions in ``workers`` processes (its ``workers`` parameter).
+
+    Kept repetitions are loaded here; the others are computed in a process pool (``spawn``, so nothing of
+    this process's state, e.g. JAX's, is inherited). Each result is kept as soon as it arrives, and the
+    repetitions are reported to ``finished`` in index order. On the first failure no new repetition
+    starts, the running ones finish and are kept, and the exception propagates.
+    """
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    ready: dict[int, list[RunRecord]] = {}
+    todo = []
+    for i in range(reps):
+        kept = None if keep is None else keep.load(i)
+        if kept is None:
+            todo.append(i)
+        else:
+            ready[i] = kept
+    nxt = 0
+
+    def report() -> None:
+        nonlocal nxt
+        while nxt in ready:
+            finished(nxt, ready.pop(nxt))
+            nxt += 1
+
+    report()
+    if not todo:
+        return
+    error: BaseException | None = None
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_worker_start, initargs=(job,)) as pool:
+        running: dict[Future[tuple[list[RunRecord], float]], int] = {pool.submit(_worker_run, i): i for i in todo}
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=running.__getitem__):
+                i = running.pop(fut)
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:
+                    error = error or exc
+                else:
+                    records, seconds = fut.result()
+                    computed(i, records, seconds)
+                    ready[i] = records
+            if error is None:
+                try:
+                    report()
+                except BaseException as exc:  # e.g. Cancelled from on_repetition: stop, keep what is running
+                    error = exc
+            if error is not None:
+                for fut in running:
+                    fut.cancel()
+    if error is not None:
+        raise error
+    report()
+
+
+def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], shared: set[str],
+                      configured: Mapping[float, Mapping[str, Method]], sigmas: Sequence[float],
+                      cell_seeds: Sequence[np.random.SeedSequence], shared_seed_i: np.random.SeedSequence,
+                      n_queries: int, J: int, supremum: str | None = "cube") -> list[RunRecord]:
+    """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method."""
+    streams = shared_seed_i.spawn(len(named))
+    memo: dict[str, tuple[Release[Any], float]] = {}
+    records: list[RunRecord] = []
+    for s, cseed in zip(sigmas, cell_seeds):
+        rep = _repetition(X, cseed, i, sigma=s, n_streams=len(named), n_queries=n_queries, J=J)
+        for j, ((name, method), g) in enumerate(zip(configured[s].items(), rep.generators)):
+            if name not in shared:
+                done = _timed_release(method, X, g, rep.workload)
+            elif name in memo:
+                done = memo[name]
+            else:  # σ-independent: its own stream, released at the first σ and reused at the others
+                done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
+            records.append(record_release(name, *done, rep=rep, sigma=s, X=X, supremum=supremum))
+    return records
