@@ -150,20 +150,25 @@ def answer_reference(workload: GaussianKernelWorkload, X: Any, weights: Any | No
     """Straightforward float64 baseline: loop over queries, broadcast over points and centres.
 
     ``q_f = Σ_i w_i Σ_j α_j exp(−‖x_i − c_j‖²/(2σ²))`` computed per query from the explicit
-    differences (n, J, d) — no GEMM, no deduplication, no threads beyond numpy's defaults.
+    differences (n, J, d) — no GEMM, no deduplication. BLAS runs single-threaded here: a threaded dot
+    product over many points sums in another order, so the answers would depend on the machine's thread settings
+    (e.g. a batch worker's thread share) in their last bits.
     Used as ground truth in the tests and as the speed baseline of the benchmark.
     """
+    from threadpoolctl import threadpool_limits
+
     wl = _check_workload(workload)
     P = _check_points(X, wl, "X")
     n = P.shape[0]
     w = np.full(n, 1.0 / n) if weights is None else _check_distribution(weights, n)
     inv = 1.0 / (2.0 * wl.sigma**2)
     out = np.empty(wl.n_queries)
-    for q in range(wl.n_queries):
-        diff = P[:, None, :] - wl.centres[q][None, :, :]  # (n, J, d)
-        sq = np.einsum("njd,njd->nj", diff, diff)
-        f = np.exp(-inv * sq) @ wl.alphas[q]  # (n,)
-        out[q] = w @ f
+    with threadpool_limits(limits=1, user_api="blas"):
+        for q in range(wl.n_queries):
+            diff = P[:, None, :] - wl.centres[q][None, :, :]  # (n, J, d)
+            sq = np.einsum("njd,njd->nj", diff, diff)
+            f = np.exp(-inv * sq) @ wl.alphas[q]  # (n,)
+            out[q] = w @ f
     return out
 
 
