@@ -206,8 +206,11 @@ def test_each_workers_kernel_gets_its_thread_share_and_the_same_numbers(tmp_path
     evaluator took every core); in-process (``sync``) a run takes every core. The numbers are the same."""
     make_notebook(tmp_path, "threads.ipynb", parameters=THREADS_PARAMETERS, body=THREADS_BODY)
     m = _write_manifest(tmp_path, [{"notebook": "threads.ipynb", "grid": {"SEED": [0, 1]}}])
+    start = dict(os.environ)
     runs = {"local": (batch.run_manifest(m, scheduler="local", workers=2, output=tmp_path / "local"), thread_share(_cores(), 2))}
-    before = {v: os.environ.get(v) for v in VARIABLES}  # (a LocalCluster's nanny sets the BLAS ones in this process)
+    # a LocalCluster's nannies set OMP_NUM_THREADS=1 etc. in this process too: the runner puts the environment back
+    assert dict(os.environ) == start
+    before = {v: os.environ.get(v) for v in VARIABLES}
     runs["sync"] = (batch.run_manifest(m, scheduler="sync", output=tmp_path / "sync"), _cores())
     assert {v: os.environ.get(v) for v in VARIABLES} == before  # in-process runs leave the caller's environment alone
     for name, (results, share) in runs.items():

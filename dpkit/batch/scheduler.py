@@ -66,8 +66,17 @@ def _client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
 
     from dask.distributed import Client
 
+    # a LocalCluster's nannies write their pre-spawn environment (OMP_NUM_THREADS=1, ...) into this process too:
+    # put the caller's environment back afterwards, so that what runs here later is not changed by a batch
+    saved = dict(os.environ)
     cluster = _local_cluster(workers or os.cpu_count() or 1) if scheduler == "local" else None
-    client = Client(cluster if cluster is not None else scheduler)
+    try:
+        client = Client(cluster if cluster is not None else scheduler)
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        _restore_environ(saved)
+        raise
     try:
         yield client
     finally:
@@ -77,6 +86,16 @@ def _client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
         client.close()
         if cluster is not None:
             cluster.close()
+        _restore_environ(saved)
+
+
+def _restore_environ(saved: dict[str, str]) -> None:
+    """Make ``os.environ`` equal to ``saved`` again (variables added since are removed)."""
+    for name in set(os.environ) - set(saved):
+        del os.environ[name]
+    for name, value in saved.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 @contextlib.contextmanager
