@@ -22,9 +22,9 @@ def test_baselines_notebook_quick(run_notebook):
 
 
 @pytest.mark.notebook
-def test_baselines_notebook_without_any_available_data_set(run_notebook):
-    """A run whose only data set cannot be loaded (PAM offline in make reproduce) records why and has no rows and no
-    checks, like 20_tables; it used to fail with a KeyError on the empty table."""
-    m = run_notebook("40_baselines.ipynb", QUICK=False, DATASETS=["NO_SUCH_DATA_SET"])  # QUICK would pick WDBC
-    assert m["table"] == [] and m["checks"] == [] and m["all_consistent"]
-    assert list(m["skipped_datasets"]) == ["NO_SUCH_DATA_SET"]
+def test_baselines_notebook_refuses_an_unknown_data_set(run_notebook):
+    """A data set name the registry does not know stops the run, naming it (it used to be recorded as skipped and
+    the run to end with no rows, a typo passing silently); a data set documented as possibly unavailable offline
+    (PAM) and absent is a recorded skip instead (tests/test_data_errors.py)."""
+    with pytest.raises(Exception, match="NO_SUCH_DATA_SET"):
+        run_notebook("40_baselines.ipynb", QUICK=False, DATASETS=["NO_SUCH_DATA_SET"])  # QUICK would pick WDBC

@@ -340,3 +340,25 @@ def test_load_available_does_not_hide_a_damaged_file_of_a_data_set_that_may_be_u
     with pytest.raises(ChecksumError, match="subject109.dat"):
         dd.load_available(["PAM"], subjects=[109])
     assert no_files == []  # found (damaged): nothing to download
+
+
+def test_notebook_40_does_not_hide_a_damaged_file_and_records_only_documented_absences(tmp_path, monkeypatch):
+    """Notebook 40's loading (claims.baselines.notebook_checks) goes through load_available: a damaged file is the
+    loader's ChecksumError (it used to be caught by an ``except Exception`` and the data set silently skipped), and
+    a run of data sets that are all documented as possibly unavailable and absent is a DataUnavailableError."""
+    from dpkit.claims import baselines
+    from dpkit.data.errors import DataUnavailableError
+
+    kw = dict(sigmas=[4.0], epsilon=1.0, delta=1e-3, reps=1, n_queries=10, J=10, C=100, R=10, m_rows=50, mwem_t=2,
+              n_class=10, pca_k=2, pca_reps=1, toy_levels=2, toy_m=2, methods=[])
+    p = _copy("CRM", "communities.data", tmp_path)
+    p.write_bytes(p.read_bytes()[:1000])
+    monkeypatch.setenv("DPKIT_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(dd.files, "shared_raw_dir", lambda: None)
+    with pytest.raises(ChecksumError, match="communities.data"):
+        baselines.notebook_checks(0, False, 0.05, datasets=["CRM"], **kw)
+    (tmp_path / "nothing").mkdir()
+    monkeypatch.setenv("DPKIT_DATA_DIR", str(tmp_path / "nothing"))
+    monkeypatch.setenv("DPKIT_OFFLINE", "1")
+    with pytest.raises(DataUnavailableError, match="PAM"):
+        baselines.notebook_checks(0, False, 0.05, datasets=["PAM"], **kw)

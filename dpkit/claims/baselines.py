@@ -194,7 +194,7 @@ def notebook_checks(
     ``progress`` shows progress bars.
     """
     from dpkit.core.exceptions import PrivacyLeakWarning
-    from dpkit.data import load
+    from dpkit.data import load_available
     from dpkit.experiments import cell_seed, run_cell
     from dpkit.experiments.baselines import baseline_rows, toy_methods, write_conclusion
     from dpkit.experiments.pca_compare import compare_private_pca, pca_summary
@@ -211,16 +211,14 @@ def notebook_checks(
     configured = suite("baselines", include=methods or None, epsilon=epsilon, delta=delta, C=C, R=R, m=m_rows, T=mwem_t,
                        n_class=n_class, k=pca_k)
     extra["methods"] = describe(configured)
-    data, skipped = {}, {}
-    for name in datasets:
-        try:
-            with warnings.catch_warnings(record=True):  # the data-derived bounds are recorded in bounds_source
-                warnings.simplefilter("always", PrivacyLeakWarning)
-                ds = load(name)
-            data[name] = ds.X
-            extra.setdefault("bounds_source", {})[name] = ds.bounds_source
-        except Exception as exc:  # e.g. PAM offline: recorded, no rows
-            skipped[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    # only a data set documented as possibly unavailable offline (PAM) may be absent, and is recorded; a damaged or
+    # misplaced file is an error (load_available); none available at all: DataUnavailableError (a recorded skip)
+    with warnings.catch_warnings(record=True):  # the data-derived bounds are recorded in bounds_source
+        warnings.simplefilter("always", PrivacyLeakWarning)
+        loaded, skipped = load_available(list(datasets))
+    data = {name: ds.X for name, ds in loaded.items()}
+    for name, ds in loaded.items():
+        extra.setdefault("bounds_source", {})[name] = ds.bounds_source
     extra["skipped_datasets"] = skipped
     out = NotebookRecorder()
     records, rows = [], []
