@@ -342,3 +342,16 @@ def test_checks_summary_with_a_folder_in_the_way_fails_in_one_line_and_writes_no
     (tmp_path / "afile").write_text("")
     assert checks_cli.main([str(tmp_path / "res"), "--out", str(tmp_path / "afile" / "s")]) == 2
     assert str(tmp_path / "afile") in capsys.readouterr().err
+
+
+@pytest.mark.notebook
+def test_status_reads_a_finished_run_whose_record_has_odd_timing_fields(tmp_path, capsys):
+    """A finished run's ``run.json`` with a ``checkpoint`` that is not an object (or a non-numeric time) is shown as
+    finished without those figures (status used to crash with a traceback on it)."""
+    m = make_manifest(tmp_path, [{"notebook": "tiny.ipynb", "grid": {"SEED": [0]}}])
+    assert batch.main(["run", str(m), "--scheduler", "sync"]) == 0
+    rj = tmp_path / "out" / "tiny" / batch.run_key("tiny.ipynb", {"SEED": 0}) / "run.json"
+    rj.write_text(json.dumps({**json.loads(rj.read_text()), "checkpoint": "12 s", "wall_time_s": "fast"}))
+    capsys.readouterr()
+    assert batch.main(["status", str(m)]) == 0
+    assert "finished" in capsys.readouterr().out

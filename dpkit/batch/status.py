@@ -104,9 +104,11 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
         if wrong is not None:  # says ok but is not this key's finished run (no metrics.json, other parameters)
             result.append(RunStatus(spec, folder, "failed", detail=f"{folder}: {wrong}"))
         elif info is not None and info.get("status") == "ok":
-            ck = info.get("checkpoint") or {}
-            result.append(RunStatus(spec, folder, "finished", wall_time_s=info.get("wall_time_s"),
-                                    compute_s=ck.get("compute_s")))
+            ck = info.get("checkpoint")
+            compute = ck.get("compute_s") if isinstance(ck, dict) else None
+            wall = info.get("wall_time_s")
+            result.append(RunStatus(spec, folder, "finished", wall_time_s=wall if isinstance(wall, int | float) else None,
+                                    compute_s=compute if isinstance(compute, int | float) else None))
         elif holder is not None:
             result.append(RunStatus(spec, folder, "running", detail=holder, kept=kept, last_kept=last,
                                     seconds_per_repetition=pace))
