@@ -255,10 +255,17 @@ class _Error:
                  surrogate: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.sigma = sigma
         self.inv_s2 = 1.0 / (sigma * sigma)
-        Xu, counts = np.unique(X, axis=0, return_counts=True)
-        self.data_points = Xu
-        self.data_weights = counts / float(X.shape[0])
-        Dp, Dw = (Xu, self.data_weights) if surrogate is None else surrogate
+        if surrogate is None:
+            Xu, counts = np.unique(X, axis=0, return_counts=True)
+            self.data_points = Xu
+            self.data_weights = counts / float(X.shape[0])
+            Dp, Dw = Xu, self.data_weights
+        else:
+            # the rows only meet the certification (exact, one fsum per centre): merging duplicates (a sort of
+            # n rows) would cost more than the whole search on the surrogate
+            self.data_points = np.ascontiguousarray(X, dtype=np.float64)
+            self.data_weights = np.full(X.shape[0], 1.0 / X.shape[0])
+            Dp, Dw = surrogate
         self.answer: AnswerFunction | None = None
         if isinstance(released, WeightedDatabase):
             keep = released.weights > 0
