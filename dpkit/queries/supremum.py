@@ -45,6 +45,13 @@ re-evaluated exactly in float64 (direct differences, correctly rounded sums: ``m
 largest is the witness ``c*``. ``|E(c*)|`` is a certified *lower* bound on the supremum; its
 rounding bound is ``numerical_bound``.
 
+**Large data** (``lowrank_above``). Steps (1)–(3) may evaluate the data side with the low-rank
+surrogate ``K̃_D(c) = Σ_l β_l k(z_l, c)`` of the data's kernel mean embedding
+(:mod:`dpkit.queries.lowrank`) instead of ``K̄_D``: the landmarks enter the signed point set with
+weights ``−β_l``. Step (4) is unchanged (the full data), so the witness's error stays exact. With
+``g = m_D − Σ_l β_l k(z_l, ·)`` the surrogate errs by ``g(c) = ⟨g, k_c⟩``, at most
+``‖g‖·‖k_c‖ ≤ mmd`` at every centre (``ClassSupremum.surrogate_bound``).
+
 **Relative error.** ``sup_c |E(c)|/K̄_D(c)`` is dominated by centres where ``K̄_D`` is tiny
 (corners of the cube, far from the data), so it is not searched; the result reports the
 witness's relative error ``|E(c*)|/K̄_D(c*)``, the relative error of the query attaining the
@@ -82,6 +89,8 @@ from dpkit.core.validation import (
     check_finite_array,
     check_int_in_range,
 )
+from dpkit.queries.exact import DEFAULT_TOL, embedding_for
+from dpkit.queries.lowrank import FitOptions
 from dpkit.queries.supremum_bound import (
     BoxData,
     certify_supremum,
@@ -115,7 +124,11 @@ __all__ = [
     "random_feature_answers",
     "released_answers",
     "DOMAINS",
+    "LOWRANK_ABOVE",
 ]
+
+#: Data rows above which :func:`class_supremum` searches on the low-rank surrogate of the data side.
+LOWRANK_ABOVE = 20_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,6 +164,7 @@ def class_supremum(
     max_iter: int = 100,
     polish_iter: int = 200,
     n_certify: int = 4,
+    lowrank_above: int | None = LOWRANK_ABOVE,
 ) -> ClassSupremum:
     """The largest error over single-kernel queries of one release, with the witness centre.
 
@@ -184,6 +198,12 @@ def class_supremum(
         L-BFGS-B iterations of the batched ascent (default 100) and of each polish (default 200).
     n_certify : int
         Best centres re-evaluated exactly (default 4); the witness is the largest.
+    lowrank_above : int or None
+        Data with more rows than this (default :data:`LOWRANK_ABOVE`) are screened and ascended on
+        the low-rank surrogate ``K̃_D(c) = Σ_l β_l k(z_l, c)`` of the kernel mean embedding of
+        ``(X, σ)`` (:func:`~dpkit.queries.exact.embedding_for` with the options the exact answers
+        use, so a pipeline's cached embedding is reused; otherwise it is fitted and cached); the
+        certification stays exact on the full data. None: always the data.
 
     Returns
     -------
@@ -194,7 +214,8 @@ def class_supremum(
     The algorithm is in the module docstring. Cost: the screening evaluates
     ``n_workload + n_data + n_synthetic + n_random`` centres, the ascent at most about
     ``1.25·max_iter·n_ascents`` centres with gradients, the polish ``n_polish·polish_iter``;
-    each centre costs ``O((n + s)·d)`` (``s`` released points). BLAS runs single-threaded
+    each centre costs ``O((n + s)·d)`` (``s`` released points), ``O((r + s)·d)`` on the
+    low-rank surrogate (``r`` landmarks), and the certification ``O(n·d)`` per certified centre. BLAS runs single-threaded
     meanwhile (threadpoolctl): the products are small and many, where BLAS's own threads
     only cost synchronisation.
     """
@@ -203,13 +224,15 @@ def class_supremum(
                                workload_scores=workload_scores, n_workload_starts=n_workload_starts,
                                n_data_starts=n_data_starts, n_synthetic_starts=n_synthetic_starts,
                                n_random_starts=n_random_starts, n_ascents=n_ascents, n_polish=n_polish,
-                               max_iter=max_iter, polish_iter=polish_iter, n_certify=n_certify)
+                               max_iter=max_iter, polish_iter=polish_iter, n_certify=n_certify,
+                               lowrank_above=lowrank_above)
 
 
 def _class_supremum(
     X: Any, released: Any, sigma: float, *, rng: RNGLike, domain: str, workload_centres: Any | None,
     workload_scores: Any | None, n_workload_starts: int, n_data_starts: int, n_synthetic_starts: int,
     n_random_starts: int, n_ascents: int, n_polish: int, max_iter: int, polish_iter: int, n_certify: int,
+    lowrank_above: int | None,
 ) -> ClassSupremum:
     t0 = time.perf_counter()
     P, sigma = _check_inputs(X, sigma, domain)
@@ -223,6 +246,8 @@ def _class_supremum(
     max_iter = check_int_in_range(max_iter, name="max_iter", low=1)
     polish_iter = check_int_in_range(polish_iter, name="polish_iter", low=1)
     n_certify = check_int_in_range(n_certify, name="n_certify", low=1)
+    if lowrank_above is not None:
+        lowrank_above = check_int_in_range(lowrank_above, name="lowrank_above", low=0)
     rel = _resolve_released(released, d)
     if isinstance(rel, str):
         return _not_applicable(rel, domain, sigma, t0)
@@ -230,7 +255,14 @@ def _class_supremum(
         raise ValueError("domain='space' needs a weighted database: a released answer function need not decay "
                          "outside the cube, so the supremum over all centres is not localised; use domain='cube'")
     g = resolve_rng(rng)
-    err = _Error(P, rel, sigma)
+    side: dict[str, Any] = {}
+    surrogate = None
+    if lowrank_above is not None and n > lowrank_above:
+        # the options of the exact answers (dpkit.queries.exact.exact_answers' default): one cache entry for both
+        emb, _ = embedding_for(P, sigma, options=FitOptions(tol=DEFAULT_TOL))
+        surrogate = (emb.landmarks, emb.beta)
+        side = {"data_side": "lowrank", "rank": emb.rank, "surrogate_bound": float(emb.mmd)}
+    err = _Error(P, rel, sigma, surrogate=surrogate)
 
     # ---- candidates
     sources: list[tuple[str, np.ndarray]] = []
@@ -338,6 +370,7 @@ def _class_supremum(
         n_gradients=err.n_gradients,
         source=sources[int(cand_labels[i])][0],
         seconds=time.perf_counter() - t0,
+        **side,
     )
 
 

@@ -151,6 +151,15 @@ class ClassSupremum:
         Centres whose error (resp. error and gradient) was computed.
     source : str
         Which kind of start led to the witness (``"workload"``, ``"data"``, ``"synthetic"``, ``"random"``).
+    data_side : str
+        What the screening and the ascent evaluated ``K̄_D`` with: ``"exact"`` (the data) or
+        ``"lowrank"`` (a kernel mean embedding's surrogate; the certification is exact either way).
+    rank : int
+        Landmarks of the surrogate (0 for ``"exact"``).
+    surrogate_bound : float or None
+        For ``"lowrank"``: a proven bound on ``|K̃_D(c) − K̄_D(c)|`` at every centre ``c`` of ``R^d``
+        (exact arithmetic, the stored coefficients): the embedding's ``mmd``, since
+        ``K̄_D(c) − K̃_D(c) = ⟨g, k_c⟩`` with ``‖k_c‖ = 1``. None for ``"exact"``.
     seconds : float
     """
 
@@ -169,13 +178,17 @@ class ClassSupremum:
     n_evaluations: int = 0
     n_gradients: int = 0
     source: str = ""
+    data_side: str = "exact"
+    rank: int = 0
+    surrogate_bound: float | None = None
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Scalars for run records (the witness as a list)."""
         out = {k: getattr(self, k) for k in ("applicable", "reason", "sup_abs", "signed_error", "truth", "released",
                                               "witness_rel", "numerical_bound", "domain", "reach", "sigma",
-                                              "n_evaluations", "n_gradients", "source", "seconds")}
+                                              "n_evaluations", "n_gradients", "source", "data_side", "rank",
+                                              "surrogate_bound", "seconds")}
         out["witness"] = None if self.witness is None else [float(v) for v in self.witness]
         return out
 
@@ -233,27 +246,38 @@ class _Error:
     """``E(c) = a(c) − K̄_D(c)`` with batched values and gradients (float64, GEMM form).
 
     A weighted database and the data are one signed point set ``(p_i, v_i)``; an answer function
-    is evaluated separately.
+    is evaluated separately. With ``surrogate = (Z, β)`` the batched values and gradients use
+    ``Σ_l β_l k(z_l, c)`` for the data side (a low-rank embedding's landmarks and coefficients) while
+    :meth:`exact` still evaluates the full data.
     """
 
-    def __init__(self, X: np.ndarray, released: WeightedDatabase | AnswerFunction, sigma: float) -> None:
+    def __init__(self, X: np.ndarray, released: WeightedDatabase | AnswerFunction, sigma: float, *,
+                 surrogate: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.sigma = sigma
         self.inv_s2 = 1.0 / (sigma * sigma)
-        Xu, counts = np.unique(X, axis=0, return_counts=True)
-        self.data_points = Xu
-        self.data_weights = counts / float(X.shape[0])
+        if surrogate is None:
+            Xu, counts = np.unique(X, axis=0, return_counts=True)
+            self.data_points = Xu
+            self.data_weights = counts / float(X.shape[0])
+            Dp, Dw = Xu, self.data_weights
+        else:
+            # the rows only meet the certification (exact, one fsum per centre): merging duplicates (a sort of
+            # n rows) would cost more than the whole search on the surrogate
+            self.data_points = np.ascontiguousarray(X, dtype=np.float64)
+            self.data_weights = np.full(X.shape[0], 1.0 / X.shape[0])
+            Dp, Dw = surrogate
         self.answer: AnswerFunction | None = None
         if isinstance(released, WeightedDatabase):
             keep = released.weights > 0
             self.syn_points = np.ascontiguousarray(released.points[keep], dtype=np.float64)
             self.syn_weights = np.asarray(released.weights[keep], dtype=np.float64)
-            P = np.vstack([self.syn_points, Xu])
-            v = np.concatenate([self.syn_weights, -self.data_weights])
+            P = np.vstack([self.syn_points, Dp])
+            v = np.concatenate([self.syn_weights, -Dw])
         else:
             self.answer = released
             self.syn_points = np.empty((0, X.shape[1]))
             self.syn_weights = np.empty(0)
-            P, v = Xu, -self.data_weights
+            P, v = Dp, -Dw
         self.points = np.ascontiguousarray(P)
         self.v = v
         self.aug = Augmented(self.points, sigma)
