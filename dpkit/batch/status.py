@@ -52,14 +52,6 @@ class RunStatus:
     compute_s: float | None = None
 
 
-def _record(folder: Path) -> dict[str, Any] | None:
-    try:
-        info = json.loads((folder / "run.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return info if isinstance(info, dict) else None
-
-
 def _held(lock_path: Path) -> str | None:
     """The holder named in the lock file if a live process holds the lock now, else ``None`` (tested without waiting)."""
     if not lock_path.is_file():
@@ -89,7 +81,7 @@ def _kept(folder: Path) -> tuple[dict[str, int], float | None, float | None]:
 def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | os.PathLike | None = None
                  ) -> list[RunStatus]:
     """The state of every run of ``manifest`` under its output folder (or ``output``)."""
-    from dpkit.batch.execute import unfinished_reason
+    from dpkit.batch.execute import read_record, unfinished_reason
     from dpkit.batch.runner import checkpoint_folder
 
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
@@ -97,7 +89,7 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
     result = []
     for spec in expand_manifest(m):
         folder = spec.folder(out)
-        info = _record(folder)
+        info = read_record(folder)
         kept, last, pace = _kept(checkpoint_folder(spec, folder.parent))
         holder = _held(folder.parent / f".{spec.key}.lock")
         wrong = unfinished_reason(folder, info) if info is not None and info.get("status") == "ok" else None
