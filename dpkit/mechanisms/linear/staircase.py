@@ -1,6 +1,6 @@
 """The staircase mechanism of Geng & Viswanath (spec §5, ref. [18]) as a peer baseline.
 
-Noise density with parameters ``Δ = Δf``, ``b = e^{−ε}`` and ``γ ∈ [0, 1]``:
+Noise density with parameters ``Δ = Δf``, ``b = e^{−ε}`` and ``γ ∈ [0, 1]``::
 
     p(x) = a(γ)          for |x| ∈ [0, γΔ)
            b·a(γ)        for |x| ∈ [γΔ, Δ)

@@ -1,0 +1,506 @@
+"""Build dpkit's documentation site: stage ``docs/`` with the generated pages, then run Sphinx with ``-W``.
+
+::
+
+    python docs/build.py --out docs/_build                          # quick: no notebook executed (make docs-quick)
+    python docs/build.py --out docs/_build --execute                # every notebook run in QUICK mode first (make docs)
+    python docs/build.py --out docs/_build --notebooks results/batch/full   # a batch folder's runs (make docs BATCH=...)
+
+The site is ``OUT/html``; ``OUT/src`` is the staged source (``docs/`` plus the generated pages), ``OUT/notebooks`` the
+QUICK runs of ``--execute``. Generated, never typed by hand: the API reference (every public module, by layer), the
+thesis's Tables 3.2/3.3 beside dpkit's assembled tables, the leaderboard (from the records file: ``--board``,
+``$DPKIT_BOARD_RECORDS``, default ``data/leaderboard/records.parquet``), the checks summary, the notebooks and the
+changelog. A result that is not there is said so on its page, with the command that makes it.
+
+Exit codes: 0 built; 1 Sphinx failed (a warning is an error) or a notebook run failed; 2 the build could not start
+(one line naming the file or folder).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import pkgutil
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+NOTEBOOKS = ROOT / "notebooks"
+#: the marker build.py writes into the staged source folder: only a folder holding it is ever removed
+STAGING_MARKER = ".dpkit-docs-staging"
+#: what each layer holds (ARCHITECTURE.md), in layer order
+LAYERS: dict[str, str] = {
+    "core": "Primitives: validation, random streams, the privacy ledger and accounting, composition, paths.",
+    "data": "The data registry, loaders and recipes: the six UCI data sets, rescaled to [-1, 1]^d.",
+    "queries": "Gaussian-kernel workloads, weighted synthetic databases, exact answers with proven bounds, the "
+               "error metric and the method protocol (``Release``, ``MethodBase``).",
+    "mechanisms": "Laplace, Gaussian, exponential, sparse vector, private PCA, ellipsoid sampling, the "
+                  "trigonometric mechanisms, the level-set mechanism, consistent release.",
+    "methods": "Every method that answers the workload, and the method registry.",
+    "evaluation": "The empirical privacy auditor, exact oracles, reconstruction attacks, ``Check`` verdicts.",
+    "experiments": "The one runner of the protocol (``run_cell``, ``run_cells``), tables, sweeps, the leaderboard.",
+    "claims": "Every check of the notebooks, as functions returning ``Check``\\ s.",
+    "outputs": "The ``metrics.json`` contract, the plotting style and exporter, tables, widget panels.",
+    "batch": "The papermill/Dask batch runner, its records, and the commands that read them.",
+}
+#: the API pages' groups (the layers bottom to top, as the brief of the site orders them)
+API_GROUPS: list[tuple[str, tuple[str, ...]]] = [
+    ("core", ("core",)), ("data-queries", ("data", "queries")), ("mechanisms", ("mechanisms",)),
+    ("methods-evaluation", ("methods", "evaluation")), ("experiments", ("experiments",)), ("claims", ("claims",)),
+    ("outputs", ("outputs",)), ("batch", ("batch",)),
+]
+QUICK_NOTE = ("Executed in **QUICK mode** (`QUICK=True`: small sizes and few repetitions, the checks at test scale) "
+              "by `make docs`; the numbers are not the thesis's full-size results (those are `make reproduce`, "
+              "rendered with `make docs BATCH=results/batch/full`).")
+
+
+class BuildError(Exception):
+    """The build could not start (exit 2)."""
+
+
+# --- staging ---------------------------------------------------------------------------------------------------------
+
+def stage(out: Path) -> Path:
+    """Copy ``docs/`` (without builds) and ``figures/*.png`` into ``OUT/src``; return it.
+
+    An existing ``OUT/src`` is replaced only when it holds the staging marker, so a folder build.py did not make is
+    never removed.
+    """
+    src = out / "src"
+    if src.exists():
+        if not (src / STAGING_MARKER).is_file():
+            raise BuildError(f"{src} exists and was not staged by docs/build.py (no {STAGING_MARKER}); move it away")
+        shutil.rmtree(src)
+    shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints"))
+    (src / STAGING_MARKER).write_text("staged by docs/build.py from " + DOCS.name + "/\n")
+    science = src / "science" / "index.md"
+    if not [p for p in science.parent.glob("*") if p.suffix in (".md", ".ipynb", ".rst") and p.stem != "index"]:
+        # the glob of science/index.md matches nothing yet (Sphinx would warn): say so on the page instead
+        text = science.read_text().replace("\n*\n", "\n")
+        science.write_text(text + "\n" + _admonition("note", "More pages to come",
+                                                     "The pages on the thesis's mechanisms, the related papers and "
+                                                     "the errata slot in here (`docs/science/*.md`).") + "\n")
+    figs = src / "figures"
+    figs.mkdir()
+    for png in sorted((ROOT / "figures").glob("*.png")):
+        shutil.copy2(png, figs / png.name)
+    return src
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+# --- API reference ---------------------------------------------------------------------------------------------------
+
+def public_modules(layer: str) -> list[str]:
+    """Every public module of ``dpkit.<layer>``, the package first (no ``_private`` module, no ``__main__``)."""
+    pkg = importlib.import_module(f"dpkit.{layer}")
+    names = [pkg.__name__]
+    for info in pkgutil.walk_packages(pkg.__path__, prefix=pkg.__name__ + "."):
+        parts = info.name.split(".")
+        if any(p.startswith("_") for p in parts):
+            continue
+        names.append(info.name)
+    return sorted(set(names), key=lambda n: (n != pkg.__name__, n))
+
+
+def _defined_here(module: Any) -> set[str]:
+    """The names a module's own source binds at its top level (classes, functions, assignments)."""
+    import ast
+    import inspect
+
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.TypeAlias) if hasattr(ast, "TypeAlias") else False:
+            names.add(node.name.id)
+    return names
+
+
+def documented_names(modname: str) -> list[str]:
+    """The public names documented on ``modname``'s entry: those it defines itself, and those it exports
+    (``__all__``) from a private module (whose names have no page of their own). A public name re-exported from a
+    public module is documented there, once."""
+    module = importlib.import_module(modname)
+    exported = getattr(module, "__all__", None)
+    here = _defined_here(module)
+    public = list(exported) if exported is not None else sorted(n for n in here if not n.startswith("_"))
+    out = []
+    for name in public:
+        if name.startswith("_") or not hasattr(module, name):
+            continue
+        obj = getattr(module, name)
+        if isinstance(obj, type(module)):
+            continue  # a submodule: it has its own entry
+        origin = getattr(obj, "__module__", None) if callable(obj) else None
+        if name in here or (origin and origin != modname and any(p.startswith("_") for p in origin.split("."))):
+            out.append(name)
+    return out
+
+
+def api_pages(src: Path) -> None:
+    """``api/index.md`` and one page per group of layers, an ``automodule`` per public module."""
+    rows, toc = [], []
+    for page, layers in API_GROUPS:
+        toc.append(page)
+        lines = []
+        title = " and ".join(f"dpkit.{x}" for x in layers)
+        lines += [title, "=" * len(title), ""]
+        for layer in layers:
+            rows.append(f"| [`dpkit.{layer}`]({page}.rst) | {LAYERS[layer].replace('``', '`').replace(chr(92) + ' ', '')} |")
+            if len(layers) > 1:
+                head = f"dpkit.{layer}"
+                lines += [head, "-" * len(head), ""]
+            lines += [LAYERS[layer], ""]
+            for mod in public_modules(layer):
+                sub = "~" if len(layers) > 1 else "-"
+                lines += [f"``{mod}``", sub * (len(mod) + 4), "", f".. automodule:: {mod}"]
+                members = documented_names(mod)
+                if members:
+                    lines += [f"   :members: {', '.join(members)}", "   :undoc-members:"]
+                lines.append("")
+        write(src / "api" / f"{page}.rst", "\n".join(lines))
+    index = ["# API reference", "",
+             "Every public module of dpkit, grouped by layer, bottom to top: each layer imports only from the layers "
+             "above it in this list (`ARCHITECTURE.md`; `tests/test_architecture.py` enforces it). A name is documented "
+             "once, in the module that defines it; a package re-exports the names its users need.", "",
+             "The method protocol every method follows is {class}`dpkit.queries.release.MethodBase` (a frozen "
+             "keyword-only dataclass with one verb, `release`) returning a {class}`dpkit.queries.release.Release`; "
+             "{class}`dpkit.queries.release.Method` is its structural type.", "",
+             "| layer | holds |", "|---|---|", *rows, "",
+             "```{toctree}", ":maxdepth: 1", ":hidden:", "", *toc, "```", ""]
+    write(src / "api" / "index.md", "\n".join(index))
+
+
+# --- results ---------------------------------------------------------------------------------------------------------
+
+def _admonition(kind: str, title: str, body: str) -> str:
+    return f":::{{{kind}}} {title}\n{body}\n:::\n"
+
+
+def _md_table(df) -> str:
+    return df.to_markdown(index=False)
+
+
+def tables_page(src: Path, tables: Path) -> None:
+    """Tables 3.2/3.3: the thesis's printed numbers (``thesis_reference.json``) and dpkit's assembled tables."""
+    import pandas as pd
+
+    from dpkit.experiments.reference import PAPER_TABLE_3_2, PAPER_TABLE_3_3, PAPER_WORST_TIME, SIGMAS
+
+    parts = ["# Tables 3.2 and 3.3", "",
+             "The thesis's Tables 3.2 (improved mechanism I, ε-DP) and 3.3 (mechanism II, (ε, δ)-DP): mean worst "
+             "absolute and relative error over 30 repetitions of 10⁴ random Gaussian-kernel mixture queries, ε = 1, "
+             "δ = 10⁻³. The printed numbers below are read from `dpkit/experiments/thesis_reference.json`; dpkit's "
+             "are read from the assembled tables of a batch run.", ""]
+    tbl = str(tables / "tables_3_2_3_3.md")
+    if (tables / "tables_3_2_3_3.md").is_file():
+        parts += ["## dpkit beside the thesis", "",
+                  f"Assembled by `python -m dpkit.batch.assemble tables` into `{_rel(tables)}` "
+                  "(dpkit's mean ± spread, the thesis's number beside it):", "",
+                  (tables / "tables_3_2_3_3.md").read_text(), ""]
+        runs = tables / "tables_runs.md"
+        if runs.is_file():
+            parts += ["### The runs", "", runs.read_text(), ""]
+    else:
+        parts += ["## dpkit beside the thesis", "",
+                  _admonition("warning", "Not generated yet: `make tables`",
+                              f"No assembled tables at `{_rel(Path(tbl))}`. `make tables` runs Tables 3.2/3.3 at full "
+                              "size and assembles them there; then build the site again (`make docs`, or "
+                              "`make docs TABLES=<folder>` for another assembled folder)."), ""]
+    figs = sorted((src / "figures").glob("20_tables__*.png"))
+    if figs:
+        parts += ["## The committed figures", "",
+                  "Exported by the assembler with `--paper-figures` into `figures/` (captions beside them):", ""]
+        for fig in figs:
+            cap = ROOT / "figures" / fig.name.replace(".png", ".caption.txt")
+            caption = cap.read_text().strip() if cap.is_file() else fig.stem
+            parts += [f"```{{figure}} /figures/{fig.name}", ":width: 90%", "", caption, "```", ""]
+    for title, table, mech in (("Table 3.2 as printed (mechanism I, ε-DP)", PAPER_TABLE_3_2, "I"),
+                               ("Table 3.3 as printed (mechanism II, (ε, δ)-DP)", PAPER_TABLE_3_3, "II")):
+        rows = []
+        for ds, kinds in table.items():
+            for kind in ("abs", "rel"):
+                rows.append({"data": ds, "error": kind, **{f"σ={s:g}": v for s, v in zip(SIGMAS, kinds[kind])},
+                             "worst time (s)": PAPER_WORST_TIME[mech].get(ds, float("nan"))})
+        parts += [f"## {title}", "", _md_table(pd.DataFrame(rows)), ""]
+    write(src / "results" / "tables.md", "\n".join(parts))
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def read_records(path: Path):
+    """The leaderboard's records as a DataFrame, and the reader's name.
+
+    ``dpkit.experiments.board_records.read_board`` is the reader when dpkit has it; until then the file is read
+    with ``pandas.read_parquet`` and the page says so.
+    """
+    import pandas as pd
+
+    try:
+        from dpkit.experiments.board_records import read_board  # type: ignore[import-not-found]
+    except ImportError:
+        return pd.read_parquet(path), "pandas.read_parquet (dpkit.experiments.board_records is not in this dpkit)"
+    got = read_board(path)
+    return (got if isinstance(got, pd.DataFrame) else pd.DataFrame(list(got))), \
+        "dpkit.experiments.board_records.read_board"
+
+
+def leaderboard_page(src: Path, board_file: Path) -> None:
+    """The leaderboard from the records file, or an explicit "not generated yet" admonition."""
+    parts = ["# The leaderboard", "",
+             "The best correctly accounted method in every cell of the thesis's Tables 3.2/3.3 (`45_leaderboard`, "
+             "`make leaderboard` at full size: every method, 5 data sets × 5 σ × 30 repetitions, ε = 1, δ = 10⁻³). "
+             "A cell is won when the best method's mean worst error, rounded to the thesis's printed precision, is "
+             "below the printed number. Non-private references stay on the board, marked, and never count.", ""]
+    if not board_file.is_file():
+        parts += [_admonition("warning", "Not generated yet: `make leaderboard`",
+                              f"There is no records file at `{_rel(board_file)}`. `make leaderboard` computes the "
+                              "board; then build the site again. Another file: `make docs BOARD=<records.parquet>` "
+                              "(or `$DPKIT_BOARD_RECORDS`). No number on this page is typed by hand.")]
+        write(src / "results" / "leaderboard.md", "\n".join(parts))
+        return
+    from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown
+
+    df, reader = read_records(board_file)
+    needed = {"dataset", "sigma", "privacy", "method", "abs_mean", "abs_std", "rel_mean", "rel_std", "time_s",
+              "eps_spent", "delta_spent"}
+    missing = sorted(needed - set(df.columns))
+    if missing:
+        raise BuildError(f"{board_file}: the records lack the column(s) {', '.join(missing)}")
+    records = df.to_dict("records")
+    board = leaderboard_rows(records)
+    parts += [f"Read from `{_rel(board_file)}` ({len(df)} method rows) with `{reader}`.", "",
+              f"**{headline(board).text()}**", "", "## The best method per cell", "",
+              "The mean worst error over the repetitions, the thesis's printed number in brackets:", "",
+              summary_markdown(board), "", "## Lost cells", "", lost_cells_text(board, records), "",
+              "## Every method", "",
+              _md_table(df[[c for c in ("dataset", "sigma", "privacy", "method", "abs_mean", "abs_std", "rel_mean",
+                                        "rel_std", "sup_abs_mean", "time_s", "eps_spent", "delta_spent")
+                            if c in df.columns]].sort_values(["dataset", "sigma", "privacy", "abs_mean"])), ""]
+    write(src / "results" / "leaderboard.md", "\n".join(parts))
+
+
+def checks_page(src: Path, checks: Path) -> None:
+    """The checks summary written by ``python -m dpkit.batch.checks OUTPUT --out STEM`` (``STEM.md``)."""
+    parts = ["# The checks", "",
+             "Every notebook records its checks in `metrics.json` (`id, claim, statistic, bound, confidence, verdict, "
+             "expected`): a claim of the thesis or of a paper passes, a negative control (the printed constant, an "
+             "under-noised mechanism) is expected to fail. `python -m dpkit.batch.checks OUTPUT --out STEM` gathers "
+             "a batch's checks into one table; notebook `59_checks_summary` shows it with figures.", ""]
+    if checks.is_file():
+        parts += [f"Read from `{_rel(checks)}`:", "", checks.read_text(), ""]
+    else:
+        parts += [_admonition("warning", "Not generated yet: `make reproduce` (full size) or `make smoke` (QUICK)",
+                              f"There is no checks summary at `{_rel(checks)}`. `make reproduce` writes "
+                              "`results/batch/full/checks_summary.md`, `make smoke` "
+                              "`results/batch/smoke/checks_summary.md`; then build the site again "
+                              "(`make docs CHECKS=<file.md>` for another one).")]
+    write(src / "results" / "checks.md", "\n".join(parts))
+
+
+# --- notebooks -------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """One executed notebook: where it is, its parameters and its state."""
+
+    stem: str
+    folder: Path
+    parameters: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"
+    reason: str | None = None
+
+
+def find_runs(folder: Path, stems: list[str]) -> tuple[list[Run], list[str]]:
+    """The runs of ``folder`` (``--execute``'s ``OUT/notebooks/<stem>/`` or a batch's ``<stem>/<key>/``); the
+    problems (a run that failed or is unfinished, by path)."""
+    from dpkit.batch.execute import read_record, unfinished_reason
+
+    runs, problems = [], []
+    for stem in stems:
+        base = folder / stem
+        cands = ([base] if (base / "run.json").is_file() else []) + \
+            sorted(p for p in base.glob("*") if p.is_dir() and not p.name.startswith(".") and (p / "run.json").is_file())
+        for run in cands:
+            info = read_record(run) or {}
+            status = str(info.get("status"))
+            if status == "unavailable":
+                runs.append(Run(stem, run, info.get("parameters") or {}, "unavailable", str(info.get("error"))))
+                continue
+            why = unfinished_reason(run, info)
+            if why is not None or not (run / f"{stem}.ipynb").is_file():
+                problems.append(f"{run}: {why or 'no executed ' + stem + '.ipynb'}")
+                continue
+            runs.append(Run(stem, run, info.get("parameters") or {}))
+    return runs, problems
+
+
+def _mode_text(run: Run | None) -> str:
+    if run is None:
+        return ("**Not executed in this build** (`make docs-quick`, the build `make test` checks): the code is shown "
+                "without outputs. `make docs` renders every notebook executed in QUICK mode, "
+                "`make docs BATCH=results/batch/full` a full-size batch's runs.")
+    quick = bool(run.parameters.get("QUICK"))
+    params = ", ".join(f"`{k}={v!r}`" for k, v in sorted(run.parameters.items()) if k not in ("OUTPUT_DIR",
+                                                                                            "CHECKPOINT_DIR"))
+    head = QUICK_NOTE if quick else ("Executed at **full size** (`QUICK=False`) by the batch runner, from "
+                                     f"`{_rel(run.folder)}`.")
+    return head + (f"\n\nParameters: {params}." if params else "")
+
+
+def notebook_pages(src: Path, runs: list[Run] | None) -> None:
+    """One page per notebook (per run when a batch holds several), with the mode it was rendered in stated on top."""
+    import nbformat
+
+    stems = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
+    by_stem: dict[str, list[Run]] = {}
+    for r in runs or []:
+        by_stem.setdefault(r.stem, []).append(r)
+    dest = src / "notebooks"
+    dest.mkdir(parents=True, exist_ok=True)
+    toc, lines = [], []
+    for stem in stems:
+        entries: list[tuple[str, Run | None]]
+        if runs is None:
+            entries = [(stem, None)]
+        else:
+            got = by_stem.get(stem, [])
+            entries = [(stem if len(got) == 1 else f"{stem}-{r.folder.name[:8]}", r) for r in got]
+            if not got:
+                lines.append(f"- `{stem}`: no run of it in the rendered folder")
+        for page, run in entries:
+            if run is not None and run.status == "unavailable":
+                write(dest / f"{page}.md", f"# {stem}\n\n" + _admonition(
+                    "note", "Unavailable", f"The run at `{_rel(run.folder)}` was recorded as unavailable: "
+                    f"{run.reason}"))
+            else:
+                path = NOTEBOOKS / f"{stem}.ipynb" if run is None else run.folder / f"{stem}.ipynb"
+                nb = nbformat.read(path, as_version=4)
+                note = nbformat.v4.new_markdown_cell(_admonition(
+                    "important" if run is None else "note",
+                    "Rendered without outputs" if run is None else "How this page was computed", _mode_text(run)))
+                first_is_title = nb.cells and nb.cells[0].cell_type == "markdown" and \
+                    nb.cells[0].source.lstrip().startswith("# ")
+                nb.cells.insert(1 if first_is_title else 0, note)
+                nb.metadata.pop("widgets", None)
+                nbformat.write(nb, dest / f"{page}.ipynb")
+            toc.append(page)
+    mode = ("executed in QUICK mode" if runs is not None and all(bool(r.parameters.get("QUICK")) for r in runs)
+            else "not executed (quick build)" if runs is None else "from a batch folder")
+    text = ["# The notebooks", "",
+            f"Every notebook of `notebooks/`, rendered {mode}; each page says how it was computed. Every notebook has "
+            "one cell tagged `parameters` (`SEED`, `QUICK`, `INTERACTIVE`, `OUTPUT_DIR`, and its own) and writes "
+            "`OUTPUT_DIR/metrics.json`; the notebooks hold no algorithm code.", "", *lines, "",
+            "```{toctree}", ":maxdepth: 1", "", *toc, "```", ""]
+    write(dest / "index.md", "\n".join(text))
+
+
+def execute_notebooks(out: Path, stems: list[str]) -> list[str]:
+    """Run every notebook in QUICK mode into ``OUT/notebooks/<stem>/`` (a finished run there is replaced, its old
+    copy kept in ``.superseded/`` by the batch runner); return the failures."""
+    failures = []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    for stem in stems:
+        cmd = [sys.executable, "-m", "dpkit.batch", "notebook", str(NOTEBOOKS / f"{stem}.ipynb"),
+               "--output", str(out / "notebooks" / stem), "-p", "QUICK", "true", "--replace"]
+        print("docs: executing", stem, "in QUICK mode", flush=True)
+        if subprocess.run(cmd, cwd=ROOT, env=env).returncode != 0:
+            failures.append(f"{stem}: python -m dpkit.batch notebook failed (its run folder: {out / 'notebooks' / stem})")
+    return failures
+
+
+def changelog_page(src: Path) -> None:
+    write(src / "changelog.md", (ROOT / "CHANGELOG.md").read_text())
+
+
+# --- main ------------------------------------------------------------------------------------------------------------
+
+def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, board: Path, tables: Path,
+          checks: Path, builder: str = "html") -> int:
+    """Stage, generate and run Sphinx (``-W``); the exit code (see the module docstring)."""
+    out.mkdir(parents=True, exist_ok=True)
+    stems = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
+    runs: list[Run] | None = None
+    if execute:
+        failures = execute_notebooks(out, stems)
+        if failures:
+            print("docs: notebook runs failed:\n  " + "\n  ".join(failures), file=sys.stderr)
+            return 1
+        notebooks = out / "notebooks"
+    if notebooks is not None:
+        if not notebooks.is_dir():
+            raise BuildError(f"notebook runs folder {notebooks} does not exist")
+        runs, problems = find_runs(notebooks, stems)
+        if problems:
+            print(f"docs: {len(problems)} run(s) in {notebooks} not finished:\n  " + "\n  ".join(problems),
+                  file=sys.stderr)
+            return 1
+    src = stage(out)
+    api_pages(src)
+    tables_page(src, tables)
+    leaderboard_page(src, board)
+    checks_page(src, checks)
+    notebook_pages(src, runs)
+    changelog_page(src)
+    env = {**os.environ, "DPKIT_DOCS_ROOT": str(ROOT),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder, "-d", str(out / "doctrees"),
+           str(src), str(out / builder)]
+    return 0 if subprocess.run(cmd, env=env).returncode == 0 else 1
+
+
+def _env_path(name: str, default: Path) -> Path:
+    return Path(os.environ[name]) if os.environ.get(name) else default
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python docs/build.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=DOCS / "_build", help="build folder (the site is OUT/html)")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="run every notebook in QUICK mode and render the runs")
+    mode.add_argument("--notebooks", type=Path, default=None,
+                      help="render the executed notebooks of this folder (a batch output, e.g. results/batch/full)")
+    ap.add_argument("--board", type=Path, default=_env_path("DPKIT_BOARD_RECORDS",
+                                                            ROOT / "data" / "leaderboard" / "records.parquet"),
+                    help="the leaderboard's records file ($DPKIT_BOARD_RECORDS)")
+    ap.add_argument("--tables", type=Path, default=_env_path("DPKIT_DOCS_TABLES",
+                                                             ROOT / "results" / "batch" / "tables" / "assembled"),
+                    help="assembled Tables 3.2/3.3 folder ($DPKIT_DOCS_TABLES)")
+    ap.add_argument("--checks", type=Path, default=_env_path("DPKIT_DOCS_CHECKS", ROOT / "results" / "batch" / "full"
+                                                             / "checks_summary.md"),
+                    help="a checks summary .md ($DPKIT_DOCS_CHECKS)")
+    args = ap.parse_args(argv)
+    try:
+        return build(args.out.resolve(), notebooks=args.notebooks, execute=args.execute, board=args.board,
+                     tables=args.tables, checks=args.checks)
+    except BuildError as e:
+        print(f"docs/build.py: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
