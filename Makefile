@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim status false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -39,12 +39,27 @@ run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDB
 	$(BIN)/python -m dpkit.batch notebook notebooks/00_quickstart.ipynb --output $(RESULTS)/quickstart --replace
 	@echo "executed notebook, metrics.json and figures in $(RESULTS)/quickstart/"
 
-test: $(STAMP) ## lint (ruff), the doctests and the whole test suite (statistical, notebooks in QUICK mode)
-	$(BIN)/ruff check dpkit tests benchmarks tools
+test: $(STAMP) ## lint (ruff), the doctests and the whole test suite (statistical, notebooks in QUICK mode, the quick docs build with -W)
+	$(BIN)/ruff check dpkit tests benchmarks tools docs
 	$(BIN)/python -m pytest -n 2 -q --durations=15 --doctest-modules dpkit tests --ignore-glob="*/__main__.py"
 
 test-fast: $(STAMP) ## unit tests only (skip notebook executions)
 	$(BIN)/python -m pytest -n 2 -q -m "not notebook"
+
+# The documentation site (docs/build.py stages docs/ with the generated pages and runs sphinx -W): `make docs` runs
+# every notebook in QUICK mode first (docs/_build/notebooks/) and renders the runs; `make docs BATCH=results/batch/full`
+# renders a batch folder's runs instead; `make docs-quick` executes no notebook (the build tests/test_docs.py checks).
+# BOARD=records.parquet, TABLES=assembled folder, CHECKS=checks summary .md: other result files than the defaults.
+DOCS_OUT := docs/_build
+DOCS_ARGS = $(if $(BOARD),--board $(BOARD),) $(if $(TABLES),--tables $(TABLES),) $(if $(CHECKS),--checks $(CHECKS),)
+DOCS_BATCH = $(if $(filter command line environment,$(origin BATCH)),$(if $(findstring /,$(BATCH)),$(BATCH),$(RESULTS)/batch/$(BATCH)),)
+docs: $(STAMP) ## the documentation site -> docs/_build/html, notebooks executed in QUICK mode (BATCH=results/batch/full: a batch's runs)
+	$(BIN)/python docs/build.py --out $(DOCS_OUT) $(if $(DOCS_BATCH),--notebooks $(DOCS_BATCH),--execute) $(DOCS_ARGS)
+	@echo "the site: $(DOCS_OUT)/html/index.html"
+
+docs-quick: $(STAMP) ## the documentation site without executing notebooks (their pages say so; what make test builds)
+	$(BIN)/python docs/build.py --out $(DOCS_OUT) $(DOCS_ARGS)
+	@echo "the site: $(DOCS_OUT)/html/index.html"
 
 PORT ?= 8888
 NO_BROWSER ?= 0
