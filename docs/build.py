@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import pkgutil
 import shutil
@@ -371,6 +370,19 @@ def _mode_text(run: Run | None) -> str:
     return head + (f"\n\nParameters: {params}." if params else "")
 
 
+def run_figures(run: Run, dest: Path) -> list[str]:
+    """Copy the run's exported figures (``*.png`` in its folder) to ``dest``; the Markdown that shows them."""
+    lines = []
+    for png in sorted(run.folder.glob("*.png")):
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(png, dest / png.name)
+        cap = png.with_name(png.stem + ".caption.txt")
+        caption = cap.read_text().strip() if cap.is_file() else f"`{png.name}`"
+        rel = dest.relative_to(dest.parents[1]) / png.name  # _figures/<page>/<file>, from the notebooks folder
+        lines += [f"```{{figure}} {rel.as_posix()}", ":width: 80%", "", caption, "```", ""]
+    return lines
+
+
 def notebook_pages(src: Path, runs: list[Run] | None) -> None:
     """One page per notebook (per run when a batch holds several), with the mode it was rendered in stated on top."""
     import nbformat
@@ -405,6 +417,11 @@ def notebook_pages(src: Path, runs: list[Run] | None) -> None:
                 first_is_title = nb.cells and nb.cells[0].cell_type == "markdown" and \
                     nb.cells[0].source.lstrip().startswith("# ")
                 nb.cells.insert(1 if first_is_title else 0, note)
+                if run is not None:
+                    figures = run_figures(run, dest / "_figures" / page)
+                    if figures:
+                        nb.cells.append(nbformat.v4.new_markdown_cell("\n".join(
+                            ["## The run's figures", "", "Exported by the notebook into its output folder:", ""] + figures)))
                 nb.metadata.pop("widgets", None)
                 nbformat.write(nb, dest / f"{page}.ipynb")
             toc.append(page)
