@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import pkgutil
 import shutil
@@ -172,9 +173,18 @@ def api_pages(src: Path) -> None:
                 sub = "~" if len(layers) > 1 else "-"
                 lines += [f"``{mod}``", sub * (len(mod) + 4), "", f".. automodule:: {mod}"]
                 members = documented_names(mod)
-                if members:
-                    lines += [f"   :members: {', '.join(members)}", "   :undoc-members:"]
+                module = importlib.import_module(mod)
+                code = [n for n in members if inspect.isclass(getattr(module, n)) or inspect.isroutine(getattr(module, n))]
+                if code:
+                    lines += [f"   :members: {', '.join(code)}", "   :undoc-members:"]
                 lines.append("")
+                for name in (n for n in members if n not in code):
+                    # data (constants, type aliases) each get their own entry: autodoc's member scan skips an alias
+                    # of another module's object (typing.Union[...]); a long value is not printed
+                    lines += [f".. autodata:: {mod}.{name}"]
+                    if len(repr(getattr(module, name))) > 120:
+                        lines.append("   :no-value:")
+                    lines.append("")
         write(src / "api" / f"{page}.rst", "\n".join(lines))
     index = ["# API reference", "",
              "Every public module of dpkit, grouped by layer, bottom to top: each layer imports only from the layers "

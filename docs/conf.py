@@ -64,6 +64,8 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
+# the theme's colour mode when the reader has chosen none (without it the theme's script logs a console error)
+html_context = {"default_mode": "auto"}
 html_static_path: list[str] = []
 html_last_updated_fmt = None
 
@@ -113,6 +115,17 @@ def rst_ready(lines: list[str]) -> None:
 
 
 def _process_docstring(app, what, name, obj, options, lines) -> None:
+    if what == "data":
+        # a module constant shows its own doc comment (``#:``), never its value's docstring (an array's, a Union's)
+        from sphinx.pycode import ModuleAnalyzer, PycodeError
+
+        modname, _, attr = name.rpartition(".")
+        try:
+            documented = ("", attr) in ModuleAnalyzer.for_module(modname).find_attr_docs()
+        except PycodeError:
+            documented = False
+        if not documented:
+            lines.clear()
     rst_ready(lines)
 
 

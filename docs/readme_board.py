@@ -1,0 +1,71 @@
+"""Write the README's leaderboard block from the leaderboard's records file.
+
+::
+
+    python docs/readme_board.py                       # data/leaderboard/records.parquet -> README.md's block
+    python docs/readme_board.py --records FILE --check   # exit 1 if the block differs from FILE's board
+
+The block between ``<!-- board:begin ... -->`` and ``<!-- board:end -->`` is the headline
+(:func:`dpkit.experiments.leaderboard.headline`) and the board's summary table
+(:func:`dpkit.experiments.leaderboard.summary_markdown`), the same text the assembler writes into
+``leaderboard_headline.md`` and ``leaderboard_summary.md``: never typed by hand. Exit codes: 0 written (or, with
+``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file or the block is missing (one
+line naming it; nothing is written).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BLOCK = re.compile(r"(<!-- board:begin[^\n]*-->\n)(.*?)(<!-- board:end -->)", re.S)
+
+
+def board_block(records: Path) -> str:
+    """The block's text for the board of ``records``."""
+    sys.path.insert(0, str(HERE))
+    from build import read_records  # docs/build.py: the one reader of the records file
+
+    from dpkit.experiments.leaderboard import headline, leaderboard_rows, summary_markdown
+
+    df, _reader = read_records(records)
+    board = leaderboard_rows(df.to_dict("records"))
+    return f"{headline(board).text()}\n\n{summary_markdown(board)}\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python docs/readme_board.py", description=__doc__.split("\n\n")[0])
+    default = os.environ.get("DPKIT_BOARD_RECORDS") or str(ROOT / "data" / "leaderboard" / "records.parquet")
+    ap.add_argument("--records", type=Path, default=Path(default), help="the records file ($DPKIT_BOARD_RECORDS)")
+    ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    ap.add_argument("--check", action="store_true", help="only compare; exit 1 if the block is out of date")
+    args = ap.parse_args(argv)
+    if not args.records.is_file():
+        print(f"readme_board: no records file {args.records} (make leaderboard writes it)", file=sys.stderr)
+        return 2
+    text = args.readme.read_text()
+    m = BLOCK.search(text)
+    if m is None:
+        print(f"readme_board: {args.readme} has no <!-- board:begin --> ... <!-- board:end --> block", file=sys.stderr)
+        return 2
+    block = board_block(args.records)
+    if args.check:
+        if m.group(2) != block:
+            print(f"readme_board: the board block of {args.readme} differs from {args.records}'s board", file=sys.stderr)
+            return 1
+        return 0
+    new = text[:m.start(2)] + block + text[m.end(2):]
+    tmp = args.readme.with_name(f".{args.readme.name}.readme_board.tmp")
+    tmp.write_text(new)
+    os.replace(tmp, args.readme)
+    print(f"readme_board: {args.readme} updated from {args.records}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

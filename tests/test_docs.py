@@ -1,0 +1,345 @@
+"""The documentation site and the README front page.
+
+The quick site (``docs/build.py``, notebooks not executed: what ``make docs-quick`` builds) is built once per session
+into a scratch folder with ``sphinx -W`` (a warning fails the build), with a small leaderboard records file made here.
+Then: every page loads in Debian's chromium (Playwright, no browser download) without a console error, no internal
+link or anchor is broken, every image exists and is not empty, the API reference documents every public name (the
+method protocol among them), the leaderboard page shows the records' board, and a missing records file gives the
+"not generated yet" admonition instead of numbers. The README is a front page of at most 10 KB whose links resolve.
+"""
+from __future__ import annotations
+
+import fcntl
+import functools
+import http.server
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+README_LIMIT = 10 * 1024
+
+sys.path.insert(0, str(DOCS))
+import build as docs_build  # noqa: E402  (docs/build.py)
+
+#: the small board of the leaderboard test: two data sets, one σ, three methods (numbers made up for the test)
+BOARD_METHODS = ("trig-I", "marginals-histogram-eps", "kme-synthetic")
+
+
+def _records():
+    import pandas as pd
+
+    rows = []
+    for ds in ("WDBC", "CSN"):
+        for i, (method, privacy) in enumerate(zip(BOARD_METHODS, ("ε-DP", "ε-DP", "(ε,δ)-DP"))):
+            rows.append({"dataset": ds, "sigma": 4.0, "privacy": privacy, "method": method,
+                         "abs_mean": 0.05 / (i + 1), "abs_std": 0.001, "rel_mean": 0.1 / (i + 1), "rel_std": 0.002,
+                         "time_s": 1.0, "eps_spent": 1.0, "delta_spent": 0.0 if privacy == "ε-DP" else 1e-3,
+                         "sup_abs_mean": 0.2 / (i + 1), "sup_abs_std": 0.01})
+    return pd.DataFrame(rows)
+
+
+def _build(folder: Path) -> dict:
+    """Build the quick site into ``folder/out`` (records in ``folder``); the build's record."""
+    board = folder / "records.parquet"
+    _records().to_parquet(board)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(DOCS / "build.py"), "--out", str(folder / "out"), "--board", str(board),
+                           "--tables", str(folder / "no-tables"), "--checks", str(folder / "no-checks.md")],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    return {"returncode": proc.returncode, "log": (proc.stdout + proc.stderr)[-6000:]}
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """The quick site's html folder, built once for all xdist workers (a lock and a record in their shared tmp)."""
+    base = tmp_path_factory.getbasetemp()
+    # under xdist every worker's basetemp is a folder of the session's: their parent is shared by this session only
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "dpkit-docs-site"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record_file = shared / "build.json"
+        if not record_file.is_file():
+            record_file.write_text(json.dumps(_build(shared)))
+        record = json.loads(record_file.read_text())
+    assert record["returncode"] == 0, f"docs/build.py (sphinx -W) failed:\n{record['log']}"
+    return shared / "out" / "html"
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts)
+
+
+class _Refs(HTMLParser):
+    """The hrefs, image sources and element ids of one page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.srcs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href") is not None:
+            self.hrefs.append(a["href"])
+        if tag in ("img", "script") and a.get("src"):
+            self.srcs.append(a["src"])
+        if tag == "link" and a.get("href"):
+            self.hrefs.append(a["href"])
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(page: Path) -> _Refs:
+    p = _Refs()
+    p.feed(page.read_text(encoding="utf-8"))
+    return p
+
+
+def _internal(url: str) -> bool:
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc and not url.startswith(("mailto:", "javascript:"))
+
+
+def test_the_site_builds_with_warnings_as_errors(site):
+    assert (site / "index.html").is_file()
+    names = {p.relative_to(site).as_posix() for p in _pages(site)}
+    for page in ("getting-started.html", "guide/batch.html", "guide/add-method.html", "results/tables.html",
+                 "results/leaderboard.html", "results/checks.html", "results/performance.html", "science/index.html",
+                 "class_supremum.html", "notebooks/index.html", "notebooks/00_quickstart.html", "api/index.html",
+                 "changelog.html"):
+        assert page in names, f"{page} is not in the site"
+
+
+def test_no_internal_link_or_anchor_is_broken(site):
+    broken = []
+    for page in _pages(site):
+        for href in _parse(page).hrefs:
+            if not _internal(href) or href in ("", "#"):
+                continue
+            parts = urlsplit(href)
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                broken.append(f"{page.relative_to(site)}: {href} (no file)")
+            elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _parse(target).ids:
+                broken.append(f"{page.relative_to(site)}: {href} (no anchor)")
+    assert not broken, "broken internal links:\n" + "\n".join(broken[:40])
+
+
+def test_every_image_exists_and_is_not_empty(site):
+    missing = []
+    for page in _pages(site):
+        for src in _parse(page).srcs:
+            if not _internal(src) or src.startswith("data:"):
+                continue
+            target = (page.parent / unquote(urlsplit(src).path)).resolve()
+            if not target.is_file() or target.stat().st_size == 0:
+                missing.append(f"{page.relative_to(site)}: {src}")
+    assert not missing, "missing or empty files:\n" + "\n".join(missing)
+    tables = [s for s in _parse(site / "results" / "tables.html").srcs if s.endswith(".png")]
+    assert len(tables) == len(list((ROOT / "figures").glob("20_tables__*.png"))) >= 1, "the committed figures"
+    assert all(p.stat().st_size > 0 for p in (site / "_images").glob("*"))
+
+
+def test_the_api_reference_documents_the_method_protocol_and_every_public_name(site):
+    ids: set[str] = set()
+    for page in (site / "api").glob("*.html"):
+        ids |= _parse(page).ids
+    assert {"dpkit.queries.release.MethodBase", "dpkit.queries.release.Method", "dpkit.queries.release.Release",
+            "dpkit.queries.release.MethodBase.release"} <= ids
+    modules = {m: importlib.import_module(m) for layer in docs_build.LAYERS for m in docs_build.public_modules(layer)}
+    missing, absent = [], object()
+    for modname, module in modules.items():
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if isinstance(obj, type(module)):
+                continue
+            # documented once: in a public module that holds the same object under that name
+            where = {f"{m}.{name}" for m, mod in modules.items() if getattr(mod, name, absent) is obj}
+            if not where & ids:
+                missing.append(f"{modname}.{name}")
+    assert not missing, "public names without an API entry: " + ", ".join(missing)
+
+
+def test_the_api_pages_follow_the_layers(site):
+    text = (site / "api" / "index.html").read_text()
+    order = [text.index(f"dpkit.{layer}</span>") for layer in docs_build.LAYERS]
+    assert order == sorted(order), "the API index lists the layers bottom to top (ARCHITECTURE.md)"
+
+
+def test_the_leaderboard_page_shows_the_records_board(site):
+    text = (site / "results" / "leaderboard.html").read_text()
+    assert "<table" in text and "not generated yet" not in text.lower()
+    for method in BOARD_METHODS:
+        assert method in text
+    # the best ε-DP method per cell is the one with the smallest mean (made-up records: marginals-histogram-eps)
+    assert "cells matched or beaten" in text
+
+
+def test_a_missing_records_file_says_not_generated_yet(tmp_path):
+    docs_build.leaderboard_page(tmp_path, tmp_path / "absent.parquet")
+    text = (tmp_path / "results" / "leaderboard.md").read_text()
+    assert "Not generated yet: `make leaderboard`" in text and "absent.parquet" in text
+    assert "|---" not in text and not re.search(r"\b0\.\d", text), "no table and no error number without the records"
+
+
+def test_results_that_were_not_computed_say_which_command_makes_them(site):
+    assert "Not generated yet: make tables" in _text(site / "results" / "tables.html")
+    assert "Not generated yet: make reproduce" in _text(site / "results" / "checks.html")
+
+
+def test_quick_build_notebook_pages_say_they_were_not_executed(site):
+    pages = sorted((site / "notebooks").glob("[0-9]*.html"))
+    assert len(pages) == len(list((ROOT / "notebooks").glob("[0-9]*.ipynb")))
+    for page in pages:
+        assert "Not executed in this build" in _text(page), page.name
+
+
+def test_executed_notebook_pages_state_quick_mode(tmp_path):
+    """A run folder's notebook page says QUICK mode and its parameters (no Sphinx: the staged page)."""
+    import nbformat
+
+    run = tmp_path / "runs" / "57_ellipsoid"
+    run.mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / "57_ellipsoid.ipynb", run / "57_ellipsoid.ipynb")
+    page = tmp_path / "src"
+    docs_build.notebook_pages(page, [docs_build.Run("57_ellipsoid", run, {"QUICK": True, "SEED": 0})])
+    nb = nbformat.read(page / "notebooks" / "57_ellipsoid.ipynb", as_version=4)
+    assert "QUICK mode" in nb.cells[1].source and "`SEED=0`" in nb.cells[1].source
+    assert "no run of it" in (page / "notebooks" / "index.md").read_text()
+
+
+def _text(page: Path) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.read_text()))
+
+
+# --- in a browser ----------------------------------------------------------------------------------------------------
+
+def _require_browser() -> None:
+    problems = []
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append("playwright is not installed (pip install playwright)")
+    if not CHROMIUM.is_file():
+        problems.append(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    if problems:
+        reason = "the docs browser test needs: " + "; ".join(problems)
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + " (CI=true: not skipped)")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def served(site):
+    """The site over HTTP on 127.0.0.1 (a random free port), as a reader's browser gets it."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.browser
+def test_every_page_loads_in_chromium_without_a_console_error(site, served):
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    pages = _pages(site)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            tab = browser.new_page()
+            current = {"page": ""}
+            # the one external resource, MathJax from its CDN (pages with math), is answered with an empty script:
+            # this machine is offline and the test checks the site; any other external request is an error
+            external: set[str] = set()
+
+            def answer(route):
+                host = urlsplit(route.request.url).netloc
+                if host in ("127.0.0.1", f"127.0.0.1:{urlsplit(served).port}"):
+                    return route.continue_()
+                external.add(host)
+                if host == "cdn.jsdelivr.net" and "/mathjax" in route.request.url:
+                    return route.fulfill(status=200, content_type="application/javascript", body="")
+                return route.abort()
+
+            tab.route("**/*", answer)
+            tab.on("response", lambda r: errors.append(f"{current['page']}: HTTP {r.status} {r.url}")
+                   if r.status >= 400 else None)
+            tab.on("console", lambda m: errors.append(f"{current['page']}: {m.text}") if m.type == "error" else None)
+            tab.on("pageerror", lambda e: errors.append(f"{current['page']}: {e}"))
+            tab.on("requestfailed", lambda r: errors.append(f"{current['page']}: request failed {r.url}"))
+            for page in pages:
+                current["page"] = page.relative_to(site).as_posix()
+                response = tab.goto(f"{served}/{current['page']}", wait_until="load", timeout=60_000)
+                assert response is not None and response.ok, current["page"]
+        finally:
+            browser.close()
+    assert not errors, "console errors:\n" + "\n".join(errors[:30])
+    assert external <= {"cdn.jsdelivr.net"}, f"pages request other external hosts: {sorted(external)}"
+    assert len(pages) > 30
+
+
+# --- the README --------------------------------------------------------------------------------------------------
+
+def test_the_readme_is_a_front_page_of_at_most_10_kb():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= README_LIMIT, f"README.md is {size} bytes (at most {README_LIMIT}: move sections into docs/)"
+
+
+def test_the_readme_links_resolve_and_point_into_the_docs():
+    text = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    local = [u for u in links if _internal(u)]
+    broken = [u for u in local if not (ROOT / unquote(urlsplit(u).path)).is_file()]
+    assert not broken, f"README.md links to missing files: {broken}"
+    docs_pages = [u for u in local if u.startswith("docs/") and u.endswith(".md")]
+    assert len(docs_pages) >= 8, "the README links into the docs pages"
+
+
+def test_the_readme_board_block_is_the_script_s_output(tmp_path):
+    """docs/readme_board.py writes the block from a records file; without one it refuses (exit 2), writing nothing."""
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text())
+    records = tmp_path / "records.parquet"
+    _records().to_parquet(records)
+    script = [sys.executable, str(DOCS / "readme_board.py"), "--readme", str(readme)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    missing = subprocess.run(script + ["--records", str(tmp_path / "none.parquet")], env=env, capture_output=True,
+                             text=True)
+    assert missing.returncode == 2 and "none.parquet" in missing.stderr
+    assert readme.read_text() == (ROOT / "README.md").read_text()
+    assert subprocess.run(script + ["--records", str(records)], env=env, capture_output=True).returncode == 0
+    text = readme.read_text()
+    assert "`kme-synthetic` 0.017 (0.026)" in text and "cells matched or beaten:" in text
+    assert subprocess.run(script + ["--records", str(records), "--check"], env=env).returncode == 0
+    assert text.split("<!-- board:end -->")[1] == (ROOT / "README.md").read_text().split("<!-- board:end -->")[1]
