@@ -27,9 +27,13 @@ BLOCK = re.compile(r"(<!-- board:begin[^\n]*-->\n)(.*?)(<!-- board:end -->)", re
 
 def board_block(records: Path) -> str:
     """The block's text for the board of ``records``."""
-    sys.path.insert(0, str(HERE))
-    from build import read_records  # docs/build.py: the one reader of the records file
+    import importlib.util
 
+    spec = importlib.util.spec_from_file_location("dpkit_docs_build", HERE / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = build
+    spec.loader.exec_module(build)  # docs/build.py: the one reader of the records file
+    read_records = build.read_records
     from dpkit.experiments.leaderboard import headline, leaderboard_rows, summary_markdown
 
     df, _reader = read_records(records)
