@@ -41,7 +41,7 @@ run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDB
 
 test: $(STAMP) ## lint (ruff), the doctests and the whole test suite (statistical, notebooks in QUICK mode, the quick docs build with -W)
 	$(BIN)/ruff check dpkit tests benchmarks tools docs
-	$(BIN)/python -m pytest -n 2 -q --durations=15 --doctest-modules dpkit tests --ignore-glob="*/__main__.py"
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=15 --doctest-modules dpkit tests --ignore-glob="*/__main__.py"
 
 test-fast: $(STAMP) ## unit tests only (skip notebook executions)
 	$(BIN)/python -m pytest -n 2 -q -m "not notebook"
@@ -133,8 +133,8 @@ false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seed
 data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
 	$(BIN)/python -m dpkit.data list
 
-clean: ## remove run outputs (results/)
-	rm -rf $(RESULTS) .pytest_cache
+clean: ## remove run outputs (results/) and the documentation build (docs/_build)
+	rm -rf $(RESULTS) .pytest_cache $(DOCS_OUT)
 
 distclean: clean ## also remove the virtual environments (.venv, .venv-lock)
 	rm -rf $(VENV) $(LOCK_VENV)

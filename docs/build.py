@@ -513,13 +513,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--board", type=Path, default=_env_path("DPKIT_BOARD_RECORDS",
                                                             ROOT / "data" / "leaderboard" / "records.parquet"),
                     help="the leaderboard's records file ($DPKIT_BOARD_RECORDS)")
-    ap.add_argument("--tables", type=Path, default=_env_path("DPKIT_DOCS_TABLES",
-                                                             ROOT / "results" / "batch" / "tables" / "assembled"),
-                    help="assembled Tables 3.2/3.3 folder ($DPKIT_DOCS_TABLES)")
-    ap.add_argument("--checks", type=Path, default=_env_path("DPKIT_DOCS_CHECKS", ROOT / "results" / "batch" / "full"
-                                                             / "checks_summary.md"),
-                    help="a checks summary .md ($DPKIT_DOCS_CHECKS)")
+    ap.add_argument("--tables", type=Path, default=None,
+                    help="assembled Tables 3.2/3.3 folder (else $DPKIT_DOCS_TABLES, the --notebooks batch's "
+                         "assembled/ when it has the tables, results/batch/tables/assembled)")
+    ap.add_argument("--checks", type=Path, default=None,
+                    help="a checks summary .md (else $DPKIT_DOCS_CHECKS, the --notebooks batch's "
+                         "checks_summary.md, results/batch/full/checks_summary.md)")
     args = ap.parse_args(argv)
+    batch = args.notebooks
+    if args.tables is None:  # --tables, $DPKIT_DOCS_TABLES, the batch's own assembled tables, make tables' folder
+        own = batch / "assembled" if batch is not None else None
+        args.tables = _env_path("DPKIT_DOCS_TABLES", own if own is not None and (own / "tables_3_2_3_3.md").is_file()
+                                else ROOT / "results" / "batch" / "tables" / "assembled")
+    if args.checks is None:  # --checks, $DPKIT_DOCS_CHECKS, the batch's own summary, make reproduce's
+        own = batch / "checks_summary.md" if batch is not None else None
+        args.checks = _env_path("DPKIT_DOCS_CHECKS", own if own is not None and own.is_file()
+                                else ROOT / "results" / "batch" / "full" / "checks_summary.md")
     try:
         return build(args.out.resolve(), notebooks=args.notebooks, execute=args.execute, board=args.board,
                      tables=args.tables, checks=args.checks)

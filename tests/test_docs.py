@@ -27,6 +27,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+# the tests of the built site run on one xdist worker (make test: --dist loadgroup), which builds it once; the other
+# worker goes on with the rest of the suite instead of waiting for the build
+pytestmark = pytest.mark.xdist_group("docs-site")
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 CHROMIUM = Path("/usr/bin/chromium")
