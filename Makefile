@@ -41,7 +41,7 @@ run: $(STAMP) ## run the main job: notebooks/00_quickstart.ipynb headless on WDB
 
 test: $(STAMP) ## lint (ruff), the doctests and the whole test suite (statistical, notebooks in QUICK mode, the quick docs build with -W)
 	$(BIN)/ruff check dpkit tests benchmarks tools docs
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=15 --doctest-modules dpkit tests --ignore-glob="*/__main__.py"
+	$(BIN)/python -m pytest -n 2 -q --durations=15 --doctest-modules dpkit tests --ignore-glob="*/__main__.py"
 
 test-fast: $(STAMP) ## unit tests only (skip notebook executions)
 	$(BIN)/python -m pytest -n 2 -q -m "not notebook"

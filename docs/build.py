@@ -201,7 +201,8 @@ def api_pages(src: Path) -> None:
 # --- results ---------------------------------------------------------------------------------------------------------
 
 def _admonition(kind: str, title: str, body: str) -> str:
-    return f":::{{{kind}}} {title}\n{body}\n:::\n"
+    """A titled admonition of the style ``kind`` (warning, note, important) in MyST."""
+    return f":::{{admonition}} {title}\n:class: {kind}\n\n{body}\n:::\n"
 
 
 def _md_table(df) -> str:

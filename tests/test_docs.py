@@ -9,6 +9,7 @@ method protocol among them), the leaderboard page shows the records' board, and 
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import http.server
@@ -26,10 +27,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
-# the tests of the built site run on one xdist worker (make test: --dist loadgroup), which builds it once; the other
-# worker goes on with the rest of the suite instead of waiting for the build
-pytestmark = pytest.mark.xdist_group("docs-site")
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -125,7 +122,7 @@ def _internal(url: str) -> bool:
     return not parts.scheme and not parts.netloc and not url.startswith(("mailto:", "javascript:"))
 
 
-def test_the_site_builds_with_warnings_as_errors(site):
+def _the_site_builds_with_warnings_as_errors(site):
     assert (site / "index.html").is_file()
     names = {p.relative_to(site).as_posix() for p in _pages(site)}
     for page in ("getting-started.html", "guide/batch.html", "guide/add-method.html", "results/tables.html",
@@ -135,7 +132,7 @@ def test_the_site_builds_with_warnings_as_errors(site):
         assert page in names, f"{page} is not in the site"
 
 
-def test_no_internal_link_or_anchor_is_broken(site):
+def _no_internal_link_or_anchor_is_broken(site):
     broken = []
     for page in _pages(site):
         for href in _parse(page).hrefs:
@@ -152,7 +149,7 @@ def test_no_internal_link_or_anchor_is_broken(site):
     assert not broken, "broken internal links:\n" + "\n".join(broken[:40])
 
 
-def test_every_image_exists_and_is_not_empty(site):
+def _every_image_exists_and_is_not_empty(site):
     missing = []
     for page in _pages(site):
         for src in _parse(page).srcs:
@@ -167,7 +164,7 @@ def test_every_image_exists_and_is_not_empty(site):
     assert all(p.stat().st_size > 0 for p in (site / "_images").glob("*"))
 
 
-def test_the_api_reference_documents_the_method_protocol_and_every_public_name(site):
+def _api_documents_the_method_protocol_and_every_public_name(site):
     ids: set[str] = set()
     for page in (site / "api").glob("*.html"):
         ids |= _parse(page).ids
@@ -187,13 +184,13 @@ def test_the_api_reference_documents_the_method_protocol_and_every_public_name(s
     assert not missing, "public names without an API entry: " + ", ".join(missing)
 
 
-def test_the_api_pages_follow_the_layers(site):
+def _the_api_pages_follow_the_layers(site):
     text = (site / "api" / "index.html").read_text()
     order = [text.index(f"dpkit.{layer}</span>") for layer in docs_build.LAYERS]
     assert order == sorted(order), "the API index lists the layers bottom to top (ARCHITECTURE.md)"
 
 
-def test_the_leaderboard_page_shows_the_records_board(site):
+def _the_leaderboard_page_shows_the_records_board(site):
     text = (site / "results" / "leaderboard.html").read_text()
     assert "<table" in text and "not generated yet" not in text.lower()
     for method in BOARD_METHODS:
@@ -209,12 +206,12 @@ def test_a_missing_records_file_says_not_generated_yet(tmp_path):
     assert "|---" not in text and not re.search(r"\b0\.\d", text), "no table and no error number without the records"
 
 
-def test_results_that_were_not_computed_say_which_command_makes_them(site):
+def _results_that_were_not_computed_say_which_command_makes_them(site):
     assert "Not generated yet: make tables" in _text(site / "results" / "tables.html")
     assert "Not generated yet: make reproduce" in _text(site / "results" / "checks.html")
 
 
-def test_quick_build_notebook_pages_say_they_were_not_executed(site):
+def _quick_build_notebook_pages_say_they_were_not_executed(site):
     pages = sorted((site / "notebooks").glob("[0-9]*.html"))
     assert len(pages) == len(list((ROOT / "notebooks").glob("[0-9]*.ipynb")))
     for page in pages:
@@ -256,8 +253,8 @@ def _require_browser() -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture
-def served(site):
+@contextlib.contextmanager
+def _served(site: Path):
     """The site over HTTP on 127.0.0.1 (a random free port), as a reader's browser gets it."""
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args) -> None:
@@ -274,9 +271,13 @@ def served(site):
         server.server_close()
 
 
-@pytest.mark.browser
-def test_every_page_loads_in_chromium_without_a_console_error(site, served):
+def _every_page_loads_in_chromium_without_a_console_error(site):
     _require_browser()
+    with _served(site) as served:
+        _load_every_page(site, served)
+
+
+def _load_every_page(site: Path, served: str) -> None:
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
@@ -350,3 +351,27 @@ def test_the_readme_board_block_is_the_script_s_output(tmp_path):
     assert "`kme-synthetic` 0.017 (0.026)" in text and "cells matched or beaten:" in text
     assert subprocess.run(script + ["--records", str(records), "--check"], env=env).returncode == 0
     assert text.split("<!-- board:end -->")[1] == (ROOT / "README.md").read_text().split("<!-- board:end -->")[1]
+
+
+# --- the built site: one test, its checks as subtests -------------------------------------------------------------
+
+#: every check of the built site, run as subtests of one test: the site is built once, on one xdist worker
+SITE_CHECKS = {
+    "the site builds with warnings as errors": _the_site_builds_with_warnings_as_errors,
+    "no internal link or anchor is broken": _no_internal_link_or_anchor_is_broken,
+    "every image exists and is not empty": _every_image_exists_and_is_not_empty,
+    "the API documents the method protocol and every public name": _api_documents_the_method_protocol_and_every_public_name,
+    "the api pages follow the layers": _the_api_pages_follow_the_layers,
+    "the leaderboard page shows the records board": _the_leaderboard_page_shows_the_records_board,
+    "results that were not computed say which command makes them": _results_that_were_not_computed_say_which_command_makes_them,
+    "quick build notebook pages say they were not executed": _quick_build_notebook_pages_say_they_were_not_executed,
+    "every page loads in chromium without a console error": _every_page_loads_in_chromium_without_a_console_error,
+}
+
+
+@pytest.mark.browser
+def test_the_quick_site(site, subtests):
+    """The quick site, built with sphinx -W: each of :data:`SITE_CHECKS` as a subtest."""
+    for name, check in SITE_CHECKS.items():
+        with subtests.test(msg=name):
+            check(site)
