@@ -375,3 +375,44 @@ def test_the_quick_site(site, subtests):
     for name, check in SITE_CHECKS.items():
         with subtests.test(msg=name):
             check(site)
+
+
+def _fake_batch_run(batch: Path, stem: str, params: dict, *, status: str = "ok") -> Path:
+    """A run folder as ``python -m dpkit.batch run`` leaves it: ``<batch>/<stem>/<key>/``."""
+    from dpkit.batch.manifest import run_key
+
+    key = run_key(f"{stem}.ipynb", params)
+    run = batch / stem / key
+    run.mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / f"{stem}.ipynb", run / f"{stem}.ipynb")
+    (run / "metrics.json").write_text("{}")
+    (run / "run.json").write_text(json.dumps({"notebook": f"{stem}.ipynb", "parameters": params, "key": key,
+                                              "status": status, "error": None if status == "ok" else "a cell failed"}))
+    (run / "fig.png").write_bytes((ROOT / "figures" / "20_tables__tables_abs_vs_sigma.png").read_bytes())
+    return run
+
+
+def test_a_batch_folder_renders_each_finished_run_and_refuses_a_failed_one(tmp_path):
+    """``make docs BATCH=...``: a page per run (a notebook run twice gets two), its figures; a failed run stops
+    the build naming it."""
+    from dpkit.batch.execute import unfinished_reason
+
+    batch = tmp_path / "batch"
+    runs = [_fake_batch_run(batch, "57_ellipsoid", {"QUICK": False, "SEED": s}) for s in (0, 1)]
+    assert all(unfinished_reason(r) is None for r in runs)
+    found, problems = docs_build.find_runs(batch, ["57_ellipsoid", "54_smoothness"])
+    assert not problems and sorted(r.folder for r in found) == sorted(runs)
+    docs_build.notebook_pages(tmp_path / "src", found)
+    pages = sorted(p.name for p in (tmp_path / "src" / "notebooks").glob("57_ellipsoid-*.ipynb"))
+    assert pages == sorted(f"57_ellipsoid-{r.name[:8]}.ipynb" for r in runs)
+    import nbformat
+
+    nb = nbformat.read(tmp_path / "src" / "notebooks" / pages[0], as_version=4)
+    assert "full size" in nb.cells[1].source and "fig.png" in nb.cells[-1].source
+    assert "`54_smoothness`: no run of it" in (tmp_path / "src" / "notebooks" / "index.md").read_text()
+    failed = _fake_batch_run(batch, "54_smoothness", {"QUICK": False, "SEED": 0}, status="failed")
+    _, problems = docs_build.find_runs(batch, ["57_ellipsoid", "54_smoothness"])
+    assert len(problems) == 1 and str(failed) in problems[0]
+    assert docs_build.build(tmp_path / "out", notebooks=batch, board=tmp_path / "none", tables=tmp_path / "none",
+                            checks=tmp_path / "none") == 1
+    assert not (tmp_path / "out" / "html").exists()
