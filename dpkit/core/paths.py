@@ -2,7 +2,7 @@
 
 dpkit runs from an editable install of its clone: the repository root is the ancestor of this
 file that holds ``dpkit/`` and ``data/registry.yaml``; the reference material (offline data
-copies, specs) lives in ``<clone>/../shared`` or wherever ``$DPKIT_SHARED_DIR`` points.
+copies) lives where ``$DPKIT_SHARED_DIR`` points, else in the ``shared`` folder beside the clone.
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def library_fingerprint(root: str | os.PathLike | None = None) -> str:
     comments, docstrings, blank lines and line breaks do not change the fingerprint, while any change to
     code does (a constant, a name, an operator, an import). Kept repetitions are only reused by code
     that computes what they were computed with (:mod:`dpkit.experiments.checkpoint`,
-    :mod:`dpkit.batch.execute`); a docstring edit used to make hours of kept repetitions stale. A file
+    :mod:`dpkit.batch.execute`), so a docstring edit does not make kept repetitions stale. A file
     that does not parse enters with its bytes. ``root``: another package folder (default: the one this
     module belongs to).
     """

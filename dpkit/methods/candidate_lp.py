@@ -2,8 +2,8 @@
 
 The thesis draws its C candidates uniformly from an ellipsoid given by a private mean and a
 private PCA (PSI, Alg 6/7) and re-weights them by the L1 LP against the noisy Chebyshev moments.
-At the thesis's n, d and ε the PSI noise often dominates the covariance (thesis.md: σ > 1 on every
-data set but CSN), so the ellipsoid may be no better than a blind guess. :class:`CandidateLP`
+At the thesis's n, d and ε the PSI noise often dominates the covariance (σ > 1 on every
+data set but CSN; docs/science/trig.md), so the ellipsoid may be no better than a blind guess. :class:`CandidateLP`
 keeps everything else of Alg 9/10 — schedule (Thm 2.4/2.5), discretisation to A^d, the first R
 basis functions, the moment noise (:func:`dpkit.mechanisms.trig.moment_noise`, correct constants), the LP
 (:func:`dpkit.mechanisms.trig.solve_l1_lp`) and the sampling of m rows — and swaps the candidate source:

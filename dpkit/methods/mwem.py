@@ -1,5 +1,5 @@
 """MWEM — private multiplicative weights with the exponential mechanism (Hardt, Ligett, McSherry 2012;
-dwork-roth.md §4.3 B4, the MW rule of D&R Alg 5 / §4.2).
+baseline B4 of docs/science/baselines.md, the MW rule of D&R Alg 5 / §4.2).
 
 Universe: a finite candidate set P ⊂ [-1, 1]^d of C points, like the improved trigonometric
 mechanism's candidates (Alg 9 step 6). Two choices (``candidates``):

@@ -63,7 +63,7 @@ __all__ = [
     "UNIT_ROUNDOFF_F32",
     "EXP_ULP_F32",
     "DEFAULT_RTOL",
-    # also importable from here as before the split (they live in gemm / rounding)
+    # also importable from here (they live in gemm / rounding)
     "DEFAULT_BLOCK_CENTRES",
     "DEFAULT_BLOCK_POINTS",
     "SUM_GROUP",

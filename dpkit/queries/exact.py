@@ -13,11 +13,8 @@ one-time fit per (data set, σ)). Every answer carries a bound ``|q̂ − q_f(D)
   whose one-time cost (``n²/2 + N·n`` kernel values) is below this workload's exact cost
   (``Q·J·n``; a cached embedding is then reused, not refitted) — and the embedding's per-centre
   cost (:func:`lowrank_cost`) is below ``n``; otherwise exact. The choice depends on these sizes
-  only, never on what is cached, so a call gives the same bits cold and warm (it used to take a
-  cached embedding whenever there was one: worst errors then differed by about 10⁻¹¹, within
-  the bounds, between a cold and a warm run). Measured (``bench_truth``, 10⁴
-  queries): CSN 19–344× at σ = 2–10, PKS 3× / 10× at σ = 6 / 10 (auto: low-rank); PKS at σ = 2,
-  CTG, CRM, WDBC: the evaluator is faster (auto: exact).
+  only, never on what is cached, so a call gives the same bits cold and warm. Which
+  path is faster per data set and σ: docs/performance_notes.md.
 
 Fitted embeddings are cached per (sha256 of the data's float64 bytes and shape, σ, fit
 options), in memory (:func:`clear_cache`, :func:`cache_info`) and on disk
@@ -61,8 +58,8 @@ _CACHE_SIZE = 16
 _CACHE: OrderedDict[tuple, KernelEmbedding] = OrderedDict()
 _LOCK = threading.Lock()
 #: Cost of one landmark kernel value (float64, with its share of the bounds) relative to one
-#: evaluator kernel value, and of one prefix multiply-add: rounded up from CSN on the 2-core
-#: development machine (σ = 4: 3.3 per landmark including all per-centre work).
+#: evaluator kernel value, and of one prefix multiply-add: rounded up from a measurement on CSN
+#: (docs/performance_notes.md).
 _LANDMARK_COST = 3.0
 _PREFIX_COST = 0.05
 #: "auto" never fits an embedding for fewer distinct rows (cheaper to evaluate exactly).
