@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from dpkit.experiments.board_stats import REPETITION_COLUMNS
 
@@ -29,3 +30,12 @@ def records_for(rows: list[dict[str, Any]], *, reps: int = 8, spread: float = 1e
                         "privacy": r["privacy"], "abs": r["abs_mean"] * f, "rel": r["rel_mean"] * f,
                         "sup_abs": math.nan if sup is None or pd.isna(sup) else float(sup) * f})
     return pd.DataFrame(out, columns=list(REPETITION_COLUMNS))
+
+
+#: The assembler and notebook 45 do not pass per-repetition records yet: the runs' ``metrics.json`` carries the
+#: summary rows only, and :func:`~dpkit.experiments.leaderboard.leaderboard_rows` requires the records (a loud error,
+#: exit 2 from the assembler). Strict: the tests marked with it fail as soon as the records are wired in, so the
+#: mark is then removed.
+NEEDS_RECORDS = pytest.mark.xfail(
+    strict=True, reason="45_leaderboard runs record no per-repetition records and assemble_leaderboard / notebook 45 "
+                        "pass none to leaderboard_rows, which requires them")
