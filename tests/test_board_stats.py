@@ -9,7 +9,6 @@ exceeds ``binom.ppf(1 − 10⁻³, N, γ)`` with probability at most 10⁻³ (th
 A negative control must exceed it with its Clopper–Pearson lower bound at 10⁻³ above γ."""
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -231,11 +230,14 @@ def test_holm_across_the_cells_of_a_table():
     assert set(many["verdict"]) == {"tie"}
 
 
-def test_family_rejections_are_nested_in_the_budget():
-    """More budget never turns a verdict back to a tie (Holm's levels grow with γ)."""
-    rng = np.random.default_rng(9)
-    errors = rng.gumbel(0.05, 0.004, size=(25, 4, 30))
-    printed = rng.choice([0.047, 0.05, 0.053], size=25)
-    seen = [family_verdicts(errors, np.arange(30), printed, gamma=g)["verdict"] != "tie" for g in (0.01, 0.05, 0.2)]
-    for small, large in itertools.pairwise(seen):
-        assert (large | ~small).all()
+def test_repetition_frame_reads_run_records():
+    """One row per record with the data set's name; a release without a class supremum has ``nan``."""
+    from types import SimpleNamespace
+
+    from dpkit.experiments.board_stats import REPETITION_COLUMNS, repetition_frame
+
+    recs = [SimpleNamespace(sigma=2, rep=r, method=m, privacy="ε-DP", abs=0.1 * r, rel=0.2, sup_abs=sup)
+            for r in range(2) for m, sup in (("trig-I", 0.5), ("direct-laplace_I", None))]
+    f = repetition_frame(recs, dataset="WDBC")
+    assert list(f.columns) == list(REPETITION_COLUMNS) and len(f) == 4 and set(f["dataset"]) == {"WDBC"}
+    assert f["sup_abs"].isna().tolist() == [False, True, False, True] and f["sigma"].dtype == float

@@ -99,11 +99,6 @@ def _paper(dataset: str, sigma: float, privacy: str, kind: str) -> float:
         return math.nan
 
 
-def _best_two(g: pd.DataFrame, key: str) -> tuple[pd.Series | None, pd.Series | None]:
-    s = g.sort_values(key)
-    return (s.iloc[0] if len(s) else None), (s.iloc[1] if len(s) > 1 else None)
-
-
 def _method_row(cand: pd.DataFrame, method: str) -> pd.Series:
     return cand[cand["method"] == method].iloc[0]
 
