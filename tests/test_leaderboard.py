@@ -40,7 +40,7 @@ def test_privacy_classes_and_references():
     assert h.better == {"ε-DP": 1, "(ε,δ)-DP": 2} and h.worse == {"ε-DP": 1, "(ε,δ)-DP": 0}
     assert "1/2 (Table 3.2) and 2/2 (Table 3.3)" in h.text()
     text = lost_cells_text(list(board.values()), rows)
-    assert "Table 3.2 (rel): closest a-eps at 0.4 (interval 0.4 to 0.4)" in text
+    assert "Table 3.2 (rel): closest a-eps at 0.4 on the judged repetitions (interval 0.4 to 0.4)" in text
     assert "non-private reference reaches" in text
     assert text.startswith("1 cell stays lost:")
     assert "trig-I" not in text  # the thesis's mechanism did not run here

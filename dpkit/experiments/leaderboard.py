@@ -132,7 +132,8 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
         Keys: ``dataset, sigma, privacy`` (the table's class), ``method`` (the winner by the worst absolute error,
         chosen per ``selection``) with its ``abs_mean, abs_std, time_s, eps_spent, delta_spent`` (of its summary row,
         all repetitions); ``abs_est`` (its mean on the judged repetitions, free of the winner's curse with the
-        split), ``abs_ci_low, abs_ci_high`` (the interval at the cell's Holm level ``abs_level``) and
+        split), ``abs_ci_low, abs_ci_high`` (the interval at the cell's Holm level ``abs_level``; its lower end at
+        least 0) and
         ``verdict_abs`` (``"better"``, ``"tie"``, ``"worse"`` against ``paper_abs``; ``"n/a"`` without a printed
         number); ``method_rel`` (the winner by the relative error) with ``rel_mean, rel_std, rel_est, rel_ci_low,
         rel_ci_high, rel_level, verdict_rel``; ``runner_up`` (by the absolute error) with its ``runner_up_abs``
@@ -218,7 +219,8 @@ def _family(records: pd.DataFrame, cells: list[tuple[str, float, str, pd.DataFra
         ms = methods[key]
         runner = int(v["runner_up"][i])
         out[key] = {"method": ms[int(v["winner"][i])], "runner_up": ms[runner] if runner >= 0 else None,
-                    "printed": float(printed[i]), "est": float(v["mean"][i]), "ci_low": float(v["ci_low"][i]),
+                    "printed": float(printed[i]), "est": float(v["mean"][i]),
+                    "ci_low": max(0.0, float(v["ci_low"][i])),  # errors are non-negative: no verdict changes
                     "ci_high": float(v["ci_high"][i]), "level": float(v["level"][i]), "verdict": str(v["verdict"][i]),
                     "diff": float(v["diff_mean"][i]), "diff_ci_low": float(v["diff_ci_low"][i]),
                     "diff_ci_high": float(v["diff_ci_high"][i]), "diff_verdict": str(v["diff_verdict"][i]), "n": n}
@@ -248,7 +250,7 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
     second = _method_row(cand, has[int(t.runner_up[0])]) if t.runner_up[0] >= 0 else None
     return {
         "method_sup": top["method"], "sup_abs_mean": _num(top.get("sup_abs_mean")),
-        "sup_abs_std": _num(top.get("sup_abs_std")), "sup_est": float(t.mean[0]), "sup_ci_low": float(low[0]),
+        "sup_abs_std": _num(top.get("sup_abs_std")), "sup_est": float(t.mean[0]), "sup_ci_low": max(0.0, float(low[0])),
         "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
         "runner_up_sup": None if second is None else second["method"],
         "runner_up_sup_abs": math.nan if second is None else _num(second.get("sup_abs_mean")),
@@ -417,7 +419,7 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
             if r[f"verdict_{kind}"] != "worse":
                 continue
             method = r["method"] if kind == "abs" else r["method_rel"]
-            ours, paper = r[f"{kind}_mean"], r[f"paper_{kind}"]
+            ours, paper = r[f"{kind}_est"], r[f"paper_{kind}"]
             ref = [x for x in rows if x["dataset"] == r["dataset"] and x["sigma"] == r["sigma"]
                    and x["privacy"] == "non-private"]
             ref_best = min((x[f"{kind}_mean"] for x in ref), default=math.nan)
@@ -434,8 +436,8 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
                         + (", so it does not reach the printed number either" if own[0] > paper
                            and round(own[0], PRINTED_DECIMALS) > paper else ""))
             lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at "
-                         f"{ours:.3g} (interval {r[f'{kind}_ci_low']:.3g} to {r[f'{kind}_ci_high']:.3g}) against the "
-                         f"printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
+                         f"{ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
+                         f"{r[f'{kind}_ci_high']:.3g}) against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
     if not lines:
         return "No cell with a printed number is worse than the thesis."
     return (f"{len(lines)} cell stays lost:" if len(lines) == 1 else f"{len(lines)} cells stay lost:") + "\n" + "\n".join(lines)
