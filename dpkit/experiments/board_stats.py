@@ -17,14 +17,16 @@ Procedure
    interval on the same repetitions that chose it is too optimistic (the naive procedure claims a win against a
    printed number equal to the true mean in almost every cell; ``tests/test_board_stats.py``). The alternative
    ``selection="simultaneous"`` picks the winner on all repetitions and widens its interval to the Bonferroni level
-   ``α/k`` over the k candidates, which covers every candidate at once and so the selected one.
+   ``α/k`` over the k candidates, which covers every candidate at once and so the selected one (and its
+   comparison with the runner-up to ``α/(k(k − 1)/2)``, over all pairs).
 2. **Interval for a mean** over the repetitions of the evaluation half (15 of 30) of a maximum-type statistic (the
    worst error over 10⁴ queries). Student's t is not enough here: a right-skewed variable makes the studentized
    mean left-skewed (a sample that misses the long right tail has both a low mean and a small spread), so the
    t-interval's upper end is too low, and at the small levels Holm's procedure asks for (γ/25) the false *better*
-   rate of the t-interval is three to five times its nominal level (on maxima of Gaussian errors; measured in
-   developing this module). A bootstrap interval of 15 values fails in the same way and worse (it cannot see
-   the tail the sample missed, and its far quantiles rest on two or three resampled means). The upper end is
+   rate of the t-interval is three to five times its nominal level (on maxima of Gaussian errors: the t-only
+   control of ``tests/test_board_stats.py`` exceeds the budget). A bootstrap interval of 15 values cannot repair
+   this (it cannot see the tail the sample missed, and its far quantiles rest on two or three resampled means).
+   The upper end is
    therefore calibrated on the Gumbel law, the limit law of maxima (Fisher–Tippett–Gnedenko [7]_), under which
    the studentized mean is pivotal (it does not depend on the location and scale): its quantiles come from
    :data:`PIVOT_DRAWS` simulated samples of the same size with a fixed seed (:func:`gumbel_pivot`). The lower end
@@ -34,9 +36,9 @@ Procedure
 3. **Against the printed number** (a constant, the thesis's mean as printed, to ``decimals`` = 3 places). The
    printed ``p`` stands for any value in ``[p − h, p + h]``, ``h = 0.5·10^−decimals`` (0.0005). The null hypothesis
    of a cell is the whole interval: *better* needs the interval's upper end below ``p − h``, *worse* its lower end
-   above ``p + h``, anything else is a *tie*. Its two-sided p-value is ``min(1, 2·min(P(T ≤ (m − (p − h))/s),
-   P(T ≥ (m − (p + h))/s)))``; an interval at level ``1 − α`` excludes the null interval exactly when that p-value
-   is at most ``α``.
+   above ``p + h``, anything else is a *tie*. Its two-sided p-value is ``min(1, 2·min(P(G ≤ (m − (p − h))/s),
+   P(T ≥ (m − (p + h))/s)))`` (G the Gumbel pivot, T Student's t; m the mean, s its standard error); an interval
+   at level ``1 − α`` excludes the null interval exactly when that p-value is at most ``α``.
 4. **Multiplicity: Holm's step-down** [1]_ over the cells of one family, a table (Table 3.2 or 3.3) and one error
    kind (25 cells: 5 data sets × 5 σ), at the false-alarm budget ``γ`` (default :data:`DEFAULT_BUDGET` = 0.05):
    the probability that any *better* or *worse* verdict of a family is false is at most γ, whatever the
