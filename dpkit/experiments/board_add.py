@@ -146,9 +146,10 @@ def check_new_entrant(stored: pd.DataFrame, name: str) -> None:
         raise EntrantRefusedError(f"entrant {name!r} is already on the stored board: its records are there")
 
 
-def run_gate(name: str, method: Any, *, epsilon: float, delta: float) -> GateOutcome:
+def run_gate(name: str, method: Any) -> GateOutcome:
     """The audit gate on an entrant, before it is ranked: the call site of
-    ``dpkit.evaluation.gate.audit_gate(name, method, *, epsilon, delta)`` (imported here, when it is called).
+    ``dpkit.evaluation.gate.audit_gate(name, method, *, epsilon, delta)`` (imported here, when it is called), with
+    the budget the entrant claims at the board's budget (its own ε and δ: δ = 0 for an ε-DP entrant).
 
     The gate's result is read as refuted when it has ``refuted`` true, or a ``verdict`` (or ``status``) of
     ``"refuted"``.
@@ -161,7 +162,7 @@ def run_gate(name: str, method: Any, *, epsilon: float, delta: float) -> GateOut
     TypeError
         For a gate result of neither shape.
     """
-    result = _gate_function(name)(name, method, epsilon=epsilon, delta=delta)
+    result = _gate_function(name)(name, method, epsilon=float(method.epsilon), delta=float(method.delta))
     refuted = getattr(result, "refuted", None)
     if refuted is None:
         verdict = getattr(result, "verdict", getattr(result, "status", None))
@@ -428,7 +429,7 @@ def run_board_add(prep: PreparedBoardAdd, *, workers: int = 1, progress: bool = 
     """The gate, the entrant's runs, the pairing, the ranks and the copy of a prepared board-add
     (:func:`prepare_board_add`); ``workers`` and ``progress`` as :func:`~dpkit.experiments.protocol.run_cells`."""
     name, plan = prep.name, prep.plan
-    outcome = run_gate(name, prep.method, epsilon=plan.epsilon, delta=plan.delta) if prep.gate else None
+    outcome = run_gate(name, prep.method) if prep.gate else None
     summary: dict[str, Any] = {"entrant": name, "board": prep.board, "plan": asdict(plan),
                                "gate": None if outcome is None else asdict(outcome)}
     if outcome is not None and outcome.refuted:
