@@ -192,3 +192,14 @@ def test_publish_defaults_to_data_leaderboard(tmp_path, monkeypatch):
     assert main(["leaderboard", str(tmp_path / "batch"), "--publish"]) == 0
     assert len(read_board()) == 12
     assert (tmp_path / "data" / "leaderboard" / "provenance.json").is_file()
+
+
+def test_runs_without_any_records_assemble_the_tables_and_say_so_but_do_not_publish(tmp_path, capsys):
+    from dpkit.batch.assemble import main
+
+    _runs(tmp_path / "batch", with_records=())
+    assert main(["leaderboard", str(tmp_path / "batch")]) == 0
+    assert "no finished run has per-repetition records" in capsys.readouterr().out
+    assert not (tmp_path / "batch" / "assembled" / "records.parquet").exists()
+    assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(tmp_path / "pub")]) == 1
+    assert "wrote no records.parquet" in capsys.readouterr().err and not (tmp_path / "pub").exists()

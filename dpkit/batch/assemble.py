@@ -4,9 +4,10 @@ output split per cell by the batch runner:
 
 The leaderboard is also assembled as data: every run's per-repetition records (its ``records.parquet``) into one
 ``records.parquet`` with its ``provenance.json`` (:mod:`dpkit.experiments.board_records`), written only when every
-finished run has its records (a finished run without them is named, exit 1). ``leaderboard OUTPUT --publish``
-also copies both files to ``data/leaderboard/`` (or ``--publish DIR``); an existing published file is only
-replaced with ``--replace`` (otherwise: exit 2 before anything is assembled).
+finished run has its records: a finished run without them beside runs with them is named (exit 1); when no run has
+any (runs of a notebook 45 that did not write them) that is said in one line, and ``--publish`` fails (exit 1).
+``leaderboard OUTPUT --publish`` also copies both files to ``data/leaderboard/`` (or ``--publish DIR``); an existing
+published file is only replaced with ``--replace`` (otherwise: exit 2 before anything is assembled).
 
 Every output is written into a temporary folder first and moved into place once all are written, so a
 failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
@@ -332,7 +333,7 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
             write_records(records, stage / RECORDS_NAME)
             write_provenance(board_provenance(output), stage / PROVENANCE_NAME)
     return {"rows": len(board), "out": str(dest), "headline": head, "records": len(records) if not missing else 0,
-            "records_missing": missing}
+            "records_found": len(records) > 0, "records_missing": missing}
 
 
 def publish_targets(publish: str | os.PathLike | None = None) -> tuple[Path, Path]:
@@ -445,7 +446,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "leaderboard":
             info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
             print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
-            if info["records_missing"]:
+            if info["records_missing"] and not info["records_found"] and publish is None:
+                print(f"no finished run has per-repetition records ({RECORDS_NAME}: runs of a notebook 45 that did not "
+                      f"write them): the records table is not assembled")
+            elif info["records_missing"]:
                 bad = bad + [f"{m} (no {RECORDS_NAME} assembled)" for m in info["records_missing"]]
             else:
                 print(f"assembled {info['records']} per-repetition records into {Path(info['out']) / RECORDS_NAME}")
