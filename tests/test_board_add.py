@@ -188,13 +188,16 @@ def test_a_refuted_entrant_is_listed_as_refuted_and_not_ranked(stored, scratch, 
     from dpkit.batch.cli import main
 
     calls = []
-    _gate_module(monkeypatch, types.SimpleNamespace(refuted=True, reason="ε̂ > ε"), calls)
+    refuted = types.SimpleNamespace(refuted=True, epsilon_lb=1.7, epsilon=1.0, as_dict=lambda: {"epsilon_lb": 1.7})
+    _gate_module(monkeypatch, refuted, calls)
     name = f"{scratch}:Zero"
     assert main(["board-add", name, "--out", str(tmp_path / "out"), "--quick"]) == 1
     assert calls == [(name, "Zero", 1.0, 0.0)]  # the board's budget, by the entrant's class
-    assert "refuted by the audit gate, not ranked" in capsys.readouterr().out
+    assert ("refuted by the audit gate, not ranked: audited lower bound ε ≥ 1.7 against the claimed ε = 1"
+            in capsys.readouterr().out)
     summary = json.loads((tmp_path / "out" / "board_add.json").read_text())
     assert summary["status"] == "refuted" and "ranks" not in summary
+    assert summary["gate"]["record"] == {"epsilon_lb": 1.7}
     assert not (tmp_path / "out" / "records.parquet").exists()
 
 

@@ -77,10 +77,12 @@ class BoardPlan:
 
 @dataclass(frozen=True)
 class GateOutcome:
-    """What the audit gate said about an entrant: ``refuted`` and the gate's own record as text."""
+    """What the audit gate said about an entrant: ``refuted``, one line of why, and the gate's record (its
+    ``as_dict()`` where it has one)."""
 
     refuted: bool
     detail: str
+    record: dict[str, Any] | None = None
 
 
 @dataclass
@@ -170,7 +172,11 @@ def run_gate(name: str, method: Any) -> GateOutcome:
             raise TypeError(f"audit_gate({name!r}) returned {type(result).__name__} with neither 'refuted' nor a "
                             "'verdict'/'status' string")
         refuted = verdict.lower() == "refuted"
-    return GateOutcome(refuted=bool(refuted), detail=str(result))
+    as_dict = getattr(result, "as_dict", None)
+    lb, claimed = getattr(result, "epsilon_lb", None), getattr(result, "epsilon", None)
+    detail = (f"audited lower bound ε ≥ {float(lb):.3g} against the claimed ε = {float(claimed):g}"
+              if isinstance(lb, (int, float)) and isinstance(claimed, (int, float)) else str(result))
+    return GateOutcome(refuted=bool(refuted), detail=detail, record=as_dict() if callable(as_dict) else None)
 
 
 def entrant_records(name: str, method: Any, plan: BoardPlan, data: Mapping[str, np.ndarray], *, workers: int = 1,
