@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-add status false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -108,6 +108,16 @@ leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM include
 leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its own manifest), into the leaderboard's folder, assembled
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
+
+# board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
+# with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
+# written). METHOD: package.module:NAME, an entry-point name (group dpkit.methods) or a registered name not on the board.
+# QUICK=1: one data set, one sigma, 2 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
+board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0]
+	@test -n "$(METHOD)" || { echo "board-add: name the entrant, e.g. make board-add METHOD=package.module:NAME" >&2; exit 2; }
+	$(BIN)/python -m dpkit.batch board-add '$(METHOD)' --out $(RESULTS)/board $(if $(BOARD),--board '$(BOARD)',) \
+		$(if $(filter 1,$(QUICK)),--quick,) $(if $(filter 0,$(GATE)),--no-gate,) $(if $(filter 1,$(REPLACE)),--replace,) \
+		$(if $(REP_WORKERS),--workers $(REP_WORKERS),)
 
 status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running, kept repetitions
 	$(BIN)/python -m dpkit.batch status notebooks/manifests/$(or $(MANIFEST),leaderboard).yaml

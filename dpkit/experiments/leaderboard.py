@@ -51,30 +51,46 @@ def board_methods(requested: Sequence[str] = (), *, epsilon: float, delta: float
     (:func:`dpkit.methods.registry.suite`: ε on the private methods, δ on the (ε, δ)-DP ones).
 
     ``requested`` empty: every method of the suites "baselines" and "leaderboard"; otherwise exactly the
-    named methods, each of which must be registered in one of :data:`BOARD_SUITES`. The methods come in
-    suite order, then catalogue order (a method's random streams follow its position), whatever the order
-    of ``requested``.
+    named methods, each of which must be registered in one of :data:`BOARD_SUITES` or be an *entrant*
+    (:mod:`dpkit.methods.entrants`): an import path ``"package.module:NAME"`` or a name a package registers in
+    the entry-point group ``dpkit.methods``, at the same budget. The registered methods come in suite order,
+    then catalogue order (a method's random streams follow its position), whatever the order of
+    ``requested``; the entrants follow them in the order given.
 
     Raises
     ------
     ValueError
-        Before anything runs, for a name that is not a method of the board's suites: the message names
-        it, suggests the closest registered names and lists the allowed ones.
+        Before anything runs, for a name that is neither a method of the board's suites nor an entrant: the
+        message names it, suggests the closest registered names and lists the allowed ones;
+        :class:`~dpkit.methods.entrants.EntrantError` (a ValueError) for an entrant that cannot be loaded, does
+        not follow the method protocol or whose trial release (a small synthetic array, no real data) has no
+        ledger record, naming it and what is missing.
 
     Examples
     --------
     >>> list(board_methods(["trig-II", "rap"], epsilon=1.0, delta=1e-3))
     ['trig-II', 'rap']
     """
-    from dpkit.methods.registry import check_names, names, suite
+    from dpkit.methods.entrants import entry_point_names, is_entrant_name, load_entrants
+    from dpkit.methods.registry import REGISTRY, check_names, names, suite
 
     allowed = list(dict.fromkeys(n for s in BOARD_SUITES for n in names(s)))
     if isinstance(requested, str):
         raise TypeError(f"METHODS must be a list of method names; got the string {requested!r}")
-    check_names(list(requested), allowed=allowed, what="unknown leaderboard method name(s)")
-    board = list(requested) or list(dict.fromkeys(names("baselines") + names("leaderboard")))
-    return {n: m for s in BOARD_SUITES if names(s)
-            for n, m in suite(s, include=[x for x in board if x in names(s)], epsilon=epsilon, delta=delta).items()}
+    plugged = entry_point_names() if any(isinstance(n, str) and n not in REGISTRY and not is_entrant_name(n)
+                                         for n in requested) else []
+    clash = sorted(set(plugged) & set(REGISTRY))
+    if clash:
+        raise ValueError(f"entry point name(s) {clash} of group 'dpkit.methods' are registered method names: "
+                         "rename the entry point(s)")
+    entrants = [n for n in requested if is_entrant_name(n) or (isinstance(n, str) and n in plugged)]
+    check_names([n for n in requested if n not in entrants], allowed=allowed + plugged,
+                what="unknown leaderboard method name(s)")
+    board = [n for n in requested if n not in entrants] or ([] if entrants else
+                                                             list(dict.fromkeys(names("baselines") + names("leaderboard"))))
+    out = {n: m for s in BOARD_SUITES if names(s)
+           for n, m in suite(s, include=[x for x in board if x in names(s)], epsilon=epsilon, delta=delta).items()}
+    return {**out, **load_entrants(entrants, epsilon=epsilon, delta=delta)}
 
 
 def verdict(ours: float, paper: float, *, decimals: int = PRINTED_DECIMALS) -> str:
