@@ -195,3 +195,19 @@ def test_the_table_rows_carry_the_worst_single_centre(X):
     assert floor["centre_abs_std"] == pytest.approx(np.std(vals, ddof=1), rel=1e-12)
     direct = spread_stats(df[df["method"] == "direct-gaussian"])
     assert direct["centre_abs_mean"] is None and direct["centre_abs_std"] is None
+
+
+def test_a_repetition_computed_twice_from_the_same_seed_objects_is_the_same(X):
+    """The streams are made from the seeds' values, never by ``SeedSequence.spawn`` (which counts its children), so
+    a repetition computed again from the same job (a retried task of a distributed run) has the same records."""
+    from dpkit.experiments.parallel import _cells_repetition
+
+    named = _methods()
+    shared = {n for n, m in named.items() if ex.width_independent(m, SIGMAS)}
+    configured = {s: {n: m.at_width(s) for n, m in named.items()} for s in SIGMAS}
+    cell_seeds = [spawn_seeds(ex.cell_seed(3, "mock", s), 1)[0] for s in SIGMAS]
+    shared_seed_0 = spawn_seeds(ex.shared_seed(3, "mock"), 1)[0]
+    kw = dict(named=named, shared=shared, configured=configured, sigmas=SIGMAS, cell_seeds=cell_seeds,
+              shared_seed_i=shared_seed_0, n_queries=100, J=10, supremum=None)
+    first = [_key(r) for r in _cells_repetition(X, 0, **kw)]
+    assert [_key(r) for r in _cells_repetition(X, 0, **kw)] == first
