@@ -7,16 +7,16 @@
   :func:`workload_seed` and :func:`method_seed` (a repetition's workload, and each method's stream keyed by
   its name), :func:`seed_record` (a seed as plain ints, on every record), :func:`supremum_seed` (the search
   of the class supremum).
+* :func:`record_release` — evaluate one release on a repetition's workload into a :class:`RunRecord`.
+* :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
+
+:mod:`dpkit.experiments.protocol` (the runner) has the protocol and re-exports every name.
 
 Seeding: a repetition's workload is the first child of its seed, exactly as in every earlier version
 of the runner (the workloads and exact answers of a run are unchanged); a method's stream is keyed by
 the values of its cell, repetition and *name*, not by its position in the list of methods, so adding,
 removing or reordering methods leaves every other method's numbers unchanged (:data:`SEEDING` names the
 scheme; checkpoints record it).
-* :func:`record_release` — evaluate one release on a repetition's workload into a :class:`RunRecord`.
-* :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
-
-:mod:`dpkit.experiments.protocol` (the runner) has the protocol and re-exports every name.
 """
 from __future__ import annotations
 
@@ -344,8 +344,9 @@ def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, r
               domain: str, centre_errors: np.ndarray | None = None) -> dict[str, Any]:
     """The class supremum of one release (:func:`~dpkit.queries.supremum.class_supremum`), started from the
     workload's worst single centres (``centre_errors``, (Q, J): ``|K̄_D̂(c) − K̄_D(c)|``, for a synthetic
-    database; so its result is at least the record's ``centre_abs``, up to the numerical bounds) or else from
-    the centres of the workload's worst queries, among its other starts."""
+    database; so its result is at least the record's ``centre_abs``, up to the numerical bounds, and on the
+    search's low-rank path up to its surrogate's bound) or else from the centres of the workload's worst
+    queries, among its other starts."""
     from dpkit.queries.supremum import class_supremum
 
     J, d = rep.workload.centres.shape[1:]
