@@ -212,3 +212,14 @@ def test_a_repetition_computed_twice_from_the_same_seed_objects_is_the_same(X):
               shared_seed_i=shared_seed_0, n_queries=100, J=10, supremum=None)
     first = [_key(r) for r in _cells_repetition(X, 0, **kw)]
     assert [_key(r) for r in _cells_repetition(X, 0, **kw)] == first
+
+
+def test_every_value_of_a_sweep_sees_the_same_repetitions(X):
+    """Common random numbers: repetition r of every swept value has the same workload and the same method stream
+    (the method keeps its name across values), so the sweep's repetitions are paired blocks."""
+    from dpkit.experiments.sweeps import sweep
+
+    out = sweep(X, method=get("trig-I", C=200, R=6), param="kappa", values=[3.0, 7.0, 11.0], sigma=2.0, reps=2,
+                n_queries=50, rng=0)
+    seeds = [[(r.rep, r.seeds["workload"], r.seeds["method"]) for r in recs] for recs in out.values()]
+    assert seeds[0] == seeds[1] == seeds[2] and [s[0] for s in seeds[0]] == [0, 1]
