@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.experiments.checkpoint import RepetitionCheckpoint
-from dpkit.experiments.records import RunRecord, _repetition, _timed_release, record_release
+from dpkit.experiments.records import RunRecord, _repetition, _timed_release, method_seed, name_words, record_release
 from dpkit.queries.release import Method, Release
 
 
@@ -171,18 +171,25 @@ def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], sha
                       configured: Mapping[float, Mapping[str, Method]], sigmas: Sequence[float],
                       cell_seeds: Sequence[np.random.SeedSequence], shared_seed_i: np.random.SeedSequence,
                       n_queries: int, J: int, supremum: str | None = "cube") -> list[RunRecord]:
-    """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method."""
-    streams = shared_seed_i.spawn(len(named))
+    """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method.
+
+    A σ-dependent method's stream is :func:`method_seed` of the cell's repetition seed, a σ-independent one's
+    that of ``shared_seed_i`` (the data set's): keyed by name, so no method's numbers depend on the others.
+    """
+    words = name_words(named)
+    streams = {name: method_seed(shared_seed_i, name, words[name]) for name in shared}
     memo: dict[str, tuple[Release[Any], float]] = {}
     records: list[RunRecord] = []
     for s, cseed in zip(sigmas, cell_seeds):
-        rep = _repetition(X, cseed, i, sigma=s, n_streams=len(named), n_queries=n_queries, J=J)
-        for j, ((name, method), g) in enumerate(zip(configured[s].items(), rep.generators)):
+        rep = _repetition(X, cseed, i, sigma=s, names={n: w for n, w in words.items() if n not in shared},
+                          n_queries=n_queries, J=J)
+        for name, method in configured[s].items():
             if name not in shared:
-                done = _timed_release(method, X, g, rep.workload)
+                done = _timed_release(method, X, rep.generator(name), rep.workload)
             elif name in memo:
                 done = memo[name]
             else:  # σ-independent: its own stream, released at the first σ and reused at the others
-                done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
-            records.append(record_release(name, *done, rep=rep, sigma=s, X=X, supremum=supremum))
+                done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[name]))
+            records.append(record_release(name, *done, rep=rep, sigma=s, X=X, supremum=supremum,
+                                          stream=streams.get(name)))
     return records

@@ -106,9 +106,7 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("kme-answers-eps", KMEAnswers(epsilon=EPS, delta=0.0), _BL),
     Entry("kme-synthetic", KMESynthetic(epsilon=EPS, delta=DELTA), _BL),
     Entry("kme-synthetic-eps", KMESynthetic(epsilon=EPS, delta=0.0), _BL),
-    # ε-DP variants of the Gaussian-candidate MWEM and the candidate LPs (Table 3.2 is compared at δ = 0). Appended
-    # here, not next to their (ε, δ) versions: a method's streams follow its position, so the earlier methods of
-    # notebook 40 keep their numbers
+    # ε-DP variants of the Gaussian-candidate MWEM and the candidate LPs (Table 3.2 is compared at δ = 0)
     Entry("mwem-gaussian-eps", MWEM(epsilon=EPS, delta=0.0, candidates="gaussian"), _BL),
     Entry("lp-gauss-analyze-gauss-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, source="gaussian"), _BL),
     Entry("lp-uniform-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, source="uniform"), _BL),

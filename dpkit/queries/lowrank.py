@@ -344,8 +344,12 @@ class KernelEmbedding:
         bound = (self.eps_prefix + self.mmd * np.sqrt(power) + nu) * (1.0 + EVAL_SLACK)
         return means, bound
 
-    def answer(self, workload: GaussianKernelWorkload, *, n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(q̂, bound)`` per query: ``q̂ = Σ_j α_j m̂(c_j)`` and ``|q̂ − q_f(D)| ≤ bound`` (shape (Q,) each)."""
+    def answer(self, workload: GaussianKernelWorkload, *, n_threads: int | None = None,
+               return_means: bool = False) -> tuple[np.ndarray, ...]:
+        """``(q̂, bound)`` per query: ``q̂ = Σ_j α_j m̂(c_j)`` and ``|q̂ − q_f(D)| ≤ bound`` (shape (Q,) each).
+
+        With ``return_means`` also the (Q, J) kernel means ``m̂(c_{q,j})`` and their bounds
+        ``|m̂(c) − K̄_D(c)|`` (the answers are the same bits either way)."""
         if not isinstance(workload, GaussianKernelWorkload):
             raise TypeError(f"workload must be a GaussianKernelWorkload; got {type(workload).__name__}")
         if workload.sigma != self.sigma:
@@ -355,4 +359,6 @@ class KernelEmbedding:
         ans = np.einsum("qj,qj->q", workload.alphas, m)
         g_J = gamma(workload.J, UNIT_ROUNDOFF_F64)
         bound = (np.einsum("qj,qj->q", workload.alphas, bc) + g_J * np.einsum("qj,qj->q", workload.alphas, np.abs(m)))
+        if return_means:
+            return ans, bound * (1.0 + EVAL_SLACK), m, bc
         return ans, bound * (1.0 + EVAL_SLACK)
