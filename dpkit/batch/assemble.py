@@ -33,13 +33,12 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from dpkit.batch.board_files import board_provenance, gather_records
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 from dpkit.experiments.board_records import (
     PROVENANCE_NAME,
     RECORDS_NAME,
     BoardFileError,
-    board_provenance,
-    gather_records,
     read_records,
     write_provenance,
     write_records,
