@@ -27,7 +27,7 @@ the corner (1, …, 1) to the corner with its first ⌈3d/4⌉ coordinates flipp
 x xᵀ jointly with the mean); under **add/remove** one data set has the corner row and the other lacks it.
 
 Statistic (chosen on a pilot, never on the audit's draws): every numeric leaf of the release (arrays, numbers,
-found in dataclasses, mappings and sequences) of a constant shape is a coordinate. For each pair, ``n_pilot``
+found in dataclasses, mappings and sequences; one leaf per path and size) is a coordinate. For each pair, ``n_pilot``
 draws on both data sets with **common random numbers** (the same stream on both sides) give the mean shift Δ of
 every leaf (exactly the difference of the noise-free statistics for additive noise); each leaf is projected on
 its Δ (a leaf is kept where its shift is clear on the pilot; where some leaves are additive noise on a statistic
@@ -206,9 +206,11 @@ def _leaves(obj: Any, path: str, out: dict[str, np.ndarray], depth: int = 0) -> 
 
 
 def _flat(obj: Any) -> dict[str, np.ndarray]:
+    """The leaves of ``obj`` keyed by path and size (a leaf whose size varies, e.g. the measurement of a selected
+    marginal, is one leaf per size)."""
     out: dict[str, np.ndarray] = {}
     _leaves(obj, "", out)
-    return out
+    return {f"{k}[size {v.size}]": v for k, v in out.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,7 +228,7 @@ class _Statistic:
         t = np.zeros(len(self.paths))
         for i, (p, v) in enumerate(zip(self.paths, self.directions)):
             y = leaves.get(p)
-            if y is not None and y.shape == v.shape:
+            if y is not None:
                 t[i] = float(np.dot(v, np.nan_to_num(y, nan=0.0, posinf=0.0, neginf=0.0)))
         return t
 
@@ -247,11 +249,17 @@ def _pilot(probe: Callable[[np.ndarray, np.random.Generator], Any], pair: Neighb
     for s in seed.spawn(n_pilot):
         outs0.append(_flat(probe(pair.d0, np.random.default_rng(s))))
         outs1.append(_flat(probe(pair.d1, np.random.default_rng(s))))
-    keys = [k for k, v in outs0[0].items()
-            if all(k in o and o[k].shape == v.shape and np.all(np.isfinite(o[k])) for o in outs0 + outs1)]
+    def finite(o: Mapping[str, np.ndarray], k: str) -> bool:
+        return k in o and bool(np.all(np.isfinite(o[k])))
+
+    # a leaf enters where both sides of at least half the common-random-number draws (and 3) release it
+    keys = sorted({k for o in outs0 for k in o})
     paths, dirs, additive = [], [], []
     for k in keys:
-        diffs = np.array([o1[k] - o0[k] for o0, o1 in zip(outs0, outs1)])
+        both = [(o0[k], o1[k]) for o0, o1 in zip(outs0, outs1) if finite(o0, k) and finite(o1, k)]
+        if len(both) < max(3, n_pilot // 2):
+            continue
+        diffs = np.array([y1 - y0 for y0, y1 in both])
         delta = diffs.mean(axis=0)
         if not np.any(delta != 0):
             continue
@@ -261,7 +269,7 @@ def _pilot(probe: Callable[[np.ndarray, np.random.Generator], Any], pair: Neighb
         # projection of noisy moments) are left out
         along = diffs @ delta
         sd, mean = float(along.std(ddof=1)), float(along.mean())
-        if sd <= 1e-9 * abs(mean) or mean / (sd / math.sqrt(n_pilot)) > 3.0:
+        if sd <= 1e-9 * abs(mean) or mean / (sd / math.sqrt(len(both))) > 3.0:
             paths.append(k)
             dirs.append(delta)
             additive.append(sd <= 1e-9 * abs(mean))
