@@ -54,7 +54,8 @@ def test_registry_method_passes(name):
     assert res.probe == expected
 
 
-@pytest.mark.parametrize("name,steps", [("mwem-gaussian", ["candidate fit"]), ("lp-gauss-analyze-gauss-cands", ["moments", "candidate fit"]),
+@pytest.mark.parametrize("name,steps", [("mwem-gaussian", ["candidate fit"]),
+                                        ("lp-gauss-analyze-gauss-cands", ["moments", "candidate fit"]),
                                         ("lp-uniform-cands", ["moments"]), ("aim", ["initialise"])])
 def test_registry_hooks_expose_the_private_measurements(name, steps):
     """MWEM and the candidate LPs release their Gaussian-fit candidates only through the synthetic database, AIM
