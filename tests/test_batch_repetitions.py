@@ -2,13 +2,16 @@
 repetition kept by its own task, a killed task run again alone."""
 from __future__ import annotations
 
+import json
 import math
 import os
+import time
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_batch_cluster import processes  # noqa: F401 - the fixture that starts and kills cluster processes
 
 from dpkit import experiments as ex
 from dpkit.batch.repetitions import (
@@ -123,3 +126,148 @@ def test_dask_repetitions_without_a_cluster_say_so(X, monkeypatch):
     monkeypatch.delenv("DPKIT_SCHEDULER", raising=False)
     with pytest.raises(RuntimeError, match="need a Dask cluster: set DPKIT_SCHEDULER"):
         ex.run_cells(X, methods=_methods(), workers=DaskRepetitions(), **KW)
+
+
+# --------------------------------------------------------------------------- status counts repetition tasks
+def test_status_counts_kept_and_running_repetitions(tmp_path):
+    """A running run whose checkpoint keeps 2 of WDBC's repetitions while a task holds the lock of a third:
+    ``status`` says so per run and counts the repetitions of the batch (kept/total, running)."""
+    from test_batch_cluster import _write_manifest
+
+    from dpkit.batch import expand_manifest, load_manifest
+    from dpkit.batch.locks import RunLock
+    from dpkit.batch.runner import checkpoint_folder
+    from dpkit.batch.status import batch_status, format_status
+
+    (tmp_path / "45_leaderboard.ipynb").write_bytes((ROOT / "notebooks" / "45_leaderboard.ipynb").read_bytes())
+    m = _write_manifest(tmp_path, [{"notebook": "45_leaderboard.ipynb", "parameters": {"QUICK": False, "REPS": 3},
+                                    "grid": {"DATASETS": [["WDBC"], ["PKS", "CTG"]]}}])
+    specs = expand_manifest(load_manifest(m))
+    out = tmp_path / "out"
+    keep = checkpoint_folder(specs[0], specs[0].folder(out).parent) / "WDBC"
+    keep.mkdir(parents=True)
+    for i in (0, 1):
+        (keep / f"rep-{i:05d}.pkl").write_bytes(b"")
+    run, task = RunLock(specs[0].folder(out).parent / f".{specs[0].key}.lock"), RunLock(keep / ".rep-00002.lock")
+    assert run.acquire(wait=False) and task.acquire(wait=False)
+    try:
+        text = format_status(batch_status(m))
+    finally:
+        task.release()
+        run.release()
+    lines = text.splitlines()
+    assert "running" in lines[0] and "2 repetition(s) kept (WDBC 2/3)" in lines[0], text
+    assert "1 repetition task(s) running (WDBC 1)" in lines[0], text
+    assert "repetitions: 2/9 done (kept or in finished runs), 1 running" in lines, text
+    assert "repetition task(s) running" not in format_status(batch_status(m))  # released: none running
+
+
+# --------------------------------------------------------------------------- a real cluster
+LEADERBOARD = {"QUICK": False, "SEED": 0, "REPS": 3, "N_QUERIES": 300, "SIGMAS": [2.0, 4.0],
+               "METHODS": ["trig-I", "marginals-histogram", "direct-gaussian"]}
+
+
+class _Watch:
+    """Polls a batch output's checkpoint folders while a batch runs: every repetition lock seen (and the command
+    line of the process holding it), every kept repetition's bytes and each version of its file (inode, mtime)."""
+
+    def __init__(self, out: Path):
+        import threading
+
+        self.out, self.locks, self.kept, self.versions = out, {}, {}, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            for p in self.out.glob("*/.*.checkpoint/*/.rep-*.lock"):
+                key = (p.parent.name, int(p.name[5:10]))
+                if key not in self.locks:
+                    try:
+                        pid = int(p.read_text().split()[1])
+                        self.locks[key] = (pid, " ".join(psutil.Process(pid).cmdline()))
+                    except (OSError, IndexError, ValueError, psutil.Error):
+                        continue
+            for p in self.out.glob("*/.*.checkpoint/*/rep-*.pkl"):
+                key = (p.parent.name, int(p.stem[4:]))
+                try:
+                    st = p.stat()
+                    self.versions.setdefault(key, set()).add((st.st_ino, st.st_mtime_ns))
+                    if key not in self.kept:
+                        self.kept[key] = p.read_bytes()
+                except OSError:
+                    continue
+            time.sleep(0.03)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def records(self, dataset: str) -> list:
+        import pickle
+
+        reps = sorted(i for d, i in self.kept if d == dataset)
+        return [r for i in reps for r in pickle.loads(self.kept[(dataset, i)])["records"]]
+
+
+def _serial(dataset: str, params: dict) -> list:
+    """The records of the notebook's ``run_cells`` for one data set, computed here in one process, serially."""
+    import warnings
+
+    from dpkit.data import load_available
+    from dpkit.experiments.leaderboard import board_methods
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        X = load_available([dataset])[0][dataset].X
+    recs = ex.run_cells(X, methods=board_methods(params["METHODS"], epsilon=1.0, delta=1e-3), sigmas=params["SIGMAS"],
+                        reps=params["REPS"], n_queries=params["N_QUERIES"], J=10, seed=params["SEED"], dataset=dataset)
+    # run_cells returns σ-major; the checkpoint keeps repetition-major: compare per (rep, σ, method)
+    return sorted(recs, key=lambda r: (r.rep, params["SIGMAS"].index(r.sigma)))
+
+
+def _leaderboard_manifest(tmp_path: Path, **params) -> Path:
+    import yaml
+
+    path = tmp_path / "lb.yaml"
+    path.write_text(yaml.safe_dump({"name": "lb", "output": "out", "defaults": {**LEADERBOARD, **params},
+                                    "runs": [{"notebook": str(ROOT / "notebooks" / "45_leaderboard.ipynb"),
+                                              "parameters": {"DATASETS": ["WDBC", "PKS"]}}]}))
+    return path
+
+
+def _worker_processes(workers) -> set[int]:
+    import psutil
+
+    return {c.pid for w in workers for c in psutil.Process(w.pid).children(recursive=True)} | {w.pid for w in workers}
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_a_leaderboard_run_on_a_cluster_computes_one_task_per_repetition(tmp_path, processes):  # noqa: F811
+    """``dask scheduler`` + two ``dask worker`` processes: notebook 45 run by the batch with ``--scheduler`` computes
+    each (data set × repetition) in a task of a worker process (not in its kernel), keeps each in the checkpoint,
+    and its records are those of a serial run to the bit."""
+    from test_batch_cluster import _batch, _cluster
+
+    address, workers = _cluster(processes, tmp_path, 2)
+    m = _leaderboard_manifest(tmp_path)
+    watch = _Watch(tmp_path / "out")
+    try:
+        res = _batch([str(m), "--scheduler", address, "--output", str(tmp_path / "out")], timeout=180)
+    finally:
+        watch.stop()
+    assert res.returncode == 0, res.stdout + res.stderr
+    every = {(d, i) for d in ("WDBC", "PKS") for i in range(3)}
+    assert set(watch.locks) == every and set(watch.kept) == every, (watch.locks, sorted(watch.kept))
+    pool = _worker_processes(workers)
+    for key, (pid, cmd) in watch.locks.items():  # each repetition computed in a Dask worker process, not a kernel
+        assert pid in pool and "ipykernel" not in cmd, (key, pid, cmd)
+    assert all(len(v) == 1 for v in watch.versions.values())  # each kept once
+    for d in ("WDBC", "PKS"):
+        assert _bits(watch.records(d)) == _bits(_serial(d, LEADERBOARD)), d
+    run = json.loads(next((tmp_path / "out").glob("45_leaderboard/*/run.json")).read_text())
+    assert run["checkpoint"]["repetitions"] == 6 and run["checkpoint"]["cut_off_repetitions"] == []

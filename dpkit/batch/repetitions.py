@@ -286,7 +286,7 @@ class DaskRepetitions:
                                  key=[f"rep-{label}-{i:05d}-{tag}" for i in todo])
             index = {f.key: i for f, i in zip(futures, todo)}
             try:
-                for fut in as_completed(futures):
+                for fut in as_completed(futures, loop=client.loop):  # (not the default client: there may be none)
                     records, _ = fut.result()  # a task's exception is raised here
                     i = index[fut.key]
                     fut.release()
