@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -174,7 +175,7 @@ class _Watch:
     def __init__(self, out: Path):
         import threading
 
-        self.out, self.locks, self.kept, self.versions = out, {}, {}, {}
+        self.out, self.locks, self.kept, self.versions, self.seen_at = out, {}, {}, {}, {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -189,6 +190,7 @@ class _Watch:
                     try:
                         pid = int(p.read_text().split()[1])
                         self.locks[key] = (pid, " ".join(psutil.Process(pid).cmdline()))
+                        self.seen_at[key] = time.monotonic()
                     except (OSError, IndexError, ValueError, psutil.Error):
                         continue
             for p in self.out.glob("*/.*.checkpoint/*/rep-*.pkl"):
@@ -229,13 +231,13 @@ def _serial(dataset: str, params: dict) -> list:
     return sorted(recs, key=lambda r: (r.rep, params["SIGMAS"].index(r.sigma)))
 
 
-def _leaderboard_manifest(tmp_path: Path, **params) -> Path:
+def _leaderboard_manifest(tmp_path: Path, datasets: tuple[str, ...] = ("WDBC", "PKS"), **params) -> Path:
     import yaml
 
     path = tmp_path / "lb.yaml"
     path.write_text(yaml.safe_dump({"name": "lb", "output": "out", "defaults": {**LEADERBOARD, **params},
                                     "runs": [{"notebook": str(ROOT / "notebooks" / "45_leaderboard.ipynb"),
-                                              "parameters": {"DATASETS": ["WDBC", "PKS"]}}]}))
+                                              "parameters": {"DATASETS": list(datasets)}}]}))
     return path
 
 
@@ -271,3 +273,47 @@ def test_a_leaderboard_run_on_a_cluster_computes_one_task_per_repetition(tmp_pat
         assert _bits(watch.records(d)) == _bits(_serial(d, LEADERBOARD)), d
     run = json.loads(next((tmp_path / "out").glob("45_leaderboard/*/run.json")).read_text())
     assert run["checkpoint"]["repetitions"] == 6 and run["checkpoint"]["cut_off_repetitions"] == []
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_a_repetition_task_whose_worker_dies_reruns_alone(tmp_path, processes):  # noqa: F811
+    """The worker process computing a repetition is SIGKILLed (its nanny starts a new one): Dask runs that task again,
+    the repetitions kept before are not computed again (each kept file has one version), the batch exits 0 and says
+    which repetition was cut off (RERUN, run.json), and the records are those of a serial run to the bit."""
+    from test_batch_cluster import DASK, _cluster
+
+    from dpkit.batch.repetitions import _held
+
+    params = {"REPS": 4, "N_QUERIES": 5000}  # a repetition takes seconds: long enough to be caught running
+    address, workers = _cluster(processes, tmp_path, 2)
+    m = _leaderboard_manifest(tmp_path, datasets=("WDBC",), **params)
+    out = tmp_path / "out"
+    watch = _Watch(out)
+    run = processes(DASK[:1] + ["-m", "dpkit.batch", "run", str(m), "--scheduler", address, "--output", str(out)], "batch")
+    killed, t0 = None, time.monotonic()
+    try:
+        while killed is None:
+            assert run.poll() is None and time.monotonic() - t0 < 120, (tmp_path / "logs" / "batch.log").read_text()
+            pool = _worker_processes(workers)
+            for lock in out.glob("45_leaderboard/.*.checkpoint/*/.rep-*.lock"):
+                key = (lock.parent.name, int(lock.name[5:10]))
+                kept = {k for k in watch.kept}
+                pid = watch.locks.get(key, (None, ""))[0]
+                just = time.monotonic() - watch.seen_at.get(key, -1e9) < 1.0  # started just now: far from its end
+                if kept and key not in kept and pid in pool and just and _held(lock):
+                    os.kill(pid, signal.SIGKILL)
+                    killed, before = key, dict(watch.versions)
+                    break
+            time.sleep(0.05)
+        assert run.wait(timeout=150) == 0, (tmp_path / "logs" / "batch.log").read_text()
+    finally:
+        watch.stop()
+    report = (tmp_path / "logs" / "batch.log").read_text()
+    assert "1 ok" in report and "RERUN 45_leaderboard.ipynb" in report and "cut off" in report, report
+    assert f"{killed[0]} {killed[1]} (on tcp://127.0.0.1:" in report, (killed, report)
+    assert before and all(len(v) == 1 for v in watch.versions.values()), watch.versions  # nothing kept was redone
+    assert {k: v for k, v in watch.versions.items() if k in before} == before
+    info = json.loads(next(out.glob("45_leaderboard/*/run.json")).read_text())["checkpoint"]
+    assert [(c["dataset"], c["rep"], c["kept"]) for c in info["cut_off_repetitions"]] == [(*killed, True)], info
+    assert _bits(watch.records("WDBC")) == _bits(_serial("WDBC", {**LEADERBOARD, **params}))
