@@ -77,7 +77,11 @@ installed, the notebooks and data reachable at the same paths, and — for the r
 output on one machine's file system); ``--scheduler sync`` runs in-process, one at a time.
 On Dask, each worker's kernels get its share of its machine's cores and every worker is checked to see
 the notebooks and the output before anything runs (:mod:`dpkit.batch.cluster`); a run whose worker died
-and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from the command).
+and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from the command). A notebook that
+computes its repetitions as Dask tasks (it declares ``REP_BACKEND``, ``auto`` or ``dask``:
+:mod:`dpkit.batch.repetitions`) learns the cluster's scheduler from ``DPKIT_SCHEDULER`` in its kernel's
+environment, and its own task secedes from the worker's thread pool while the kernel runs; repetition tasks cut off
+by a dying worker are named in the summary (``interrupted``, ``cut_off_repetitions``) and in ``run.json``.
 """
 from __future__ import annotations
 
