@@ -317,3 +317,14 @@ def test_a_repetition_task_whose_worker_dies_reruns_alone(tmp_path, processes): 
     info = json.loads(next(out.glob("45_leaderboard/*/run.json")).read_text())["checkpoint"]
     assert [(c["dataset"], c["rep"], c["kept"]) for c in info["cut_off_repetitions"]] == [(*killed, True)], info
     assert _bits(watch.records("WDBC")) == _bits(_serial("WDBC", {**LEADERBOARD, **params}))
+
+
+def test_the_scaling_benchmarks_projection():
+    """benchmarks/dask_scaling.py's projection: longest-first list schedule, lower bound and Graham's bound."""
+    from benchmarks.dask_scaling import list_schedule, project
+
+    assert list_schedule([3, 3, 2, 2, 2], 2) == 7  # longest-first is not optimal here (6: 3+3 | 2+2+2)
+    assert list_schedule([5, 1, 1], 8) == 5 and list_schedule([], 4) == 0
+    [p2, p64] = project([3, 3, 2, 2, 2], [2, 64])
+    assert p2 == {"workers": 2, "lower_bound_s": 6.0, "list_schedule_s": 7.0, "graham_bound_s": 6.0 + 3 * 0.5}
+    assert p64["lower_bound_s"] == p64["list_schedule_s"] == 3.0  # the longest task is the critical path
