@@ -180,6 +180,8 @@ def _repetition_counts(statuses: list[RunStatus]) -> str:
     done = running = total = 0
     known = True
     for s in statuses:
+        if s.state == UNAVAILABLE:  # its data are not here: none of its repetitions will run
+            continue
         n = s.total_repetitions
         if s.state == "finished":
             done += n or 0
