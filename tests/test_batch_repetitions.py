@@ -285,7 +285,7 @@ def test_a_repetition_task_whose_worker_dies_reruns_alone(tmp_path, processes): 
 
     from dpkit.batch.repetitions import _held
 
-    params = {"REPS": 4, "N_QUERIES": 5000}  # a repetition takes seconds: long enough to be caught running
+    params = {"REPS": 3, "N_QUERIES": 4000}  # a repetition takes seconds: long enough to be caught running
     address, workers = _cluster(processes, tmp_path, 2)
     m = _leaderboard_manifest(tmp_path, datasets=("WDBC",), **params)
     out = tmp_path / "out"
