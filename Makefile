@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-add status false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -109,12 +109,13 @@ tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembl
 	$(BIN)/python -m dpkit.batch run $(TABLES_MANIFEST) --output $(RESULTS)/batch/tables $(STALE_ARG) $(DATA_ARG)
 	$(BIN)/python -m dpkit.batch.assemble tables $(RESULTS)/batch/tables --paper-figures
 
-# one leaderboard run computes a whole data set in one cell: CRM and CSN take about 2 h each on a shared core; a run
-# keeps every finished repetition, so an interrupted `make leaderboard` resumes where it stopped
+# one leaderboard run computes a whole data set in one cell, its repetitions as Dask tasks on every worker (CRM and CSN
+# take about 2 h each on one core); a run keeps every finished repetition, so an interrupted `make leaderboard`
+# resumes where it stopped. The per-cell timeout counts the wait for the repetitions queued before a run's own
 LEADERBOARD_TIMEOUT ?= 28800
-# AIM's runs compute two repetitions at once each (REP_WORKERS: 2 in leaderboard_aim.yaml; a CRM repetition holds
-# several GB), so they run one at a time: two processes on two cores, not four
-AIM_BATCH := --workers 1
+# AIM's repetitions are Dask tasks like every leaderboard run's (REP_BACKEND auto): one per worker, two at once on
+# two cores (a CRM repetition holds several GB)
+AIM_BATCH :=
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM included, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
@@ -124,7 +125,17 @@ leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its o
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
 
-status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running, kept repetitions
+# board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
+# with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
+# written). METHOD: package.module:NAME, an entry-point name (group dpkit.methods) or a registered name not on the board.
+# QUICK=1: one data set, one sigma, 2 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
+board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0]
+	@test -n "$(METHOD)" || { echo "board-add: name the entrant, e.g. make board-add METHOD=package.module:NAME" >&2; exit 2; }
+	$(BIN)/python -m dpkit.batch board-add '$(METHOD)' --out $(RESULTS)/board $(if $(BOARD),--board '$(BOARD)',) \
+		$(if $(filter 1,$(QUICK)),--quick,) $(if $(filter 0,$(GATE)),--no-gate,) $(if $(filter 1,$(REPLACE)),--replace,) \
+		$(if $(REP_WORKERS),--workers $(REP_WORKERS),)
+
+status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running; repetitions kept, running (Dask tasks) and in all
 	$(BIN)/python -m dpkit.batch status notebooks/manifests/$(or $(MANIFEST),leaderboard).yaml
 
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget

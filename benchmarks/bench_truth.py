@@ -289,7 +289,7 @@ def table_costs(
                     configured = {k: m.at_width(sigma) for k, m in methods.items()}
                     acc: dict[str, Any] = {"workload": [], "truth": [], "release": {k: [] for k in configured},
                                            "answer": {k: [] for k in configured}}
-                    reps = repetitions(X, sigma=sigma, n_streams=len(configured), reps=probe_reps, n_queries=n_queries,
+                    reps = repetitions(X, sigma=sigma, names=list(configured), reps=probe_reps, n_queries=n_queries,
                                        J=J, rng=cell_seed(seed, name, sigma))
                     for i in range(probe_reps):
                         t0 = time.perf_counter()
@@ -302,9 +302,9 @@ def table_costs(
                         t_wl = time.perf_counter() - t0
                         acc["workload"].append(t_wl)
                         acc["truth"].append(max(t_next - t_wl, 0.0))
-                        for (label, m), g in zip(configured.items(), rep.generators):
+                        for label, m in configured.items():
                             t0 = time.perf_counter()
-                            rel = m.release(X, rng=g, workload=rep.workload)
+                            rel = m.release(X, rng=rep.generator(label), workload=rep.workload)
                             t1 = time.perf_counter()
                             record_release(label, rel, t1 - t0, rep=rep, sigma=sigma)
                             acc["release"][label].append(t1 - t0)

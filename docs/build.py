@@ -43,7 +43,8 @@ LAYERS: dict[str, str] = {
     "mechanisms": "Laplace, Gaussian, exponential, sparse vector, private PCA, ellipsoid sampling, the "
                   "trigonometric mechanisms, the level-set mechanism, consistent release.",
     "methods": "Every method that answers the workload, and the method registry.",
-    "evaluation": "The empirical privacy auditor, exact oracles, reconstruction attacks, ``Check`` verdicts.",
+    "evaluation": "The empirical privacy auditor, the board's audit gate, exact oracles, reconstruction attacks, "
+                  "``Check`` verdicts.",
     "experiments": "The one runner of the protocol (``run_cell``, ``run_cells``), tables, sweeps, the leaderboard.",
     "claims": "Every check of the notebooks, as functions returning ``Check``\\ s.",
     "outputs": "The ``metrics.json`` contract, the plotting style and exporter, tables, widget panels.",
@@ -262,20 +263,42 @@ def _rel(path: Path) -> str:
 
 
 def read_records(path: Path):
-    """The leaderboard's records as a DataFrame, and the reader's name.
+    """The leaderboard's records (one row per data set, σ, repetition and method), read and checked by
+    :func:`dpkit.experiments.board_records.read_board`."""
+    from dpkit.experiments.board_records import read_board
 
-    ``dpkit.experiments.board_records.read_board`` is the reader when dpkit has it; until then the file is read
-    with ``pandas.read_parquet`` and the page says so.
-    """
-    import pandas as pd
+    return read_board(path)
 
-    try:
-        from dpkit.experiments.board_records import read_board  # type: ignore[import-not-found]
-    except ImportError:
-        return pd.read_parquet(path), "pandas.read_parquet (dpkit.experiments.board_records is not in this dpkit)"
-    got = read_board(path)
-    return (got if isinstance(got, pd.DataFrame) else pd.DataFrame(list(got))), \
-        "dpkit.experiments.board_records.read_board"
+
+def method_rows(records) -> list[dict[str, Any]]:
+    """One row per (data set, σ, method) from the records, as the notebooks' method rows state them
+    (:func:`dpkit.experiments.summary.spread_stats`): mean and standard deviation (ddof 1) of the worst absolute and
+    relative errors and of the class supremum over the repetitions, mean release time, the largest spends."""
+    import numpy as np
+
+    def sd(x) -> float:
+        return float(x.std(ddof=1)) if len(x) > 1 else 0.0
+
+    rows = []
+    for (ds, sigma, method), g in records.groupby(["dataset", "sigma", "method"], sort=True):
+        sup = g["sup_abs"].dropna().astype(float)
+        rows.append({"dataset": ds, "sigma": float(sigma), "method": method, "privacy": str(g["privacy"].iloc[0]),
+                     "abs_mean": float(g["abs"].mean()), "abs_std": sd(g["abs"]),
+                     "rel_mean": float(g["rel"].mean()), "rel_std": sd(g["rel"]),
+                     "time_s": float(g["time_s"].mean()), "eps_spent": float(g["eps_spent"].max()),
+                     "delta_spent": float(g["delta_spent"].max()), "reps": int(g["rep"].nunique()),
+                     "sup_abs_mean": float(sup.mean()) if len(sup) else np.nan,
+                     "sup_abs_std": sd(sup) if len(sup) else np.nan})
+    return rows
+
+
+def board_of(records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The method rows and the board (:func:`dpkit.experiments.leaderboard.leaderboard_rows`) of the records."""
+    from dpkit.experiments.board_stats import REPETITION_COLUMNS
+    from dpkit.experiments.leaderboard import leaderboard_rows
+
+    rows = method_rows(records)
+    return rows, leaderboard_rows(rows, records=records[list(REPETITION_COLUMNS)])
 
 
 def leaderboard_page(src: Path, board_file: Path) -> None:
@@ -292,24 +315,24 @@ def leaderboard_page(src: Path, board_file: Path) -> None:
                               "(or `$DPKIT_BOARD_RECORDS`). No number on this page is typed by hand.")]
         write(src / "results" / "leaderboard.md", "\n".join(parts))
         return
-    from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown
+    import pandas as pd
 
-    df, reader = read_records(board_file)
-    needed = {"dataset", "sigma", "privacy", "method", "abs_mean", "abs_std", "rel_mean", "rel_std", "time_s",
-              "eps_spent", "delta_spent"}
-    missing = sorted(needed - set(df.columns))
-    if missing:
-        raise BuildError(f"{board_file}: the records lack the column(s) {', '.join(missing)}")
-    records = df.to_dict("records")
-    board = leaderboard_rows(records)
-    parts += [f"Read from `{_rel(board_file)}` ({len(df)} method rows) with `{reader}`.", "",
+    from dpkit.experiments.leaderboard import headline, lost_cells_text, summary_markdown
+
+    records = read_records(board_file)
+    rows, board = board_of(records)
+    table = pd.DataFrame(rows).sort_values(["dataset", "sigma", "privacy", "abs_mean"])
+    parts += [f"Read from `{_rel(board_file)}` with `dpkit.experiments.board_records.read_board`: {len(records)} "
+              f"records, {records['dataset'].nunique()} data set(s), {records['method'].nunique()} methods, "
+              f"{records['rep'].nunique()} repetition(s) per cell.", "",
               f"**{headline(board).text()}**", "", "## The best method per cell", "",
-              "The mean worst error over the repetitions, the thesis's printed number in brackets:", "",
-              summary_markdown(board), "", "## Lost cells", "", lost_cells_text(board, records), "",
-              "## Every method", "",
-              _md_table(df[[c for c in ("dataset", "sigma", "privacy", "method", "abs_mean", "abs_std", "rel_mean",
-                                        "rel_std", "sup_abs_mean", "time_s", "eps_spent", "delta_spent")
-                            if c in df.columns]].sort_values(["dataset", "sigma", "privacy", "abs_mean"])), ""]
+              "The winner of each cell with its mean worst error on the judged repetitions and its interval, the "
+              "thesis's printed number in parentheses and the verdict (the note under the table says how they are "
+              "computed):", "",
+              summary_markdown(board), "", "## Lost cells", "", lost_cells_text(board, rows), "",
+              "## Every method", "", "Mean and standard deviation over the repetitions:", "",
+              _md_table(table[["dataset", "sigma", "privacy", "method", "abs_mean", "abs_std", "rel_mean", "rel_std",
+                               "sup_abs_mean", "time_s", "eps_spent", "delta_spent"]]), ""]
     write(src / "results" / "leaderboard.md", "\n".join(parts))
 
 

@@ -127,6 +127,11 @@ def _process_docstring(app, what, name, obj, options, lines) -> None:
         if not documented:
             lines.clear()
     rst_ready(lines)
+    # a citation ``[n]_`` of the module's References from a function's docstring: numpydoc renames each docstring's
+    # citations, so it cannot resolve there; it stays a plain "[n]"
+    defined = {m.group(1) for line in lines for m in [re.match(r"^\s*\.\. \[(\d+)\]", line)] if m}
+    for i, line in enumerate(lines):
+        lines[i] = re.sub(r"\[(\d+)\]_", lambda m: m.group(0) if m.group(1) in defined else f"[{m.group(1)}]", line)
 
 
 def _skip_foreign(app, what, name, obj, skip, options):

@@ -33,11 +33,9 @@ def board_block(records: Path) -> str:
     build = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = build
     spec.loader.exec_module(build)  # docs/build.py: the one reader of the records file
-    read_records = build.read_records
-    from dpkit.experiments.leaderboard import headline, leaderboard_rows, summary_markdown
+    from dpkit.experiments.leaderboard import headline, summary_markdown
 
-    df, _reader = read_records(records)
-    board = leaderboard_rows(df.to_dict("records"))
+    _rows, board = build.board_of(build.read_records(records))
     return f"{headline(board).text()}\n\n{summary_markdown(board)}\n"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from batch_notebooks import PARAMETERS, make_manifest, make_notebook
+from board_records import NEEDS_RECORDS
 
 from dpkit import batch
 from dpkit.batch import runner
@@ -213,6 +214,7 @@ def _board_runs(root: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+@NEEDS_RECORDS
 def test_assemble_into_a_read_only_folder_fails_in_one_line_and_writes_nothing(tmp_path, capsys):
     from dpkit.batch.assemble import main
 
@@ -230,6 +232,7 @@ def test_assemble_into_a_read_only_folder_fails_in_one_line_and_writes_nothing(t
     assert [p.name for p in ro.iterdir()] == ["leaderboard.csv"] and (ro / "leaderboard.csv").read_text() == "an older board"
 
 
+@NEEDS_RECORDS
 def test_assemble_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(tmp_path, capsys):
     """An output that cannot be written (a folder of its name in --out, writable or not, even for root): exit 2, one
     line naming it, and none of the other outputs written."""
@@ -247,6 +250,7 @@ def test_assemble_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(
     assert str(tmp_path / "afile") in capsys.readouterr().err
 
 
+@NEEDS_RECORDS
 def test_assemble_failing_half_way_leaves_nothing_half_written(tmp_path, monkeypatch, capsys):
     """A failure after some outputs are written (here: the second figure) leaves neither them nor a new folder."""
     from dpkit.batch import assemble

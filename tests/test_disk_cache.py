@@ -162,6 +162,7 @@ def test_other_method_lists_of_a_cell_reuse_the_answers_from_disk(cache, monkeyp
     assert len(rec1) == 4 and len(rec2) == 6
     from dpkit.experiments.protocol import repetitions
 
-    w2 = [r.workload.centres for r in repetitions(X, sigma=4.0, n_streams=2, reps=2, n_queries=20, rng=cell_seed(0, "toy", 4.0))]
-    w3 = [r.workload.centres for r in repetitions(X, sigma=4.0, n_streams=3, reps=2, n_queries=20, rng=cell_seed(0, "toy", 4.0))]
+    kw = dict(sigma=4.0, reps=2, n_queries=20)
+    w2 = [r.workload.centres for r in repetitions(X, names=["a", "b"], rng=cell_seed(0, "toy", 4.0), **kw)]
+    w3 = [r.workload.centres for r in repetitions(X, names=["a", "b", "c"], rng=cell_seed(0, "toy", 4.0), **kw)]
     assert all(np.array_equal(a, b) for a, b in zip(w2, w3))

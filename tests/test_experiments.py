@@ -62,7 +62,7 @@ def test_repetitions_reproducible_paired_and_budgeted(X):
     # repetition 0 does not depend on how many repetitions run (spawned child streams)
     one = ex.run_cell(X, methods=_methods(), sigma=2.0, reps=1, n_queries=200, rng=5)
     assert [r.abs for r in one] == [r.abs for r in a[:2]]
-    # a method's numbers depend only on its position: dropping trig-II leaves trig-I unchanged
+    # a method's numbers depend on its name, not on the other methods: dropping trig-II leaves trig-I unchanged
     solo = ex.run_cell(X, methods={"trig-I": _methods()["trig-I"]}, sigma=2.0, reps=2, n_queries=200, rng=5)
     assert [r.abs for r in solo] == [r.abs for r in a if r.method == "trig-I"]
 

@@ -12,6 +12,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
+from board_records import NEEDS_RECORDS, records_for
 
 from dpkit.batch.checks import to_latex as checks_latex
 from dpkit.experiments.leaderboard import leaderboard_rows
@@ -84,7 +85,8 @@ def test_every_generated_table_compiles(tmp_path):
     paths += export_table(paper_comparison_table(rows), "tables_3_2_3_3", tmp_path,
                           caption="Tables 3.2/3.3: mean worst error ± std over 30 repetitions (thesis)")
     paths += export_table(rows_frame(rows), "tables_rows", tmp_path)
-    board = leaderboard_rows(_method_rows())
+    method_rows = _method_rows()
+    board = leaderboard_rows(method_rows, records=records_for(method_rows))
     paths += export_table(rows_frame(board), "leaderboard", tmp_path)
     sweep = pd.DataFrame([{"dataset": "CSN", "param": "kappa", "value": v, "method": "trig-I", "mechanism": "I",
                            "sigma": 4.0, "abs_mean": 0.01 * v, "abs_std": 0.001, "reps": 10} for v in (0.5, 7.0)])
@@ -208,6 +210,7 @@ def test_every_paper_figure_carries_caption_and_parameters():
     assert [where for where, kw in paper if not {"caption", "parameters"} <= kw] == []
 
 
+@NEEDS_RECORDS
 def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
     import json
 
@@ -339,7 +342,7 @@ def _wide_tables(tmp_path):
     leaderboards)."""
     import json
 
-    from dpkit.batch.assemble import assemble_leaderboard
+    from dpkit.batch.assemble import _write_leaderboard
 
     rng = np.random.default_rng(3)
     frames = {
@@ -370,7 +373,9 @@ def _wide_tables(tmp_path):
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
     (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": method_rows}))
-    assemble_leaderboard(str(tmp_path / "batch"), out=str(tmp_path))
+    # the assembler's writer on a board with its intervals (the runs record no per-repetition records yet)
+    board = leaderboard_rows(method_rows, records=records_for(method_rows))
+    _write_leaderboard(str(tmp_path / "batch"), method_rows, board, tmp_path, None)
     frames["leaderboard"] = pd.read_csv(tmp_path / "leaderboard.csv")
     frames["leaderboard_all_methods"] = pd.read_csv(tmp_path / "leaderboard_all_methods.csv")
     paths.update({n: tmp_path / f"{n}.tex" for n in ("leaderboard", "leaderboard_all_methods")})

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from board_records import NEEDS_RECORDS, records_for  # noqa: E402
 
 from dpkit.experiments.leaderboard import (  # noqa: E402
     leaderboard_rows,
@@ -107,8 +108,12 @@ def _rows(scale=1.0):
     return rows
 
 
+def _board(rows):
+    return leaderboard_rows(rows, records=records_for(rows))
+
+
 def test_leaderboard_supremum_figure_plots_both_winners_on_both_metrics():
-    board = leaderboard_rows(_rows())
+    board = _board(_rows())
     fig = plot_leaderboard_supremum(board, dataset="WDBC")
     for ax, privacy in zip(fig.axes, ("ε-DP", "(ε,δ)-DP")):
         cells = sorted((b for b in board if b["privacy"] == privacy), key=lambda b: b["sigma"])
@@ -128,7 +133,7 @@ def test_leaderboard_supremum_figure_plots_both_winners_on_both_metrics():
 
 def test_the_supremum_summary_is_written_from_the_numbers():
     rows = _rows()
-    board = leaderboard_rows(rows)
+    board = _board(rows)
     text = supremum_summary_text(board, rows)
     # trig-I: sup/abs = 0.05/0.02 = 2.5, trig-II: 0.2/0.04 = 5
     assert "errs 2.5 to 5 times as much as on the thesis metric" in text
@@ -138,15 +143,16 @@ def test_the_supremum_summary_is_written_from_the_numbers():
     assert "trig-II (Table 3.3, 2 cells)" in text and "ranked 3 of the 4 methods" in text
     assert "The two rankings name different best methods in 2 of the 4 cells ranked by both." in text
     other = _rows(scale=3.0)
-    assert supremum_summary_text(leaderboard_rows(other), other) != text  # other numbers, other words
-    assert "7.5 to 15 times" in supremum_summary_text(leaderboard_rows(other), other)
+    assert supremum_summary_text(_board(other), other) != text  # other numbers, other words
+    assert "7.5 to 15 times" in supremum_summary_text(_board(other), other)
     # without the thesis's mechanism, and without any supremum
     rest = [r for r in rows if not r["method"].startswith("trig")]
-    assert "has no class supremum on this board" in supremum_summary_text(leaderboard_rows(rest), rest)
+    assert "has no class supremum on this board" in supremum_summary_text(_board(rest), rest)
     none = [{**r, "sup_abs_mean": None} for r in rows]
-    assert supremum_summary_text(leaderboard_rows(none), none).startswith("No method on this board has a class supremum")
+    assert supremum_summary_text(_board(none), none).startswith("No method on this board has a class supremum")
 
 
+@NEEDS_RECORDS
 def test_assembler_writes_the_ranking_by_the_class_supremum(tmp_path, capsys):
     from dpkit.batch.assemble import main
 
@@ -159,7 +165,7 @@ def test_assembler_writes_the_ranking_by_the_class_supremum(tmp_path, capsys):
                                                     "method_rows": [r for r in rows if r["sigma"] == sigma]}))
     assert main(["leaderboard", str(tmp_path)]) == 0, capsys.readouterr().err
     out = tmp_path / "assembled"
-    board = leaderboard_rows(rows)
+    board = _board(rows)
     table = pd.read_csv(out / "leaderboard_supremum.csv")
     assert table["method_sup"].tolist() == [b["method_sup"] for b in supremum_rows(board)]
     assert table["sup_abs_mean"].tolist() == pytest.approx([b["sup_abs_mean"] for b in board])

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from board_records import records_for
 
 from dpkit.experiments import cell_seed, run_cell, run_cells
 from dpkit.experiments.leaderboard import leaderboard_rows, ranking_disagreements
@@ -102,12 +103,13 @@ def test_the_leaderboard_ranks_by_the_supremum_too_and_names_the_cells_where_the
                 "delta_spent": 0.0, "sup_abs_mean": sup, "sup_abs_std": 0.0}
 
     rows = [row("a", 0.01, 0.30), row("b", 0.02, 0.10), row("c", 0.03, 0.20), row("d", 0.005, None)]
-    [cell] = [b for b in leaderboard_rows(rows) if b["privacy"] == "ε-DP"]
+    [cell] = [b for b in leaderboard_rows(rows, records=records_for(rows)) if b["privacy"] == "ε-DP"]
     assert cell["method"] == "d" and cell["method_sup"] == "b" and cell["runner_up_sup"] == "c"
     assert cell["rankings_agree"] is False and math.isnan(cell["sup_of_best"])  # d has no supremum: not ranked
     [dis] = ranking_disagreements([cell])
     assert dis["best_by_workload"] == "d" and dis["best_by_supremum"] == "b" and dis["its_sup"] == 0.10
-    agree = [b for b in leaderboard_rows([row("a", 0.01, 0.1), row("b", 0.02, 0.2)]) if b["privacy"] == "ε-DP"]
+    two = [row("a", 0.01, 0.1), row("b", 0.02, 0.2)]
+    agree = [b for b in leaderboard_rows(two, records=records_for(two)) if b["privacy"] == "ε-DP"]
     assert agree[0]["rankings_agree"] is True and ranking_disagreements(agree) == []
 
 

@@ -2,6 +2,13 @@
 output split per cell by the batch runner:
 ``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``.
 
+The leaderboard is also assembled as data: every run's per-repetition records (its ``records.parquet``) into one
+``records.parquet`` with its ``provenance.json`` (:mod:`dpkit.experiments.board_records`), written only when every
+finished run has its records: a finished run without them beside runs with them is named (exit 1); when no run has
+any (runs of a notebook 45 that did not write them) that is said in one line, and ``--publish`` fails (exit 1).
+``leaderboard OUTPUT --publish`` also copies both files to ``data/leaderboard/`` (or ``--publish DIR``); an existing
+published file is only replaced with ``--replace`` (otherwise: exit 2 before anything is assembled).
+
 Every output is written into a temporary folder first and moved into place once all are written, so a
 failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
 0 all well; 1 assembled, but runs failed or could not be read (each named); 2 nothing assembled (no
@@ -26,7 +33,16 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from dpkit.batch.board_files import board_provenance, gather_records
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
+from dpkit.experiments.board_records import (
+    PROVENANCE_NAME,
+    RECORDS_NAME,
+    BoardFileError,
+    read_records,
+    write_provenance,
+    write_records,
+)
 from dpkit.experiments.leaderboard import (
     DISAGREEMENT_COLUMNS,
     SUPREMUM_COLUMNS,
@@ -53,7 +69,7 @@ from dpkit.outputs.tables import export_table, paper_comparison_table, rows_fram
 #: Caption of the Tables 3.2/3.3 figures.
 
 __all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown", "assemble_tables",
-           "assemble_leaderboard", "main"]
+           "assemble_leaderboard", "publish_targets", "check_publish", "publish_board", "main"]
 
 
 def _table_key(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -309,9 +325,49 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
         raise FileNotFoundError(f"no finished 45_leaderboard runs with rows under {output}")
     board = leaderboard_rows(rows)
     dest = Path(out) if out else Path(output) / "assembled"
+    records, missing = gather_records(output)
     with _staged(dest, paper_figures) as (stage, paper_stage):
         head = _write_leaderboard(output, rows, board, stage, paper_stage)
-    return {"rows": len(board), "out": str(dest), "headline": head}
+        if not missing:
+            write_records(records, stage / RECORDS_NAME)
+            write_provenance(board_provenance(output), stage / PROVENANCE_NAME)
+    return {"rows": len(board), "out": str(dest), "headline": head, "records": len(records) if not missing else 0,
+            "records_found": len(records) > 0, "records_missing": missing}
+
+
+def publish_targets(publish: str | os.PathLike | None = None) -> tuple[Path, Path]:
+    """The published board's records and provenance files (in ``publish``, default ``data/leaderboard/``)."""
+    from dpkit.experiments import board_records
+
+    folder = Path(publish) if publish else board_records.PUBLISHED.parent
+    return folder / RECORDS_NAME, folder / PROVENANCE_NAME
+
+
+def check_publish(publish: str | os.PathLike | None = None, *, replace: bool = False) -> None:
+    """Refuse to publish over an existing published board unless ``replace``.
+
+    Raises
+    ------
+    BoardFileError
+        Naming the existing files.
+    """
+    there = [str(p) for p in publish_targets(publish) if p.exists()]
+    if there and not replace:
+        raise BoardFileError(f"a published board is there: {', '.join(there)}; not overwritten (--replace replaces it)")
+
+
+def publish_board(assembled: str | os.PathLike, publish: str | os.PathLike | None = None, *,
+                  replace: bool = False) -> list[Path]:
+    """Copy an assembled ``records.parquet`` and ``provenance.json`` to the published place (:func:`publish_targets`),
+    refusing to overwrite unless ``replace`` (:func:`check_publish`); the records are checked first."""
+    check_publish(publish, replace=replace)
+    src = Path(assembled)
+    records = read_records(src / RECORDS_NAME)
+    prov = json.loads((src / PROVENANCE_NAME).read_text())
+    rec_path, prov_path = publish_targets(publish)
+    write_records(records, rec_path, replace=True)
+    write_provenance(prov, prov_path, replace=True)
+    return [rec_path, prov_path]
 
 
 def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict[str, Any]], dest: Path,
@@ -367,11 +423,21 @@ def main(argv: list[str] | None = None) -> int:
     lb.add_argument("output")
     lb.add_argument("--out", default=None)
     lb.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
+    lb.add_argument("--publish", nargs="?", const="", default=None, metavar="DIR",
+                    help="also publish records.parquet and provenance.json to data/leaderboard/ (or DIR)")
+    lb.add_argument("--replace", action="store_true", help="with --publish: replace an existing published board")
     args = ap.parse_args(argv)
     notebook = "45_leaderboard" if args.cmd == "leaderboard" else "20_tables"
     if not Path(args.output).is_dir():
         print(f"error: batch output folder not found (or not a folder): {args.output}", file=sys.stderr)
         return 2
+    publish = getattr(args, "publish", None)
+    if publish is not None:
+        try:
+            check_publish(publish or None, replace=args.replace)
+        except BoardFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     bad = failed_runs(args.output, notebook)
     for u in unavailable_runs(args.output, notebook):
         print(f"unavailable (documented as possibly unavailable offline; no rows): {u}")
@@ -379,6 +445,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "leaderboard":
             info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
             print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
+            if info["records_missing"] and not info["records_found"] and publish is None:
+                print(f"no finished run has per-repetition records ({RECORDS_NAME}: runs of a notebook 45 that did not "
+                      f"write them): the records table is not assembled")
+            elif info["records_missing"]:
+                bad = bad + [f"{m} (no {RECORDS_NAME} assembled)" for m in info["records_missing"]]
+            else:
+                print(f"assembled {info['records']} per-repetition records into {Path(info['out']) / RECORDS_NAME}")
+                if publish is not None:
+                    for path in publish_board(info["out"], publish or None, replace=args.replace):
+                        print(f"published {path}")
         else:
             info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
             print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")

@@ -1,4 +1,5 @@
-"""``python -m dpkit.batch notebook|run|status|collect``: the command line of :mod:`dpkit.batch.runner`.
+"""``python -m dpkit.batch notebook|run|status|collect|board-add``: the command line of :mod:`dpkit.batch.runner`
+(``board-add``: :mod:`dpkit.experiments.board_add`).
 
 Exit status: 0 all well; 1 a notebook or run failed, a verdict differs from its expected verdict,
 or ``collect``/``status`` found failed runs, unreadable files or a run folder holding another key's run
@@ -8,6 +9,9 @@ output not writable, ``notebook --output`` holding a finished run without ``--re
 ``notebook`` executes into a temporary folder beside ``--output`` and renames it into place: a finished
 run there is only replaced with ``--replace`` (then moved whole to ``.superseded/``, never deleted); an
 earlier failed attempt is replaced.
+``board-add`` exits 1 when the entrant's runs failed or the audit gate refuted it (listed as refuted, not ranked),
+2 when it cannot start (no stored board, an entrant that cannot be loaded or does not follow the protocol, a name
+already on the board, an output file in the way, the gate requested but absent, a data set missing).
 Runs recorded as ``unavailable`` (their data sets are documented as possibly unavailable offline and are
 not on this machine) are listed with the reason and do not change the exit status, except with
 ``--require-data`` (``run`` and ``notebook``: exit 1).
@@ -218,6 +222,32 @@ def _status(args: argparse.Namespace) -> int:
     return 1 if any(s.state == "failed" for s in statuses) else 0
 
 
+def _board_add(args: argparse.Namespace) -> int:
+    """Run one entrant on the stored board's cells, rank it, write the updated copy (exit status: module docstring)."""
+    from dpkit.core.paths import results_dir
+    from dpkit.experiments.board_add import GateUnavailableError, prepare_board_add, ranks_text, run_board_add
+
+    out = args.out or results_dir() / "board"
+    try:
+        prep = prepare_board_add(args.method, board=args.board, out=out, quick=args.quick, gate=not args.no_gate,
+                                 replace=args.replace)
+    except (ValueError, FileNotFoundError, GateUnavailableError) as exc:
+        print(f"error: board-add {args.method}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = run_board_add(prep, workers=args.workers or 1, progress=args.progress)
+    except Exception as exc:
+        print(f"error: board-add {args.method} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    if result.status == "refuted":
+        detail = "" if result.gate is None else f": {result.gate.detail}"
+        print(f"{args.method}: refuted by the audit gate, not ranked{detail} ({result.files['summary']})")
+        return 1
+    print(ranks_text(result.ranks, args.method))
+    print(f"updated board (a copy; the stored board is unchanged): {result.files['board']}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m dpkit.batch",
                                  description="Headless notebook runs (papermill) and batches (Dask).")
@@ -252,6 +282,15 @@ def _parser() -> argparse.ArgumentParser:
     col = sub.add_parser("collect", help="merge every run's metrics into one table")
     col.add_argument("output")
     col.add_argument("--out", default=None, help="file stem of the merged tables (default OUTPUT/collected)")
+    add = sub.add_parser("board-add", help="run one entrant on the stored leaderboard's cells with its seeds and rank it")
+    add.add_argument("method", help="package.module:NAME, an entry-point name (group dpkit.methods) or a registered name")
+    add.add_argument("--board", default=None, help="the stored board's records (default: data/leaderboard/records.parquet)")
+    add.add_argument("--out", default=None, help="folder of the updated copy of the board (default: results/board)")
+    add.add_argument("--quick", action="store_true", help="one data set, one sigma, 2 repetitions (tests, tutorial)")
+    add.add_argument("--no-gate", action="store_true", help="do not run the audit gate (the entrant is unaudited)")
+    add.add_argument("--workers", type=int, default=None, help="repetitions computed at once (default 1)")
+    add.add_argument("--replace", action="store_true", help="overwrite the files of an earlier board-add in --out")
+    add.add_argument("--progress", action="store_true")
     return ap
 
 
@@ -264,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             ap.error(f"--{name} must be a positive integer, got {value}")
     try:
-        return {"notebook": _notebook, "run": _run, "collect": _collect, "status": _status}[args.cmd](args)
+        return {"notebook": _notebook, "run": _run, "collect": _collect, "status": _status,
+                "board-add": _board_add}[args.cmd](args)
     except (BatchError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@
 
 The ledger totals equal the stated budgets; the noise-free LP is no worse than the private trig
 mechanism on average; the direct-answering errors match their closed forms (Dwork & Roth 2014, §3.3
-and §3.5.3; dwork-roth.md §4.3).
+and §3.5.3; docs/science/baselines.md).
 
 **False-alarm budget.** The direct-answering checks are the statistical ones: their bounds are
 tail bounds at the level of a :class:`~dpkit.evaluation.verdicts.FalseAlarmBudget` split evenly
@@ -148,7 +148,7 @@ def baseline_checks(records: Sequence[RunRecord], rows: Sequence[dict[str, Any]]
     if {"lp-eps-inf", "trig-II"} <= set(piv.columns):
         diff = float((piv["lp-eps-inf"] - piv["trig-II"]).mean())
         out.append(check("eps-inf-floor", "the noise-free LP (ε = ∞) has mean worst abs. error ≤ trig-II's, averaged over "
-                     "(data set, σ) cells: noise only adds error on average (dwork-roth §4.3 B5)", diff, 0.0,
+                     "(data set, σ) cells: noise only adds error on average (baseline B5)", diff, 0.0,
                      relation="<=", note="statistic: mean of (lp-eps-inf − trig-II) worst abs. errors"))
     for noise, name in DIRECT_CHECKED:
         sub = rec[rec["method"] == name]

@@ -69,7 +69,8 @@ __all__ = [
     "notebook_checks",
 ]
 
-#: D–R seed E9.1: k-fold RR at ε = 0.1, k = 100, δ' = 10⁻⁵ has Thm 3.20's ε' = 5.850 and exact δ(ε') = 2.0·10⁻⁹.
+#: k-fold RR at ε = 0.1, k = 100, δ' = 10⁻⁵ has Thm 3.20's ε' = 5.850 and exact δ(ε') = 2.0·10⁻⁹
+#: (docs/science/foundations.md, *Composition*).
 RR_PRINTED_EXAMPLE: dict[str, float] = dict(epsilon=0.1, k=100, delta_prime=1e-5, eps_prime=5.850, delta_exact=2.0e-9)
 
 
@@ -165,7 +166,7 @@ def rr_kfold_composition(
     *, epsilons: Sequence[float] = (0.01, 0.05, 0.1, 0.5, 1.0), ks: Sequence[int] = (10, 100, 1000, 10_000),
     delta_primes: Sequence[float] = (1e-3, 1e-6, 1e-9),
 ) -> TableResult:
-    """D–R Thm 3.20 (advanced composition) against the exact δ of k-fold ε-randomized response (seed E9.1).
+    """D–R Thm 3.20 (advanced composition) against the exact δ of k-fold ε-randomized response (docs/science/foundations.md).
 
     k-fold RR's privacy loss is ``(k − 2l)ε`` with ``l`` binomial, so its exact δ(ε') is a finite sum
     (:func:`~dpkit.evaluation.oracles.rr_kfold_delta`, from :func:`scipy.stats.binom.logpmf`). Four exact checks:

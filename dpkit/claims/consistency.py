@@ -108,7 +108,7 @@ def boosting_eq7_check(
     *, rng: RNGLike, cases: Sequence[tuple[int, int]] = ((2, 8), (3, 9), (2, 37), (4, 16)), n_columns: int = 5,
     tol: float = TOL_EXACT,
 ) -> Check:
-    """Boosting (Hay et al., spec §2.3(a)) equals the projection of eq. (7) on the k-ary tree constraints, for
+    """Boosting (Hay et al. 2010; docs/science/consistency.md) equals the projection of eq. (7) on the k-ary tree constraints, for
     ``(k, T)`` in ``cases`` (T not a power of k included: zero-padded days), on Gaussian inputs of scale 30."""
     g = resolve_rng(rng)
     gap = 0.0
@@ -204,7 +204,7 @@ def convergence_checks(
         check("fixed-100-reaches-optimum",
               f"{n_iter} cycles reach the exact optimum (max |x_{n_iter} - x*| <= {_short(reach_tol)})",
               max(r.dist_inf[-1] for r in traces), reach_tol, expected="FAIL",
-              note="spec §0: contraction ~ 1 - 1/(2T-1); internal nodes converge slowly"),
+              note="contraction ~ 1 - 1/(2T-1); internal nodes converge slowly"),
     )
     return ConvergenceClaims(rows=rows, checks=checks, traces=traces)
 
@@ -267,11 +267,11 @@ def fig3_checks(
               ratio_pinv[T_p], 1.0, relation=">"),
         check("fig3-stop-rule-accuracy", f"the {_short(tol)} mean-change stop yields max|x - x*| <= {_short(accuracy)}",
               max(r.dist_inf for r in alg), accuracy, expected="FAIL",
-              note="the stop rule measures the step, not the error (spec §5)"),
+              note="the stop rule measures the step, not the error"),
         check("fig3-iterations-bounded",
               f"Algorithm 1's iteration count to the stop does not grow with T (log-log slope <= {slope_bound:g})",
               loglog_slope(Ts, [r.n_iter for r in alg]), slope_bound, expected="FAIL",
-              note="spec §0: contraction ~ 1 - 1/(2T-1)"),
+              note="contraction ~ 1 - 1/(2T-1)"),
         check("fig3-splu-beats-alg1", f"best sparse general solver (splu) is >= {speedup:g}x faster than Algorithm 1 at T={Tmax}",
               ratio_splu[Tmax], speedup, relation=">="),
         check("fig3-closed-form-beats-alg1", f"closed form is >= {speedup:g}x faster than Algorithm 1 at T={Tmax}",
@@ -325,7 +325,7 @@ def fig4_checks(
     return Fig4Claims(checks, rows, largest)
 
 
-# ----------------------------------------------------------------------------- exact contraction factor (issue #17)
+# ----------------------------------------------------------------------------- exact contraction factor
 @dataclass(frozen=True)
 class ContractionRow:
     """One tree instance of :func:`contraction_checks`."""
@@ -360,8 +360,8 @@ def contraction_checks(
       sub-dominant modes (``μ_max`` the top eigenvalue below 1, ``ρ_pred`` the window ratio of the spectral
       expansion of the same start) plus rounding ``10·S₂·u·‖x₀‖/d`` per distance; statistic
       ``|ρ̂ − factor|/(|transient| + rounding)``.
-    * ``contraction-spec-2T-1``: spec §0's ``1 − 1/(2T − 1)`` is exact for binary trees with T a power of 2 (the
-      paper's instances); bound as the first check.
+    * ``contraction-spec-2T-1``: the approximation ``1 − 1/(2T − 1)`` (docs/science/consistency.md, *The contraction factor*)
+      is exact for binary trees with T a power of 2 (the paper's instances); bound as the first check.
     * ``contraction-spec-2T-1-padded`` (negative control, expected FAIL): the same formula on padded or ternary trees,
       read as 'about' = within ``spec_gap_rel`` of the gap ``1 − λ``: it is off by 24–62 % there.
     """
@@ -409,12 +409,12 @@ def contraction_checks(
                                               f"transient={r.transient:.2e}" for r in rows)),
     ]
     if paper:
-        checks.append(check("contraction-spec-2T-1", "spec §0: contraction ≈ 1 − 1/(2T − 1) for binary trees, T a power of 2 "
+        checks.append(check("contraction-spec-2T-1", "contraction ≈ 1 − 1/(2T − 1) for binary trees, T a power of 2 "
                             "(max |λ − (1 − 1/(2T−1))|)", max(abs(r.factor_exact - r.factor_spec_2T_1) for r in paper), tol,
                             confidence=None))
     if other:
         checks.append(check("contraction-spec-2T-1-padded",
-                            f"spec §0's 1 − 1/(2T − 1) on padded/ternary trees, within {spec_gap_rel:g} of the gap 1 − λ "
+                            f"1 − 1/(2T − 1) on padded/ternary trees, within {spec_gap_rel:g} of the gap 1 − λ "
                             "(max relative gap error)",
                             max(abs((1 - r.factor_spec_2T_1) / (1 - r.factor_exact) - 1) for r in other), spec_gap_rel,
                             confidence=None, expected="FAIL", note="the exact factor is 1 − 1/n_nodes of the padded tree"))

@@ -235,7 +235,7 @@ def random_system_suite(n_systems: int, *, max_size: int = 12, rng: RNGLike = No
     return SuiteWorst(**worst)
 
 
-# ----------------------------------------------------------------------------- exact contraction factor (issue #17)
+# ----------------------------------------------------------------------------- exact contraction factor
 @dataclass(frozen=True)
 class IterationSpectrum:
     """Spectrum of one cycle of Algorithm 1 (``x ← P₂P₁x``) on the restaurant trees, from :func:`iteration_spectrum`.

@@ -1,4 +1,4 @@
-"""Experiment runners for Cai et al.'s (2021) Figs. 1–4 (spec §4, §5 "speed-comparison protocol").
+"""Experiment runners for Cai et al.'s (2021) Figs. 1–4 (docs/science/consistency.md, *The experiments and the speed claim*).
 
 * :func:`convergence_study` – Figs. 1/2: ``mse_s`` (eq. 14) and ``err_s`` (eq. 15) over 100 cycles of
   Algorithm 1, with the exact optimum's error, the leaf-only error and the distance to the optimum.
@@ -299,7 +299,8 @@ def speed_ratios(rows: Sequence[TimingRow], numerator: str, denominator: str) ->
 
 
 def machine_info() -> dict[str, Any]:
-    """CPU model, core count and library versions, recorded with every timing run (spec §5 protocol)."""
+    """CPU model, core count and library versions, recorded with every timing run (speed-comparison protocol,
+    docs/science/consistency.md)."""
     import os
     import platform
 

@@ -98,7 +98,7 @@ def pam_check(loaded: LoadedDatasets) -> Check:
         return check("PAM-shape-d", "PAM recipe yields d = 28", abs(loaded.datasets["PAM"].d - 28), 0)
     clear = all(s in loaded.errors.get("PAM", "") for s in PAM_MESSAGE_PARTS)
     return check("PAM-offline-message", "PAM fails offline with what to download and where to put it",
-                 float(clear), 1, relation=">=", note="raw .dat files are not on this machine (SOURCES.md)")
+                 float(clear), 1, relation=">=", note="raw .dat files are not on this machine (data/registry.yaml)")
 
 
 def _leaks_recorded(ds: Dataset, n_warnings: int) -> tuple[bool, str]:

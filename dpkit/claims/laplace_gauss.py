@@ -64,7 +64,7 @@ __all__ = [
     "notebook_checks",
 ]
 
-#: D–R seed (Thm 3.22 note): the ε* where σ = Δ√(2 ln(1.25/δ))/ε stops being (ε, δ)-DP, as printed (δ → ε*).
+#: docs/science/foundations.md (Thm 3.22): the ε* where σ = Δ√(2 ln(1.25/δ))/ε stops being (ε, δ)-DP, as printed (δ → ε*).
 GAUSSIAN_FAILURE_POINTS: dict[float, float] = {1e-3: 7.5, 1e-5: 8.4, 1e-8: 9.4}
 
 #: The post-processing maps of Prop 1.1's check (name → element-wise map).

@@ -1,7 +1,7 @@
 """Claims of the near-optimal mechanism for 1-D linear queries (Wu, He & Xia 2017, notebook 30).
 
-``spec §n`` below is a section of the project's English restatement of the paper (§4 the checks, §5 the
-experiments, §5.4 the paper's findings); the paper's own sections are ``Sec. n``. Each public
+The science behind each check is on the docs page *The science › Level-set mechanism* (``docs/science/linear_queries.md``);
+``[3, …]`` cites the paper (``docs/science/references.md``), whose own sections are also written ``Sec. n``. Each public
 ``*_check``/``*_checks`` function checks one statement (or a pair measured on the same draws) and returns
 :class:`~dpkit.evaluation.verdicts.Check` values; the statistics themselves are in
 :mod:`dpkit.claims.linear_statistics`. The study helpers (:func:`rate_maps`, :func:`min_rate_curves`,
@@ -86,13 +86,13 @@ def privacy_monte_carlo_checks(
     densities: Mapping[str, LevelSetDensity], *, n_samples: int, rng: RNGLike, tol: float = 1e-9
 ) -> tuple[Check, Check]:
     """``p(r) ≤ e^ε p(r+v)`` at random ``r`` and ``v ∈ W`` (one spawned stream per configuration),
-    and the bound is attained (spec §3.4: the level sets make the DP inequality tight)."""
+    and the bound is attained (the level sets make the DP inequality tight; docs/science/linear_queries.md)."""
     mc = [monte_carlo_level_check(d, n_samples, rng=g) for d, g in zip(densities.values(), spawn(rng, len(densities)))]
     ratios = [m.max_log_ratio_over_eps for m in mc]
     return (
         check("privacy-mc-ratio", "p(r) ≤ e^ε p(r+v) for random r and v ∈ W: max ln(p(r)/p(r+v))/ε over V1–V7",
               max(ratios), 1.0 + tol, relation="<=", confidence=None),
-        check("privacy-tight", "the DP inequality is attained (spec §3.4): max ln(p(r)/p(r+v))/ε = 1",
+        check("privacy-tight", "the DP inequality is attained (Thm 2 of [3]): max ln(p(r)/p(r+v))/ε = 1",
               min(ratios), 1.0 - tol, relation=">=", confidence=None),
     )
 
@@ -120,7 +120,8 @@ def privacy_auditor_check(
 
 # ----------------------------------------------------------------------------- exact identities
 def v4_staircase_rate_check(epsilons: Sequence[float], *, tol: float = 1e-12) -> Check:
-    """V4 = [0, Δf] at δ = γ*Δf is the optimal staircase (spec §0): ``rate = 1`` at every ε."""
+    """V4 = [0, Δf] at δ = γ*Δf is the optimal staircase: ``rate = 1`` at every ε
+    (docs/science/linear_queries.md, *Calibration point*)."""
     dev = max(abs(LevelSetDensity.from_query(_V4, epsilon=e, radius=optimal_gamma(e) * _DF4).rate - 1.0) for e in epsilons)
     return check("V4-staircase-rate", "V4 = [0, Δf] at δ = γ*Δf, γ* = 1/(1+e^{ε/2}): rate = 1 (max |rate − 1| over EPS_CURVE)",
                  dev, tol, relation="<=", confidence=None)
@@ -144,7 +145,7 @@ def v4_staircase_pdf_check(epsilon: float, *, rng: RNGLike, n_points: int = 20_0
 
 
 def v6_equals_v1_check(grid_v6: RateGrid, grid_v1: RateGrid, *, tol: float = 1e-12) -> Check:
-    """V6 is the set V1 (spec §5.1), so the two heat maps must coincide."""
+    """V6 is the set V1 ([3, §6]), so the two heat maps must coincide."""
     return check("V6-equals-V1", "V6 is the set V1: identical rate heat maps (max |difference|)",
                  float(np.max(np.abs(grid_v6.rate - grid_v1.rate))), tol, relation="<=", confidence=None)
 
@@ -214,7 +215,8 @@ def mc_abs_error_check(
     densities: Mapping[str, LevelSetDensity], *, n_samples: int, rng: RNGLike, baseline_rng: RNGLike,
     baseline_sensitivity: float = 101.0, level: float = 9e-4,
 ) -> AbsErrorClaim:
-    """Monte-Carlo ``E|Z|`` = closed form (spec §3.5) for Algorithm 2 (one spawned stream of ``rng`` per
+    """Monte-Carlo ``E|Z|`` = closed form (docs/science/linear_queries.md, *The expected error*) for Algorithm 2
+    (one spawned stream of ``rng`` per
     configuration) and for the staircase and Laplace samplers (two spawned streams of ``baseline_rng``, at the
     densities' ε and ``baseline_sensitivity``). ``z = (mean|Z| − E|Z|)/(sd|Z|/√n)``, sd from the closed-form second
     moment; the bound is the two-sided normal critical value at ``level/r`` per run (Bonferroni over the ``r``
@@ -250,19 +252,20 @@ def sampler_ks_check(density: LevelSetDensity, *, n_samples: int, rng: RNGLike, 
 
 
 def sampler_ks_printed_support0_check(epsilon: float, *, n_samples: int, rng: RNGLike, level: float = 1e-3) -> Check:
-    """Negative control (erratum 15): the printed Algorithm 2 read with a geometric on {0, 1, …}, on V4 at δ = 50
+    """Negative control (docs/science/errata.md, *erratum-lq-geometric-support*): the printed Algorithm 2 read with a
+    geometric on {0, 1, …}, on V4 at δ = 50
     where the tail carries ≈ 1/3 of the mass, must be rejected by the same KS test (expected FAIL)."""
     d4k = LevelSetDensity.from_query(_V4, epsilon=epsilon, radius=50.0)
     p = stats.kstest(d4k.sample(n_samples, rng=rng, geometric_support=0), d4k.cdf).pvalue
     return check("sampler-ks-printed-support0",
                  "printed Algorithm 2 read with a geometric on {0,1,…} matches the CDF (KS p-value, V4, δ=50)",
                  p, level, relation=">=", confidence=1.0 - level, expected="FAIL",
-                 note="erratum 15: support {0,…} double-counts R_n's bands")
+                 note="erratum-lq-geometric-support: support {0,…} double-counts R_n's bands")
 
 
 # ----------------------------------------------------------------------------- construction
 def convergence_check(grids: Mapping[str, RateGrid], *, max_steps: int = 2200) -> Check:
-    """Definition 2 is reached within ``max_steps`` (spec §5.3: 2 200) for every build of the heat maps."""
+    """Definition 2 is reached within ``max_steps`` ([3, §6]: 2 200) for every build of the heat maps."""
     steps = {k: int(np.max(g.steps)) for k, g in grids.items()}
     allconv = all(bool(np.all(g.converged)) for g in grids.values())
     worst = max(steps.values())
@@ -272,7 +275,8 @@ def convergence_check(grids: Mapping[str, RateGrid], *, max_steps: int = 2200) -
 
 
 def truncation_bound_check() -> Check:
-    """Truncation (spec §3.6): the counting query V = {1} with δ = 0.3 < 1/2 never converges; the interval that
+    """Truncation (docs/science/linear_queries.md, *Convergence*): the counting query V = {1} with δ = 0.3 < 1/2
+    never converges; the interval that
     :meth:`LevelSetDensity.tail_bound` states at K = 150 must contain ``E|Z|`` of a 4× longer construction."""
     short = LevelSetDensity.from_query([[1.0, 1.0]], epsilon=0.1, radius=0.3, max_steps=150)
     long = LevelSetDensity.from_query([[1.0, 1.0]], epsilon=0.1, radius=0.3, max_steps=600)

@@ -25,11 +25,11 @@ __all__ = ["group_ordering_checks", "never_worse_than_staircase_check", "StepRow
            "geometric_limit_check"]
 
 
-# ----------------------------------------------------------------------------- the paper's findings (§5.4, §7)
+# ----------------------------------------------------------------------------- the paper's findings (Sec. 6, §7)
 def group_ordering_checks(
     curves: Mapping[str, Sequence[RadiusSearch]], *, min_epsilon: float = 1.0, tol: float = 1e-9
 ) -> tuple[Check, Check]:
-    """Spec §5.4: min-rate grows with μ(V) in Group 1 (V1 ≤ V2 ≤ V3 ≤ V4) and falls with Δf in Group 2
+    """[3, §6]: min-rate grows with μ(V) in Group 1 (V1 ≤ V2 ≤ V3 ≤ V4) and falls with Δf in Group 2
     (V5 ≥ V6 ≥ V7), at every ε ≥ ``min_epsilon`` of the curves."""
     rr = {k: {r.epsilon: r.rate for r in v} for k, v in curves.items()}
     big = [e for e in rr["V1"] if e >= min_epsilon]
@@ -54,7 +54,7 @@ def never_worse_than_staircase_check(curves: Mapping[str, Sequence[RadiusSearch]
                  note="fails at small ε (e.g. V1 at ε=0.3); Theorem 2 is only approximate optimality")
 
 
-# ----------------------------------------------------------------------------- closed-form oracles (issue #17)
+# ----------------------------------------------------------------------------- closed-form oracles
 @dataclass(frozen=True)
 class StepRow:
     """One (variant, δ) of :func:`convergence_steps_checks`: dpkit's step count against the closed form."""
@@ -172,8 +172,8 @@ def closed_form_abs_error_checks(
     epsilons: Sequence[float], *, gammas: Sequence[float] = (0.1, 0.5, 0.9), counting_radii: Sequence[float] = (0.5, 0.8, 1.7),
     truncated_radii: Sequence[float] = (0.3, 0.1, 0.01), tail_tol: float = 1e-15,
 ) -> AbsErrorOracleClaims:
-    """The closed-form ``E|Z|`` cases (spec §0, §3.6, §3.7; formulas in :mod:`dpkit.claims.linear_statistics`), each a
-    check of :attr:`LevelSetDensity.expected_abs_error` (the §3.5 shell sums) against the closed form, with a
+    """The closed-form ``E|Z|`` cases (docs/science/linear_queries.md; formulas in :mod:`dpkit.claims.linear_statistics`), each a
+    check of :attr:`LevelSetDensity.expected_abs_error` (the shell sums) against the closed form, with a
     tolerance from float64 rounding of those sums (plus, for the truncated construction, the width of its stated
     interval for the ideal ``E|Z|``):
 
@@ -205,7 +205,7 @@ def closed_form_abs_error_checks(
 
 def geometric_limit_check(epsilon: float, radii: Sequence[float] = (0.4, 0.1, 0.03, 0.01, 0.003, 0.001), *,
                           tail_tol: float = 1e-15) -> Check:
-    """Spec §3.6 [reviewer]: for the counting query ``V = {1}``, ``E|Z| → 1/sinh ε`` (the geometric mechanism) as
+    """For the counting query ``V = {1}``, ``E|Z| → 1/sinh ε`` (the geometric mechanism; docs/science/linear_queries.md) as
     ``δ → 0``. Along the decreasing ``radii`` the error ``|E|Z| − 1/sinh ε|`` must decrease strictly, and the last one
     must be below the derived tolerance ``(δ_min/2) tanh(ε/2)`` (the exact remaining gap, see
     :func:`~dpkit.claims.linear_statistics.counting_abs_error_closed_form`) plus the rounding/truncation tolerance."""

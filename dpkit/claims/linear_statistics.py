@@ -1,4 +1,4 @@
-"""The statistics behind the level-set mechanism's claims (spec §4/§6; used by :mod:`dpkit.claims.linear`).
+"""The statistics behind the level-set mechanism's claims (docs/science/linear_queries.md; used by :mod:`dpkit.claims.linear`).
 
 Every function returns numbers (a statistic to compare with a bound, in a small frozen
 dataclass where there are several); :mod:`dpkit.claims.linear` compares them with the bounds
@@ -46,7 +46,7 @@ class LevelCheck:
 
 
 def exact_level_check(levels: LevelSets) -> LevelCheck:
-    """Exact privacy check (spec §4, Lemma 4 / Theorem 2): ``C_t ⊕ W ⊆ C_{t+1}`` for all t.
+    """Exact privacy check ([3, Lemma 4, Thm 2]): ``C_t ⊕ W ⊆ C_{t+1}`` for all t.
 
     ``C_t`` is rebuilt from the *stored shells* (the sets the pdf and sampler use) and the
     inclusion is tested with interval arithmetic, including ``t = n`` against the first
@@ -89,7 +89,7 @@ class LevelRatios:
 
 
 def monte_carlo_level_check(density: LevelSetDensity, n: int = 20000, *, rng: RNGLike = None) -> LevelRatios:
-    """Spec §4 Lemma 4 (b): random ``r`` (half from the density, half uniform over the
+    """[3, Lemma 4] (b): random ``r`` (half from the density, half uniform over the
     explicit region plus a band of tail) and ``v ∈ W`` (endpoints, interior points and
     uniform draws): returns ``max |ℓ(r+v) − ℓ(r)|`` (must be ≤ 1) and
     ``max ln(p(r)/p(r+v))/ε`` (must be ≤ 1, and = 1 shows the bound is tight)."""
@@ -160,7 +160,7 @@ class Theorem1LP:
 
 
 def theorem1_lp(levels: LevelSets, epsilon: float, *, max_levels: int | None = None) -> Theorem1LP:
-    """Theorem 1 via the Charnes–Cooper LP of spec §4 (HiGHS).
+    """Theorem 1 via the Charnes–Cooper LP (docs/science/linear_queries.md, *Levels*; HiGHS).
 
     With fixed shells ``R_0..R_K`` (``a_i = ∫_{R_i}|r|``, ``b_i = μ(R_i)``), problem (5)
     in ``u_i = e^{ε z_i}`` becomes: minimise ``Σ a_i y_i`` s.t. ``Σ b_i y_i = 1``,
@@ -241,7 +241,7 @@ def monte_carlo_abs_error(density: LevelSetDensity, n: int, *, rng: RNGLike = No
 
 
 
-# ----------------------------------------------------------------------------- closed-form oracles (issue #17)
+# ----------------------------------------------------------------------------- closed-form oracles
 def convergence_step_oracle(V: np.ndarray, radius: float) -> int | None:
     """Definition-2 step count ``n`` from the closed form of ``C_i`` (no interval arithmetic) *[derived]*.
 
@@ -298,7 +298,7 @@ def staircase_abs_error_closed_form(gamma: float, epsilon: float, sensitivity: f
 
         E|Z| = Δf [γ² + (2γ − 1) q/(1 − q) + 2q/(1 − q)²] / (2[γ + q/(1 − q)]),   q = e^{−ε},
 
-    which at γ* = 1/(1 + e^{ε/2}) is the staircase value Δf e^{ε/2}/(e^ε − 1) (spec §3.7)."""
+    which at γ* = 1/(1 + e^{ε/2}) is the staircase value Δf e^{ε/2}/(e^ε − 1) ([6])."""
     q = math.exp(-epsilon)
     s = q / (1 - q)
     return sensitivity * (gamma * gamma + (2 * gamma - 1) * s + 2 * q / (1 - q) ** 2) / (2 * (gamma + s))
@@ -310,7 +310,7 @@ def counting_abs_error_closed_form(radius: float, epsilon: float) -> float:
 
         E|Z| = 2q/(1 − q²) + δ(1 − q)/(2(1 + q)) = 1/sinh ε + (δ/2) tanh(ε/2),
 
-    which tends to the geometric mechanism's ``E|K| = 1/sinh ε`` as ``δ → 0`` (spec §3.6 [reviewer])."""
+    which tends to the geometric mechanism's ``E|K| = 1/sinh ε`` as ``δ → 0`` (docs/science/linear_queries.md, *Convergence*)."""
     q = math.exp(-epsilon)
     return 2 * q / (1 - q * q) + radius * (1 - q) / (2 * (1 + q))
 

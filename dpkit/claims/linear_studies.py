@@ -20,7 +20,7 @@ __all__ = ["CONFIGURATIONS", "MinRateRow", "rate_maps", "min_rate_curves", "min_
            "densities_at_radius_star"]
 
 
-#: The experiment configurations V1–V7 of spec §5.1 (V = [0, a] ∪ [b, c]; V4 degenerate).
+#: The experiment configurations V1–V7 of [3, §6] (V = [0, a] ∪ [b, c], see *erratum-lq-v-set*; V4 degenerate).
 CONFIGURATIONS: dict[str, list[list[float]]] = {
     "V1": [[0.0, 1.0], [1000.0, 1001.0]],
     "V2": [[0.0, 100.0], [1000.0, 1001.0]],
@@ -59,7 +59,7 @@ def min_rate_curves(
 
 @dataclass(frozen=True)
 class MinRateRow:
-    """One row of the min-over-δ table (spec §6 'how to report')."""
+    """One row of the min-over-δ table (docs/science/linear_queries.md, *The experiments*)."""
 
     config: str
     epsilon: float

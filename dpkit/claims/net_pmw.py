@@ -86,13 +86,15 @@ def net_size(*, domain_size: int = 8, m_max: int = 39) -> Check:
                  note="statistic: max log|N| / (m log|X|)")
 
 
-#: D–R seed E17's feasibility example: |X| = 441, |Q| = 200, ε = 1, β = 0.05, n = 10⁷ → α = 0.0744, c = 4,404.
+#: The feasibility example of docs/science/foundations.md (*Private multiplicative weights*):
+#: |X| = 441, |Q| = 200, ε = 1, β = 0.05, n = 10⁷ → α = 0.0744, c = 4,404.
 PMW_PRINTED_EXAMPLE: dict[str, float] = dict(domain_size=441, n_queries=200, epsilon=1.0, beta=0.05, n=10**7, alpha=0.0744,
                                              cutoff=4404)
 
 
 def pmw_alpha_example(*, example: dict[str, float] | None = None) -> Check:
-    """D–R Thm 4.14 (δ = 0): the fixed-point α and cutoff c of seed E17's example, as printed (α = 0.0744, c = 4,404).
+    """D–R Thm 4.14 (δ = 0): the fixed-point α and cutoff c of the feasibility example (α = 0.0744, c = 4,404;
+    docs/science/foundations.md).
 
     Statistic: ``max(|α − α_printed|/5e-5, |c − c_printed|/0.5)`` (deviation in half units of the printed
     last digit; ≤ 1 passes). α from :func:`~dpkit.mechanisms.pmw.pmw_alpha` (brentq), c = ⌈4 ln|X|/α²⌉.
@@ -112,7 +114,7 @@ def pmw_alpha_example(*, example: dict[str, float] | None = None) -> Check:
 def pmw_instance(
     *, grid: int = 21, n_queries: int = 200, width: float = 0.3, rng: RNGLike = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seed E17's instance: X = a ``grid × grid`` grid on [−1, 1]², ``n_queries`` Gaussian-kernel queries.
+    """The feasibility example's instance: X = a ``grid × grid`` grid on [−1, 1]², ``n_queries`` Gaussian-kernel queries.
 
     Query j is ``exp(−‖z − z_j‖²/(2·width²))`` (values in (0, 1]); the data distribution x is one
     concentrated Gaussian bump (centre μ uniform on [−0.6, 0.6]², sd 0.08) on the grid; the query
@@ -176,7 +178,7 @@ def pmw_accuracy(
 def pmw_printed_threshold(
     *, epsilon: float = 1.0, n: int = 10**7, grid: int = 21, n_queries: int = 200, gamma: float = 1e-3, rng: RNGLike = None,
 ) -> TableResult:
-    """Negative control: PMW with the misprinted threshold ``T ← ⌈1/α⌉`` (seed M13) claimed 3α-accurate.
+    """Negative control: PMW with the misprinted threshold ``T ← ⌈1/α⌉`` (*erratum-dr-pmw-constants*) claimed 3α-accurate.
 
     The threshold is never crossed, so every answer is the uninformed ``f(x⁰)``; on
     :func:`pmw_instance` that error exceeds 3α and the check must FAIL.

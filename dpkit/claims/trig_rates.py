@@ -246,7 +246,7 @@ def moment_privacy(*, epsilon: float, K: float, n: int, dims: tuple[int, ...] = 
                   worst["correct"], epsilon * (1 + 1e-12), relation="<=")
     control = check("Alg 4 printed Lap(t^d/(nε))", "Alg 4 with the printed Lap(t^d/(nε)): exact worst-case privacy loss ≤ ε",
                     worst["thesis"], epsilon * (1 + 1e-12), relation="<=", expected="FAIL",
-                    note="the exact sensitivity exceeds t^d/n (D–R seed §4.2: ≈ 1.2 t/n for d = 1)")
+                    note="the exact sensitivity exceeds t^d/n (≈ 1.2 t/n for d = 1; erratum-moment-sensitivity)")
     return RowsResult(rows=tuple(rows), checks=(claim, control))
 
 

@@ -137,7 +137,7 @@ def claimed_exponent(d: int, mechanism: str, K: float) -> float:
 
 
 def _workload(d: int, n_queries: int, J: int, sigma: float, rng: np.random.Generator) -> GaussianKernelWorkload:
-    # The draws of GaussianKernelWorkload.generate, without its renormalisation of α (kept bit for bit as before).
+    # The draws of GaussianKernelWorkload.generate, without its renormalisation of α (so the numbers match bit for bit).
     centres, alphas = rng.uniform(-1, 1, (n_queries, J, d)), rng.dirichlet(np.ones(J), n_queries)
     return GaussianKernelWorkload(centres=centres, alphas=alphas, sigma=sigma)
 

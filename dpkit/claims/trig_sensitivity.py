@@ -82,7 +82,8 @@ def sensitivity_scan(configs: Sequence[tuple[int, int, int, int | None]], *, n: 
     10⁻¹²-per-function margin plus float64 rounding of the Chebyshev values):
 
     * ``trig-scan-default-bound``: the default bound 2(R−1)/n (L1) and 2√(R−1)/n (L2) is ≥ the scan (max ratio ≤ 1);
-    * ``trig-scan-printed-constant`` (negative control, expected FAIL — spec erratum to Alg 4 step 4): the printed
+    * ``trig-scan-printed-constant`` (negative control, expected FAIL — Alg 4 step 4; docs/science/errata.md,
+      *erratum-moment-sensitivity*): the printed
       scales Lap(t^d/(nε)) (Alg 4) and Lap(3R/(nε)) at ε/3 (Alg 9) imply an L1 sensitivity R/n; it under-states the
       scan (max scan/(R/n) > 1, e.g. ≈ 1.2 for d = 1);
     * ``trig-switch-equals-scan``: ``sensitivity="exact"`` (:func:`~dpkit.mechanisms.trig.moments.grid_sensitivity`)

@@ -2,11 +2,12 @@
 
 dpkit runs from an editable install of its clone: the repository root is the ancestor of this
 file that holds ``dpkit/`` and ``data/registry.yaml``; the reference material (offline data
-copies, specs) lives in ``<clone>/../shared`` or wherever ``$DPKIT_SHARED_DIR`` points.
+copies) lives where ``$DPKIT_SHARED_DIR`` points, else in the ``shared`` folder beside the clone.
 """
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ def library_fingerprint(root: str | os.PathLike | None = None) -> str:
     comments, docstrings, blank lines and line breaks do not change the fingerprint, while any change to
     code does (a constant, a name, an operator, an import). Kept repetitions are only reused by code
     that computes what they were computed with (:mod:`dpkit.experiments.checkpoint`,
-    :mod:`dpkit.batch.execute`); a docstring edit used to make hours of kept repetitions stale. A file
+    :mod:`dpkit.batch.execute`), so a docstring edit does not make kept repetitions stale. A file
     that does not parse enters with its bytes. ``root``: another package folder (default: the one this
     module belongs to).
     """
@@ -98,14 +99,20 @@ def library_fingerprint(root: str | os.PathLike | None = None) -> str:
         key = hashlib.sha256(raw).digest()
         body = _CODE_DIGESTS.get(key)
         if body is None:
-            try:
-                body = hashlib.sha256(_code_only(ast.parse(raw)).encode()).digest()
-            except (SyntaxError, ValueError):
-                body = hashlib.sha256(raw).digest()
+            with _PARSE_LOCK:  # CPython 3.11's parser is not safe to run in several threads at once (below)
+                try:
+                    body = hashlib.sha256(_code_only(ast.parse(raw)).encode()).digest()
+                except (SyntaxError, ValueError):
+                    body = hashlib.sha256(raw).digest()
             _CODE_DIGESTS[key] = body
         h.update(f.relative_to(base).as_posix().encode() + b"\0" + body + b"\0")
     return h.hexdigest()[:16]
 
+
+#: Serialises :func:`library_fingerprint`'s ``ast.parse`` calls within a process. Several batch runs execute in the
+#: threads of one Dask worker (a notebook's task secedes while its repetitions run), and CPython 3.11's parser raised
+#: ``SystemError: AST constructor recursion depth mismatch`` when two threads parsed at once (python/cpython gh-106905, fixed in later releases).
+_PARSE_LOCK = threading.Lock()
 
 #: Per-process memo of :func:`library_fingerprint`'s per-file code digests, keyed by the file's bytes' sha256.
 _CODE_DIGESTS: dict[bytes, bytes] = {}

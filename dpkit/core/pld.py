@@ -130,7 +130,7 @@ def laplace_privacy_loss_exact(k: int, epsilon: float, *, bins_per_step: int | N
     bins_per_step : int, optional
         Grid points per ε (h = ε/m). Default ``min(2000, 2^22/k)`` (at least 20). The bracket
         width shrinks like ``k·h``. Cost: one FFT of length ``2mk + 1`` (≤ 2^23, else
-        :class:`~dpkit.core.exceptions.FeasibilityError`); ~0.5 s at the largest size.
+        :class:`~dpkit.core.exceptions.FeasibilityError`).
     """
     k = check_positive_int(k, name="k")
     eps = check_epsilon(epsilon)
@@ -167,7 +167,7 @@ def laplace_composition_delta(
     Examples
     --------
     Thesis Prop 1.12 (Laplace II) at ε = 1, δ = 1e-5, k = 100 uses
-    ``ε_step = 1/√(2k ln(1/δ))``; the exact δ at ε_total = 1 is ~3e-8 ≪ 1e-5 (D–R seed §0).
+    ``ε_step = 1/√(2k ln(1/δ))``; the exact δ at ε_total = 1 is ~3e-8 ≪ 1e-5 (docs/science/foundations.md).
     """
     bound = check_choice(bound, name="bound", choices=("upper", "lower", "mid"))
     pld = laplace_privacy_loss_exact(k, eps_step, bins_per_step=bins_per_step)

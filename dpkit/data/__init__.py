@@ -11,7 +11,7 @@ preprocessing steps its documentation makes public). :func:`load` runs one strai
 
 1. the registry entry (:mod:`dpkit.data.registry`) names its recipe object (:mod:`dpkit.data.recipes`);
 2. the recipe locates the raw files (explicit ``path``; ``$DPKIT_DATA_DIR``; the repo's gitignored
-   ``data/raw/``; ``shared/data/raw/``; else a verified download through the pooch registry of
+   ``data/raw/``; the offline copies in ``<shared>/data/raw/``; else a verified download through the pooch registry of
    :mod:`dpkit.data.download`), verifies their checksums on every call (hashes cached per file
    size and mtime) and parses them strictly (:mod:`dpkit.data.parsers`);
 3. the Table 3.1 steps (thesis Sec 3.1, :mod:`dpkit.data.steps`): drop rows with missing values,

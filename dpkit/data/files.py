@@ -6,8 +6,8 @@ Search order for every file of a data set ``CODE`` (first hit wins, per file):
 2. ``$DPKIT_DATA_DIR`` (``$DPKIT_DATA_DIR/CODE/<file>`` or ``$DPKIT_DATA_DIR/<file>``); it must
    be an existing folder (:class:`DataConfigError` otherwise, never silently skipped);
 3. the repository's gitignored ``data/raw/CODE/``;
-4. ``shared/data/raw/CODE/``: the offline copies of this machine (read-only), found through
-   :func:`dpkit.core.paths.shared_dir` (``<clone>/../shared`` or ``$DPKIT_SHARED_DIR``);
+4. ``<shared>/data/raw/CODE/``: the offline copies of this machine (read-only), ``<shared>`` being
+   :func:`dpkit.core.paths.shared_dir` (``$DPKIT_SHARED_DIR``, else the ``shared`` folder beside the clone);
 5. a download from UCI through the pooch registry of :mod:`dpkit.data.download`, verified
    before it is moved into place.
 
@@ -85,7 +85,7 @@ def repo_raw_dir() -> Path | None:
 
 
 def shared_raw_dir() -> Path | None:
-    """The machine's offline copies ``shared/data/raw``, if there is one.
+    """The machine's offline copies ``<shared>/data/raw``, if there is one.
 
     Found by :func:`dpkit.core.paths.shared_dir` (``$DPKIT_SHARED_DIR``, else ``<ancestor>/shared``
     holding ``data/raw``). A ``$DPKIT_SHARED_DIR`` that is not a folder with ``data/raw`` is a

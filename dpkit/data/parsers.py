@@ -5,7 +5,7 @@ value must be a number or the documented missing marker) and returns a :class:`T
 kept columns with ``NaN`` for missing values. The recipe objects of :mod:`dpkit.data.recipes`
 call them; the shared steps of Table 3.1 (drop rows with missing values, drop constant columns,
 rescale to [-1, 1]) are :mod:`dpkit.data.steps`. The recipes in words are in
-``data/registry.yaml`` (``preprocessing``) and ``shared/data/SOURCES.md``.
+``data/registry.yaml`` (``preprocessing``).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ output, :func:`audit` looks for an event ``E`` with
 
 ``P(M(d_a) ∈ E) > e^ε P(M(d_b) ∈ E) + δ``,
 
-which would contradict (ε, δ)-DP (Def 2). The procedure (D–R seed §3.0 item 3):
+which would contradict (ε, δ)-DP (Def 2). The procedure (docs/science/foundations.md, *The audit protocol*):
 
 1. Draw ``n_samples`` outputs per side, split into a **selection** half and a fresh
    **estimation** half; the four samples use independent streams spawned from one
@@ -35,8 +35,8 @@ Cost
 ----
 ``2·n_samples`` mechanism calls plus ``O(n log n)`` sorting and ``O(n_thresholds)``
 Clopper–Pearson evaluations. With a vectorised mechanism (``mechanism_fn(db, rng, size=n)``)
-at ``n_samples = 10⁵`` a call takes ~0.02–0.1 s (measured on the 2-core dev machine); a scalar-only mechanism is
-called in a Python loop (≈1 µs–10 µs overhead per draw, i.e. ~1–2 s at 10⁵ for a cheap mechanism).
+is called once per side; a scalar-only mechanism is called in a Python loop, one call per draw (timings:
+docs/performance_notes.md).
 Power: with 5·10⁴ estimation draws per side, a Laplace mechanism whose scale is 20% too small
 (true ε_eff = 1.25ε) is flagged at ε = 1 with ε_lb ≈ 1.22.
 """

@@ -186,7 +186,7 @@ class AdaptiveComposition:
         return np.round(loss, 9)
 
 
-# ---------------------------------------------------------------------- exact oracles of D–R §3 (issue #17)
+# ---------------------------------------------------------------------- exact oracles of D–R §3
 def laplace_max_failure_exact(t: float, k: int) -> float:
     """Exact ``P(max_i |Y_i| > t·b)`` for ``k`` i.i.d. ``Y_i ~ Lap(b)``: ``1 − (1 − e^{−t})^k`` (D–R Fact 3.7, Thm 3.8).
 
@@ -208,7 +208,7 @@ RNM_NOISES = ("laplace", "exponential")
 def report_noisy_max_probabilities(
     utilities: np.ndarray, scale: float, noise: str = "laplace", *, epsrel: float = 1e-12,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact output law of report noisy max by 1-D quadrature (D–R Claim 3.9, Thm 3.13; seed E4/E6).
+    """Exact output law of report noisy max by 1-D quadrature (D–R Claim 3.9, Thm 3.13).
 
     ``P(argmax = i) = ∫ f(x − u_i) Π_{j≠i} F(x − u_j) dx`` with ``f, F`` the density and CDF of the
     noise: ``Lap(scale)`` (``noise="laplace"``) or the one-sided ``Exp`` with mean ``scale`` (rate
@@ -263,7 +263,7 @@ def report_noisy_max_probabilities(
 
 
 def rr_kfold_delta(eps_total: float, epsilon: float, k: int) -> float:
-    """Exact δ(ε') of k-fold ε-randomized response, from its discrete privacy-loss distribution (D–R seed E9.1).
+    """Exact δ(ε') of k-fold ε-randomized response, from its discrete privacy-loss distribution (docs/science/foundations.md).
 
     With ``l`` the number of steps (out of k) whose output favours the other input, the loss is
     ``(k − 2l)ε``; ``l ~ Binomial(k, q)`` under the first input and ``Binomial(k, 1 − q)`` under the
@@ -271,7 +271,7 @@ def rr_kfold_delta(eps_total: float, epsilon: float, k: int) -> float:
     :func:`scipy.stats.binom.logpmf` (independent of the KOV code in :mod:`dpkit.core.composition`, which
     computes the same quantity; KOV Thm 3.3 shows k-fold RR is the worst case of k ε-DP mechanisms).
 
-    >>> round(rr_kfold_delta(5.850, 0.1, 100) * 1e9, 1)  # D–R seed E9.1: δ(ε') = 2.0e-9
+    >>> round(rr_kfold_delta(5.850, 0.1, 100) * 1e9, 1)  # δ(ε') = 2.0e-9
     2.0
     """
     from scipy import stats
@@ -312,7 +312,7 @@ def gaussian_classic_delta(epsilon: float, delta: float) -> float:
 def gaussian_classic_failure_epsilon(delta: float, *, xtol: float = 1e-12) -> float:
     """ε*: the ε at which the classic calibration σ = Δ√(2 ln(1.25/δ))/ε stops being (ε, δ)-DP (brentq).
 
-    The root of ``gaussian_classic_delta(ε, δ) = δ`` on [10⁻³, 200] (D–R seed, Thm 3.22 note: ε* ≈ 7.5 at
+    The root of ``gaussian_classic_delta(ε, δ) = δ`` on [10⁻³, 200] (docs/science/foundations.md, Thm 3.22: ε* ≈ 7.5 at
     δ = 10⁻³, 8.4 at 10⁻⁵, 9.4 at 10⁻⁸). Below ε* the exact δ is < δ; the theorem only claims ε < 1.
     """
     from scipy.optimize import brentq

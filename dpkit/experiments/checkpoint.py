@@ -13,7 +13,8 @@ records of one uninterrupted run to the bit (tested).
 
 A checkpoint belongs to exactly one computation. Its *identity* is the data (a SHA-256 of the array),
 the data set's name, the run seed, the σ's, the workload size, ``J``, every method's name and
-``repr`` (all of its parameters), their order (a method's streams depend on its position) and the dpkit
+``repr`` (all of its parameters), their order (the order of the records), the seeding scheme (a
+repetition seeded by an older scheme, e.g. by a method's position in the list, is never reused) and the dpkit
 sources (:func:`~dpkit.core.paths.library_fingerprint`: another version of the code never continues a
 run). A folder
 written for another identity is never reused or overwritten: opening it raises
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpkit.core.paths import library_fingerprint, repetition_file, repetition_files, write_atomic
+from dpkit.experiments.records import SEEDING
 
 if TYPE_CHECKING:
     from dpkit.queries.release import Method
@@ -61,7 +63,8 @@ def run_identity(X: np.ndarray, *, methods: Mapping[str, Method], sigmas: Sequen
         "J": int(J),
         "supremum": supremum,  # whether (and over which centres) the records carry the class supremum
         "methods": {str(name): repr(m) for name, m in methods.items()},
-        "method_order": [str(name) for name in methods],  # a method's streams depend on its position
+        "method_order": [str(name) for name in methods],  # the order of the records of a repetition
+        "seeding": SEEDING,  # the seeding scheme: a repetition seeded otherwise is never reused
         "dpkit_sha256": library_fingerprint(),  # the code that computes the records
     }
 

@@ -3,9 +3,12 @@
 A *cell* is (data set, σ, privacy class, error kind): Table 3.2 compares ε-DP methods with the
 improved mechanism I, Table 3.3 (ε, δ)-DP methods with mechanism II (an ε-DP method is also
 (ε, δ)-DP, so it competes in Table 3.3 too). Non-private references (the noise-free LP, a subsample
-of the data) stay on the board, marked, and never count. The best method of a cell is the one with
-the smallest mean worst error over the repetitions; it *wins* when its mean, rounded to the thesis's
-printed precision (3 decimals), is below the printed number, *ties* when equal, and *loses* otherwise.
+of the data) stay on the board, marked, and never count. A cell's winner is chosen on one half of the
+repetitions (the even ones) and judged on the other (the odd ones), which removes the winner's curse; it is
+*better* than the thesis when its confidence interval lies wholly below the printed number (less half its last
+digit), *worse* when wholly above, a *tie* otherwise, with Holm's procedure across the cells of a table and error
+kind at the false-alarm budget γ (default 0.05): :mod:`dpkit.experiments.board_stats` has the procedure and its
+references.
 """
 from __future__ import annotations
 
@@ -14,12 +17,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from dpkit.experiments.board_stats import (
+    DEFAULT_BUDGET,
+    SELECTIONS,
+    cell_arrays,
+    family_verdicts,
+    mean_interval,
+    split_mask,
+    winner_tests,
+)
 from dpkit.experiments.reference import SIGMAS, paper_table
 
 __all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "headline",
-           "Headline", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
+           "Headline", "VERDICTS", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
            "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS"]
 
 #: (privacy class of the table, the privacy classes that may compete in it, the thesis's mechanism).
@@ -38,34 +51,53 @@ def board_methods(requested: Sequence[str] = (), *, epsilon: float, delta: float
     (:func:`dpkit.methods.registry.suite`: ε on the private methods, δ on the (ε, δ)-DP ones).
 
     ``requested`` empty: every method of the suites "baselines" and "leaderboard"; otherwise exactly the
-    named methods, each of which must be registered in one of :data:`BOARD_SUITES`. The methods come in
-    suite order, then catalogue order (a method's random streams follow its position), whatever the order
-    of ``requested``.
+    named methods, each of which must be registered in one of :data:`BOARD_SUITES` or be an *entrant*
+    (:mod:`dpkit.methods.entrants`): an import path ``"package.module:NAME"`` or a name a package registers in
+    the entry-point group ``dpkit.methods``, at the same budget. The registered methods come in suite order,
+    then catalogue order (a method's random streams follow its position), whatever the order of
+    ``requested``; the entrants follow them in the order given.
 
     Raises
     ------
     ValueError
-        Before anything runs, for a name that is not a method of the board's suites: the message names
-        it, suggests the closest registered names and lists the allowed ones.
+        Before anything runs, for a name that is neither a method of the board's suites nor an entrant: the
+        message names it, suggests the closest registered names and lists the allowed ones;
+        :class:`~dpkit.methods.entrants.EntrantError` (a ValueError) for an entrant that cannot be loaded, does
+        not follow the method protocol or whose trial release (a small synthetic array, no real data) has no
+        ledger record, naming it and what is missing.
 
     Examples
     --------
     >>> list(board_methods(["trig-II", "rap"], epsilon=1.0, delta=1e-3))
     ['trig-II', 'rap']
     """
-    from dpkit.methods.registry import check_names, names, suite
+    from dpkit.methods.entrants import entry_point_names, is_entrant_name, load_entrants
+    from dpkit.methods.registry import REGISTRY, check_names, names, suite
 
     allowed = list(dict.fromkeys(n for s in BOARD_SUITES for n in names(s)))
     if isinstance(requested, str):
         raise TypeError(f"METHODS must be a list of method names; got the string {requested!r}")
-    check_names(list(requested), allowed=allowed, what="unknown leaderboard method name(s)")
-    board = list(requested) or list(dict.fromkeys(names("baselines") + names("leaderboard")))
-    return {n: m for s in BOARD_SUITES if names(s)
-            for n, m in suite(s, include=[x for x in board if x in names(s)], epsilon=epsilon, delta=delta).items()}
+    plugged = entry_point_names() if any(isinstance(n, str) and n not in REGISTRY and not is_entrant_name(n)
+                                         for n in requested) else []
+    clash = sorted(set(plugged) & set(REGISTRY))
+    if clash:
+        raise ValueError(f"entry point name(s) {clash} of group 'dpkit.methods' are registered method names: "
+                         "rename the entry point(s)")
+    entrants = [n for n in requested if is_entrant_name(n) or (isinstance(n, str) and n in plugged)]
+    check_names([n for n in requested if n not in entrants], allowed=allowed + plugged,
+                what="unknown leaderboard method name(s)")
+    board = [n for n in requested if n not in entrants] or ([] if entrants else
+                                                             list(dict.fromkeys(names("baselines") + names("leaderboard"))))
+    out = {n: m for s in BOARD_SUITES if names(s)
+           for n, m in suite(s, include=[x for x in board if x in names(s)], epsilon=epsilon, delta=delta).items()}
+    return {**out, **load_entrants(entrants, epsilon=epsilon, delta=delta)}
 
 
 def verdict(ours: float, paper: float, *, decimals: int = PRINTED_DECIMALS) -> str:
     """``"win"``, ``"tie"`` or ``"loss"`` of ``ours`` against the printed ``paper`` at the printed precision.
+
+    Descriptive only (no confidence, and a best-of-k mean is biased low): the board's verdicts are
+    ``verdict_abs``/``verdict_rel`` of :func:`leaderboard_rows` (:mod:`dpkit.experiments.board_stats`).
 
     >>> verdict(0.0114, 0.011), verdict(0.0104, 0.011), verdict(0.0099, 0.011)
     ('tie', 'win', 'win')
@@ -83,67 +115,162 @@ def _paper(dataset: str, sigma: float, privacy: str, kind: str) -> float:
         return math.nan
 
 
-def _best_two(g: pd.DataFrame, key: str) -> tuple[pd.Series | None, pd.Series | None]:
-    s = g.sort_values(key)
-    return (s.iloc[0] if len(s) else None), (s.iloc[1] if len(s) > 1 else None)
+def _method_row(cand: pd.DataFrame, method: str) -> pd.Series:
+    return cand[cand["method"] == method].iloc[0]
 
 
-def leaderboard_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (data set, σ, table) from :func:`dpkit.experiments.baselines.baseline_rows` rows.
+def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | None = None,
+                     budget: float = DEFAULT_BUDGET, selection: str = "split",
+                     decimals: int | None = PRINTED_DECIMALS) -> list[dict[str, Any]]:
+    """One row per (data set, σ, table) from :func:`dpkit.experiments.baselines.baseline_rows` rows and the
+    per-repetition ``records`` they were made from, with confidence intervals and verdicts under the false-alarm
+    budget ``budget`` (:mod:`dpkit.experiments.board_stats`).
 
-    Keys: ``dataset, sigma, privacy`` (the table's class), ``method`` (best by mean worst absolute
-    error), ``abs_mean, abs_std, rel_mean, rel_std, time_s, eps_spent, delta_spent`` (of that method),
-    ``method_rel`` (best by relative error) and its ``rel_mean``, ``runner_up`` and its ``runner_up_abs``,
-    ``paper_abs, paper_rel, win_abs, win_rel`` and ``reference_abs`` (the best non-private reference); and the
-    ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the thesis's theorems bound) among
-    the methods that have one: ``method_sup`` with its ``sup_abs_mean, sup_abs_std`` and its thesis metric
-    ``abs_of_sup``, ``runner_up_sup`` with its ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of
-    ``method``, the thesis metric's winner) and ``rankings_agree`` (``method_sup == method``; ``None`` where no
-    method has a supremum).
+    Parameters
+    ----------
+    rows : iterable of dict
+        The methods' summary rows (mean and spread over the repetitions, time, spends, privacy class).
+    records : DataFrame
+        The per-repetition records (:func:`dpkit.experiments.board_stats.repetition_frame`: ``dataset, sigma, rep,
+        method, privacy, abs, rel, sup_abs``) of every method of ``rows``. Required: the intervals and verdicts
+        come from them and have no substitute in the summary rows.
+    budget : float
+        The false-alarm budget γ, family-wise per table and error kind (Holm across the table's cells).
+    selection : {"split", "simultaneous"}
+        How a cell's winner is chosen and judged (:func:`dpkit.experiments.board_stats.winner_tests`): chosen on the
+        even repetitions and judged on the odd ones (default), or chosen and judged on all with a Bonferroni factor.
+    decimals : int or None
+        Decimals of the thesis's printed numbers (the null interval ``printed ± 0.5·10^−decimals``).
+
+    Returns
+    -------
+    list of dict
+        Keys: ``dataset, sigma, privacy`` (the table's class), ``method`` (the winner by the worst absolute error,
+        chosen per ``selection``) with its ``abs_mean, abs_std, time_s, eps_spent, delta_spent`` (of its summary row,
+        all repetitions); ``abs_est`` (its mean on the judged repetitions, free of the winner's curse with the
+        split), ``abs_ci_low, abs_ci_high`` (the interval at the cell's Holm level ``abs_level``; its lower end at
+        least 0) and
+        ``verdict_abs`` (``"better"``, ``"tie"``, ``"worse"`` against ``paper_abs``; ``"n/a"`` without a printed
+        number); ``method_rel`` (the winner by the relative error) with ``rel_mean, rel_std, rel_est, rel_ci_low,
+        rel_ci_high, rel_level, verdict_rel``; ``runner_up`` (by the absolute error) with its ``runner_up_abs``
+        (summary mean) and the winner's paired comparison with it: ``abs_vs_runner_up`` (mean difference, winner
+        minus runner-up), ``abs_vs_runner_up_ci_low, abs_vs_runner_up_ci_high`` and ``verdict_runner_up``
+        (``"better"``: the winner is significantly better); ``paper_abs, paper_rel``; ``win_abs, win_rel`` (the
+        winner's summary mean against the printed number at the printed precision, :func:`verdict`: descriptive,
+        without confidence); ``reference_abs`` (the best non-private reference); ``budget``, ``selection`` and
+        ``judged_reps``; and the ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the
+        thesis's theorems bound) among the methods that have one on every repetition, chosen the same way: no
+        printed number, so a rank and an interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``,
+        ``sup_est, sup_ci_low, sup_ci_high`` (level ``1 − budget``, no multiplicity) and its thesis metric
+        ``abs_of_sup``, ``runner_up_sup`` with its ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of
+        ``method``) and ``rankings_agree`` (``method_sup == method``; ``None`` where no method has a supremum).
+
+    Raises
+    ------
+    ValueError
+        ``records`` is not given, or lacks a method, repetition or value of a cell (named; see
+        :func:`dpkit.experiments.board_stats.cell_arrays`).
     """
+    from dpkit.core.validation import check_choice, check_probability
+
+    if records is None:
+        raise ValueError("leaderboard_rows: records= (the per-repetition records of the rows' methods, "
+                         "dpkit.experiments.board_stats.repetition_frame) is required: the board's confidence "
+                         "intervals and verdicts are computed from the repetitions, not from the summary rows")
+    check_probability(budget, name="budget")
+    check_choice(selection, name="selection", choices=SELECTIONS)
     df = pd.DataFrame(list(rows))
-    out: list[dict[str, Any]] = []
     if df.empty:
-        return out
+        return []
+    cells: list[tuple[str, float, str, pd.DataFrame, pd.DataFrame]] = []
     for (ds, sigma), g in df.groupby(["dataset", "sigma"], sort=True):
         refs = g[g["privacy"] == "non-private"]
         for table, (allowed, _mech) in TABLES.items():
             cand = g[g["privacy"].isin(allowed)]
-            best, second = _best_two(cand, "abs_mean")
-            best_rel, _ = _best_two(cand, "rel_mean")
-            if best is None:
-                continue
-            pa, pr = _paper(str(ds), sigma, table, "abs"), _paper(str(ds), sigma, table, "rel")
-            out.append({
-                "dataset": ds, "sigma": float(sigma), "privacy": table, "method": best["method"],
-                "abs_mean": float(best["abs_mean"]), "abs_std": float(best["abs_std"]),
-                "rel_mean": float(best_rel["rel_mean"]), "rel_std": float(best_rel["rel_std"]),
-                "method_rel": best_rel["method"], "time_s": float(best["time_s"]),
-                "eps_spent": float(best["eps_spent"]), "delta_spent": float(best["delta_spent"]),
-                "runner_up": None if second is None else second["method"],
-                "runner_up_abs": math.nan if second is None else float(second["abs_mean"]),
-                "reference_abs": float(refs["abs_mean"].min()) if len(refs) else math.nan,
-                "paper_abs": pa, "paper_rel": pr,
-                "win_abs": verdict(float(best["abs_mean"]), pa), "win_rel": verdict(float(best_rel["rel_mean"]), pr),
-                **_sup_ranking(cand, best),
-            })
+            if len(cand):
+                cells.append((str(ds), float(sigma), table, cand, refs))
+    stat = {(table, kind): _family(records, [c for c in cells if c[2] == table], kind, budget=budget,
+                                   selection=selection, decimals=decimals)
+            for table in TABLES for kind in ("abs", "rel")}
+    out: list[dict[str, Any]] = []
+    for ds, sigma, table, cand, refs in cells:
+        a, r = stat[(table, "abs")][(ds, sigma)], stat[(table, "rel")][(ds, sigma)]
+        best, best_rel = _method_row(cand, a["method"]), _method_row(cand, r["method"])
+        second = None if a["runner_up"] is None else _method_row(cand, a["runner_up"])
+        pa, pr = a["printed"], r["printed"]
+        out.append({
+            "dataset": ds, "sigma": sigma, "privacy": table, "method": best["method"],
+            "abs_mean": float(best["abs_mean"]), "abs_std": float(best["abs_std"]),
+            "rel_mean": float(best_rel["rel_mean"]), "rel_std": float(best_rel["rel_std"]),
+            "method_rel": best_rel["method"], "time_s": float(best["time_s"]),
+            "eps_spent": float(best["eps_spent"]), "delta_spent": float(best["delta_spent"]),
+            "runner_up": None if second is None else second["method"],
+            "runner_up_abs": math.nan if second is None else float(second["abs_mean"]),
+            "reference_abs": float(refs["abs_mean"].min()) if len(refs) else math.nan,
+            "paper_abs": pa, "paper_rel": pr,
+            "win_abs": verdict(float(best["abs_mean"]), pa), "win_rel": verdict(float(best_rel["rel_mean"]), pr),
+            **{f"abs_{k}": a[k] for k in ("est", "ci_low", "ci_high", "level")}, "verdict_abs": a["verdict"],
+            **{f"rel_{k}": r[k] for k in ("est", "ci_low", "ci_high", "level")}, "verdict_rel": r["verdict"],
+            "abs_vs_runner_up": a["diff"], "abs_vs_runner_up_ci_low": a["diff_ci_low"],
+            "abs_vs_runner_up_ci_high": a["diff_ci_high"], "verdict_runner_up": a["diff_verdict"],
+            "budget": float(budget), "selection": selection, "judged_reps": a["n"],
+            **_sup_ranking(records, ds, sigma, cand, best, budget=budget, selection=selection),
+        })
     return out
 
 
-def _sup_ranking(cand: pd.DataFrame, best: pd.Series) -> dict[str, Any]:
-    """The cell's ranking by mean class supremum (methods without one are not ranked)."""
-    has = cand[cand["sup_abs_mean"].notna()] if "sup_abs_mean" in cand else cand.iloc[0:0]
-    top, second = _best_two(has.astype({"sup_abs_mean": float}), "sup_abs_mean") if len(has) else (None, None)
+def _family(records: pd.DataFrame, cells: list[tuple[str, float, str, pd.DataFrame, pd.DataFrame]], kind: str, *,
+            budget: float, selection: str, decimals: int | None) -> dict[tuple[str, float], dict[str, Any]]:
+    """The verdicts of one table and error kind (a Holm family) per cell (data set, σ)."""
+    if not cells:
+        return {}
+    table = cells[0][2]
+    methods = {(ds, sigma): list(cand["method"]) for ds, sigma, _t, cand, _r in cells}
+    errors, reps = cell_arrays(records, methods, kind)
+    printed = np.array([_paper(ds, sigma, table, kind) for ds, sigma, *_ in cells])
+    v = family_verdicts(errors, reps, printed, gamma=budget, decimals=decimals, selection=selection)
+    n = int(len(reps) - split_mask(reps).sum()) if selection == "split" else len(reps)
+    out = {}
+    for i, key in enumerate(methods):
+        ms = methods[key]
+        runner = int(v["runner_up"][i])
+        out[key] = {"method": ms[int(v["winner"][i])], "runner_up": ms[runner] if runner >= 0 else None,
+                    "printed": float(printed[i]), "est": float(v["mean"][i]),
+                    "ci_low": max(0.0, float(v["ci_low"][i])),  # errors are non-negative: no verdict changes
+                    "ci_high": float(v["ci_high"][i]), "level": float(v["level"][i]), "verdict": str(v["verdict"][i]),
+                    "diff": float(v["diff_mean"][i]), "diff_ci_low": float(v["diff_ci_low"][i]),
+                    "diff_ci_high": float(v["diff_ci_high"][i]), "diff_verdict": str(v["diff_verdict"][i]), "n": n}
+    return out
+
+
+def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFrame, best: pd.Series, *,
+                 budget: float, selection: str) -> dict[str, Any]:
+    """The cell's ranking by the class supremum among the methods with one on every repetition, chosen as the
+    board's winners are, with the winner's interval at level ``1 − budget`` (no verdict: no printed number)."""
+    none = {"method_sup": None, "sup_abs_mean": math.nan, "sup_abs_std": math.nan, "sup_est": math.nan,
+            "sup_ci_low": math.nan, "sup_ci_high": math.nan, "abs_of_sup": math.nan, "runner_up_sup": None,
+            "runner_up_sup_abs": math.nan, "sup_of_best": math.nan, "rankings_agree": None}
     sup_of_best = best.get("sup_abs_mean") if "sup_abs_mean" in best else None
+    none["sup_of_best"] = math.nan if sup_of_best is None or pd.isna(sup_of_best) else float(sup_of_best)
+    if "sup_abs" not in records.columns:
+        return none
+    here = records[(records["dataset"] == ds) & (records["sigma"] == sigma) & records["method"].isin(cand["method"])]
+    complete = here.groupby("method", sort=False)["sup_abs"].apply(lambda s: bool(s.notna().all()))
+    has = [m for m in cand["method"] if complete.get(m, False)]
+    if not has:
+        return none
+    errors, reps = cell_arrays(records, {(ds, sigma): has}, "sup_abs")
+    t = winner_tests(errors, reps, selection=selection)
+    low, high = mean_interval(t.mean, t.se, t.n, budget / t.multiplicity)
+    top = _method_row(cand, has[int(t.winner[0])])
+    second = _method_row(cand, has[int(t.runner_up[0])]) if t.runner_up[0] >= 0 else None
     return {
-        "method_sup": None if top is None else top["method"],
-        "sup_abs_mean": math.nan if top is None else float(top["sup_abs_mean"]),
-        "sup_abs_std": math.nan if top is None else float(top["sup_abs_std"]),
-        "abs_of_sup": math.nan if top is None else float(top["abs_mean"]),
+        "method_sup": top["method"], "sup_abs_mean": _num(top.get("sup_abs_mean")),
+        "sup_abs_std": _num(top.get("sup_abs_std")), "sup_est": float(t.mean[0]), "sup_ci_low": max(0.0, float(low[0])),
+        "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
         "runner_up_sup": None if second is None else second["method"],
-        "runner_up_sup_abs": math.nan if second is None else float(second["sup_abs_mean"]),
-        "sup_of_best": math.nan if sup_of_best is None or pd.isna(sup_of_best) else float(sup_of_best),
-        "rankings_agree": None if top is None else bool(top["method"] == best["method"]),
+        "runner_up_sup_abs": math.nan if second is None else _num(second.get("sup_abs_mean")),
+        "sup_of_best": none["sup_of_best"], "rankings_agree": bool(top["method"] == best["method"]),
     }
 
 
@@ -244,34 +371,60 @@ def supremum_summary_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[s
     return " ".join(parts)
 
 
+_TABLE_NAMES = {"ε-DP": "3.2", "(ε,δ)-DP": "3.3"}
+#: The verdicts a cell can have against the thesis's printed number (:mod:`dpkit.experiments.board_stats`).
+VERDICTS = ("better", "tie", "worse")
+
+
 @dataclass(frozen=True)
 class Headline:
-    """Cells matched or beaten per table (a cell: data set × σ × {abs, rel})."""
+    """Cells (data set × σ × error kind, abs and rel) better than, tied with and worse than the thesis, per table,
+    at the false-alarm budget ``budget``."""
 
-    matched: dict[str, int]
+    better: dict[str, int]
+    ties: dict[str, int]
+    worse: dict[str, int]
     cells: dict[str, int]
+    budget: float
 
     def text(self) -> str:
-        """``cells matched or beaten: X/50 (Table 3.2), Y/50 (Table 3.3)``."""
-        parts = [f"{self.matched[t]}/{self.cells[t]} (Table {'3.2' if t == 'ε-DP' else '3.3'})" for t in TABLES]
-        return "cells matched or beaten: " + ", ".join(parts)
+        """``better than the thesis in X/50 (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05
+        (family-wise per table and error kind); Z ties; W worse``."""
+        parts = [f"{self.better[t]}/{self.cells[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
+        return (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
+                f"(family-wise per table and error kind); {sum(self.ties.values())} ties; "
+                f"{sum(self.worse.values())} worse")
 
 
 def headline(board: Sequence[dict[str, Any]]) -> Headline:
-    """Count the cells (abs and rel per row) with a win or a tie, per table; cells without a printed number are skipped."""
-    matched = {t: 0 for t in TABLES}
+    """Count the cells (abs and rel per row) better than, tied with and worse than the thesis's printed number
+    (``verdict_abs``, ``verdict_rel`` of :func:`leaderboard_rows`), per table; cells without a printed number are
+    skipped.
+
+    Raises
+    ------
+    ValueError
+        The board's rows were made at different budgets, or a row has no verdicts (not from :func:`leaderboard_rows`).
+    """
+    counts = {v: {t: 0 for t in TABLES} for v in VERDICTS}
     cells = {t: 0 for t in TABLES}
+    budgets = {r.get("budget") for r in board}
+    if None in budgets or len(budgets) > 1:
+        raise ValueError(f"headline: the board's rows carry the budgets {sorted(map(str, budgets))}; one budget "
+                         "(leaderboard_rows) is needed")
     for r in board:
-        for key in ("win_abs", "win_rel"):
+        for key in ("verdict_abs", "verdict_rel"):
             if r[key] == "n/a":
                 continue
             cells[r["privacy"]] += 1
-            matched[r["privacy"]] += r[key] in ("win", "tie")
-    return Headline(matched=matched, cells=cells)
+            counts[r[key]][r["privacy"]] += 1
+    return Headline(better=counts["better"], ties=counts["tie"], worse=counts["worse"], cells=cells,
+                    budget=float(budgets.pop()) if budgets else DEFAULT_BUDGET)
 
 
 def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
-    """A written account of the cells still lost: which method came closest, by how much, whether even
+    """A written account of the cells lost (verdict ``"worse"``: the whole interval above the printed number, at the
+    board's budget): which method came closest, its interval, by how much, whether even
     the non-private references reach the printed number (if they do not, the gap is not the noise), and what
     the thesis's own mechanism gets with the correct constants (if it loses too, the printed number is not
     reproduced by the method that printed it)."""
@@ -279,10 +432,10 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
     for r in board:
         table = "3.2" if r["privacy"] == "ε-DP" else "3.3"
         for kind in ("abs", "rel"):
-            if r[f"win_{kind}"] != "loss":
+            if r[f"verdict_{kind}"] != "worse":
                 continue
             method = r["method"] if kind == "abs" else r["method_rel"]
-            ours, paper = r[f"{kind}_mean"], r[f"paper_{kind}"]
+            ours, paper = r[f"{kind}_est"], r[f"paper_{kind}"]
             ref = [x for x in rows if x["dataset"] == r["dataset"] and x["sigma"] == r["sigma"]
                    and x["privacy"] == "non-private"]
             ref_best = min((x[f"{kind}_mean"] for x in ref), default=math.nan)
@@ -299,9 +452,10 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
                         + (", so it does not reach the printed number either" if own[0] > paper
                            and round(own[0], PRINTED_DECIMALS) > paper else ""))
             lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at "
-                         f"{ours:.3g} against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
+                         f"{ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
+                         f"{r[f'{kind}_ci_high']:.3g}) against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
     if not lines:
-        return "Every cell with a printed number is matched or beaten."
+        return "No cell with a printed number is worse than the thesis."
     return (f"{len(lines)} cell stays lost:" if len(lines) == 1 else f"{len(lines)} cells stay lost:") + "\n" + "\n".join(lines)
 
 
@@ -311,23 +465,32 @@ def _ratio(ours: float, paper: float) -> str:
 
 def summary_markdown(board: Sequence[dict[str, Any]]) -> str:
     """The board as one compact Markdown table (the README's form): a line per (data set, σ), and for each
-    table and error kind the winning method, its mean worst error and the thesis's printed value in brackets,
-    with **loss** where it is lost. Numbers are shown to the thesis's printed precision (three significant
+    table and error kind the winning method, its mean worst error on the judged repetitions with its interval,
+    the thesis's printed value in parentheses and the verdict (``better``, ``tie``, **worse**); a last line
+    states the procedure and the budget. Numbers are shown to the thesis's printed precision (three significant
     digits below 0.01)."""
     def fmt(x: float) -> str:
         return "n/a" if math.isnan(x) else (f"{x:.3f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}")
 
     cells: dict[tuple[str, float], dict[str, str]] = {}
     for r in board:
-        tag = "3.2" if r["privacy"] == "ε-DP" else "3.3"
+        tag = _TABLE_NAMES[r["privacy"]]
         for kind in ("abs", "rel"):
             method = r["method"] if kind == "abs" else r["method_rel"]
-            text = f"`{method}` {fmt(r[f'{kind}_mean'])} ({fmt(r[f'paper_{kind}'])})"
-            if r[f"win_{kind}"] == "loss":
-                text += " **loss**"
+            v = r[f"verdict_{kind}"]
+            text = (f"`{method}` {fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, {fmt(r[f'{kind}_ci_high'])}] "
+                    f"({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
             cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
     head = ("| data | σ | Table 3.2 (ε-DP): abs | rel | Table 3.3 ((ε, δ)-DP): abs | rel |\n"
             "|---|---|---|---|---|---|")
     lines = [f"| {ds} | {sigma:g} | " + " | ".join(c.get(k, "") for k in ("3.2-abs", "3.2-rel", "3.3-abs", "3.3-rel"))
              + " |" for (ds, sigma), c in sorted(cells.items())]
-    return "\n".join([head, *lines])
+    if not board:
+        return head
+    b = board[0]
+    how = ("chosen on the even repetitions, its mean and interval on the odd ones" if b["selection"] == "split"
+           else "chosen and judged on all repetitions, its interval widened for the choice (Bonferroni)")
+    note = (f"Winner {how} ({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts "
+            f"against the printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table "
+            "and error kind.")
+    return "\n".join([head, *lines, "", note])

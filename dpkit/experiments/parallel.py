@@ -3,7 +3,8 @@
 Each worker process holds the run's job (:class:`_CellsJob`: data, methods, widths, seeds) from its
 start, computes whole repetitions (:func:`_cells_repetition`, the same streams as the serial loop) and
 ends with its parent (:func:`_die_with_parent`). :func:`_parallel_repetitions` hands out the
-repetitions and collects their records in order.
+repetitions and collects their records in order. A :class:`RepetitionExecutor` computes them elsewhere
+(:class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask task per repetition, each kept by the task itself).
 """
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from dpkit.experiments.checkpoint import RepetitionCheckpoint
-from dpkit.experiments.records import RunRecord, _repetition, _timed_release, record_release
+from dpkit.experiments.records import RunRecord, _repetition, _timed_release, method_seed, name_words, record_release
 from dpkit.queries.release import Method, Release
 
 
@@ -43,6 +44,21 @@ class _CellsJob:
                                     shared_seed_i=self.shared_reps[i], n_queries=self.n_queries, J=self.J,
                                     supremum=self.supremum)
         return records, time.perf_counter() - t0
+
+
+@runtime_checkable
+class RepetitionExecutor(Protocol):
+    """Computes the repetitions of a :func:`run_cells` job somewhere else (``run_cells``'s ``workers``).
+
+    Called once per ``run_cells`` call; it must load the repetitions ``keep`` holds, compute the others with
+    ``job.run(i)`` (the same records wherever and in whatever order), keep each one in ``keep``'s folder as soon
+    as it is done, call ``arrived(i)`` as each repetition is there (loaded or computed, in any order) and
+    ``finished(i, records)`` for ``i = 0 … reps-1`` in order, and raise the first failure. ``label`` names the
+    run (the data set) in task names.
+    """
+
+    def __call__(self, job: _CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
+                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None: ...
 
 
 _WORKER_JOB: _CellsJob | None = None
@@ -171,18 +187,25 @@ def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], sha
                       configured: Mapping[float, Mapping[str, Method]], sigmas: Sequence[float],
                       cell_seeds: Sequence[np.random.SeedSequence], shared_seed_i: np.random.SeedSequence,
                       n_queries: int, J: int, supremum: str | None = "cube") -> list[RunRecord]:
-    """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method."""
-    streams = shared_seed_i.spawn(len(named))
+    """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method.
+
+    A σ-dependent method's stream is :func:`method_seed` of the cell's repetition seed, a σ-independent one's
+    that of ``shared_seed_i`` (the data set's): keyed by name, so no method's numbers depend on the others.
+    """
+    words = name_words(named)
+    streams = {name: method_seed(shared_seed_i, name, words[name]) for name in shared}
     memo: dict[str, tuple[Release[Any], float]] = {}
     records: list[RunRecord] = []
     for s, cseed in zip(sigmas, cell_seeds):
-        rep = _repetition(X, cseed, i, sigma=s, n_streams=len(named), n_queries=n_queries, J=J)
-        for j, ((name, method), g) in enumerate(zip(configured[s].items(), rep.generators)):
+        rep = _repetition(X, cseed, i, sigma=s, names={n: w for n, w in words.items() if n not in shared},
+                          n_queries=n_queries, J=J)
+        for name, method in configured[s].items():
             if name not in shared:
-                done = _timed_release(method, X, g, rep.workload)
+                done = _timed_release(method, X, rep.generator(name), rep.workload)
             elif name in memo:
                 done = memo[name]
             else:  # σ-independent: its own stream, released at the first σ and reused at the others
-                done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[j]))
-            records.append(record_release(name, *done, rep=rep, sigma=s, X=X, supremum=supremum))
+                done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[name]))
+            records.append(record_release(name, *done, rep=rep, sigma=s, X=X, supremum=supremum,
+                                          stream=streams.get(name)))
     return records

@@ -9,20 +9,24 @@ worst absolute error ``max_f |q_f(D̂) − q_f(D)|`` and the worst relative erro
 ``max_f |q_f(D̂) − q_f(D)| / q_f(D)`` with the one metric of :mod:`dpkit.queries.evaluate`.
 
 Seeding: repetition ``i`` uses child ``i`` of one :class:`~numpy.random.SeedSequence` made from
-``rng``; inside it the workload gets the first grandchild and method ``j`` the grandchild
-``j + 1``, so all methods of a repetition see the *same* workload (a paired comparison) and a
-method's numbers depend only on its position in the list. A table cell is seeded by
-:func:`cell_seed` from the run seed and the cell's *values* (data set, σ), so a table computed in
-one run and the same table split over many batch runs give identical numbers.
+``rng``; inside it the workload gets the first grandchild (:func:`workload_seed`), so all methods
+of a repetition see the *same* workload (a paired comparison), and each method gets a stream
+keyed by its *name* (:func:`method_seed`: the repetition's entropy, its spawn key, ``1`` and four
+words of the SHA-256 of the name; two names with the same words raise), so a method's numbers
+depend on the run seed, the cell, the repetition and its own name, never on which other methods
+run or in which order. A table cell is seeded by :func:`cell_seed` from the run seed and the
+cell's *values* (data set, σ), so a table computed in one run and the same table split over many
+batch runs give identical numbers. Every record carries the seeds of its workload and of its
+method's stream (``RunRecord.seeds``, :func:`seed_record`), so a reader can re-create its release.
 
 Shared releases (:func:`run_cells`): a method whose release does not depend on σ (its
 :meth:`~dpkit.queries.release.MethodBase.at_width` returns the method itself and it does not answer the
 workload directly, e.g. MST or the marginal histograms) is released *once per repetition and data set*
-and that one release is evaluated on every σ's workload. Its stream is then child ``i`` (repetition) /
-grandchild ``j`` (position) of :func:`shared_seed` (the run seed and the data set), so the numbers do
-not depend on which σ's are run together either; the σ-dependent methods keep the streams of
-:func:`run_cell` exactly. Each cell is still an average over i.i.d. releases; only the cells of one data
-set share them (their errors are correlated across σ, not within a cell).
+and that one release is evaluated on every σ's workload. Its stream is then :func:`method_seed` of
+child ``i`` (repetition) of :func:`shared_seed` (the run seed and the data set) and its name, so the
+numbers do not depend on which σ's are run together either; the σ-dependent methods keep the streams
+of :func:`run_cell` exactly. Each cell is still an average over i.i.d. releases; only the cells of one
+data set share them (their errors are correlated across σ, not within a cell).
 
 Time: ``time_s`` is the wall time of the release (not the evaluation); for methods that answer
 the queries directly the exact answers are their input, and their computation time is charged
@@ -42,9 +46,10 @@ import numpy as np
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_int, check_real_in_range
 from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
-from dpkit.experiments.parallel import _CellsJob, _parallel_repetitions
+from dpkit.experiments.parallel import RepetitionExecutor, _CellsJob, _parallel_repetitions
 from dpkit.experiments.records import (
     _ON_REPETITION,
+    SEEDING,
     SUPREMUM_DOMAINS,
     Cancelled,
     Repetition,
@@ -54,17 +59,22 @@ from dpkit.experiments.records import (
     _timed_release,
     as_methods,
     cell_seed,
+    method_seed,
+    name_words,
     on_repetitions,
     record_release,
     repetitions,
+    seed_record,
     shared_seed,
     supremum_seed,
     width_independent,
+    workload_seed,
 )
 from dpkit.queries.release import Method
 
 __all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions", "run_cell",
-           "run_cells", "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS"]
+           "run_cells", "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS",
+           "method_seed", "workload_seed", "name_words", "seed_record", "SEEDING"]
 
 
 def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,
@@ -109,11 +119,11 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     configured = {name: m.at_width(sigma) for name, m in named.items()}
     records: list[RunRecord] = []
     hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
-    for rep in repetitions(X, sigma=sigma, n_streams=len(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
+    for rep in repetitions(X, sigma=sigma, names=list(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
-        for (name, method), g in zip(configured.items(), rep.generators):
-            records.append(record_release(name, *_timed_release(method, X, g, rep.workload), rep=rep, sigma=sigma, X=X,
-                                          supremum=supremum))
+        for name, method in configured.items():
+            records.append(record_release(name, *_timed_release(method, X, rep.generator(name), rep.workload), rep=rep,
+                                          sigma=sigma, X=X, supremum=supremum))
         if hook is not None:
             hook(rep.index, int(reps))
     return records
@@ -122,7 +132,7 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
 def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigmas: Sequence[float], reps: int,
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
               on_repetition: RepetitionCallback | None = None,
-              checkpoint: str | os.PathLike | None = None, workers: int = 1,
+              checkpoint: str | os.PathLike | None = None, workers: int | RepetitionExecutor = 1,
               supremum: str | None = "cube") -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
@@ -158,8 +168,10 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         repetitions found there are loaded instead of computed, so a run interrupted after k repetitions
         resumes at k with the records of an uninterrupted run. A folder of a different computation raises
         :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError`.
-    workers : int
-        Repetitions computed at once, each in its own process (``spawn``; default 1: in this process).
+    workers : int or RepetitionExecutor
+        Repetitions computed at once, each in its own process (``spawn``; default 1: in this process), or an
+        executor that computes them elsewhere (:class:`~dpkit.experiments.parallel.RepetitionExecutor`, e.g.
+        :class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask task per repetition).
         Repetition ``i`` depends only on its own seeds, so the records are those of ``workers=1`` to the
         bit, whatever the order in which repetitions finish (only ``time_s`` is measured anew). Each
         finished repetition is kept in ``checkpoint`` as soon as it is done; ``on_repetition`` is called in
@@ -184,8 +196,11 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     if len(set(sigmas)) != len(sigmas):
         raise ValueError(f"sigmas must be distinct; got {sigmas}")
     reps = check_positive_int(reps, name="reps")
-    workers = check_positive_int(workers, name="workers")
+    executor = workers if isinstance(workers, RepetitionExecutor) else None
+    if executor is None:
+        workers = check_positive_int(workers, name="workers")
     supremum = _check_supremum(supremum)
+    name_words(named)  # two names with the same stream words fail here, before any work
     shared = {name for name, m in named.items() if width_independent(m, sigmas)}
     configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
     X = np.asarray(X, dtype=float)
@@ -202,7 +217,8 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     def finished(i: int, records: list[RunRecord]) -> None:
         for r in records:
             out[r.sigma].append(r)
-        bar.update(1)
+        if executor is None:  # an executor's repetitions are counted as they arrive, in any order
+            bar.update(1)
         if hook is not None:
             hook(i, int(reps))
 
@@ -211,7 +227,9 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
             keep.save(i, records, seconds=seconds)
 
     try:
-        if workers == 1:
+        if executor is not None:
+            executor(job, reps, keep=keep, label=dataset, finished=finished, arrived=lambda i: bar.update(1))
+        elif workers == 1:
             for i in range(reps):
                 kept = None if keep is None else keep.load(i)
                 if kept is None:

@@ -4,17 +4,26 @@
   repetition shares (its workload, the exact answers, the methods' streams).
 * Seeds: :func:`cell_seed` (a table cell, from the run seed and the cell's values), :func:`shared_seed`
   (the width-independent releases of a data set), :func:`repetitions` (the repetitions of a cell),
-  :func:`supremum_seed` (the search of the class supremum).
+  :func:`workload_seed` and :func:`method_seed` (a repetition's workload, and each method's stream keyed by
+  its name), :func:`seed_record` (a seed as plain ints, on every record), :func:`supremum_seed` (the search
+  of the class supremum).
 * :func:`record_release` — evaluate one release on a repetition's workload into a :class:`RunRecord`.
 * :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
 
 :mod:`dpkit.experiments.protocol` (the runner) has the protocol and re-exports every name.
+
+Seeding: a repetition's workload is the first child of its seed, exactly as in every earlier version
+of the runner (the workloads and exact answers of a run are unchanged); a method's stream is keyed by
+the values of its cell, repetition and *name*, not by its position in the list of methods, so adding,
+removing or reordering methods leaves every other method's numbers unchanged (:data:`SEEDING` names the
+scheme; checkpoints record it).
 """
 from __future__ import annotations
 
+import hashlib
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -31,7 +40,11 @@ from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions",
-           "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS"]
+           "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS", "method_seed",
+           "workload_seed", "name_words", "seed_record", "SEEDING"]
+
+#: the seeding scheme of the runner (a checkpoint's identity: repetitions of another scheme are never reused)
+SEEDING = "name-keyed-1"
 
 #: ``callback(rep_index, reps)`` called after each finished repetition of :func:`run_cell`
 RepetitionCallback = Callable[[int, int], None]
@@ -99,6 +112,21 @@ class RunRecord:
     supremum : dict or None
         The search's record (:meth:`~dpkit.queries.supremum.ClassSupremum.as_dict`: witness centre, its signed
         and relative error, domain, numerical bound, evaluations).
+    centre_abs : float or None
+        The worst single centre of the workload: ``max |K̄_D̂(c) − K̄_D(c)|`` over its ``Q·J`` centres ``c``
+        (the kernel means of the synthetic database and of the data that the answers contract with ``α``);
+        ``None`` for a release of answers only (``centre_note`` says why).
+    centre_bound : float or None
+        Proven bound on the numerical error of ``centre_abs`` (both kernel means' bounds).
+    centre_note : str
+        Why ``centre_abs`` is ``None`` (empty otherwise).
+    seeds : dict
+        The streams that produced the record, so that a reader can re-create the release: ``"workload"``
+        (the repetition's workload) and ``"method"`` (the stream given to ``method.release``), each
+        ``{"entropy": [...], "spawn_key": [...], "pool_size": int}`` with the entropy and spawn key as
+        32-bit words; ``numpy.random.SeedSequence(**seeds["method"])`` is the method's stream
+        (``"method"`` is ``None`` for a release recorded without its stream). ``"seeding"`` names the
+        scheme (:data:`SEEDING`).
     """
 
     rep: int
@@ -118,6 +146,10 @@ class RunRecord:
     lp_status: int | None = None
     sup_abs: float | None = None
     supremum: dict[str, Any] | None = None
+    centre_abs: float | None = None
+    centre_bound: float | None = None
+    centre_note: str = ""
+    seeds: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A plain dict (for DataFrames and JSON)."""
@@ -126,12 +158,18 @@ class RunRecord:
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Repetition:
-    """One repetition's shared inputs: its workload, exact answers and one generator per method."""
+    """One repetition's shared inputs: its workload (drawn from ``workload_seed``), the exact answers and
+    the stream of each method by name (:func:`method_seed`)."""
 
     index: int
     workload: GaussianKernelWorkload
     truth: Truth
-    generators: list[np.random.Generator]
+    workload_seed: np.random.SeedSequence
+    streams: dict[str, np.random.SeedSequence]
+
+    def generator(self, name: str) -> np.random.Generator:
+        """A fresh generator on the stream of the method named ``name``."""
+        return np.random.default_rng(self.streams[name])
 
 
 def cell_seed(seed: int, dataset: str, sigma: float) -> np.random.SeedSequence:
@@ -160,25 +198,108 @@ def width_independent(method: Method, sigmas: Sequence[float]) -> bool:
     return not getattr(method, "needs_workload", False) and all(method.at_width(float(s)) is method for s in sigmas)
 
 
-def repetitions(X: np.ndarray, *, sigma: float, n_streams: int, reps: int, n_queries: int = 10_000, J: int = 10,
+#: the spawn-key word after a repetition's key that starts the methods' streams (the workload's is ``0``)
+_METHOD_BRANCH = 1
+
+
+def _name_digest(name: str) -> bytes:
+    """The 16 bytes of a method name that key its stream (the first half of its SHA-256)."""
+    return hashlib.sha256(name.encode("utf-8")).digest()[:16]
+
+
+def name_words(names: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """The stream words of each method name: the first 128 bits of the SHA-256 of its UTF-8 bytes, as four
+    32-bit words.
+
+    Raises
+    ------
+    ValueError
+        If two names get the same words (naming both), so that two methods never share a stream.
+    """
+    out: dict[str, tuple[int, ...]] = {}
+    seen: dict[tuple[int, ...], str] = {}
+    for name in names:
+        digest = _name_digest(str(name))
+        words = tuple(int.from_bytes(digest[k:k + 4], "little") for k in range(0, 16, 4))
+        if words in seen and seen[words] != name:
+            raise ValueError(f"methods {seen[words]!r} and {name!r} hash to the same stream words {words}; "
+                             "rename one of them")
+        seen[words] = str(name)
+        out[str(name)] = words
+    return out
+
+
+def workload_seed(rep_seed: np.random.SeedSequence) -> np.random.SeedSequence:
+    """The workload's stream of a repetition: the first child of ``rep_seed`` (spawn-key word ``0``).
+
+    Made without :meth:`~numpy.random.SeedSequence.spawn` (which counts the children it hands out), so the
+    same repetition seed gives the same workload however often it is asked for; for a fresh ``rep_seed`` it
+    is ``rep_seed.spawn(1)[0]`` (the workload of every earlier version of the runner).
+    """
+    return np.random.SeedSequence(rep_seed.entropy, spawn_key=(*rep_seed.spawn_key, 0), pool_size=rep_seed.pool_size)
+
+
+def method_seed(rep_seed: np.random.SeedSequence, name: str, words: tuple[int, ...] | None = None) -> np.random.SeedSequence:
+    """The stream of the method named ``name`` in the repetition seeded by ``rep_seed``, keyed by *values*.
+
+    Its entropy is ``rep_seed``'s (the run seed and the cell's values for a table cell, :func:`cell_seed` /
+    :func:`shared_seed`; whatever :func:`run_cell`'s ``rng`` gave otherwise) and its spawn key is
+    ``rep_seed``'s followed by ``1`` and the four :func:`name_words` of the name (``words``, if already
+    computed). So a method's stream depends on the run seed, the data set, σ (for the width-dependent
+    methods), the repetition and its own name, never on which other methods run or in which order; it
+    differs from the workload's stream (spawn-key word ``0``) and from every child ``rep_seed.spawn`` gives.
+    """
+    if words is None:
+        words = name_words([name])[str(name)]
+    return np.random.SeedSequence(rep_seed.entropy, spawn_key=(*rep_seed.spawn_key, _METHOD_BRANCH, *words),
+                                  pool_size=rep_seed.pool_size)
+
+
+def _uint32_words(value: Any) -> list[int]:
+    """An entropy or spawn key as the 32-bit words :class:`~numpy.random.SeedSequence` mixes (little-endian
+    words of each integer, concatenated); the sequence made from the words has the same state."""
+    if isinstance(value, (int, np.integer)):
+        n = int(value)
+        if n < 0:
+            raise ValueError(f"seed words must be non-negative; got {n}")
+        out = [n & 0xFFFFFFFF]
+        n >>= 32
+        while n:
+            out.append(n & 0xFFFFFFFF)
+            n >>= 32
+        return out
+    return [w for v in value for w in _uint32_words(v)]
+
+
+def seed_record(ss: np.random.SeedSequence) -> dict[str, Any]:
+    """``ss`` as plain ints (JSON-able): ``numpy.random.SeedSequence(**seed_record(ss))`` has the same state."""
+    return {"entropy": _uint32_words(ss.entropy), "spawn_key": _uint32_words(ss.spawn_key), "pool_size": int(ss.pool_size)}
+
+
+def repetitions(X: np.ndarray, *, sigma: float, names: Sequence[str], reps: int, n_queries: int = 10_000, J: int = 10,
                 rng: RNGLike = 0, progress: bool = False) -> Iterator[Repetition]:
-    """The repetition skeleton (module docstring): workload, exact answers and ``n_streams`` generators."""
+    """The repetition skeleton (module docstring): workload, exact answers and the streams of the methods
+    ``names``."""
     from tqdm.auto import tqdm
 
     sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
     reps = check_positive_int(reps, name="reps")
     X = np.asarray(X, dtype=float)
+    words = name_words(names)
     for i, seed in enumerate(tqdm(spawn_seeds(rng, reps), disable=not progress, desc=f"σ={sigma:g}")):
-        yield _repetition(X, seed, i, sigma=sigma, n_streams=n_streams, n_queries=n_queries, J=J)
+        yield _repetition(X, seed, i, sigma=sigma, names=words, n_queries=n_queries, J=J)
 
 
-def _repetition(X: np.ndarray, seed: np.random.SeedSequence, index: int, *, sigma: float, n_streams: int,
-                n_queries: int, J: int) -> Repetition:
-    """Repetition ``index`` from its own seed (child ``index`` of the cell's sequence): it depends on no other."""
-    w_seed, *m_seeds = seed.spawn(1 + int(n_streams))
+def _repetition(X: np.ndarray, seed: np.random.SeedSequence, index: int, *, sigma: float,
+                names: Mapping[str, tuple[int, ...]], n_queries: int, J: int) -> Repetition:
+    """Repetition ``index`` from its own seed (child ``index`` of the cell's sequence): it depends on no other.
+
+    ``names`` maps each method's name to its :func:`name_words`.
+    """
+    w_seed = workload_seed(seed)
     wl = GaussianKernelWorkload.generate(n_queries, X.shape[1], J=J, sigma=sigma, rng=np.random.default_rng(w_seed))
-    return Repetition(index=index, workload=wl, truth=exact_truth(wl, X),
-                      generators=[np.random.default_rng(s) for s in m_seeds])
+    return Repetition(index=index, workload=wl, truth=exact_truth(wl, X), workload_seed=w_seed,
+                      streams={name: method_seed(seed, name, words) for name, words in names.items()})
 
 
 def as_methods(methods: Mapping[str, Method] | Sequence[Method]) -> dict[str, Method]:
@@ -220,22 +341,32 @@ def supremum_seed(name: str, rep: int, sigma: float) -> np.random.SeedSequence:
 
 
 def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, rep: Repetition, sigma: float,
-              domain: str) -> dict[str, Any]:
+              domain: str, centre_errors: np.ndarray | None = None) -> dict[str, Any]:
     """The class supremum of one release (:func:`~dpkit.queries.supremum.class_supremum`), started from the
-    centres of the workload's worst queries among its other starts."""
+    workload's worst single centres (``centre_errors``, (Q, J): ``|K̄_D̂(c) − K̄_D(c)|``, for a synthetic
+    database; so its result is at least the record's ``centre_abs``, up to the numerical bounds, and on the
+    search's low-rank path up to its surrogate's bound) or else from the centres of the workload's worst
+    queries, among its other starts."""
     from dpkit.queries.supremum import class_supremum
 
-    err = np.abs(est - rep.truth.answers)
-    worst = np.argsort(-err, kind="stable")[:SUPREMUM_WORKLOAD_QUERIES]
-    centres = rep.workload.centres[worst].reshape(-1, rep.workload.centres.shape[2])
-    scores = np.repeat(err[worst], rep.workload.centres.shape[1])
+    J, d = rep.workload.centres.shape[1:]
+    if centre_errors is not None:
+        flat = centre_errors.ravel()
+        worst = np.argsort(-flat, kind="stable")[:SUPREMUM_WORKLOAD_QUERIES * J]
+        centres, scores = rep.workload.centres.reshape(-1, d)[worst], flat[worst]
+    else:
+        err = np.abs(est - rep.truth.answers)
+        worst = np.argsort(-err, kind="stable")[:SUPREMUM_WORKLOAD_QUERIES]
+        centres = rep.workload.centres[worst].reshape(-1, d)
+        scores = np.repeat(err[worst], J)
     found = class_supremum(X, rel, sigma, rng=np.random.default_rng(supremum_seed(name, rep.index, sigma)),
                            domain=domain, workload_centres=centres, workload_scores=scores)
     return found.as_dict()
 
 
 def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
-                   X: np.ndarray | None = None, supremum: str | None = None) -> RunRecord:
+                   X: np.ndarray | None = None, supremum: str | None = None,
+                   stream: np.random.SeedSequence | None = None) -> RunRecord:
     """Score one method's release on one repetition: the :class:`RunRecord` the runner keeps.
 
     The release's answers to the repetition's workload (its own answers, or the workload answered on its
@@ -261,18 +392,26 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
     supremum : {"cube", "space"} or None
         Also record the class supremum of the release's error (:func:`~dpkit.queries.supremum.class_supremum`
         over centres in the cube, or anywhere; ``sup_abs`` and ``supremum`` of the record).
+    stream : SeedSequence, optional
+        The stream the release was made with (the record's ``seeds["method"]``); default
+        ``rep.streams[name]`` when the repetition has a stream of that name.
 
     Returns
     -------
     RunRecord
     """
+    centre_abs = centre_bound = centre_errors = None
     if rel.answers is not None:
         est = np.asarray(rel.answers, dtype=float)
         bound = rep.truth.error_bound
+        centre_note = "released answers to the workload only: no kernel mean at a single centre"
     else:
         syn = rel.synthetic
         est, info = answer_synthetic(rep.workload, syn.points, syn.weights, return_info=True)
         bound = rep.truth.error_bound + float(info["error_bound"]) * float(np.max(np.abs(est), initial=0.0))
+        centre_errors, centre_bound = _centre_errors(info["kernel_means"], float(info["error_bound"]), rep.truth)
+        centre_abs = float(np.max(centre_errors, initial=0.0))
+        centre_note = ""
     err = errors_from_answers(est, rep.truth.answers)
     lp = getattr(rel.diagnostics, "lp", None)
     eps, dl = rel.spent
@@ -280,14 +419,36 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
     if supremum is not None:
         if X is None:
             raise ValueError("record_release: supremum needs the data X")
-        sup = _supremum(name, rel, X, est, rep=rep, sigma=sigma, domain=supremum)
+        sup = _supremum(name, rel, X, est, rep=rep, sigma=sigma, domain=supremum, centre_errors=centre_errors)
     return RunRecord(
         rep=rep.index, method=name, privacy=rel.privacy, sigma=float(sigma), abs=err.abs, rel=err.rel,
         time_s=seconds + float(rel.timings.get("truth", 0.0)), timings=dict(rel.timings),
         support_size=rel.support_size, eps_spent=eps, delta_spent=dl, error_bound=bound, params=dict(rel.params),
         ledger=rel.ledger, lp_status=None if lp is None else lp.get("status"),
         sup_abs=None if sup is None else sup["sup_abs"], supremum=sup,
+        centre_abs=centre_abs, centre_bound=centre_bound, centre_note=centre_note,
+        seeds=_record_seeds(rep, stream if stream is not None else rep.streams.get(name)),
     )
+
+
+def _centre_errors(synthetic_means: np.ndarray, synthetic_rel_bound: float, truth: Truth) -> tuple[np.ndarray, float]:
+    """``|K̄_D̂(c) − K̄_D(c)|`` at the workload's centres, (Q, J), and a bound on the numerical error of each,
+    from the kernel means the answers were contracted from (the synthetic side's relative bound times its
+    largest mean, plus the data side's absolute bound); the record's ``centre_abs`` is their maximum.
+
+    The thesis metric's worst query error is at most this: a query's error ``Σ_j α_j E(c_j)`` is an average
+    of its centres' errors (``α`` on the simplex). The class supremum over the cube is at least this (every
+    workload centre lies in the cube), up to both numerical bounds.
+    """
+    diff = np.abs(synthetic_means - truth.centre_means)
+    bound = truth.centre_bound + synthetic_rel_bound * float(np.max(np.abs(synthetic_means), initial=0.0))
+    return diff, float(bound)
+
+
+def _record_seeds(rep: Repetition, stream: np.random.SeedSequence | None) -> dict[str, Any]:
+    """The record's ``seeds`` (:class:`RunRecord`)."""
+    return {"seeding": SEEDING, "workload": seed_record(rep.workload_seed),
+            "method": None if stream is None else seed_record(stream)}
 
 
 def _timed_release(method: Method, X: np.ndarray, g: np.random.Generator,

@@ -20,24 +20,37 @@ def _sd(s: pd.Series) -> float:
     return float(s.std(ddof=1)) if len(s) > 1 else 0.0
 
 
-#: the class-supremum columns of every table row (:func:`supremum_stats`)
-SUP_KEYS = ("sup_abs_mean", "sup_abs_std", "sup_abs_max", "sup_witness_rel_mean", "sup_note")
+#: the class-supremum columns of every table row, and those of the workload's worst single centre
+#: (``centre_abs``; :func:`supremum_stats`)
+SUP_KEYS = ("sup_abs_mean", "sup_abs_std", "sup_abs_max", "sup_witness_rel_mean", "sup_note", "centre_abs_mean",
+            "centre_abs_std")
+
+
+def _centre_stats(g: pd.DataFrame) -> dict[str, Any]:
+    """Mean and std of the worst single centre (``centre_abs``) over the repetitions that have it (``None``
+    for released answers and for records without it)."""
+    vals = g["centre_abs"].dropna().astype(float) if "centre_abs" in g else pd.Series(dtype=float)
+    if vals.empty:
+        return {"centre_abs_mean": None, "centre_abs_std": None}
+    return {"centre_abs_mean": float(vals.mean()), "centre_abs_std": _sd(vals)}
 
 
 def supremum_stats(g: pd.DataFrame) -> dict[str, Any]:
     """Mean, std and max of the class supremum (``sup_abs``) over one group of repetitions, and the mean relative
-    error of its witnesses; ``None`` with the reason (``sup_note``) where it was not computed or is not defined."""
+    error of its witnesses; ``None`` with the reason (``sup_note``) where it was not computed or is not defined;
+    and the mean and std of the workload's worst single centre (``centre_abs_mean``, ``centre_abs_std``)."""
     sup = g["sup_abs"] if "sup_abs" in g else pd.Series([None] * len(g), index=g.index)
     have = sup.notna()
     if not have.any():
         notes = [r.get("reason") for r in g.get("supremum", pd.Series(dtype=object)) if isinstance(r, dict)]
         return {"sup_abs_mean": None, "sup_abs_std": None, "sup_abs_max": None, "sup_witness_rel_mean": None,
-                "sup_note": next((n for n in notes if n), "not computed")}
+                "sup_note": next((n for n in notes if n), "not computed"), **_centre_stats(g)}
     vals = sup[have].astype(float)
     rel = [r.get("witness_rel") for r in g.loc[have, "supremum"] if isinstance(r, dict) and r.get("witness_rel") is not None]
     return {"sup_abs_mean": float(vals.mean()), "sup_abs_std": _sd(vals), "sup_abs_max": float(vals.max()),
             "sup_witness_rel_mean": float(sum(rel) / len(rel)) if rel else None,
-            "sup_note": "" if have.all() else f"{int((~have).sum())} of {len(g)} repetitions without a supremum"}
+            "sup_note": "" if have.all() else f"{int((~have).sum())} of {len(g)} repetitions without a supremum",
+            **_centre_stats(g)}
 
 
 def spread_stats(g: pd.DataFrame) -> dict[str, Any]:

@@ -39,7 +39,10 @@ def sweep(X: np.ndarray, *, method: Method, param: str, values: Sequence[Any], s
     out: dict[Any, list[RunRecord]] = {}
     for v in tqdm(list(values), disable=not progress, desc=f"{param} sweep"):
         m = dataclasses.replace(method, **{param: v})
-        out[v] = run_cell(X, methods={m.name: m}, sigma=sigma, reps=reps, n_queries=n_queries, J=J, rng=seed_root)
+        # a fresh copy of the root for every value: SeedSequence.spawn counts the children it has handed out, so
+        # the root itself would give the second value the repetitions reps…2·reps−1 (other workloads, no pairing)
+        root = np.random.SeedSequence(seed_root.entropy, spawn_key=seed_root.spawn_key, pool_size=seed_root.pool_size)
+        out[v] = run_cell(X, methods={m.name: m}, sigma=sigma, reps=reps, n_queries=n_queries, J=J, rng=root)
     return out
 
 

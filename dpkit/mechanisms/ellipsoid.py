@@ -10,7 +10,7 @@ radius is right) and *uniform* hyperspherical angles φ_1, …, φ_{k−2} ~ U[0
 φ_{k−1} ~ U[0, 2π], x = a ⊙ r·(cos φ_1, sin φ_1 cos φ_2, …, sin φ_1⋯sin φ_{k−1}).
 **[erratum]** The uniform law on the sphere has angle densities ∝ sin^{k−1−j} φ_j, so uniform
 angles pile points up near the poles of the first axes: the directions are not uniform for
-k ≥ 3. (The spec prints k angles for k dimensions; the polar transform has k − 1, which we
+k ≥ 3. (The thesis prints k angles for k dimensions; the polar transform has k − 1, which we
 use. For k = 2 the single angle is uniform on [0, 2π] and the printed sampler is exactly
 uniform — so the thesis's experiments with k = 2 are not affected by this erratum.)
 """

@@ -151,7 +151,7 @@ class ReportNoisyMax(Mechanism):
     its proof uses both the Lipschitz property and **monotonicity** (``c_i ≥ c'_i`` for all i
     when D = D' ∪ {a}). For general sensitivity-Δ utilities, where one neighbour can raise some
     scores and lower others (e.g. any replace-one histogram), ``Lap(Δ/ε)`` is only 2ε-DP: exact
-    quadrature on ±1 shifts gives a log-ratio of 1.9999 at ε = 1 (D–R seed M3). A general-purpose
+    quadrature on ±1 shifts gives a log-ratio of 1.9999 at ε = 1 (docs/science/foundations.md). A general-purpose
     function therefore uses ``Lap(2Δ/ε)`` unless ``monotone=True`` is declared, and the same
     factor 2 applies to the one-sided exponential and Gumbel variants.
     """

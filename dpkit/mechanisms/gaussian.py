@@ -11,7 +11,8 @@
 - ``"thesis"``: ``σ² = 2 S² log(2/δ) / ε²`` (thesis Ex 1.3 as printed). **[erratum]** the thesis
   states it with the L1 sensitivity and its proof writes log(δ/2); here ``sensitivity`` is
   whatever the caller passes (the L2 sensitivity is the right one; an L1 value is only more
-  conservative since ‖·‖₂ ≤ ‖·‖₁). By the exact δ it is valid up to ε ≈ 8.5–10.3 (D–R seed 4.1).
+  conservative since ‖·‖₂ ≤ ‖·‖₁). By the exact δ it is valid up to ε ≈ 8.5–10.3
+  (docs/science/errata.md, *erratum-gauss-calibration*).
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _log_exact_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
 def gaussian_exact_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
     """Exact δ of the Gaussian mechanism ``f(D) + N(0, σ²I)`` at privacy level ε.
 
-    Balle & Wang (2018, Thm 8); D–R seed E10:
+    Balle & Wang (2018, Thm 8); docs/science/foundations.md, *The Gaussian mechanism*:
 
     ``δ(ε) = Φ(S/(2σ) − εσ/S) − e^ε Φ(−S/(2σ) − εσ/S)``
 

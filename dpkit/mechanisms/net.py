@@ -11,7 +11,7 @@ over a finite, **data-independent** candidate set ``N`` (an α-net) with score
 thesis's convention) ``u`` has sensitivity ``Δ = max_f (max f − min f)/n``.
 
 Feasibility: the exact mechanism evaluates every candidate. The candidate count is limited to
-:data:`MAX_CANDIDATES` (2·10⁶; scoring takes ~0.6 s per 10⁶ candidates and stores
+:data:`MAX_CANDIDATES` (2·10⁶; scoring time is linear in the count (docs/performance_notes.md), and it stores
 |X| bytes plus 8 bytes per query for each candidate); larger nets raise
 :class:`~dpkit.core.exceptions.FeasibilityError` naming the size, **before** anything is enumerated.
 """
@@ -62,7 +62,7 @@ def enumerate_databases(domain_size: int, m: int, *, max_candidates: int = MAX_C
         One histogram per row (rows sum to ``m``), in reverse lexicographic order
         (first coordinate descending). The dtype is the smallest unsigned type holding ``m``
         (``uint8`` for m ≤ 255), so the largest allowed net takes ``2·10⁶ × |X|`` bytes.
-        Cost: ~0.1 s per 10⁶ rows.
+        Cost: linear in the number of rows.
 
     Examples
     --------

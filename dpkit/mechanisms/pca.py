@@ -1,5 +1,7 @@
 """Private subspace iteration (thesis Algorithms 6 and 7, after Hardt 2013) as a scikit-learn estimator.
 
+The science: docs/science/private_pca.md.
+
 The covariance A(D) = (1/n) Σ (z − z̄)(z − z̄)ᵀ is multiplied into a d×k orthonormal basis
 L times with noise:  X⁽⁰⁾ = GS(G⁽⁰⁾), W⁽ˡ⁾ = A X⁽ˡ⁻¹⁾ + G⁽ˡ⁾, X⁽ˡ⁾ = GS(W⁽ˡ⁾), and the output
 is X⁽ᴸ⁾ with eigenvalue estimates λ̂_s = ‖w_s⁽ᴸ⁾‖₂ (column norms).
@@ -30,7 +32,7 @@ diffprivlib's ``PCA(bounds=...)``) the estimator rescales X from the bounds to [
 what lies outside, warning :class:`~dpkit.data.errors.ClippingWarning` with the clipped fraction;
 clipping keeps every row in the domain, so the sensitivity above holds. The components then live in
 the rescaled coordinates, and :meth:`~PrivateSubspaceIteration.transform` rescales its input the
-same way. ``bounds=None`` (default) requires X ⊂ [-1, 1]^d, as before.
+same way. ``bounds=None`` (default) requires X ⊂ [-1, 1]^d.
 """
 from __future__ import annotations
 
@@ -280,8 +282,8 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
                 n_iter=L,
             )
         gen = resolve_rng(rng)
-        # Single-threaded BLAS: these GEMMs are small, and on a loaded 2-core machine the threaded
-        # BLAS took up to 0.2-0.4 s for A = XᵀX (CRM, PKS) against 4 ms single-threaded.
+        # Single-threaded BLAS: these GEMMs are small, and threaded BLAS is far slower on them under load
+        # (docs/performance_notes.md).
         with threadpool_limits(limits=1, user_api="blas"):
             A = covariance(X)
             Xcur = _gs(gen.standard_normal((d, k)))

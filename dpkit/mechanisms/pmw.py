@@ -1,7 +1,7 @@
 """Private multiplicative weights: online MW driven by NumericSparse (Dwork–Roth §4.2, Alg. 6, Thm 4.13/4.14).
 
-- :func:`pmw_alpha` — the accuracy α of Thm 4.14 (δ = 0) as the fixed point the D–R seed (M13 [C]) derives
-  from Thm 3.28 with ``c = 4 ln|X|/α²`` and ``k = 2|Q|``:
+- :func:`pmw_alpha` — the accuracy α of Thm 4.14 (δ = 0) as the self-consistent fixed point derived
+  from Thm 3.28 (docs/science/foundations.md, *Private multiplicative weights*) with ``c = 4 ln|X|/α²`` and ``k = 2|Q|``:
   ``α³ = 36 ln|X| (ln(2|Q|) + ln(16 ln|X|/(α²β)))/(ε n)``;
 - :class:`PrivateMultiplicativeWeights` — the online algorithm on normalised linear queries (values in
   [0, 1], sensitivity ``1/n``): NumericSparse (D–R Alg. 3, δ = 0: ε₁ = 8ε/9, ε₂ = 2ε/9, σ(e) = 2c/e,
@@ -11,7 +11,7 @@
 Privacy: (ε, 0)-DP (Thm 4.13; the data are touched only through NumericSparse) for a stream whose order
 does not depend on the data (``order``). Not with ``adaptive=True``: that stream picks each next query from the
 data itself and releases the order, so it is not private at all (see
-:meth:`PrivateMultiplicativeWeights.run`). Accuracy (Thm 4.14, seed M13): with probability ≥ 1 − β every answer
+:meth:`PrivateMultiplicativeWeights.run`). Accuracy (Thm 4.14): with probability ≥ 1 − β every answer
 is within ``3α`` of the truth, with at most ``c`` updates and no early halt.
 """
 from __future__ import annotations
@@ -45,9 +45,9 @@ def _check_sizes(domain_size: int, n_queries: int, n: int) -> tuple[int, int, in
 def pmw_alpha(*, domain_size: int, n_queries: int, epsilon: float, beta: float, n: int) -> float:
     """Thm 4.14 (δ = 0): the smallest α with ``α ≥ 36 ln|X| (ln(2|Q|) + ln(16 ln|X|/(α²β)))/(ε n α²)`` (brentq).
 
-    D–R seed M13 [C] (the printed constants are garbled; this is the self-consistent form from Thm 3.28
-    with c = 4 ln|X|/α², k = 2|Q|, T = 2α). Seed E17's example: |X| = 441, |Q| = 200, ε = 1, β = 0.05,
-    n = 10⁷ gives α = 0.0744.
+    The printed constants are garbled (docs/science/errata.md, *erratum-dr-pmw-constants*); this is the
+    self-consistent form from Thm 3.28 with c = 4 ln|X|/α², k = 2|Q|, T = 2α (docs/science/foundations.md).
+    Example: |X| = 441, |Q| = 200, ε = 1, β = 0.05, n = 10⁷ gives α = 0.0744.
 
     >>> round(pmw_alpha(domain_size=441, n_queries=200, epsilon=1.0, beta=0.05, n=10**7), 4)
     0.0744
@@ -96,7 +96,7 @@ class PMWRun:
 
 @dataclass(frozen=True, kw_only=True)
 class PrivateMultiplicativeWeights(Mechanism):
-    """Online private multiplicative weights with NumericSparse, δ = 0 (D–R Alg. 6; seed M13).
+    """Online private multiplicative weights with NumericSparse, δ = 0 (D–R Alg. 6).
 
     Parameters
     ----------
@@ -112,7 +112,7 @@ class PrivateMultiplicativeWeights(Mechanism):
         |Q|: the stream has at most this many queries (NumericSparse sees k = 2|Q| derived queries).
     variant : {"correct", "printed-threshold"}, default "correct"
         ``"printed-threshold"`` exists only as a negative control: the translation's misprinted setup
-        ``T ← ⌈1/α⌉`` (seed M13) instead of ``T = 2α``, which is never crossed by normalised queries,
+        ``T ← ⌈1/α⌉`` (*erratum-dr-pmw-constants*) instead of ``T = 2α``, which is never crossed by normalised queries,
         so every answer is the uninformed ``f(x⁰)``.
 
     Notes
@@ -178,7 +178,7 @@ class PrivateMultiplicativeWeights(Mechanism):
     def noise_scales(self) -> tuple[float, float, float]:
         """Laplace scales of the threshold, the derived queries and the numeric answers (normalised by 1/n).
 
-        NumericSparse with δ = 0: ``ε₁ = 8ε/9``, ``ε₂ = 2ε/9``, ``σ(e) = 2c/e`` (D–R Alg. 3, seed M10):
+        NumericSparse with δ = 0: ``ε₁ = 8ε/9``, ``ε₂ = 2ε/9``, ``σ(e) = 2c/e`` (D–R Alg. 3, Thm 3.27):
         threshold ``Lap(σ(ε₁)/n)``, queries ``Lap(2σ(ε₁)/n)``, answers ``Lap(σ(ε₂)/n)``.
         """
         c = self.cutoff

@@ -1,5 +1,5 @@
 """Methods that answer the workload, all of one protocol (:mod:`dpkit.queries.release`), registered
-by name in :mod:`dpkit.methods.registry` (dwork-roth.md §4.3 B1–B5).
+by name in :mod:`dpkit.methods.registry` (the baselines B1–B5 of docs/science/baselines.md).
 
 Every method is a frozen keyword-only dataclass whose fields are its parameters, with one verb
 ``release(X, *, rng=None, ledger=None, workload=None) -> Release``; budgets are spent through a

@@ -12,8 +12,8 @@ Their zCDP accounting (``cdp_rho``, ``ZCDPLedger``) is :mod:`dpkit.core.zcdp`.
   drawn i.i.d. from the fitted graphical model along the junction tree's elimination order, each
   attribute from its conditional given the attributes already drawn (the same scheme), with the
   caller's ``rng`` only.
-* **Compilation cache.** ``mbi`` compiles (XLA) one estimator per clique structure, seconds to a minute
-  each, while running it takes milliseconds. On first use :func:`_mbi` points JAX's persistent
+* **Compilation cache.** ``mbi`` compiles (XLA) one estimator per clique structure, which costs far
+  more than running it (docs/performance_notes.md). On first use :func:`_mbi` points JAX's persistent
   compilation cache at ``$DPKIT_CACHE_DIR/jax`` (default ``~/.cache/dpkit/jax``; ``DPKIT_CACHE_DIR=off``
   or ``DPKIT_JAX_CACHE=0``
   turns it off; a cache directory the caller already configured is kept), so a structure compiled
@@ -133,7 +133,7 @@ def _configure_jax_cache() -> str | None:
                       RuntimeWarning, stacklevel=2)
         return None
     jax.config.update("jax_compilation_cache_dir", path)
-    # every program, also the small per-operation ones (about 0.1 s each to compile, a few dozen per process)
+    # every program, also the small per-operation ones (a few dozen per process)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path
@@ -250,7 +250,7 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
     one component but outside every clique is read from that component's calibrated elimination tree
     (:class:`CalibratedTree`: exact, in the log domain, built once per component for all the pairs asked
     for). (The factors of other components only scale a component's sum, and its normalisation removes
-    them; leaving them out is what makes AIM's rounds on CRM, d = 101, take seconds, not minutes.) A larger
+    them; leaving them out is what keeps AIM's rounds on CRM, d = 101, cheap.) A larger
     part contracts the exponentiated potentials ``exp(θ_C − max θ_C)`` of its component pairwise, rescaling
     each intermediate (:func:`normalised_contraction`), or, where that contraction's bound on its underflow
     loss exceeds 10⁻¹² of its maximum (potentials spanning hundreds of nats, as in AIM's late rounds on CRM),

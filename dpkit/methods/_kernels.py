@@ -1,5 +1,5 @@
 """Kernel-query pieces the methods share: per-point query values and the kernel-query sensitivity
-(dwork-roth.md §4.3).
+(docs/science/baselines.md).
 
 Kernel-mixture query sensitivity (replace-one, n public)
 --------------------------------------------------------
@@ -13,7 +13,7 @@ distance D_j² = Σ_i (1 + |z_ji|)², so 1 ≥ exp(−‖x − z_j‖²/(2σ²))
 
 a bound that depends only on the public query (:func:`kernel_query_ranges`). It is attained for
 J = 1 (f(z_1) = 1, f(far corner) = e^{−D²/(2σ²)}) and is never larger than the generic 1/n of
-dwork-roth.md §4.3 (f ∈ [0, 1]); the gain matters at large σ and small d (σ = 10, d = 8:
+D–R Ch. 4 (f ∈ [0, 1]); the gain matters at large σ and small d (σ = 10, d = 8:
 Δ ≈ 0.4/n). ``sensitivity="unit"`` on the direct-answering baseline uses the generic 1/n.
 For the vector of Q answers: L1 sensitivity ≤ Σ_q Δ_q, L2 ≤ (Σ_q Δ_q²)^{1/2} (one row changes;
 each coordinate moves by at most its own Δ_q).

@@ -43,18 +43,16 @@ round takes the remaining ρ and the annealing σ → σ/2, ε → 2ε all spend
 whose privacy is not pure. A Laplace version would be a different mechanism with its own analysis
 (the paper gives none), so dpkit does not ship one; ``delta`` must be positive.
 
-Cost: ``mbi`` compiles (XLA) its estimator for every new set of measured cliques, i.e. once per round
-(seconds each, more for wide data); the persistent compilation cache of
+Cost: ``mbi`` compiles (XLA) its estimator for every new set of measured cliques, i.e. once per round;
+the persistent compilation cache of
 :mod:`dpkit.methods._discrete` makes a repeated run with the same seed cheap, not a new one. The
 selection step itself is exact and cheap also for wide data: the candidates' junction-tree sizes come
 component by component (:class:`JunctionTreeSizes`, the numbers of ``mbi``'s junction tree) and the
 model's marginals from each component's own factors (:func:`~dpkit.methods._discrete.model_marginals`:
 all candidate pairs of a component from one calibrated elimination tree,
-:class:`~dpkit.methods._contraction.CalibratedTree`). On CRM (d = 101, 5,151 candidates) building ``mbi``'s
-junction tree per candidate took about 6 min per round, contracting all factors per candidate about 30 s,
-and contracting a component's factors per candidate still up to seconds per round late in a release (a
-model of 70 pairs on 55 attributes: 14–30 s, against 0.25 s from the tree); a whole release takes minutes,
-most of it ``mbi`` compiling its estimator.
+:class:`~dpkit.methods._contraction.CalibratedTree`). Building ``mbi``'s
+junction tree, or contracting the factors, per candidate is far slower on wide data (CRM: d = 101, 5,151
+candidates); a whole release is dominated by ``mbi`` compiling its estimator (timings: docs/performance_notes.md).
 """
 from __future__ import annotations
 
@@ -120,7 +118,7 @@ def candidates(d: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
 
     In closed form: attribute i lies in the d − 1 pairs that contain it, so ``w_(i) = d − 1``; a pair
     (i, j) meets itself twice and each of the 2(d − 2) other pairs through i or j once, so
-    ``w_(i,j) = 2 + 2(d − 2) = 2(d − 1)`` (summing over all pairs is O(d⁴): 14 s for d = 101).
+    ``w_(i,j) = 2 + 2(d − 2) = 2(d − 1)`` (summing over all pairs is O(d⁴)).
     """
     work = list(combinations(range(d), 2))
     cands = [(i,) for i in range(d)] + work
@@ -185,8 +183,8 @@ class JunctionTreeSizes:
     each connected component on its own (its choice inside a component never depends on the others),
     so the size is a sum over components, and a candidate pair changes only the one or two components
     it touches. Component sizes are cached by their edge sets. ``mbi`` builds a junction tree per
-    call (pure Python, about 76 ms for d = 101): over the 5,151 candidates of CRM that was 6 min per
-    round; this is exact and takes milliseconds per round where the components are small.
+    call (pure Python), far too slow over the 5,151 candidates of CRM (docs/performance_notes.md); this is exact
+    and cheap where the components are small.
     """
 
     def __init__(self, d: int, bins: int) -> None:
@@ -345,6 +343,12 @@ class AIM(MethodBase):
         ones = np.stack([np.bincount(codes[:, i], minlength=bins) for i in range(d)]).astype(float)
         g = spawn(rng, 1)[0]
         return ones + g.normal(0.0, sigma0, size=ones.shape), sigma0, bins
+
+    def audit_steps(self) -> dict[str, Any]:
+        """The measurement :mod:`dpkit.evaluation.gate` audits at any size: the initialisation's noisy one-way
+        counts (:meth:`initialise`). The rounds' measurements need whole releases (an estimate per round), so the
+        gate audits them with ``steps="release"`` at a small size and few rounds only."""
+        return {"initialise": lambda X, rng: self.initialise(X, rng=rng)[0]}
 
     @staticmethod
     def selection(epsilon: float, weights: np.ndarray) -> Exponential:

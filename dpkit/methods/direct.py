@@ -1,4 +1,4 @@
-"""B1 — direct answering of the evaluation queries (dwork-roth.md §4.3 B1; thesis Prop 1.7, 1.12, Ex 1.3).
+"""B1 — direct answering of the evaluation queries (baseline B1 of docs/science/baselines.md; thesis Prop 1.7, 1.12, Ex 1.3).
 
 Not a synthetic database: the Q evaluation queries themselves are answered with noise and the
 budget is split across them. Its error grows with Q (≈ Q/(εn) for pure DP, ≈ √Q/(εn) for
@@ -12,7 +12,7 @@ Noise (per-query sensitivity Δ_q = range_q/n, see :mod:`dpkit.methods._kernels`
 * ``"laplace_II"`` — (ε, δ)-DP by advanced composition (Thm 1.11, δ' = δ): each query is
   ε₀-DP with Lap(Δ_q/ε₀), ε₀ the largest per-step ε whose Q-fold composition is ≤ ε
   (:func:`dpkit.core.composition.per_step_epsilon`, capped at the basic ε/Q). The printed Prop 1.12
-  scale is **not** used (its proof has the erratum noted in thesis.md).
+  scale is **not** used (its proof is wrong: docs/science/errata.md, *erratum-laplace-ii*).
 * ``"gaussian"`` — (ε, δ)-DP: N(0, s²) with s from the analytic Gaussian mechanism
   (Balle & Wang 2018) on the L2 sensitivity (Σ_q Δ_q²)^{1/2}
   (:class:`dpkit.mechanisms.gaussian.Gaussian`).

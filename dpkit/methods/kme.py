@@ -91,8 +91,8 @@ def embedding_answers(workload: GaussianKernelWorkload, omega: np.ndarray, embed
     """q̂_f = Σ_j α_j φ(c_j)·μ̂ for every query of ``workload`` (Q,), in blocks of ``block`` queries
     (temporary memory ≈ 16·block·J·D bytes), and a bound on the answers' rounding error.
 
-    ``precision="float64"``: cos and sin of θ = ω·c in float64 (libm: 20–40 ns a pair on this machine,
-    about 3 ns in float32). ``"float32"`` (default, about twice as fast; the float64 product θ = C·Ωᵀ
+    ``precision="float64"``: cos and sin of θ = ω·c in float64 (libm; several times
+    slower than float32, docs/performance_notes.md). ``"float32"`` (default, faster; the float64 product θ = C·Ωᵀ
     stays): θ is reduced to r = θ − 2π·rint(θ/2π) ∈ [−π, π] in float64, and cos/sin are taken of r
     rounded to float32; the dot products with μ̂ stay in float64. Per feature the difference from the
     float64 value is at most e = (``FLOAT32_TRIG_ULPS`` + π)·2⁻²⁴ + 2⁻⁴⁴·(1 + max|θ|)
@@ -204,7 +204,7 @@ class KMEAnswers(_KMEBase):
     max_features : int
         Cap on D (compute).
     precision : {"float32", "float64"}
-        Arithmetic of the answers' cos/sin (:func:`embedding_answers`): ``"float32"`` is about 2× faster and its
+        Arithmetic of the answers' cos/sin (:func:`embedding_answers`): ``"float32"`` is faster and its
         proven rounding bound (≈ 10⁻⁶) is in ``params["answer_rounding_bound"]``; ``"float64"`` is the plain
         evaluation.
     """

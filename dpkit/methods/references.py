@@ -1,6 +1,6 @@
 """Non-private references (never counted as wins).
 
-The other reference, the LP fit with no noise (dwork-roth.md §4.3 B5), is
+The other reference, the LP fit with no noise (baseline B5 of docs/science/baselines.md), is
 :class:`~dpkit.mechanisms.trig.ImprovedTrigonometricMechanism` with ``epsilon=math.inf``: moments,
 mean and PCA are exact, so its error is discretisation + basis truncation + candidate coverage +
 sampling only.

@@ -90,12 +90,12 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("gauss-psi-eps", GaussianFit(epsilon=EPS, delta=0.0, method="psi"), _B),
     # marginal-based synthetic data on a public grid (Private-PGM; needs the optional dependency mbi). Not in
     # "baselines": notebook 40 runs that whole suite and its QUICK test allows 60 s, while mbi compiles (JAX)
-    # one estimator per selected tree, 5-80 s a release on this machine
+    # one estimator per selected tree (timings: docs/performance_notes.md)
     Entry("mst", MST(epsilon=EPS, delta=DELTA), _L),
     Entry("mst-eps", MST(epsilon=EPS, delta=0.0), _L),
     # AIM (McKenna et al. 2022) on the same grid and mbi; zCDP only (no ε-DP variant, see dpkit.methods.aim).
-    # Suite "slow": every round adds a marginal, so mbi compiles a new estimator (10-30 s a round; 2-8 min a
-    # release on PKS/CSN): even shared across σ (run_cells) a full board's 150 releases take 10+ hours on 2 cores. Name it:
+    # Suite "slow": every round adds a marginal, so mbi compiles a new estimator per round: even shared
+    # across σ (run_cells) a full board's 150 releases take many hours (docs/performance_notes.md). Name it:
     # notebook 45 with METHODS=["aim", ...], or suite("slow").
     Entry("aim", AIM(epsilon=EPS, delta=DELTA), _S),
     # relaxed projection onto noisy trigonometric moments (Aydore et al. 2021)
@@ -106,9 +106,7 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("kme-answers-eps", KMEAnswers(epsilon=EPS, delta=0.0), _BL),
     Entry("kme-synthetic", KMESynthetic(epsilon=EPS, delta=DELTA), _BL),
     Entry("kme-synthetic-eps", KMESynthetic(epsilon=EPS, delta=0.0), _BL),
-    # ε-DP variants of the Gaussian-candidate MWEM and the candidate LPs (Table 3.2 is compared at δ = 0). Appended
-    # here, not next to their (ε, δ) versions: a method's streams follow its position, so the earlier methods of
-    # notebook 40 keep their numbers
+    # ε-DP variants of the Gaussian-candidate MWEM and the candidate LPs (Table 3.2 is compared at δ = 0)
     Entry("mwem-gaussian-eps", MWEM(epsilon=EPS, delta=0.0, candidates="gaussian"), _BL),
     Entry("lp-gauss-analyze-gauss-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, source="gaussian"), _BL),
     Entry("lp-uniform-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, source="uniform"), _BL),

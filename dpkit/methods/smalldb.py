@@ -1,4 +1,4 @@
-"""SmallDB / net mechanism on a toy enumerable domain (dwork-roth.md §4.3 B2; D&R Alg 4, Alg 7;
+"""SmallDB / net mechanism on a toy enumerable domain (baseline B2 of docs/science/baselines.md; D&R Alg 4, Alg 7;
 thesis Alg 3 / Thm 1.16).
 
 The data are snapped to the public grid ``A^d`` of ``levels`` cell centres per coordinate

@@ -73,7 +73,7 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
     leading columns that tell the rows apart, at most :data:`KEY_SHARE` of the width). A table of more than
     :data:`LONG_ROWS` rows (over all its parts) is a ``longtable`` per part (captions "(continued, part k of m)").
     Nothing is set below ``\\small`` and every cell is printed (the CSV and markdown keep the one-frame layout). A
-    narrow table of at most :data:`LONG_ROWS` rows is written as before. Needs ``\\usepackage{booktabs}`` (and
+    narrow table of at most :data:`LONG_ROWS` rows is one ``tabular``. Needs ``\\usepackage{booktabs}`` (and
     ``longtable`` for long tables) in the including document. ``fit=False``: one tabular whatever its width.
     """
     df = df[[c for c in df.columns if c not in _DROP_FROM_LATEX]].reset_index(drop=True)

@@ -63,7 +63,7 @@ __all__ = [
     "UNIT_ROUNDOFF_F32",
     "EXP_ULP_F32",
     "DEFAULT_RTOL",
-    # also importable from here as before the split (they live in gemm / rounding)
+    # also importable from here (they live in gemm / rounding)
     "DEFAULT_BLOCK_CENTRES",
     "DEFAULT_BLOCK_POINTS",
     "SUM_GROUP",
@@ -108,13 +108,20 @@ def answer_weighted(
 
     ``options`` go to :func:`kernel_sums` (precision, rtol, block sizes, n_threads, dedup).
     Weights are used as given (non-negative; see :func:`answer_synthetic` for distributions).
+    With ``return_info`` the info of :func:`kernel_sums` also holds ``"kernel_means"``: the (Q, J) kernel
+    means ``k(c_{q,j})`` the answers contract (a view, no copy), each within the relative bound
+    ``info["error_bound"]``.
     """
     wl = _check_workload(workload)
     P = _check_points(points, wl, "points")
     w = check_finite_array(weights, name="weights", ndim=1)
     k, info = kernel_sums(wl.flat_centres, P, w, wl.sigma, J=wl.J, return_info=True, **options)
-    ans = np.einsum("qj,qj->q", wl.alphas, k.reshape(wl.n_queries, wl.J))
-    return (ans, info) if return_info else ans
+    means = k.reshape(wl.n_queries, wl.J)
+    ans = np.einsum("qj,qj->q", wl.alphas, means)
+    if return_info:
+        info["kernel_means"] = means
+        return ans, info
+    return ans
 
 
 def answer_data(

@@ -13,11 +13,8 @@ one-time fit per (data set, σ)). Every answer carries a bound ``|q̂ − q_f(D)
   whose one-time cost (``n²/2 + N·n`` kernel values) is below this workload's exact cost
   (``Q·J·n``; a cached embedding is then reused, not refitted) — and the embedding's per-centre
   cost (:func:`lowrank_cost`) is below ``n``; otherwise exact. The choice depends on these sizes
-  only, never on what is cached, so a call gives the same bits cold and warm (it used to take a
-  cached embedding whenever there was one: worst errors then differed by about 10⁻¹¹, within
-  the bounds, between a cold and a warm run). Measured (``bench_truth``, 10⁴
-  queries): CSN 19–344× at σ = 2–10, PKS 3× / 10× at σ = 6 / 10 (auto: low-rank); PKS at σ = 2,
-  CTG, CRM, WDBC: the evaluator is faster (auto: exact).
+  only, never on what is cached, so a call gives the same bits cold and warm. Which
+  path is faster per data set and σ: docs/performance_notes.md.
 
 Fitted embeddings are cached per (sha256 of the data's float64 bytes and shape, σ, fit
 options), in memory (:func:`clear_cache`, :func:`cache_info`) and on disk
@@ -61,8 +58,8 @@ _CACHE_SIZE = 16
 _CACHE: OrderedDict[tuple, KernelEmbedding] = OrderedDict()
 _LOCK = threading.Lock()
 #: Cost of one landmark kernel value (float64, with its share of the bounds) relative to one
-#: evaluator kernel value, and of one prefix multiply-add: rounded up from CSN on the 2-core
-#: development machine (σ = 4: 3.3 per landmark including all per-centre work).
+#: evaluator kernel value, and of one prefix multiply-add: rounded up from a measurement on CSN
+#: (docs/performance_notes.md).
 _LANDMARK_COST = 3.0
 _PREFIX_COST = 0.05
 #: "auto" never fits an embedding for fewer distinct rows (cheaper to evaluate exactly).
@@ -85,6 +82,9 @@ class ExactAnswers:
         Answers recomputed by the exact path because their low-rank bound exceeded ``tol``.
     seconds : dict
         ``fit`` (0 when the embedding came from the cache), ``answer``, ``fallback``, ``total``.
+    means, mean_bounds : ndarray (Q, J)
+        The kernel means ``K̄_D(c_{q,j})`` at every centre that the answers contract with ``α``, and
+        ``|means − K̄_D(c)| ≤ mean_bounds`` (of the path that answered the centre's query).
     """
 
     answers: np.ndarray
@@ -96,6 +96,8 @@ class ExactAnswers:
     n_fallback: int = 0
     cached: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
+    means: np.ndarray | None = field(default=None, repr=False)
+    mean_bounds: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def max_bound(self) -> float:
@@ -194,8 +196,12 @@ def lowrank_cost(emb: KernelEmbedding) -> float:
     return _LANDMARK_COST * emb.rank + _PREFIX_COST * 2 * emb.n_prefix**2
 
 
-def _exact(wl: GaussianKernelWorkload, X: np.ndarray, tol: float, n_threads: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _exact(wl: GaussianKernelWorkload, X: np.ndarray, tol: float,
+           n_threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The evaluator with ``rtol = tol/2`` (float64 where that does not give ``≤ tol``); absolute bounds ``ρ'·q̂``.
+
+    Returns the answers and their bounds, and the (Q, J) kernel means they contract with their bounds
+    (the same relative bound ``ρ'``: the means are sums of the same kind as the answers).
 
     The evaluator's float64 bound takes the exponent error as ``γ_{d+5}·X`` like its float32
     one, where in float64 the augmented entries' own rounding (``≤ γ_{d+4}`` relative, see
@@ -212,7 +218,8 @@ def _exact(wl: GaussianKernelWorkload, X: np.ndarray, tol: float, n_threads: int
         rho = compound(float(info["error_bound"]), extra)
         bounds = rho / (1.0 - rho) * np.abs(ans)
         if np.all(bounds <= tol):
-            return ans, bounds
+            means = info["kernel_means"]
+            return ans, bounds, means, rho / (1.0 - rho) * np.abs(means)
     raise RuntimeError(f"the exact evaluator's bound {bounds.max():.3g} exceeds tol = {tol:g} even in float64")
 
 
@@ -272,18 +279,21 @@ def exact_answers(
         emb = None
     if emb is None:
         t1 = time.perf_counter()
-        ans, bounds = _exact(workload, P, tol, n_threads)
+        ans, bounds, means, mean_bounds = _exact(workload, P, tol, n_threads)
         secs = _secs(t0, t_fit, time.perf_counter() - t1)
-        return ExactAnswers(answers=ans, bounds=bounds, method="exact", tol=tol, seconds=secs)
+        return ExactAnswers(answers=ans, bounds=bounds, method="exact", tol=tol, seconds=secs, means=means,
+                            mean_bounds=mean_bounds)
     t1 = time.perf_counter()
-    ans, bounds = emb.answer(workload, n_threads=n_threads)
+    ans, bounds, means, mean_bounds = emb.answer(workload, n_threads=n_threads, return_means=True)
     t_ans = time.perf_counter() - t1
     bad = np.flatnonzero(bounds > tol)
     if bad.size:
-        ans[bad], bounds[bad] = _exact(workload.subset(bad), P, tol, n_threads)
+        ans[bad], bounds[bad], means[bad], mean_bounds[bad] = _exact(workload.subset(bad), P, tol, n_threads)
     return ExactAnswers(
         answers=ans,
         bounds=bounds,
+        means=means,
+        mean_bounds=mean_bounds,
         method="lowrank",
         tol=tol,
         rank=emb.rank,

@@ -16,11 +16,9 @@ contracts the kernel means computed here with ``α``. The engine:
 4. **Blocks and threads.** Centres are split in blocks of ``block_centres`` rows, handled by
    ``n_threads`` worker threads (numpy's matmul/exp/minimum/sum release the GIL); each worker
    loops over point blocks of ``block_points`` rows. BLAS is limited to one thread inside the
-   evaluation (threadpoolctl) so the two levels do not oversubscribe the cores. Measured on
-   the shared 2-core machine (``python -m benchmarks.bench``, CSN, 200 queries, load average 5–7
-   from other users): threads 2.2·10⁸ evals/s, one thread 2.3·10⁸ (the other load already
-   fills the second core), single-threaded loop with multithreaded BLAS 3.8·10⁷ — OpenBLAS's
-   own threads on many small GEMMs are 5–10× slower, hence the default.
+   evaluation (threadpoolctl) so the two levels do not oversubscribe the cores: OpenBLAS's
+   own threads on many small GEMMs are several times slower, hence the default
+   (``python -m benchmarks.bench``; docs/performance_notes.md).
 
 Peak memory (beyond the inputs and the (Q·J,) float64 output): the augmented copies,
 ``(n_unique + Q·J)·(d + 3)`` items, plus per worker one block of

@@ -18,7 +18,7 @@ stored float64 ``β`` whatever its rounding — so ``m_D(c) = Σ_l β_l k(z_l, c
 signed landmark measure) is computed once from ``‖m_D‖² = Σ_ij w_i w_j k(p_i, p_j)`` (the one
 ``O(n²)`` step, float64 with pairwise sums), ``b`` and ``K_ZZ``; ``‖P_W g‖`` from the
 residuals ``g(W)`` of the projection equations; ``e_W(c)``, the power function of the prefix,
-per centre in ``O(r'²)`` (:mod:`dpkit.queries.certificate`). This is tighter than the brief's
+per centre in ``O(r'²)`` (:mod:`dpkit.queries.certificate`). This is tighter than the simpler bound
 ``√(ē_D e(c))``: ``‖P⊥m_D‖ ≤ Σ_i w_i √e(p_i) ≤ √(Σ_i w_i e(p_i))`` (triangle inequality, then
 Cauchy–Schwarz), and ``e`` over the whole landmark set would cost ``O(r²)`` per centre.
 
@@ -29,22 +29,8 @@ Cauchy–Schwarz), and ``e`` over the whole landmark set would cost ``O(r²)`` p
 
     |q̂ − q| ≤ Σ_j α_j (‖P_W g‖ + ‖g‖ √ē_W(c_j) + ν(c_j)) + γ_J Σ_j α_j |m̂(c_j)|.
 
-Measured on CSN (d = 8, 97,066 distinct rows; pool 6,000 data + 6,000 cube points, tol = 1e-6;
-``python -m benchmarks.bench_truth``, one 10⁴-query workload, shared 2-core machine at load ~11):
-
-====  ================  ==========  =============  ===============  ==========
-σ     r (prefix r')     max bound   new / old s    speed-up         fit s
-====  ================  ==========  =============  ===============  ==========
-2     1,606 (256)       3.7e-7      3.2 / 61       19×              128
-4     256 (41)          3.0e-7      0.48 / 66      138×             87
-6     160 (20)          2.3e-7      0.28 / 72      253×             91
-8     126 (9)           1.8e-7      0.24 / 59      246×             90
-10    102 (9)           2.0e-7      0.23 / 80      344×             112
-====  ================  ==========  =============  ===============  ==========
-
-The observed differences to the evaluator were ≤ 6.4e-8 (the evaluator's own float32 bound is
-2.3–2.8e-6 there); the fit (dominated by the ``n²/2`` kernel values of ``‖m_D‖²``) costs about
-1.5 of today's workloads and is shared by a table cell's 30 repetitions.
+Measured ranks, bounds, speed-ups and fit times on CSN (``python -m benchmarks.bench_truth``):
+docs/performance_notes.md. The fit is shared by a table cell's 30 repetitions.
 """
 from __future__ import annotations
 
@@ -358,8 +344,12 @@ class KernelEmbedding:
         bound = (self.eps_prefix + self.mmd * np.sqrt(power) + nu) * (1.0 + EVAL_SLACK)
         return means, bound
 
-    def answer(self, workload: GaussianKernelWorkload, *, n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(q̂, bound)`` per query: ``q̂ = Σ_j α_j m̂(c_j)`` and ``|q̂ − q_f(D)| ≤ bound`` (shape (Q,) each)."""
+    def answer(self, workload: GaussianKernelWorkload, *, n_threads: int | None = None,
+               return_means: bool = False) -> tuple[np.ndarray, ...]:
+        """``(q̂, bound)`` per query: ``q̂ = Σ_j α_j m̂(c_j)`` and ``|q̂ − q_f(D)| ≤ bound`` (shape (Q,) each).
+
+        With ``return_means`` also the (Q, J) kernel means ``m̂(c_{q,j})`` and their bounds
+        ``|m̂(c) − K̄_D(c)|`` (the answers are the same bits either way)."""
         if not isinstance(workload, GaussianKernelWorkload):
             raise TypeError(f"workload must be a GaussianKernelWorkload; got {type(workload).__name__}")
         if workload.sigma != self.sigma:
@@ -369,4 +359,6 @@ class KernelEmbedding:
         ans = np.einsum("qj,qj->q", workload.alphas, m)
         g_J = gamma(workload.J, UNIT_ROUNDOFF_F64)
         bound = (np.einsum("qj,qj->q", workload.alphas, bc) + g_J * np.einsum("qj,qj->q", workload.alphas, np.abs(m)))
+        if return_means:
+            return ans, bound * (1.0 + EVAL_SLACK), m, bc
         return ans, bound * (1.0 + EVAL_SLACK)

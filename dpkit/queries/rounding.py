@@ -10,7 +10,7 @@ summation level) when the a-priori bound :func:`float32_error_bound` on the rela
 error of every answer is ≤ ``rtol`` (default 1e-5), float64 otherwise (e.g. CRM, d = 101,
 at σ = 2, whose float32 bound is 2·10⁻⁴). ``precision="mixed"`` (float64 GEMM — the
 cancellation-prone part — then float32 exp, bound ≈ 3·10⁻⁶ even for CRM) is offered but
-not chosen by "auto": on the 2-core machine it measured no faster than float64.
+not chosen by "auto": it measured no faster than float64 (docs/performance_notes.md).
 Float32 blocks are summed in groups of 8 terms (float32), the partial sums in float64.
 
 **Error bound** (float32, unit roundoff ``u = 2⁻²⁴``, ``γ_k = k u/(1 − k u)``): rounding the
@@ -164,7 +164,7 @@ def choose_precision(
     is ≤ ``rtol`` and no exponent can fall below −80 (float32 ``exp`` underflows near −87,
     which would make relative errors of tiny answers meaningless), else float64. "mixed"
     (float64 GEMM, float32 exp) is only used when asked for (it measured no faster than
-    float64 on the development machine). The float64 bound has
+    float64; docs/performance_notes.md). The float64 bound has
     the same structure with ``u = 2⁻⁵³`` (≈ 10⁻¹³ in the thesis's settings).
     """
     check_choice(precision, name="precision", choices=("auto", "float32", "mixed", "float64"))

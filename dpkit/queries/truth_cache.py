@@ -10,8 +10,12 @@ them. Entries are keyed by the *contents* of the data and of the workload (SHA-2
 float64 bytes and shapes), so the same data set under another name, or a workload regenerated
 from the same seed, hits the cache; a different array never does.
 
-In memory the cache is an LRU of :data:`MAX_ENTRIES` workloads (a (Q,) vector each, 80 kB at
-Q = 10⁴): large enough that a sweep, which walks the same ``reps`` workloads once per swept value,
+Each entry also keeps the kernel means ``K̄_D(c)`` at the workload's ``Q·J`` centres that the answers
+contract with ``α`` (from the same evaluation: nothing is computed twice), for the worst single centre of a
+run record (:func:`dpkit.experiments.records.record_release`).
+
+In memory the cache is an LRU of :data:`MAX_ENTRIES` workloads (a (Q,) vector and a (Q, J) array each,
+880 kB at Q = 10⁴, J = 10): large enough that a sweep, which walks the same ``reps`` workloads once per swept value,
 hits on every value after the first (with 8 entries and 10 repetitions it missed every time).
 Every entry is also written to the on-disk cache (:mod:`dpkit.queries.disk_cache`, kind
 ``truth``), so the printed-constant runs, the leaderboard's methods and the widgets of another
@@ -51,12 +55,19 @@ class Truth:
         they are the input of, even when they come from the cache).
     method : str
         How they were computed (``"exact"`` or ``"lowrank"`` with its rank and fallbacks).
+    centre_means : ndarray (Q, J)
+        The kernel means ``K̄_D(c_{q,j})`` at every centre of the workload, which the answers contract
+        with ``α`` (kept from the same evaluation, not computed again).
+    centre_bound : float
+        Proven bound on the absolute error of every kernel mean (max over the centres).
     """
 
     answers: np.ndarray
     error_bound: float
     seconds: float
     method: str
+    centre_means: np.ndarray
+    centre_bound: float
 
 
 def content_hash(a: np.ndarray) -> str:
@@ -92,21 +103,30 @@ def exact_truth(workload: GaussianKernelWorkload, X: np.ndarray, *, method: str 
     fields = {"data": key[0], "workload": key[1], "method": method, "tol": float(tol).hex()}
     if method == "auto":  # entries from before auto's choice stopped depending on the embedding cache are not reused
         fields["auto"] = "sizes-only"
+    fields["centres"] = "kept"  # entries from before the kernel means were kept are not reused
     dkey = disk_cache.entry_key("truth", fields)
     entry = disk_cache.load("truth", dkey)
-    if entry is not None and entry[0]["answers"].shape == (workload.n_queries,):
+    shape = (workload.n_queries, workload.J)
+    if entry is not None and entry[0]["answers"].shape == shape[:1] and entry[0]["centre_means"].shape == shape:
         arrays, meta = entry
         out = Truth(answers=np.ascontiguousarray(arrays["answers"], dtype=float),
-                    error_bound=float.fromhex(meta["error_bound"]), seconds=float(meta["seconds"]), method=meta["method"])
+                    error_bound=float.fromhex(meta["error_bound"]), seconds=float(meta["seconds"]), method=meta["method"],
+                    centre_means=np.ascontiguousarray(arrays["centre_means"], dtype=float),
+                    centre_bound=float.fromhex(meta["centre_bound"]))
     else:
         t0 = time.perf_counter()
         res = exact_answers(workload, X, tol=tol, method=method)
         how = res.method if res.method == "exact" else f"lowrank (rank {res.rank}, {res.n_fallback} fallbacks)"
+        assert res.means is not None and res.mean_bounds is not None
         out = Truth(answers=np.asarray(res.answers, dtype=float), error_bound=res.max_bound,
-                    seconds=time.perf_counter() - t0, method=how)
-        disk_cache.save("truth", dkey, {"answers": out.answers},
-                        {"error_bound": float(out.error_bound).hex(), "seconds": out.seconds, "method": out.method})
+                    seconds=time.perf_counter() - t0, method=how,
+                    centre_means=np.ascontiguousarray(res.means, dtype=float),
+                    centre_bound=float(res.mean_bounds.max(initial=0.0)))
+        disk_cache.save("truth", dkey, {"answers": out.answers, "centre_means": out.centre_means},
+                        {"error_bound": float(out.error_bound).hex(), "seconds": out.seconds, "method": out.method,
+                         "centre_bound": float(out.centre_bound).hex()})
     out.answers.setflags(write=False)
+    out.centre_means.setflags(write=False)
     _CACHE[key] = out
     while len(_CACHE) > MAX_ENTRIES:
         _CACHE.popitem(last=False)

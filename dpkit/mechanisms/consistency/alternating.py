@@ -3,7 +3,8 @@
 ``x̄ = lim_t (f_k ∘ … ∘ f_1)^t (x̃)`` where ``f_i`` is the exact projector onto
 ``{M_i x = b_i}``. This is cyclic alternating projection onto affine subspaces
 (von Neumann / Halperin; block Kaczmarz), which converges to the projection onto the
-intersection for any partition and order (Sec. 6; see spec §3 for the repaired proof).
+intersection for any partition and order (Sec. 6; the repaired proof is in
+docs/science/consistency.md, *Alternating projections*).
 
 Stopping rules (Sec. 8): a fixed number of cycles (Sec. 8.1: 100), or the mean absolute
 change per cycle ``(1/N) Σ |x^{(s)} − x^{(s−1)}| < tol`` (Sec. 8.2: 10⁻⁶), where one

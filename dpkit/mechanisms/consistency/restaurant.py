@@ -10,7 +10,7 @@ Privacy (Sec. 7): event-level DP under add/remove of one event (one customer buy
 One event changes one day's 5-vector by a combo vector (L1 ≤ 5 = max portions per combo) and
 that change repeats at each of the ``h`` nodes on the leaf-to-root path of every item's tree, so
 the L1 sensitivity of the whole release is ``Δ = 5·h``. The paper writes ``Δ = c·h`` with c = 5
-items; both readings give 5h for this menu (spec §1.3), selectable by ``sensitivity_rule``.
+items; both readings give 5h for this menu (docs/science/errata.md, *erratum-cc-sensitivity*), selectable by ``sensitivity_rule``.
 Every node (padded days included) gets ``Lap(Δ/ε)``.
 """
 from __future__ import annotations

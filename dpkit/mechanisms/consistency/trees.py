@@ -1,6 +1,6 @@
 """Hierarchical-tree consistency, the per-day combo projection, Algorithm 1 and the one-pass closed form.
 
-Cai et al. 2021, Sec. 7 (spec §2.3–2.4). A complete k-ary tree over ``T`` days is stored in heap
+Cai et al. 2021, Sec. 7 (docs/science/consistency.md). A complete k-ary tree over ``T`` days is stored in heap
 layout: level ``d`` (root = 0) occupies rows ``o_d … o_{d+1}−1`` with
 ``o_d = (k^d − 1)/(k − 1)``, the children of node ``j`` are ``kj+1 … kj+k`` and the leaves
 (days, padded with zero days up to ``k^{h−1}``) are the last level. A release for ``c`` items is
@@ -8,9 +8,9 @@ an array of shape ``(n_nodes, c)``; every operation here is batched over the tra
 so many trees (items, repetitions) are processed at once.
 
 * :func:`boost` – Hay et al. (2010) Boosting, the exact projection onto the tree constraints
-  ``x_parent = Σ x_children`` for equal noise on every node (spec §2.3(a)).
+  ``x_parent = Σ x_children`` for equal noise on every node (docs/science/consistency.md, *Tree consistency*).
 * :func:`combo_projector` – ``Π = I − Bᵀ(BBᵀ)⁻¹B``, the per-day projection onto ``B v = 0``
-  (eq. 13, spec §2.3(b)).
+  (eq. 13; docs/science/consistency.md, *Combo consistency*).
 * :func:`algorithm1` – Algorithm 1: alternate Boosting on all trees and ``Π`` on the leaves only.
 * :func:`closed_form` – [ours] the exact optimum in one pass, ``Boost(X̃)·Π`` on all nodes.
 """
@@ -163,7 +163,7 @@ def boost(X: Any, k: int = 2) -> np.ndarray:
     Heights ``l = 1`` at the leaves. Bottom-up ``z = x̃`` at leaves, else
     ``z = a_l x̃ + b_l Σ_children z`` with ``a_l = (k^l − k^{l−1})/(k^l − 1)``,
     ``b_l = (k^{l−1} − 1)/(k^l − 1)``; top-down ``x̄_root = z_root``,
-    ``x̄_v = z_v + (x̄_parent − Σ_siblings z)/k`` (spec §2.3(a)). Equals eq. (7) on the tree
+    ``x̄_v = z_v + (x̄_parent − Σ_siblings z)/k`` (Hay et al. 2010). Equals eq. (7) on the tree
     constraints; O(#nodes), batched over trailing axes.
 
     Parameters
@@ -215,7 +215,7 @@ def tree_constraint_matrix(tree: KaryTree, c: int = 1) -> sp.csr_matrix:
 def combo_projector(B: Any) -> np.ndarray:
     """``Π = I − Bᵀ(BBᵀ)^†B``, the orthogonal projector onto ``null(B)`` (eq. 7 with b = 0).
 
-    For the combo matrix of eq. (13), ``Π = (1/308)·[[236, 12, 16, −56, 116], …]`` (spec §2.3(b)).
+    For the combo matrix of eq. (13), ``Π = (1/308)·[[236, 12, 16, −56, 116], …]`` (docs/science/consistency.md).
     """
     B = np.asarray(B, dtype=float)
     if B.ndim != 2 or B.size == 0:
@@ -240,7 +240,7 @@ class LeafComboProjector:
     """``f_2`` of Algorithm 1: each day's leaf vector ``v_t ← Π v_t``; internal nodes untouched.
 
     This is the exact Euclidean projection onto ``{B v_t = 0 ∀t}`` in the full node space
-    (spec §2.4, step 4.2).
+    (Algorithm 1, step 4.2; docs/science/consistency.md, *Algorithm 1*).
     """
 
     def __init__(self, tree: KaryTree, B: Any) -> None:
@@ -298,7 +298,7 @@ def closed_form(X_noisy: Any, B: Any, *, k: int = 2) -> np.ndarray:
     The feasible set is ``{A L : L Bᵀ = 0}`` (A = tree aggregation), i.e. the intersection of
     the tree-consistent set (left action on columns) and ``{X : X Π = X}`` (right action on rows).
     The two orthogonal projectors commute, so their product is the projection onto the
-    intersection (spec §0, §2.4).
+    intersection (docs/science/consistency.md, *A one-pass closed form*).
     """
     B = np.asarray(B, dtype=float)
     X, _ = _check_release(X_noisy, k, B.shape[1])
@@ -321,7 +321,8 @@ def algorithm1(
     metrics: dict | None = None,
     progress: bool = False,
 ) -> AlternatingResult:
-    """Algorithm 1 of Cai et al. 2021 (spec §2.4): alternate Boosting on all trees and ``Π`` on each day's leaves.
+    """Algorithm 1 of Cai et al. 2021 (docs/science/consistency.md): alternate Boosting
+    on all trees and ``Π`` on each day's leaves.
 
     Parameters
     ----------
@@ -342,15 +343,15 @@ def algorithm1(
         Record ``mse``/``err``/``dist`` traces (turn off for timing).
     combo : {"leaves", "all-nodes"}
         ``"leaves"`` is Algorithm 1; ``"all-nodes"`` is the ablation that also projects internal
-        nodes (converges in one cycle, spec §5 item 5).
+        nodes (converges in one cycle; docs/science/consistency.md, *A one-pass closed form*).
     metrics : dict of callables, optional
         Extra per-cycle traces (see :func:`alternating_projection`).
 
     Notes
     -----
-    Normalisers (the paper's ``c|T|`` is ambiguous, spec §2.5): ``mse_s = ‖ψ‖²/(c·T)`` over all
-    constraint rows (eq. 14); ``err_s`` is the RMSE over *all* nodes, ``sqrt(‖x − x_true‖²/(c·n_nodes))``
-    (eq. 15); the stop rule averages |Δx| over all ``c·n_nodes`` entries.
+    Normalisers (the paper's ``c|T|`` is ambiguous; docs/science/errata.md, *erratum-cc-normalisers*):
+    ``mse_s = ‖ψ‖²/(c·T)`` over all constraint rows (eq. 14); ``err_s`` is the RMSE over *all* nodes,
+    ``sqrt(‖x − x_true‖²/(c·n_nodes))`` (eq. 15); the stop rule averages |Δx| over all ``c·n_nodes`` entries.
     """
     B = np.asarray(B, dtype=float)
     X, tree = _check_release(X_noisy, k, B.shape[1])

@@ -1,20 +1,21 @@
 """The noise density of the near-optimal linear-query mechanism (Theorem 2, Algorithm 1).
 
 ``Z`` has density ``p(r) = e^{−ℓ(r)ε}/α`` where ``ℓ(r) = min{i : r ∈ C_i}`` is the level
-of ``r`` (spec §3.7) and (Algorithm 1 steps 4–5, q = e^{−ε})
+of ``r`` and (Algorithm 1 steps 4–5 of [3], q = e^{−ε})
 
     α = sum1 + sum2,  sum1 = Σ_{i=0}^{n} q^i μ(R_i),  sum2 = 2Δf q^{n+1}/(1 − q).
 
-The experiment's quantity is ``E|Z|`` (erratum 6 of spec §3.9; the printed signed mean
-is 0 by symmetry), in closed form (spec §3.5, *[derived]*)
+The experiment's quantity is ``E|Z|`` (docs/science/errata.md, *erratum-lq-mean-abs*: the printed signed mean
+is 0 by symmetry), in closed form (derived from the definitions; docs/science/linear_queries.md, *The expected error*)
 
     E|Z| = (1/α)[Σ_{i≤n} q^i ∫_{R_i}|r| + 2Δf q^{n+1}((a_n + Δf/2)/(1−q) + Δf/(1−q)²)],
 
 compared with Laplace ``Δf/ε`` and staircase ``Δf e^{ε/2}/(e^ε − 1)`` through
 
-    rate = E|Z|(e^ε − 1)/(Δf e^{ε/2})      (spec §5; < 1 beats staircase).
+    rate = E|Z|(e^ε − 1)/(Δf e^{ε/2})      ([3, §6]; < 1 beats staircase).
 
 The heat maps of Figs 1–2 and the radius search of (9) are in :mod:`dpkit.mechanisms.linear.tuning`.
+Numbers in brackets are entries of ``docs/science/references.md`` ([3]: Wu, He & Xia 2017).
 """
 from __future__ import annotations
 
@@ -38,14 +39,14 @@ __all__ = [
 
 
 def laplace_abs_error(epsilon: Any, sensitivity: float) -> np.ndarray | float:
-    """``E|Z| = Δf/ε`` of the Laplace mechanism (spec §5, ref. [27])."""
+    """``E|Z| = Δf/ε`` of the Laplace mechanism ([2, Thm 3.6])."""
     e = np.asarray(epsilon, dtype=float)
     out = sensitivity / e
     return float(out) if out.ndim == 0 else out
 
 
 def staircase_abs_error(epsilon: Any, sensitivity: float) -> np.ndarray | float:
-    """``E|Z| = Δf e^{ε/2}/(e^ε − 1)`` of the optimal staircase mechanism (spec §5, ref. [18])."""
+    """``E|Z| = Δf e^{ε/2}/(e^ε − 1)`` of the optimal staircase mechanism ([6])."""
     e = np.asarray(epsilon, dtype=float)
     out = sensitivity * np.exp(e / 2) / np.expm1(e)
     return float(out) if out.ndim == 0 else out
@@ -168,7 +169,7 @@ class LevelSetDensity:
 
     @property
     def expected_abs_error(self) -> float:
-        """Closed-form ``E|Z|`` (spec §3.5)."""
+        """Closed-form ``E|Z|`` (docs/science/linear_queries.md, *The expected error*)."""
         return float(abs_error_curve(self.levels, [self.epsilon])[0])
 
     mean_abs_error = expected_abs_error
@@ -203,7 +204,7 @@ class LevelSetDensity:
         return self.expected_abs_error / float(laplace_abs_error(self.epsilon, self.sensitivity))
 
     def tail_bound(self) -> dict[str, float]:
-        """What truncation may have changed (spec §3.6 [reviewer]).
+        """What truncation may have changed (docs/science/linear_queries.md, *Convergence*).
 
         Returns ``{"tail_probability", "abs_error_low", "abs_error_high"}``. With ``K`` the
         last computed step, the released (closed-off) mechanism puts probability
@@ -296,7 +297,7 @@ class LevelSetDensity:
     def sample(
         self, size: int | tuple[int, ...] | None = None, *, rng: RNGLike = None, geometric_support: int = 1
     ) -> np.ndarray | float:
-        """Draw ``Z`` by Algorithm 2 (corrected, spec §3.6).
+        """Draw ``Z`` by Algorithm 2 of [3] (corrected; docs/science/linear_queries.md, *Sampling*).
 
         A level ``i ≤ n`` is drawn with probability ``e^{−iε}μ(R_i)/α`` (then an interval
         of ``R_i`` with probability proportional to its length, uniform inside), or the tail with
@@ -304,7 +305,8 @@ class LevelSetDensity:
         (numpy's convention) and ``Z`` is uniform on ``±(a_n + [jΔf, (j+1)Δf])``.
 
         ``geometric_support=0`` is the *wrong* reading of the printed Algorithm 2 (support
-        ``{0, 1, …}``, which puts tail mass on ``R_n``'s bands; erratum 15); it exists only
+        ``{0, 1, …}``, which puts tail mass on ``R_n``'s bands; docs/science/errata.md,
+        *erratum-lq-geometric-support*); it exists only
         so that tests can show the KS test catches it.
         """
         self._need_shells()

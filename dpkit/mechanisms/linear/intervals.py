@@ -1,4 +1,5 @@
-"""Exact arithmetic on finite unions of closed real intervals (spec §6, item 1).
+"""Exact arithmetic on finite unions of closed real intervals (the 1-D level-set mechanism,
+docs/science/linear_queries.md).
 
 A union is an ``(m, 2)`` float array of rows ``[start, end]`` with ``start <= end``.
 A *normalised* union is sorted, pairwise disjoint and non-touching (touching or
@@ -114,7 +115,7 @@ def negate(iv: np.ndarray) -> np.ndarray:
 
 
 def symmetric_closure(V: np.ndarray, tol: float = 0.0) -> np.ndarray:
-    """``W = V ∪ (−V)``, the set of shifts ``f(x') − f(x)`` between add/remove neighbours (spec §3.4)."""
+    """``W = V ∪ (−V)``, the set of shifts ``f(x') − f(x)`` between add/remove neighbours ([3, §2])."""
     V = np.asarray(V, dtype=float).reshape(-1, 2)
     return merge(np.vstack([V, negate(V)]), tol)
 
@@ -198,7 +199,7 @@ def measure(A: np.ndarray) -> float:
 
 
 def abs_integral(A: np.ndarray) -> float:
-    """``∫_A |r| dr`` of a normalised union (the per-shell ``a_i`` of spec §3.1 for n = 1, p = 1)."""
+    """``∫_A |r| dr`` of a normalised union (the per-shell ``a_i`` of [3, §3] for n = 1, p = 1)."""
     A = np.asarray(A, dtype=float).reshape(-1, 2)
     s, e = A[:, 0], A[:, 1]
     # ∫_s^e |r| dr = (sign(e) e² − sign(s) s²)/2

@@ -1,10 +1,11 @@
-"""Level sets of the near-optimal mechanism for a 1-D linear query (spec §3.4–§3.6).
+"""Level sets of the near-optimal mechanism for a 1-D linear query (Wu, He & Xia [3, §5–§6];
+docs/science/linear_queries.md; numbers in brackets are entries of docs/science/references.md).
 
 For a linear query with neighbour set ``V = {f(y) : y ∈ χ}`` (a finite union of closed
-intervals, points allowed) and ball radius ``δ > 0`` (the spec's δ, **not** the δ of
+intervals, points allowed) and ball radius ``δ > 0`` (the paper's δ, **not** the δ of
 approximate DP; it is called ``radius`` in code), the noise ``Z`` has density
 ``e^{−iε}/α`` on the shell ``R_i``. With ``W = V ∪ (−V)`` the cumulative sets are
-(spec §3.4, *[derived]*)
+(derived from [3, Thm 2]; docs/science/linear_queries.md, *The level sets*)
 
     C_0 = [−δ, δ],   C_i = C_{i−1} ∪ (C_{i−1} ⊕ W),   R_i = C_i ∖ C_{i−1}.
 
@@ -16,7 +17,7 @@ detector below requires in addition that ``C_{n−1} = [−a_n, a_n]`` is one in
 contains ``±Δf`` and its gaps are narrower than ``2a_n``); it also verifies the
 ``R_{n+1}`` half of Definition 2 explicitly.
 
-**Truncation (spec §3.6 [reviewer]).** Convergence need not happen (counting query
+**Truncation (docs/science/linear_queries.md, *Convergence*).** Convergence need not happen (counting query
 ``V = {1}`` with ``δ < 1/2``). After ``K`` steps without convergence the construction
 is closed off with ``C'_{K+1} = hull(C_K) ⊕ [−Δf, Δf]`` and bands beyond. Since
 ``C_K ⊕ W ⊆ hull(C_K) ⊕ [−Δf, Δf]`` the closed-off family still satisfies
@@ -63,7 +64,7 @@ def neighbour_set(values: ArrayLike, *, name: str = "V") -> np.ndarray:
 
 
 def sensitivity_of(V: np.ndarray) -> float:
-    """Add/remove sensitivity ``Δf = max_{v ∈ V} |v|`` (spec §2 and erratum 14)."""
+    """Add/remove sensitivity ``Δf = max_{v ∈ V} |v|`` ([3, §2]; docs/science/errata.md, *erratum-lq-sensitivity*)."""
     return float(np.max(np.abs(np.asarray(V, dtype=float))))
 
 
@@ -76,7 +77,7 @@ class LevelSets:
     V, W : numpy.ndarray
         Neighbour set and ``W = V ∪ (−V)``.
     radius : float
-        Ball radius δ (spec §3.4).
+        Ball radius δ ([3, §5.1]).
     sensitivity : float
         ``Δf = max|v|``.
     n : int
@@ -90,7 +91,7 @@ class LevelSets:
         Number of Minkowski steps computed (``= n`` when converged, ``K`` when truncated).
     measures, abs_integrals, sq_integrals : numpy.ndarray
         ``μ(R_i)``, ``∫_{R_i}|r|dr`` and ``∫_{R_i} r² dr`` for ``i = 0..n`` (the ``b_i``,
-        ``a_i`` of spec §3.1).
+        ``a_i`` of [3, §3]).
     shells : tuple of numpy.ndarray or None
         The shells themselves (``keep_shells=True``).
     tol : float
@@ -182,7 +183,7 @@ def build_level_sets(
     epsilon: float | None = None,
     tail_tol: float | None = None,
 ) -> LevelSets:
-    """Build the shells ``R_i`` for neighbour set ``V`` and ball radius ``δ`` (spec §3.4, §3.5).
+    """Build the shells ``R_i`` for neighbour set ``V`` and ball radius ``δ`` ([3, Thm 2, §6]).
 
     Parameters
     ----------
@@ -312,7 +313,7 @@ def _converged_at(C: np.ndarray, Cn: np.ndarray, W: np.ndarray, dfs: float, tol:
 
 
 def ladder_sets(V: ArrayLike, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
-    """The ladder shells ``I_0 = {0}, I_1, …, I_steps`` of spec §3.2 (δ = 0, points kept).
+    """The ladder shells ``I_0 = {0}, I_1, …, I_steps`` of [3, §4] (δ = 0, points kept).
 
     ``I_t`` holds the values ``f(x') − f(x)`` reachable in exactly ``t`` add/remove steps
     and not fewer (Lemma 1). Used for the Lemma-1 and Lemma-3 checks on the un-dilated
@@ -332,7 +333,7 @@ def ladder_sets(V: ArrayLike, steps: int, *, tol: float | None = None) -> list[n
 
 
 def algorithm1_shells(V: ArrayLike, radius: float, steps: int, *, tol: float | None = None) -> list[np.ndarray]:
-    """The literal Algorithm 1 (spec §3.5, corrected): ladder shells ``I_i`` first, then
+    """The literal Algorithm 1 of [3, §6] (corrected): ladder shells ``I_i`` first, then
     ``R_i = (I_i ⊕ [−δ, δ]) ∖ ⋃_{j<i} R_j``. Cost O(n²N²) in the paper's accounting; kept
     only as a cross-check of :func:`build_level_sets` (they agree because dilation
     distributes over union)."""

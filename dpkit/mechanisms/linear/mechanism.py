@@ -51,7 +51,7 @@ class LinearQueryMechanism(AdditiveNoiseMechanism):
     epsilon : float
         Privacy parameter, finite and > 0.
     radius : float, optional
-        Ball radius δ > 0 of ``R_0 = [−δ, δ]`` (spec §3.4; **not** approximate-DP δ).
+        Ball radius δ > 0 of ``R_0 = [−δ, δ]`` ([3, §5.1]; **not** approximate-DP δ).
         Default ``None``: δ* of (9) by :func:`dpkit.mechanisms.linear.density.optimal_radius`, which
         uses ``(V, ε)`` only and costs no privacy budget.
     max_steps : int
@@ -59,7 +59,7 @@ class LinearQueryMechanism(AdditiveNoiseMechanism):
     tail_tol : float
         Early truncation once the closed-off tail's probability is ``≤ tail_tol``.
     neighbouring : {"add-remove", "replace-one"}
-        Default add/remove, the seeds' relation (``V`` is defined for it).
+        Default add/remove, the paper's relation (``V`` is defined for it).
 
     Notes
     -----

@@ -1,4 +1,4 @@
-"""The staircase mechanism of Geng & Viswanath (spec §5, ref. [18]) as a peer baseline.
+"""The staircase mechanism of Geng & Viswanath (docs/science/references.md, [6]) as a peer baseline.
 
 Noise density with parameters ``Δ = Δf``, ``b = e^{−ε}`` and ``γ ∈ [0, 1]``::
 
@@ -10,7 +10,7 @@ Noise density with parameters ``Δ = Δf``, ``b = e^{−ε}`` and ``γ ∈ [0, 1
 The optimal ``γ* = 1/(1 + e^{ε/2})`` gives ``E|Z| = Δ e^{ε/2}/(e^ε − 1)`` — the denominator
 of the paper's ``rate``. Level ``i`` of the staircase is ``|x| ∈ [γΔ + (i−1)Δ, γΔ + iΔ)``,
 so it equals the level-set mechanism for ``V = [0, Δ]`` with radius ``δ = γΔ`` (the V4
-identity of spec §0/§4).
+identity; docs/science/linear_queries.md, *Calibration point*).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class Staircase(AdditiveNoiseMechanism):
     gamma : float, optional
         Staircase shape in [0, 1]; default ``γ* = 1/(1 + e^{ε/2})``.
     neighbouring : {"add-remove", "replace-one"}
-        Relation under which ``sensitivity`` holds (default: the seeds' add/remove).
+        Relation under which ``sensitivity`` holds (default: the papers' add/remove).
 
     Notes
     -----

@@ -1,7 +1,8 @@
 """Tuning the ball radius δ of the level-set mechanism: the heat maps of Figs 1–2 and δ* of (9).
 
 Both depend on the neighbour set ``V`` and ε only, never on data, so tuning costs no privacy
-budget (spec §3.4). One level-set build per δ serves every ε (the shells do not depend on ε);
+budget (docs/science/linear_queries.md, *Choosing the radius*). One level-set build per δ serves every ε
+(the shells do not depend on ε);
 ``E|Z|`` and ``rate`` come from the closed forms of :mod:`dpkit.mechanisms.linear.density`.
 """
 from __future__ import annotations

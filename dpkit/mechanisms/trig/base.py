@@ -46,8 +46,8 @@ MAX_GRID_POINTS = 250_000
 MAX_BASIS_SIZE = 5_000
 MAX_W_ENTRIES = 20_000_000
 
-#: BLAS threads inside ``release``: every matrix product here is small (≤ 10⁴ × 101), and on the
-#: shared 2-core machine threaded BLAS was up to 50× slower than one thread under load.
+#: BLAS threads inside ``release``: every matrix product here is small (≤ 10⁴ × 101), and threaded BLAS is
+#: far slower than one thread on them under load (docs/performance_notes.md).
 BLAS_THREADS = 1
 
 OUTPUTS = ("sample", "weights")

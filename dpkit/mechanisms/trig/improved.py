@@ -30,8 +30,8 @@ MAX_PCA_NORM = SQRT_FLOAT_MAX
 
 
 def _unique_rows(cells: np.ndarray) -> np.ndarray:
-    """Distinct rows of an int array, in order of first occurrence (a byte-view hash; ~10× faster
-    than ``np.unique(axis=0)`` at C = 10⁴, d = 101)."""
+    """Distinct rows of an int array, in order of first occurrence (a byte-view hash, faster
+    than ``np.unique(axis=0)``; docs/performance_notes.md)."""
     c = np.ascontiguousarray(cells.astype(np.int32 if cells.max(initial=0) < 2**31 else np.int64))
     v = c.view(np.dtype((np.void, c.dtype.itemsize * c.shape[1]))).ravel()
     _, first = np.unique(v, return_index=True)

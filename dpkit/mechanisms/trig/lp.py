@@ -10,22 +10,19 @@ with W of shape (R, C) (R moments, C candidate points). The identity blocks are 
 sparse (``scipy.sparse``), so the constraint matrix has R·C + 2R + C non-zeros. It is solved
 by HiGHS through :func:`scipy.optimize.linprog`; the default method is the dual simplex
 (``"highs-ds"``) without presolve: on the thesis's sizes (R = 50, C = 10⁴, d ∈ {8, 28, 101})
-it took 0.23–0.25 s against 0.38 s with presolve and 0.46–0.60 s for the interior-point method
-(``"highs-ipm"``) in our profiling on the 2-core machine, and it returns a basic (vertex)
+it is faster than with presolve and than the interior-point method (``"highs-ipm"``; timings in
+docs/performance_notes.md), and it returns a basic (vertex)
 solution, so at most R + 1 weights are non-zero. A failed or non-optimal solve raises :class:`LPError` carrying the
 solver's status and message — there is never a silent fallback.
 
-Many columns: HiGHS needed 20–45 s for the full grid C = 53³ ≈ 1.5·10⁵ with R = 27 (nearly
-collinear neighbouring columns make the simplex degenerate), and 0.4–0.8 s for the Alg 9/10 LPs with
-≈ 10⁴ distinct candidates. For C > :data:`CG_THRESHOLD` :func:`solve_l1_lp` therefore uses
+Many columns: on the full grid (e.g. C = 53³ ≈ 1.5·10⁵ with R = 27) nearly collinear neighbouring columns
+make the simplex degenerate and slow. For C > :data:`CG_THRESHOLD` :func:`solve_l1_lp` therefore uses
 **column generation**, which is exact: solve (2.7) on a subset of
 columns, take the duals (y, z) of the equality rows, and add the columns with negative reduced cost
 −(W_jᵀy + z) (priced by one matrix–vector product over all C columns); stop when no reduced cost is
-below −``cg_tol``, which certifies that the restricted optimum is optimal for the full LP. The full
-grid instance then takes about 1–2 s (4–8 rounds); on the 36 Alg 9/10 LPs of the five local data sets
-(+ a PAM-sized stand-in) × δ ∈ {0, 10⁻³} × K ∈ {4, 36, 100} the median LP time fell from 0.18 s to
-0.12 s and the maximum from 0.81 s to 0.63 s, with identical objectives (to 1e-8); below ≈ 4000
-columns the direct solve is as fast or faster.
+below −``cg_tol``, which certifies that the restricted optimum is optimal for the full LP; the objectives are
+identical to the direct solve (to 1e-8), which is as fast or faster below the threshold (timings:
+docs/performance_notes.md).
 """
 from __future__ import annotations
 

@@ -47,15 +47,11 @@ Feasibility (full grid)
 :class:`TrigonometricMechanism` builds the dense W of size t^d × N^d. It refuses, with a
 :class:`~dpkit.core.exceptions.FeasibilityError` naming N^d and t^d, when N^d > :data:`MAX_GRID_POINTS`,
 t^d > :data:`MAX_BASIS_SIZE` or t^d · N^d > :data:`MAX_W_ENTRIES`. Grids beyond
-:data:`dpkit.mechanisms.trig.lp.CG_THRESHOLD` points are solved by exact column generation (d = 3,
-n = 2·10⁴, K = 4: N^d ≈ 1.5·10⁵ grid points in ≈ 2 s).
+:data:`dpkit.mechanisms.trig.lp.CG_THRESHOLD` points are solved by exact column generation.
 
-Performance (improved mechanisms, C = 10⁴, R = 50, k = 2, L = 10, ε = 1, δ ∈ {0, 10⁻³},
-K = σ² ∈ {4, 100}; 2-core machine at load ≈ 5): median 0.01–0.31 s per run on CRM, CSN, CTG,
-PKS, WDBC (PAM not available locally; a synthetic 19870 × 28 stand-in: ≈ 0.2 s). The LP is the
-bottleneck at large K (up to ≈ 0.3 s, ≈ 10⁴ distinct candidates); moments take ≤ 0.03 s at
-n = 10⁵. BLAS is pinned to one thread inside ``fit`` (:data:`BLAS_THREADS`): threaded BLAS under
-load turned the 101 × 101 covariance into a 0.2–0.4 s step.
+Performance: the LP is the bottleneck at large K; BLAS is pinned to one thread inside ``fit``
+(:data:`BLAS_THREADS`), since threaded BLAS is far slower on these small products under load. Timings:
+docs/performance_notes.md.
 
 For R = 50, n = 10³, ε = 1, δ = 10⁻³ the correct mechanism-II moment noise (Gaussian,
 σ ≈ 99/n) has a *smaller* standard deviation than the printed Laplace II

@@ -55,7 +55,7 @@ def plot_rate_heatmaps(grids: Mapping[str, RateGrid], *, ncols: int | None = Non
 
 
 def plot_min_rate(curves: Mapping[str, Sequence[RadiusSearch]], *, baseline: str = "staircase"):
-    """``min_δ rate`` against ε for each configuration (spec §6 'how to report')."""
+    """``min_δ rate`` against ε for each configuration (docs/science/linear_queries.md, *The experiments*)."""
     fig, ax = new_figure(1, 1, width="single", aspect=0.8)
     for k, (name, res) in enumerate(curves.items()):
         eps = np.array([r.epsilon for r in res])

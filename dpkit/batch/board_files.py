@@ -1,0 +1,95 @@
+"""The leaderboard's records and provenance gathered from a batch output folder.
+
+:func:`gather_records` collects the per-repetition records table
+(:mod:`dpkit.experiments.board_records`) of every finished ``45_leaderboard`` run of a batch output, and
+:func:`board_provenance` says where a board came from. Both read the runner's run folders
+(:func:`dpkit.batch.execute.read_record`), hence they live in the batch layer.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpkit.experiments.board_records import COLUMNS, KEY, RECORDS_NAME, _typed, check_records, read_records
+
+__all__ = ["gather_records", "board_provenance"]
+
+
+def _finished_runs(output: str | os.PathLike, notebook: str) -> list[tuple[Path, dict[str, Any]]]:
+    from dpkit.batch.execute import read_record
+
+    found = []
+    for rj in sorted(Path(output).glob(f"{notebook}/*/run.json")):
+        if rj.parent.name.startswith("."):
+            continue
+        info = read_record(rj.parent)
+        if info is not None and info.get("status") == "ok":
+            found.append((rj.parent, info))
+    return found
+
+
+def gather_records(output: str | os.PathLike, *, notebook: str = "45_leaderboard") -> tuple[pd.DataFrame, list[str]]:
+    """The records of every finished ``notebook`` run of a batch output (each run's ``records.parquet``), as one
+    table sorted by :data:`KEY`, and the finished runs without a records file (one line each, naming the folder).
+
+    Raises
+    ------
+    ValueError
+        When two runs hold a record of the same key (naming both folders) or a run's file is not a records table.
+    """
+    frames, missing, seen = [], [], {}
+    for folder, _info in _finished_runs(output, notebook):
+        f = folder / RECORDS_NAME
+        if not f.is_file():
+            missing.append(f"{folder}: finished run wrote no {RECORDS_NAME}")
+            continue
+        df = read_records(f)
+        for k in df[list(KEY)].itertuples(index=False, name=None):
+            if k in seen:
+                raise ValueError(f"record {dict(zip(KEY, k))} in two runs: {seen[k]} and {folder}")
+            seen[k] = folder
+        frames.append(df)
+    if not frames:
+        return _typed(pd.DataFrame(columns=list(COLUMNS))), missing
+    out = pd.concat(frames, ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
+    return check_records(out, source=f"records of {output}"), missing
+
+
+def board_provenance(output: str | os.PathLike | None = None, *, notebook: str = "45_leaderboard",
+                     runs: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Where a board came from: dpkit's version and commit, the library fingerprint
+    (:func:`~dpkit.core.paths.library_fingerprint`), the machine (CPU count, platform), the date, and the runs that
+    produced it (each finished run's folder, key, notebook fingerprint, parameters, wall time and the commit its
+    ``metrics.json`` recorded), from the batch output ``output`` (or the given ``runs``)."""
+    import dpkit
+    from dpkit.core.paths import library_fingerprint
+    from dpkit.outputs.provenance import provenance
+
+    prov = provenance()
+    if runs is None:
+        runs = []
+        for folder, info in _finished_runs(output, notebook) if output is not None else []:
+            commit = None
+            try:
+                commit = json.loads((folder / "metrics.json").read_text()).get("provenance", {}).get("git")
+            except (OSError, ValueError, AttributeError):
+                pass
+            runs.append({"folder": folder.name, "key": info.get("key"), "notebook": Path(str(info.get("notebook"))).name,
+                         "notebook_sha256": info.get("notebook_sha256"), "wall_time_s": info.get("wall_time_s"),
+                         "parameters": {k: v for k, v in (info.get("parameters") or {}).items() if k != "OUTPUT_DIR"
+                                        and k != "CHECKPOINT_DIR"},
+                         "git": commit})
+    return {
+        "dpkit_version": dpkit.__version__, "git": prov["git"], "library_fingerprint": library_fingerprint(),
+        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "packages": prov["packages"],
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "runs": list(runs),
+    }

@@ -1,0 +1,460 @@
+"""Add one entrant to a stored leaderboard: only the entrant runs, on the board's own workloads.
+
+``python -m dpkit.batch board-add package.module:NAME`` (``make board-add METHOD=...``; notebook 45 with
+``ENTRANT``) reads a stored board (:func:`~dpkit.experiments.board_records.read_board`, the published one by
+default), takes its protocol from its records (:func:`board_plan`: every data set, σ and repetition, the run seed,
+the workload size and the budget), refuses a name already on it, runs the audit gate on the entrant
+(:func:`run_gate`; a refuted entrant is listed as refuted and not ranked), runs the entrant alone on every cell
+with the board's seeds (:func:`entrant_records`: a repetition's workload does not depend on the methods run
+beside it, so the entrant answers the very queries the stored methods answered), pairs its records with the stored
+ones by (data set, σ, repetition) (:func:`pair`), ranks it in every cell by mean worst absolute error among the
+methods of each table it competes in (:func:`rank_entrant`, with a paired comparison against the best other method
+where :func:`paired_comparison` is available) and writes the updated board to a copy (:func:`write_board_copy`),
+never to the published file.
+
+QUICK (tests, the tutorial): one data set (WDBC when on the board), the first σ, the first 2 repetitions; the
+workloads keep the stored board's size (a paired comparison needs the same queries), so a QUICK board-add is quick
+against a board made at QUICK size.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpkit.experiments import board_records as _records
+from dpkit.experiments.board_records import (
+    KEY,
+    PROTOCOL_COLUMNS,
+    RECORDS_NAME,
+    BoardFileError,
+    check_records,
+    records_frame,
+    write_records,
+)
+
+__all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedError", "BoardAddResult",
+           "PreparedBoardAdd", "board_plan", "check_new_entrant", "run_gate", "entrant_records", "pair", "rank_entrant",
+           "paired_comparison", "ranks_text", "write_board_copy", "prepare_board_add", "run_board_add", "board_add",
+           "QUICK_REPS", "ENTRANT_RECORDS_NAME", "RANKS_NAME", "SUMMARY_NAME"]
+
+#: Repetitions of a QUICK board-add.
+QUICK_REPS = 2
+#: Files of a board-add's output folder besides the updated board (``records.parquet``).
+ENTRANT_RECORDS_NAME = "entrant_records.parquet"
+RANKS_NAME = "ranks.csv"
+SUMMARY_NAME = "board_add.json"
+
+
+class GateUnavailableError(RuntimeError):
+    """The audit gate was requested but :mod:`dpkit.evaluation.gate` is not part of this dpkit."""
+
+
+class EntrantRefusedError(ValueError):
+    """An entrant that cannot be added to this board (already on it, or the board cannot be paired with)."""
+
+
+@dataclass(frozen=True)
+class BoardPlan:
+    """The cells and protocol of a stored board, read from its records (:func:`board_plan`)."""
+
+    datasets: tuple[str, ...]
+    sigmas: tuple[float, ...]
+    reps: int
+    seed: int
+    n_queries: int
+    J: int
+    epsilon: float
+    delta: float
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """What the audit gate said about an entrant: ``refuted``, one line of why, and the gate's record (its
+    ``as_dict()`` where it has one)."""
+
+    refuted: bool
+    detail: str
+    record: dict[str, Any] | None = None
+
+
+@dataclass
+class BoardAddResult:
+    """The outcome of :func:`board_add`: ``status`` ``"ranked"`` or ``"refuted"``, the ranks, the files written."""
+
+    entrant: str
+    status: str
+    plan: BoardPlan
+    gate: GateOutcome | None = None
+    ranks: pd.DataFrame | None = None
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
+    """The cells and protocol of a stored board: its data sets, σ's and repetitions ``0 … R−1`` and the
+    :data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS` (one value each on the whole board).
+
+    ``quick``: one data set (WDBC when on the board, else the first), the first σ, the first :data:`QUICK_REPS`
+    repetitions.
+
+    Raises
+    ------
+    EntrantRefusedError
+        For an empty board, a protocol column with several values, or a board whose cells do not all hold the same
+        σ's and repetitions 0 … R−1 (the message names what differs).
+    """
+    if stored.empty:
+        raise EntrantRefusedError("the stored board has no records")
+    proto = {}
+    for c in PROTOCOL_COLUMNS:
+        vals = sorted(stored[c].unique().tolist())
+        if len(vals) != 1:
+            raise EntrantRefusedError(f"the stored board's {c} takes several values {vals}: one protocol per board")
+        proto[c] = vals[0]
+    datasets = tuple(sorted(stored["dataset"].unique()))
+    sigmas = tuple(sorted(float(s) for s in stored["sigma"].unique()))
+    reps = int(stored["rep"].max()) + 1
+    cells = stored.groupby(["dataset", "sigma"])["rep"].apply(lambda r: sorted(set(r)))
+    for (ds, s), got in cells.items():
+        if got != list(range(reps)):
+            raise EntrantRefusedError(f"the stored board's cell ({ds}, σ={s:g}) holds repetitions {got}, not 0…{reps - 1}")
+    if len(cells) != len(datasets) * len(sigmas):
+        raise EntrantRefusedError(f"the stored board does not hold every σ {list(sigmas)} for every data set "
+                                  f"{list(datasets)}")
+    if quick:
+        datasets = ("WDBC",) if "WDBC" in datasets else datasets[:1]
+        sigmas, reps = sigmas[:1], min(reps, QUICK_REPS)
+    return BoardPlan(datasets=datasets, sigmas=sigmas, reps=reps, seed=int(proto["run_seed"]),
+                     n_queries=int(proto["n_queries"]), J=int(proto["J"]), epsilon=float(proto["budget_epsilon"]),
+                     delta=float(proto["budget_delta"]))
+
+
+def check_new_entrant(stored: pd.DataFrame, name: str) -> None:
+    """Refuse an entrant whose name is already on the stored board.
+
+    Raises
+    ------
+    EntrantRefusedError
+        Naming the entrant.
+    """
+    if name in set(stored["method"]):
+        raise EntrantRefusedError(f"entrant {name!r} is already on the stored board: its records are there")
+
+
+def run_gate(name: str, method: Any) -> GateOutcome:
+    """The audit gate on an entrant, before it is ranked: the call site of
+    ``dpkit.evaluation.gate.audit_gate(name, method, *, epsilon, delta)`` (imported here, when it is called), with
+    the budget the entrant claims at the board's budget (its own ε and δ: δ = 0 for an ε-DP entrant).
+
+    The gate's result is read as refuted when it has ``refuted`` true, or a ``verdict`` (or ``status``) of
+    ``"refuted"``.
+
+    Raises
+    ------
+    GateUnavailableError
+        When :mod:`dpkit.evaluation.gate` (or its ``audit_gate``) is not part of this dpkit; run without the gate
+        (``--no-gate``, ``GATE=False``) to add an entrant unaudited.
+    TypeError
+        For a gate result of neither shape.
+    """
+    result = _gate_function(name)(name, method, epsilon=float(method.epsilon), delta=float(method.delta))
+    refuted = getattr(result, "refuted", None)
+    if refuted is None:
+        verdict = getattr(result, "verdict", getattr(result, "status", None))
+        if not isinstance(verdict, str):
+            raise TypeError(f"audit_gate({name!r}) returned {type(result).__name__} with neither 'refuted' nor a "
+                            "'verdict'/'status' string")
+        refuted = verdict.lower() == "refuted"
+    as_dict = getattr(result, "as_dict", None)
+    lb, claimed = getattr(result, "epsilon_lb", None), getattr(result, "epsilon", None)
+    detail = (f"audited lower bound ε ≥ {float(lb):.3g} against the claimed ε = {float(claimed):g}"
+              if isinstance(lb, (int, float)) and isinstance(claimed, (int, float)) else str(result))
+    return GateOutcome(refuted=bool(refuted), detail=detail, record=as_dict() if callable(as_dict) else None)
+
+
+def entrant_records(name: str, method: Any, plan: BoardPlan, data: Mapping[str, np.ndarray], *, workers: int = 1,
+                    progress: bool = False) -> pd.DataFrame:
+    """The entrant's records table on every cell of ``plan``: :func:`~dpkit.experiments.protocol.run_cells` with
+    the board's seed, workload size and σ's on each data set of ``data`` (the data set's name: the board's)."""
+    from dpkit.experiments.protocol import run_cells
+
+    frames = []
+    for ds in plan.datasets:
+        recs = run_cells(data[ds], methods={name: method}, sigmas=list(plan.sigmas), reps=plan.reps,
+                         n_queries=plan.n_queries, J=plan.J, seed=plan.seed, dataset=ds, progress=progress,
+                         workers=workers)
+        frames.append(records_frame(recs, dataset=ds, run_seed=plan.seed, n_queries=plan.n_queries, J=plan.J,
+                                    epsilon=plan.epsilon, delta=plan.delta))
+    return pd.concat(frames, ignore_index=True)
+
+
+def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The stored board with the entrant's records added, checked paired: every (data set, σ, repetition) of the
+    entrant is on the board with the same protocol (:data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS`).
+
+    Raises
+    ------
+    EntrantRefusedError
+        For an entrant record of a cell the board does not hold, or of another protocol (naming it).
+    """
+    cell = ["dataset", "sigma", "rep"]
+    board_cells = stored[cell + list(PROTOCOL_COLUMNS)].drop_duplicates(cell)
+    joined = entrant[cell + list(PROTOCOL_COLUMNS)].merge(board_cells, on=cell, how="left", suffixes=("", "_board"),
+                                                          indicator=True)
+    lone = joined[joined["_merge"] != "both"]
+    if len(lone):
+        raise EntrantRefusedError(f"entrant {name!r}: {len(lone)} record(s) of cells not on the stored board, e.g. "
+                                  f"{lone[cell].iloc[0].to_dict()}")
+    for c in PROTOCOL_COLUMNS:
+        differ = joined[joined[c] != joined[f"{c}_board"]]
+        if len(differ):
+            raise EntrantRefusedError(f"entrant {name!r}: {c} = {differ[c].iloc[0]} but the stored board has "
+                                      f"{differ[f'{c}_board'].iloc[0]} (not the board's workloads: no paired comparison)")
+    merged = pd.concat([stored, entrant], ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
+    return check_records(merged, source=f"the stored board with entrant {name!r}")
+
+
+def paired_comparison(entrant_abs: np.ndarray, other_abs: np.ndarray) -> Any | None:
+    """The paired comparison of the entrant's worst absolute errors with another method's on the same repetitions:
+    the hook to ``dpkit.experiments.board_stats.compare_paired(entrant_abs, other_abs)`` (``None`` when that
+    function is not part of this dpkit)."""
+    try:
+        from dpkit.experiments.board_stats import compare_paired
+    except ImportError:
+        return None
+    return compare_paired(entrant_abs, other_abs)
+
+
+def rank_entrant(merged: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The entrant's rank by mean worst absolute error in every (data set, σ, table) it competes in, over the
+    repetitions it ran (paired with the stored methods' records of the same repetitions).
+
+    A table (:data:`dpkit.experiments.leaderboard.TABLES`) admits the privacy classes it lists; non-private
+    references never count, and a non-private entrant is not ranked. Columns: ``dataset, sigma, table, rank,
+    methods, mean_abs, best_other, best_other_abs, reps, paired`` (the paired comparison with the best other method,
+    as text; empty when :func:`paired_comparison` is not available).
+    """
+    from dpkit.experiments.leaderboard import TABLES
+
+    own = merged[merged["method"] == name]
+    out = []
+    for (ds, s), mine in own.groupby(["dataset", "sigma"], sort=True):
+        reps = sorted(mine["rep"])
+        cell = merged[(merged["dataset"] == ds) & (merged["sigma"] == s) & merged["rep"].isin(reps)]
+        privacy = mine["privacy"].iloc[0]
+        for table, (allowed, _mech) in TABLES.items():
+            if privacy not in allowed:
+                continue
+            cand = cell[cell["privacy"].isin(allowed)]
+            means = cand.groupby("method")["abs"].mean()
+            counts = cand.groupby("method")["rep"].nunique()
+            incomplete = sorted(counts[counts != len(reps)].index)
+            if incomplete:
+                raise EntrantRefusedError(f"cell ({ds}, σ={s:g}): method(s) {incomplete} lack some of the repetitions "
+                                          f"{reps} on the stored board: no paired ranking")
+            others = means.drop(name).sort_values(kind="stable")
+            mean = float(means[name])
+            best = None if others.empty else str(others.index[0])
+            paired = None
+            if best is not None:
+                a = mine.sort_values("rep")["abs"].to_numpy()
+                b = cand[cand["method"] == best].sort_values("rep")["abs"].to_numpy()
+                paired = paired_comparison(a, b)
+            out.append({"dataset": ds, "sigma": float(s), "table": table, "rank": 1 + int((others < mean).sum()),
+                        "methods": len(means), "mean_abs": mean, "best_other": best,
+                        "best_other_abs": math.nan if best is None else float(others.iloc[0]), "reps": len(reps),
+                        "paired": "" if paired is None else str(paired)})
+    return pd.DataFrame(out, columns=["dataset", "sigma", "table", "rank", "methods", "mean_abs", "best_other",
+                                      "best_other_abs", "reps", "paired"])
+
+
+def ranks_text(ranks: pd.DataFrame, name: str) -> str:
+    """One line per ranked cell: ``<data set> σ=<σ> <table>: rank r of n (mean abs …; best other …)``."""
+    if ranks.empty:
+        return f"{name}: not ranked in any cell (a non-private entrant never counts)"
+    lines = []
+    for r in ranks.itertuples(index=False):
+        best = "" if r.best_other is None else f"; best other {r.best_other} {r.best_other_abs:.4g}"
+        paired = f"; paired: {r.paired}" if r.paired else ""
+        lines.append(f"{r.dataset} σ={r.sigma:g} {r.table}: rank {r.rank} of {r.methods} "
+                     f"(mean abs {r.mean_abs:.4g} over {r.reps} reps{best}{paired})")
+    if not ranks["paired"].any():
+        lines.append("paired confidence intervals: not computed (dpkit.experiments.board_stats.compare_paired is not "
+                     "part of this dpkit)")
+    return "\n".join(lines)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return os.path.abspath(os.path.realpath(a)) == os.path.abspath(os.path.realpath(b))
+
+
+def _out_paths(out: Path, *, ranked: bool = True) -> dict[str, Path]:
+    paths = {"summary": out / SUMMARY_NAME}
+    if ranked:
+        paths.update(board=out / RECORDS_NAME, entrant=out / ENTRANT_RECORDS_NAME, ranks=out / RANKS_NAME)
+    return paths
+
+
+def _check_out(out: str | os.PathLike, *, replace: bool, ranked: bool = True) -> None:
+    """Refuse an output folder whose board is the published file, or whose files exist (without ``replace``)."""
+    paths = _out_paths(Path(out), ranked=ranked)
+    if _same_file(paths["summary"].with_name(RECORDS_NAME), _records.PUBLISHED):
+        raise BoardFileError(f"{Path(out) / RECORDS_NAME} is the published board: board-add writes a copy, never the "
+                             "published file (choose another --out)")
+    existing = [str(p) for p in paths.values() if p.exists()]
+    if existing and not replace:
+        raise BoardFileError(f"not overwritten (pass --replace): {', '.join(existing)}")
+
+
+def write_board_copy(out: str | os.PathLike, *, merged: pd.DataFrame | None, entrant: pd.DataFrame | None,
+                     ranks: pd.DataFrame | None, summary: Mapping[str, Any], replace: bool = False) -> dict[str, str]:
+    """Write the updated board (``records.parquet``), the entrant's records, its ranks and a summary into ``out``.
+
+    Raises
+    ------
+    BoardFileError
+        When a file of ``out`` exists and ``replace`` is False, or when ``out``'s board would be the published
+        file (:data:`~dpkit.experiments.board_records.PUBLISHED`): it is never overwritten here.
+    """
+    from dpkit.core.paths import write_atomic
+
+    out = Path(out)
+    paths = _out_paths(out, ranked=merged is not None)
+    _check_out(out, replace=replace, ranked=merged is not None)
+    out.mkdir(parents=True, exist_ok=True)
+    if merged is not None and entrant is not None and ranks is not None:
+        write_records(entrant, paths["entrant"], replace=True)
+        write_records(merged, paths["board"], replace=True)
+        write_atomic(paths["ranks"], ranks.to_csv(index=False))
+    write_atomic(paths["summary"], json.dumps(dict(summary), indent=2, default=str) + "\n")
+    return {k: str(v) for k, v in paths.items()}
+
+
+@dataclass
+class PreparedBoardAdd:
+    """A board-add checked and ready to run (:func:`prepare_board_add`)."""
+
+    name: str
+    board: str
+    stored: pd.DataFrame
+    plan: BoardPlan
+    method: Any
+    out: Path
+    gate: bool
+    replace: bool
+    data: dict[str, np.ndarray]
+
+
+def _gate_function(name: str) -> Any:
+    """``dpkit.evaluation.gate.audit_gate``, imported when the gate is requested.
+
+    Raises
+    ------
+    GateUnavailableError
+        When it is not part of this dpkit.
+    """
+    try:
+        from dpkit.evaluation.gate import audit_gate
+    except ImportError as exc:
+        raise GateUnavailableError("the audit gate was requested, but dpkit.evaluation.gate.audit_gate is not part of "
+                                   f"this dpkit ({exc}); run without the gate (--no-gate, GATE=False) to add {name!r} "
+                                   "unaudited") from exc
+    return audit_gate
+
+
+def _load_data(plan: BoardPlan) -> dict[str, np.ndarray]:
+    import warnings
+
+    from dpkit.data import load_available
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        datasets, missing = load_available(list(plan.datasets))
+    if missing:
+        raise EntrantRefusedError("data set(s) of the stored board not available here: "
+                                  + "; ".join(f"{k}: {v}" for k, v in missing.items()))
+    return {name: ds.X for name, ds in datasets.items()}
+
+
+def prepare_board_add(name: str, *, board: str | os.PathLike | None = None, out: str | os.PathLike,
+                      quick: bool = False, gate: bool = True, replace: bool = False,
+                      data: Mapping[str, np.ndarray] | None = None) -> PreparedBoardAdd:
+    """Everything a board-add checks before anything runs (module docstring): the stored board, the entrant (not on
+    the board; loaded and checked, :func:`~dpkit.experiments.leaderboard.board_methods`), the output folder, the
+    gate's presence and the data sets.
+
+    Parameters
+    ----------
+    name : str
+        A method name of :func:`~dpkit.experiments.leaderboard.board_methods`: ``"package.module:NAME"``, an
+        entry-point name or a registered name not on the board.
+    board : path, optional
+        The stored board's records (default: the published board).
+    out : path
+        Folder of the updated copy (``records.parquet``), the entrant's records, ``ranks.csv`` and ``board_add.json``.
+    quick : bool
+        One data set, one σ, :data:`QUICK_REPS` repetitions (:func:`board_plan`).
+    gate : bool
+        Run the audit gate first (:func:`run_gate`); a refuted entrant is not run and not ranked.
+    replace : bool
+        Overwrite the files of an earlier board-add in ``out``.
+    data : mapping, optional
+        The data sets ``{name: X}`` (default: loaded by name, :func:`dpkit.data.load_available`).
+
+    Raises
+    ------
+    BoardFileError, EntrantRefusedError, dpkit.methods.entrants.EntrantError, GateUnavailableError
+        Before anything runs (the message names the file, the entrant or what is missing).
+    """
+    from dpkit.experiments.board_records import read_board
+    from dpkit.experiments.leaderboard import board_methods
+
+    stored = read_board(board)
+    check_new_entrant(stored, name)
+    plan = board_plan(stored, quick=quick)
+    method = board_methods([name], epsilon=plan.epsilon, delta=plan.delta)[name]
+    _check_out(out, replace=replace)  # before hours of runs, not after
+    if gate:
+        _gate_function(name)
+    data = dict(data) if data is not None else _load_data(plan)
+    absent = [d for d in plan.datasets if d not in data]
+    if absent:
+        raise EntrantRefusedError(f"no data given for the stored board's data set(s) {absent}")
+    return PreparedBoardAdd(name=name, board=str(board or _records.PUBLISHED), stored=stored, plan=plan,
+                            method=method, out=Path(out), gate=gate, replace=replace, data=data)
+
+
+def run_board_add(prep: PreparedBoardAdd, *, workers: int = 1, progress: bool = False) -> BoardAddResult:
+    """The gate, the entrant's runs, the pairing, the ranks and the copy of a prepared board-add
+    (:func:`prepare_board_add`); ``workers`` and ``progress`` as :func:`~dpkit.experiments.protocol.run_cells`."""
+    name, plan = prep.name, prep.plan
+    outcome = run_gate(name, prep.method) if prep.gate else None
+    summary: dict[str, Any] = {"entrant": name, "board": prep.board, "plan": asdict(plan),
+                               "gate": None if outcome is None else asdict(outcome)}
+    if outcome is not None and outcome.refuted:
+        summary["status"] = "refuted"
+        files = write_board_copy(prep.out, merged=None, entrant=None, ranks=None, summary=summary,
+                                 replace=prep.replace)
+        return BoardAddResult(entrant=name, status="refuted", plan=plan, gate=outcome, files=files)
+    mine = entrant_records(name, prep.method, plan, prep.data, workers=workers, progress=progress)
+    merged = pair(prep.stored, mine, name)
+    ranks = rank_entrant(merged, name)
+    summary.update(status="ranked", ranks=ranks.to_dict(orient="records"))
+    files = write_board_copy(prep.out, merged=merged, entrant=mine, ranks=ranks, summary=summary,
+                             replace=prep.replace)
+    return BoardAddResult(entrant=name, status="ranked", plan=plan, gate=outcome, ranks=ranks, files=files)
+
+
+def board_add(name: str, *, board: str | os.PathLike | None = None, out: str | os.PathLike, quick: bool = False,
+              gate: bool = True, workers: int = 1, replace: bool = False, progress: bool = False,
+              data: Mapping[str, np.ndarray] | None = None) -> BoardAddResult:
+    """:func:`prepare_board_add`, then :func:`run_board_add` (parameters: see there)."""
+    return run_board_add(prepare_board_add(name, board=board, out=out, quick=quick, gate=gate, replace=replace,
+                                           data=data), workers=workers, progress=progress)

@@ -1,0 +1,247 @@
+"""board-add (dpkit.experiments.board_add, ``python -m dpkit.batch board-add``, notebook 45's ``ENTRANT``): only the
+entrant runs, on the stored board's cells with its seeds; its records are paired with the stored ones by
+(data set, σ, repetition), it is ranked in every cell, the audit gate comes first, and the published board is never
+written."""
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import os
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpkit.experiments import board_add as ba
+from dpkit.experiments import board_records
+from dpkit.experiments.board_records import read_records, records_frame, write_records
+
+SOURCE = textwrap.dedent('''
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    import numpy as np
+
+    from dpkit.core.accounting import ledger_for
+    from dpkit.methods.direct import DirectAnswering
+    from dpkit.queries.release import MethodBase, Release
+
+
+    @dataclass(frozen=True, kw_only=True)
+    class Noisy(DirectAnswering):
+        epsilon: float = 1.0
+
+
+    @dataclass(frozen=True, kw_only=True)
+    class Zero(MethodBase):
+        """Answers 0 to every query: its worst error is the workload's largest exact answer, a function of the
+        workload alone (so equal records mean equal workloads)."""
+
+        epsilon: float = 1.0
+        delta: float = 0.0
+        label: ClassVar[str] = "zero"
+        needs_workload: ClassVar[bool] = True
+
+        def release(self, X, *, rng=None, ledger=None, workload=None):
+            wl = self._require_workload(workload)
+            led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+            return Release(method=self.name, privacy=self.privacy, params={"epsilon": self.epsilon, "delta": 0.0},
+                           ledger=led.to_dict(), timings={"total": 0.0}, answers=np.zeros(len(wl)))
+''')
+SIGMAS, REPS, N_QUERIES = [2.0, 4.0], 3, 300
+_count = itertools.count()
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    name = f"scratch_board_add_{next(_count)}"
+    (tmp_path / f"{name}.py").write_text(SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def stored(tmp_path, monkeypatch, scratch):
+    """A small stored board (data set TOY, σ = 2 and 4, 3 repetitions, 300 queries) published in tmp_path, its rows
+    shuffled (pairing goes by key, never by position); returns (published path, X, records)."""
+    from dpkit.experiments.protocol import run_cells
+    from dpkit.methods.registry import get
+
+    X = np.random.default_rng(7).uniform(-1.0, 1.0, size=(300, 8))
+    zero = importlib.import_module(scratch).Zero()
+    methods = {"trig-I": get("trig-I"), "direct-gaussian": get("direct-gaussian"), "zero": zero}
+    recs = run_cells(X, methods=methods, sigmas=SIGMAS, reps=REPS, n_queries=N_QUERIES, J=10, seed=3, dataset="TOY",
+                     supremum=None)
+    df = records_frame(recs, dataset="TOY", run_seed=3, n_queries=N_QUERIES, J=10, epsilon=1.0, delta=1e-3)
+    published = tmp_path / "data" / "leaderboard" / "records.parquet"
+    write_records(df.sample(frac=1.0, random_state=0).reset_index(drop=True), published)
+    monkeypatch.setattr(board_records, "PUBLISHED", published)
+    monkeypatch.setattr(ba, "_load_data", lambda plan: {"TOY": X})
+    return published, X, df
+
+
+def test_board_plan_reads_the_cells_and_protocol():
+    df = pd.DataFrame({"dataset": ["A", "A", "B", "B"] * 2, "sigma": [2.0, 4.0] * 4, "rep": [0] * 4 + [1] * 4,
+                       "method": "m", "run_seed": 5, "n_queries": 300, "J": 10, "budget_epsilon": 1.0,
+                       "budget_delta": 1e-3})
+    plan = ba.board_plan(df)
+    assert (plan.datasets, plan.sigmas, plan.reps, plan.seed, plan.n_queries) == (("A", "B"), (2.0, 4.0), 2, 5, 300)
+    assert ba.board_plan(df, quick=True).datasets == ("A",) and ba.board_plan(df, quick=True).sigmas == (2.0,)
+    with pytest.raises(ba.EntrantRefusedError, match=r"run_seed takes several values \[5, 6\]"):
+        ba.board_plan(df.assign(run_seed=[5] * 7 + [6]))
+    with pytest.raises(ba.EntrantRefusedError, match=r"cell \(B, σ=4\) holds repetitions \[0\], not 0…1"):
+        ba.board_plan(df.iloc[:7])
+
+
+def test_the_entrant_runs_alone_on_the_boards_workloads_paired_by_repetition(stored, scratch, tmp_path):
+    published, X, df = stored
+    before = published.read_bytes()
+    name = f"{scratch}:Zero"
+    result = ba.board_add(name, out=tmp_path / "out", gate=False)
+    assert result.status == "ranked"
+    mine = read_records(tmp_path / "out" / "entrant_records.parquet")
+    assert set(mine["method"]) == {name} and len(mine) == len(SIGMAS) * REPS
+    # the same workloads: the entrant answers 0 like the stored "zero", so its worst errors are the stored ones, rep by
+    # rep (a different seed, workload size or pairing of repetitions would differ)
+    key = ["dataset", "sigma", "rep"]
+    theirs = df[df["method"] == "zero"].set_index(key)["abs"]
+    assert mine.set_index(key)["abs"].sort_index().to_numpy().tolist() == theirs.sort_index().to_numpy().tolist()
+    # the updated board is a copy: stored records plus the entrant's; the published file is untouched
+    merged = read_records(tmp_path / "out" / "records.parquet")
+    assert len(merged) == len(df) + len(mine)
+    assert published.read_bytes() == before
+    # ranks by mean abs among the methods of each table the entrant (ε-DP) competes in
+    ranks = result.ranks.set_index(["sigma", "table"])
+    assert list(ranks.index) == [(2.0, "ε-DP"), (2.0, "(ε,δ)-DP"), (4.0, "ε-DP"), (4.0, "(ε,δ)-DP")]
+    for s in SIGMAS:
+        means = df[df["sigma"] == s].groupby("method")["abs"].mean()
+        own = float(means["zero"])
+        eps_only = means[["trig-I", "zero"]]  # direct-gaussian is (ε,δ)-DP: not in Table 3.2
+        assert ranks.loc[(s, "ε-DP"), "rank"] == 1 + int((eps_only < own).sum())
+        assert ranks.loc[(s, "(ε,δ)-DP"), "rank"] == 1 + int((means < own).sum())
+        assert ranks.loc[(s, "(ε,δ)-DP"), "methods"] == 4 and ranks.loc[(s, "ε-DP"), "methods"] == 3
+    assert json.loads((tmp_path / "out" / "board_add.json").read_text())["status"] == "ranked"
+
+
+def test_board_add_quick_from_the_command_line(stored, scratch, tmp_path, capsys):
+    from dpkit.batch.cli import main
+
+    published, _X, _df = stored
+    before = published.read_bytes()
+    name = f"{scratch}:Zero"
+    out = tmp_path / "board"
+    assert main(["board-add", name, "--out", str(out), "--quick", "--no-gate"]) == 0
+    text = capsys.readouterr().out
+    assert "TOY σ=2 ε-DP: rank " in text and "TOY σ=2 (ε,δ)-DP: rank " in text and "over 2 reps" in text
+    assert "σ=4" not in text
+    assert "paired confidence intervals: not computed" in text or "paired: " in text
+    mine = read_records(out / "entrant_records.parquet")
+    assert sorted(mine["rep"]) == [0, 1] and set(mine["sigma"]) == {2.0}
+    assert published.read_bytes() == before
+    # an earlier board-add is not overwritten; the published file is never the output; a name on the board is refused
+    assert main(["board-add", name, "--out", str(out), "--quick", "--no-gate"]) == 2
+    assert "not overwritten (pass --replace)" in capsys.readouterr().err
+    assert main(["board-add", name, "--out", str(published.parent), "--quick", "--no-gate"]) == 2
+    assert "is the published board" in capsys.readouterr().err
+    assert main(["board-add", "trig-I", "--out", str(tmp_path / "x"), "--quick", "--no-gate"]) == 2
+    assert "'trig-I' is already on the stored board" in capsys.readouterr().err
+    assert main(["board-add", f"{scratch}:Nope", "--out", str(tmp_path / "x"), "--quick", "--no-gate"]) == 2
+    assert f"'{scratch}:Nope': module '{scratch}' has no attribute 'Nope'" in capsys.readouterr().err
+    assert published.read_bytes() == before and not (tmp_path / "x").exists()
+
+
+def test_no_stored_board_is_named(tmp_path, monkeypatch, capsys):
+    from dpkit.batch.cli import main
+
+    monkeypatch.setattr(board_records, "PUBLISHED", tmp_path / "data" / "leaderboard" / "records.parquet")
+    assert main(["board-add", "trig-I", "--out", str(tmp_path / "out"), "--no-gate"]) == 2
+    assert f"not found: {tmp_path / 'data' / 'leaderboard' / 'records.parquet'}" in capsys.readouterr().err
+
+
+def _gate_module(monkeypatch, result, calls):
+    mod = types.ModuleType("dpkit.evaluation.gate")
+
+    def audit_gate(name, method, *, epsilon, delta):
+        calls.append((name, type(method).__name__, epsilon, delta))
+        return result
+
+    mod.audit_gate = audit_gate
+    monkeypatch.setitem(sys.modules, "dpkit.evaluation.gate", mod)
+
+
+def test_the_gate_requested_but_absent_is_a_clear_error(stored, scratch, tmp_path, monkeypatch, capsys):
+    from dpkit.batch.cli import main
+
+    monkeypatch.setitem(sys.modules, "dpkit.evaluation.gate", None)  # import fails as if the module were absent
+    assert main(["board-add", f"{scratch}:Zero", "--out", str(tmp_path / "out"), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "the audit gate was requested, but dpkit.evaluation.gate.audit_gate is not part of this dpkit" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refuted_entrant_is_listed_as_refuted_and_not_ranked(stored, scratch, tmp_path, monkeypatch, capsys):
+    from dpkit.batch.cli import main
+
+    calls = []
+    refuted = types.SimpleNamespace(refuted=True, epsilon_lb=1.7, epsilon=1.0, as_dict=lambda: {"epsilon_lb": 1.7})
+    _gate_module(monkeypatch, refuted, calls)
+    name = f"{scratch}:Zero"
+    assert main(["board-add", name, "--out", str(tmp_path / "out"), "--quick"]) == 1
+    assert calls == [(name, "Zero", 1.0, 0.0)]  # the board's budget, by the entrant's class
+    assert ("refuted by the audit gate, not ranked: audited lower bound ε ≥ 1.7 against the claimed ε = 1"
+            in capsys.readouterr().out)
+    summary = json.loads((tmp_path / "out" / "board_add.json").read_text())
+    assert summary["status"] == "refuted" and "ranks" not in summary
+    assert summary["gate"]["record"] == {"epsilon_lb": 1.7}
+    assert not (tmp_path / "out" / "records.parquet").exists()
+
+
+def test_an_entrant_the_gate_passes_is_ranked(stored, scratch, tmp_path, monkeypatch):
+    calls = []
+    _gate_module(monkeypatch, types.SimpleNamespace(verdict="passed"), calls)
+    result = ba.board_add(f"{scratch}:Zero", out=tmp_path / "out", quick=True)
+    assert result.status == "ranked" and len(calls) == 1 and result.gate.refuted is False
+
+
+def test_the_paired_comparison_hook_gets_the_repetitions_in_pairs(stored, scratch, tmp_path, monkeypatch):
+    _published, _X, df = stored
+    seen = []
+    mod = types.ModuleType("dpkit.experiments.board_stats")
+
+    def compare_paired(a, b):
+        seen.append((np.asarray(a).tolist(), np.asarray(b).tolist()))
+        return "Δ CI [x, y]"
+
+    mod.compare_paired = compare_paired
+    monkeypatch.setitem(sys.modules, "dpkit.experiments.board_stats", mod)
+    result = ba.board_add(f"{scratch}:Zero", out=tmp_path / "out", quick=True, gate=False)
+    assert set(result.ranks["paired"]) == {"Δ CI [x, y]"}
+    cell = df[df["sigma"] == 2.0].sort_values("rep")
+    row = result.ranks[result.ranks["table"] == "(ε,δ)-DP"].iloc[0]
+    mine, other = seen[-1]
+    assert mine == cell[cell["method"] == "zero"]["abs"].tolist()[:2]  # the entrant's errors, repetition by repetition
+    assert other == cell[cell["method"] == row["best_other"]]["abs"].tolist()[:2]
+
+
+@pytest.mark.notebook
+def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratch, tmp_path, monkeypatch):
+    """Notebook 45 (QUICK) writes its per-repetition records; with ENTRANT it runs only the entrant on that board."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    run_notebook("45_leaderboard.ipynb", METHODS=["trig-I", "trig-II", "direct-gaussian"])
+    board = tmp_path / "45_leaderboard" / "records.parquet"
+    df = read_records(board)
+    assert sorted(set(df["method"])) == ["direct-gaussian", "trig-I", "trig-II"] and len(df) == 3 * 2
+    (tmp_path / "stored").mkdir()
+    stored = tmp_path / "stored" / "records.parquet"
+    board.rename(stored)
+    m = run_notebook("45_leaderboard.ipynb", ENTRANT=f"{scratch}:Noisy", BOARD=str(stored), GATE=False)
+    ranks = pd.read_csv(tmp_path / "45_leaderboard" / "board" / "ranks.csv")
+    assert list(ranks["table"]) == ["ε-DP", "(ε,δ)-DP"] and set(ranks["reps"]) == {2}
+    assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
+    merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
+    assert len(merged) == len(df) + 2

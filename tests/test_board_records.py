@@ -1,0 +1,205 @@
+"""The board as data (dpkit.experiments.board_records): the per-repetition records table, its schema, its Parquet
+round trip, the refusal to overwrite, the reader's error, and the assembler gathering the runs' records with their
+provenance and publishing them."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpkit.experiments import board_records
+from dpkit.experiments.board_records import (
+    COLUMNS,
+    KEY,
+    BoardFileError,
+    read_board,
+    read_records,
+    records_frame,
+    write_records,
+)
+from dpkit.experiments.records import RunRecord
+
+PROTOCOL = dict(run_seed=0, n_queries=10_000, J=10, epsilon=1.0, delta=1e-3)
+
+
+def _record(rep=0, method="m", sigma=2.0, abs_=0.1, sup=None, **extra):
+    base = dict(rep=rep, method=method, privacy="ε-DP", sigma=sigma, abs=abs_, rel=0.5, time_s=0.2, timings={},
+                support_size=3, eps_spent=1.0, delta_spent=0.0, error_bound=0.0, params={}, ledger={}, sup_abs=sup)
+    return SimpleNamespace(**base, **extra) if extra else RunRecord(**base)
+
+
+def test_schema_of_the_records_table():
+    recs = [_record(0, "a", sup=0.3), _record(0, "b"), _record(1, "a", sup=0.4), _record(1, "b")]
+    df = records_frame(recs, dataset="WDBC", **PROTOCOL)
+    assert list(df.columns) == list(COLUMNS)
+    assert {c: str(t) for c, t in df.dtypes.items()} == COLUMNS
+    assert len(df) == 4 and not df.duplicated(list(KEY)).any()
+    assert df["sup_abs"].isna().tolist() == [False, True, False, True]  # no class supremum: null
+    assert df["centre_abs"].isna().all() and df["seeds"].isna().all()  # records without these fields
+    assert (df["dataset"] == "WDBC").all() and (df["n_queries"] == 10_000).all() and (df["budget_delta"] == 1e-3).all()
+
+
+def test_centre_abs_and_seeds_are_taken_where_a_record_has_them():
+    seeds = {"workload": [1, 2, 3], "method": np.array([4, 5], dtype=np.uint32)}
+    df = records_frame([_record(centre_abs=0.07, seeds=seeds)], dataset="CTG", **PROTOCOL)
+    assert df["centre_abs"].tolist() == [0.07]
+    assert json.loads(df["seeds"].iloc[0]) == {"workload": [1, 2, 3], "method": [4, 5]}
+
+
+def test_a_duplicated_key_is_refused():
+    with pytest.raises(ValueError, match=r"2 rows share a key \('dataset', 'sigma', 'rep', 'method'\)"):
+        records_frame([_record(0, "a"), _record(0, "a")], dataset="WDBC", **PROTOCOL)
+
+
+def _synthetic_board(datasets=("CRM", "CSN", "CTG", "PKS", "WDBC"), sigmas=(2.0, 4.0, 6.0, 8.0, 10.0), reps=30,
+                     methods=35, seed=0):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for ds in datasets:
+        recs = [_record(r, f"method-{m}", s, float(rng.random()), None if m % 3 else float(rng.random()),
+                        centre_abs=float(rng.random()),
+                        seeds={"workload": rng.integers(0, 2**32, 4).tolist(), "method": rng.integers(0, 2**32, 4).tolist()})
+                for s in sigmas for r in range(reps) for m in range(methods)]
+        frames.append(records_frame(recs, dataset=ds, **PROTOCOL))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_a_full_board_is_a_few_mb_and_round_trips(tmp_path):
+    df = _synthetic_board()
+    assert len(df) == 5 * 5 * 30 * 35
+    path = write_records(df, tmp_path / "records.parquet")
+    assert path.stat().st_size < 4e6  # random seeds do not compress: the real board is no larger
+    back = read_records(path)
+    pd.testing.assert_frame_equal(back, df)
+    assert back["sup_abs"].isna().sum() == df["sup_abs"].isna().sum() > 0
+
+
+def test_an_existing_file_is_not_overwritten_unless_replace(tmp_path):
+    path = tmp_path / "records.parquet"
+    first = _synthetic_board(("WDBC",), (2.0,), 2, 3)
+    write_records(first, path)
+    before = path.read_bytes()
+    with pytest.raises(BoardFileError, match="records.parquet exists: not overwritten"):
+        write_records(_synthetic_board(("WDBC",), (2.0,), 2, 3, seed=1), path)
+    assert path.read_bytes() == before
+    write_records(_synthetic_board(("WDBC",), (2.0,), 2, 3, seed=1), path, replace=True)
+    assert path.read_bytes() != before
+
+
+def test_read_board_names_the_missing_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(board_records, "PUBLISHED", tmp_path / "data" / "leaderboard" / "records.parquet")
+    with pytest.raises(BoardFileError, match=r"not found: .*data/leaderboard/records.parquet \(publish a board"):
+        read_board()
+    with pytest.raises(FileNotFoundError, match="not found: .*elsewhere.parquet"):
+        read_board(tmp_path / "elsewhere.parquet")
+    write_records(_synthetic_board(("WDBC",), (2.0,), 2, 3), board_records.PUBLISHED)
+    assert len(read_board()) == 6
+
+
+def test_the_published_board_defaults_to_data_leaderboard_of_the_clone():
+    assert board_records.PUBLISHED.parts[-3:] == ("data", "leaderboard", "records.parquet")
+
+
+def test_a_file_that_is_not_a_records_table_is_named(tmp_path):
+    pd.DataFrame({"dataset": ["WDBC"]}).to_parquet(tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match=r"x.parquet: not a leaderboard records table \(missing columns \['sigma'"):
+        read_records(tmp_path / "x.parquet")
+
+
+# --------------------------------------------------------------------------------------------- the assembler
+def _runs(root, *, with_records=("aaa", "bbb"), duplicate=False):
+    """Two finished 45_leaderboard runs (σ = 2 and σ = 4), each with its metrics rows and its records."""
+    from test_leaderboard import _row
+
+    for key, sigma in (("aaa", 2.0), ("bbb", 4.0)):
+        d = root / "45_leaderboard" / key
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"status": "ok", "key": None, "notebook_sha256": f"nb-{key}",
+                                                "parameters": {"SIGMAS": [sigma], "OUTPUT_DIR": str(d)},
+                                                "wall_time_s": 12.0}))
+        rows = [_row("m1", "ε-DP", 0.03, sigma=sigma), _row("m2", "(ε,δ)-DP", 0.02, sigma=sigma)]
+        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows,
+                                                    "provenance": {"git": {"commit": "abc", "dirty": False}}}))
+        if key in with_records:
+            recs = [_record(r, m, 2.0 if duplicate else sigma) for r in range(3) for m in ("m1", "m2")]
+            write_records(records_frame(recs, dataset="WDBC", **PROTOCOL), d / "records.parquet")
+
+
+def test_assembler_gathers_the_runs_records_with_their_provenance(tmp_path, capsys):
+    from dpkit.batch.assemble import main
+
+    _runs(tmp_path / "batch")
+    assert main(["leaderboard", str(tmp_path / "batch")]) == 0
+    out = tmp_path / "batch" / "assembled"
+    df = read_records(out / "records.parquet")
+    assert len(df) == 2 * 3 * 2 and sorted(df["sigma"].unique()) == [2.0, 4.0]
+    assert df[list(KEY)].equals(df[list(KEY)].sort_values(list(KEY), ignore_index=True))
+    prov = json.loads((out / "provenance.json").read_text())
+    assert {"dpkit_version", "git", "library_fingerprint", "machine", "date", "runs"} <= set(prov)
+    assert prov["machine"]["cpu_count"] >= 1 and prov["machine"]["platform"]
+    assert [(r["folder"], r["notebook_sha256"], r["git"]["commit"]) for r in prov["runs"]] == [
+        ("aaa", "nb-aaa", "abc"), ("bbb", "nb-bbb", "abc")]
+    assert "OUTPUT_DIR" not in prov["runs"][0]["parameters"]
+    assert "12 per-repetition records" in capsys.readouterr().out
+
+
+def test_assembler_names_a_finished_run_without_records_and_writes_none(tmp_path, capsys):
+    from dpkit.batch.assemble import main
+
+    _runs(tmp_path / "batch", with_records=("aaa",))
+    assert main(["leaderboard", str(tmp_path / "batch")]) == 1
+    err = capsys.readouterr().err
+    assert str(tmp_path / "batch" / "45_leaderboard" / "bbb") in err and "wrote no records.parquet" in err
+    assert (tmp_path / "batch" / "assembled" / "leaderboard.csv").is_file()
+    assert not (tmp_path / "batch" / "assembled" / "records.parquet").exists()
+
+
+def test_assembler_refuses_a_record_of_two_runs(tmp_path, capsys):
+    from dpkit.batch.assemble import main
+
+    _runs(tmp_path / "batch", duplicate=True)
+    assert main(["leaderboard", str(tmp_path / "batch")]) == 2
+    err = capsys.readouterr().err
+    assert "in two runs" in err and str(tmp_path / "batch" / "45_leaderboard" / "aaa") in err
+
+
+def test_publish_refuses_to_overwrite_a_published_board_unless_replace(tmp_path, capsys):
+    from dpkit.batch.assemble import main
+
+    _runs(tmp_path / "batch")
+    pub = tmp_path / "published"
+    assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(pub)]) == 0
+    assert len(read_records(pub / "records.parquet")) == 12 and (pub / "provenance.json").is_file()
+    before = (pub / "records.parquet").read_bytes()
+    capsys.readouterr()
+    assert main(["leaderboard", str(tmp_path / "batch"), "--out", str(tmp_path / "again"), "--publish", str(pub)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: a published board is there: ") and str(pub / "records.parquet") in err
+    assert not (tmp_path / "again").exists()  # refused before anything was assembled
+    assert (pub / "records.parquet").read_bytes() == before
+    assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(pub), "--replace"]) == 0
+    assert len(read_records(pub / "records.parquet")) == 12
+
+
+def test_publish_defaults_to_data_leaderboard(tmp_path, monkeypatch):
+    from dpkit.batch.assemble import main
+
+    monkeypatch.setattr(board_records, "PUBLISHED", tmp_path / "data" / "leaderboard" / "records.parquet")
+    _runs(tmp_path / "batch")
+    assert main(["leaderboard", str(tmp_path / "batch"), "--publish"]) == 0
+    assert len(read_board()) == 12
+    assert (tmp_path / "data" / "leaderboard" / "provenance.json").is_file()
+
+
+def test_runs_without_any_records_assemble_the_tables_and_say_so_but_do_not_publish(tmp_path, capsys):
+    from dpkit.batch.assemble import main
+
+    _runs(tmp_path / "batch", with_records=())
+    assert main(["leaderboard", str(tmp_path / "batch")]) == 0
+    assert "no finished run has per-repetition records" in capsys.readouterr().out
+    assert not (tmp_path / "batch" / "assembled" / "records.parquet").exists()
+    assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(tmp_path / "pub")]) == 1
+    assert "wrote no records.parquet" in capsys.readouterr().err and not (tmp_path / "pub").exists()
