@@ -344,6 +344,12 @@ class AIM(MethodBase):
         g = spawn(rng, 1)[0]
         return ones + g.normal(0.0, sigma0, size=ones.shape), sigma0, bins
 
+    def audit_steps(self) -> dict[str, Any]:
+        """The measurement :mod:`dpkit.evaluation.gate` audits at any size: the initialisation's noisy one-way
+        counts (:meth:`initialise`). The rounds' measurements need whole releases (an estimate per round), so the
+        gate audits them with ``steps="release"`` at a small size and few rounds only."""
+        return {"initialise": lambda X, rng: self.initialise(X, rng=rng)[0]}
+
     @staticmethod
     def selection(epsilon: float, weights: np.ndarray) -> Exponential:
         """The exponential mechanism of one selection (§4, Alg 2 line 8) at the round's ε, with the score

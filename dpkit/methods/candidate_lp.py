@@ -20,8 +20,9 @@ so the comparison with the ellipsoid isolates the candidate set.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,6 +54,9 @@ from dpkit.mechanisms.trig.schedules import Schedule
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
+
+if TYPE_CHECKING:
+    from dpkit.methods.gaussian_fit import GaussianFit
 
 __all__ = ["CandidateLP", "CandidateDiagnostics", "NoisyMoments"]
 
@@ -125,16 +129,32 @@ class CandidateLP(MethodBase):
             return g.uniform(-1.0, 1.0, size=(self.C, X.shape[1]))
         g_fit, g_smp = spawn(g, 2)
         if self.source == "gaussian":
-            from dpkit.methods.gaussian_fit import GaussianFit, sample_gaussian
+            from dpkit.methods.gaussian_fit import sample_gaussian
 
-            rel = GaussianFit(epsilon=eps, delta=dl, method=self.fit_method, k=self.k, n_iter=self.n_iter).measure(
-                X, rng=g_fit, ledger=led
-            )
+            rel = self.candidate_fit(eps, dl).measure(X, rng=g_fit, ledger=led)
             return sample_gaussian(rel.mean, rel.cov, self.C, rng=g_smp)
         from dpkit.methods.marginals import IndependentMarginals
 
         res = IndependentMarginals(epsilon=eps, delta=dl, kind="histogram", m=self.C).release(X, rng=g_fit, ledger=led)
         return np.asarray(res.synthetic.points)
+
+    def candidate_fit(self, eps: float, dl: float) -> GaussianFit:
+        """The DP Gaussian fit of the ``"gaussian"`` candidates at (ε, δ) = (``eps``, ``dl``)."""
+        from dpkit.methods.gaussian_fit import GaussianFit
+
+        return GaussianFit(epsilon=eps, delta=dl, method=self.fit_method, k=self.k, n_iter=self.n_iter)
+
+    def audit_steps(self) -> dict[str, Callable[[np.ndarray, np.random.Generator], Any]]:
+        """The private measurements that :mod:`dpkit.evaluation.gate` audits: the noisy moments b̂ and, for the
+        ``"gaussian"`` source, the candidates' Gaussian fit (μ̃, Σ̃ and its noisy moments) at its share of the budget
+        (the LP and the sampling are post-processing)."""
+        steps: dict[str, Callable[[np.ndarray, np.random.Generator], Any]] = {
+            "moments": lambda X, rng: self.noisy_moments(X, rng=rng).b_hat}
+        if self.source == "gaussian":
+            _, _, eps_c, d_c = self._split()
+            fit = self.candidate_fit(eps_c, d_c)
+            steps["candidate fit"] = lambda X, rng: fit.measure(X, rng=rng)
+        return steps
 
     def _split(self) -> tuple[float, float, float, float]:
         """(ε, δ) of the moments and of the candidates."""

@@ -56,13 +56,16 @@ def psd_project(S: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True, kw_only=True, eq=False)
 class GaussianStats:
     """The released Gaussian model (``Release.diagnostics``): μ̃ (d,), Σ̃ (d, d) PSD and, for the PSI
-    route, the released directions V (k, d), eigenvalues λ̂ (k,) and the PSI noise scale."""
+    route, the released directions V (k, d), eigenvalues λ̂ (k,) and the PSI noise scale. ``moments`` are the
+    released noisy second moments Σ̃ is computed from (Analyze Gauss: the upper triangle of M̃, diagonal
+    included; PSI: the per-attribute E[x_i²]), for audits (:mod:`dpkit.evaluation.gate`)."""
 
     mean: np.ndarray
     cov: np.ndarray
     components: np.ndarray | None = None
     eigenvalues: np.ndarray | None = None
     pca_noise_scale: float | None = None
+    moments: np.ndarray | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +121,7 @@ class GaussianFit(MethodBase):
             if not np.all(np.isfinite(S)):  # a draw far in the noise's tail (after the spend)
                 raise ValueError(self._too_small("a noisy mean's square reaches"))
             cov = psd_project(S)
-            return GaussianStats(mean=mu, cov=cov)
+            return GaussianStats(mean=mu, cov=cov, moments=up)
         e3 = self.epsilon / 3.0
         dv = self.delta / 4.0
         mu = noisy_release(X.mean(axis=0), epsilon=e3, delta=dv, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
@@ -132,7 +135,8 @@ class GaussianFit(MethodBase):
         low = (V.T * lam) @ V
         var = np.clip(s - np.clip(mu, -1, 1) ** 2, 0.0, None)
         cov = low + np.diag(np.clip(var - np.diag(low), 0.0, None))
-        return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_)
+        return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_,
+                             moments=s)
 
     def _check_noise(self, n: int, d: int) -> None:
         """Refuse, before anything is spent, an ε whose noise the fit cannot compute with on n rows in d dimensions.

@@ -36,7 +36,9 @@ other sampling baselines; keeps evaluation cheap) or, with ``m=None``, as the di
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -59,6 +61,9 @@ from dpkit.queries.evaluate import answer_data
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
+
+if TYPE_CHECKING:
+    from dpkit.methods.gaussian_fit import GaussianFit
 
 __all__ = ["MWEM", "MWEMDiagnostics", "mw_update"]
 
@@ -165,14 +170,27 @@ class MWEM(MethodBase):
         d = X.shape[1]
         if self.candidates == "uniform":
             return g.uniform(-1.0, 1.0, size=(self.C, d)), self.epsilon
-        from dpkit.methods.gaussian_fit import GaussianFit, sample_gaussian
+        from dpkit.methods.gaussian_fit import sample_gaussian
 
         s = float(self.candidate_share)
         g_fit, g_smp = spawn(g, 2)
-        rel = GaussianFit(epsilon=self.epsilon * s, delta=self.delta, method="analyze_gauss").measure(
-            X, rng=g_fit, ledger=led
-        )
+        rel = self.candidate_fit().measure(X, rng=g_fit, ledger=led)
         return sample_gaussian(rel.mean, rel.cov, self.C, rng=g_smp), self.epsilon * (1.0 - s)
+
+    def candidate_fit(self) -> GaussianFit:
+        """The DP Gaussian fit of the ``"gaussian"`` candidates (Analyze Gauss at ``candidate_share`` of ε and all of δ)."""
+        from dpkit.methods.gaussian_fit import GaussianFit
+
+        return GaussianFit(epsilon=self.epsilon * float(self.candidate_share), delta=self.delta, method="analyze_gauss")
+
+    def audit_steps(self) -> dict[str, Callable[[np.ndarray, np.random.Generator], Any]]:
+        """The private measurements that :mod:`dpkit.evaluation.gate` audits: the Gaussian-fit candidates' (μ̃, Σ̃)
+        and its noisy moments (``"gaussian"``; none for the data-independent ``"uniform"`` candidates, whose
+        rounds the gate audits through the whole release)."""
+        if self.candidates != "gaussian":
+            return {}
+        fit = self.candidate_fit()
+        return {"candidate fit": lambda X, rng: fit.measure(X, rng=rng)}
 
     def _query_class(self, X: np.ndarray, P: np.ndarray, g: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(F on candidates (Q', C), true answers (Q',), ranges (Q',))."""
