@@ -12,10 +12,10 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-from board_records import NEEDS_RECORDS, records_for
+from board_records import records_for, write_run_records
 
 from dpkit.batch.checks import to_latex as checks_latex
-from dpkit.experiments.leaderboard import leaderboard_rows
+from dpkit.experiments.leaderboard import board_from_records, leaderboard_rows
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
 PDFLATEX = shutil.which("pdflatex")
@@ -210,7 +210,6 @@ def test_every_paper_figure_carries_caption_and_parameters():
     assert [where for where, kw in paper if not {"caption", "parameters"} <= kw] == []
 
 
-@NEEDS_RECORDS
 def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
     import json
 
@@ -222,12 +221,13 @@ def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
     rows = [{"dataset": "WDBC", "sigma": 2.0, "method": m, "privacy": p, "abs_mean": 0.03, "abs_std": 0.001,
              "rel_mean": 0.3, "rel_std": 0.01, "time_s": 0.1, "eps_spent": 1.0, "delta_spent": 0.0, "reps": 30}
             for m, p in (("m1", "ε-DP"), ("m2", "(ε,δ)-DP"))]
-    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+    write_run_records(d, rows, reps=32)
     assemble_leaderboard(str(tmp_path), out=str(tmp_path / "out"))
     cap = (tmp_path / "out" / "leaderboard_table_3_2_abs.caption.txt").read_text()
-    assert "Table 3.2" in cap and "30 repetitions" in cap and "privacy=ε-DP" in cap
+    assert "Table 3.2" in cap and "32 repetitions" in cap and "privacy=ε-DP" in cap
     for name in ("leaderboard", "leaderboard_all_methods"):
-        assert "30 repetitions" in (tmp_path / "out" / f"{name}.tex").read_text()
+        assert "32 repetitions" in (tmp_path / "out" / f"{name}.tex").read_text()
     _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
 
 
@@ -372,9 +372,9 @@ def _wide_tables(tmp_path):
     d = tmp_path / "batch" / "45_leaderboard" / "aaa"
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
-    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": method_rows}))
-    # the assembler's writer on a board with its intervals (the runs record no per-repetition records yet)
-    board = leaderboard_rows(method_rows, records=records_for(method_rows))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+    # the assembler's writer on the board and method rows it makes from the runs' records
+    method_rows, board = board_from_records(records_for(method_rows))
     _write_leaderboard(str(tmp_path / "batch"), method_rows, board, tmp_path, None)
     frames["leaderboard"] = pd.read_csv(tmp_path / "leaderboard.csv")
     frames["leaderboard_all_methods"] = pd.read_csv(tmp_path / "leaderboard_all_methods.csv")
