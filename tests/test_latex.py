@@ -231,6 +231,19 @@ def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
     _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
 
 
+def test_the_boards_columns_have_human_headers(tmp_path):
+    """Every column of the board (its intervals, verdicts, the ranking by the class supremum) and of its per-method
+    rows has a human header; the board's table with them compiles."""
+    from dpkit.outputs.tables import HEADERS
+
+    method_rows, board = board_from_records(records_for(_method_rows()))
+    assert [c for c in board[0] if c not in HEADERS] == [] and [c for c in method_rows[0] if c not in HEADERS] == []
+    paths = export_table(rows_frame(board), "leaderboard", tmp_path, caption="The board; γ = 0.05.")
+    flat = " ".join((tmp_path / "leaderboard.tex").read_text().replace(r"\\", " ").split())
+    assert "verdict abs." in flat and "abs. CI low" in flat and "judged abs." in flat and "abs est" not in flat
+    _compile([p for p in paths if p.suffix == ".tex"], tmp_path)
+
+
 def test_small_values_are_not_printed_as_zero(tmp_path):
     """δ = 10⁻⁵ spent is not "0.000": δ columns get 3 significant digits, and no non-zero value rounds to zero."""
     from dpkit.outputs.tables import to_latex
