@@ -4,15 +4,57 @@ gate and not ranked; metrics.json holds both gate verdicts as checks.
 
 The gate runs at board-add's defaults (confidence 0.95, fixed seed), so the correct entrant's PASS is a fixed outcome
 of a test whose false-refutation probability is at most 5 %; the under-noised copy releases its histograms with a
-quarter of the Gaussian noise, an exact ε of about 4.7 at δ = 10⁻³ where ε = 1 is claimed.
+quarter of the Gaussian noise: four times the calibrated shift-to-noise ratio, an exact ε of about 5.5 at δ = 10⁻³ where
+ε = 1 is claimed (the auditor's bound at its sample size is about half of that).
 """
 from __future__ import annotations
 
 import json
+import math
 
+import pandas as pd
 import pytest
 
+from dpkit.claims.board import entrant_rows, tutorial_checks
+from dpkit.experiments.board_add import BoardAddResult, BoardPlan, GateOutcome
 from dpkit.experiments.board_records import read_records
+
+PLAN = BoardPlan(datasets=("WDBC",), sigmas=(2.0,), reps=4, seed=0, n_queries=300, J=10, epsilon=1.0, delta=1e-3)
+
+
+def _result(name, epsilon_lb, *, ranks=None):
+    record = {"name": name, "epsilon_lb": epsilon_lb, "epsilon": 1.0, "delta": 1e-3, "confidence": 0.95,
+              "probe": "measure", "pair": "replace-one: opposite corners", "n_samples": 4000, "epsilon_point": 1.0}
+    return BoardAddResult(entrant=name, status="ranked" if ranks is not None else "refuted", plan=PLAN,
+                          gate=GateOutcome(refuted=epsilon_lb > 1.0, detail="", record=record), ranks=ranks)
+
+
+def test_tutorial_checks_compare_the_audited_lower_bound_with_the_claimed_epsilon():
+    ranks = pd.DataFrame([{"dataset": "WDBC", "sigma": 2.0, "table": "(ε,δ)-DP", "rank": 2}])
+    good, bad = _result("m:Good", 0.4, ranks=ranks), _result("m:Bad", 2.4)
+    passed, refuted = tutorial_checks(good, bad)
+    assert (passed.id, passed.verdict, passed.expected, passed.statistic, passed.bound) == (
+        "gate-correct-entrant", "PASS", "PASS", 0.4, 1.0)
+    assert (refuted.id, refuted.verdict, refuted.expected, refuted.statistic) == (
+        "gate-under-noised-entrant", "FAIL", "FAIL", 2.4)
+    assert passed.confidence == refuted.confidence == 0.95 and passed.consistent and refuted.consistent
+    # a correct entrant refuted, or a broken one passing, is an inconsistent run
+    wrong = tutorial_checks(_result("m:Good", 1.2, ranks=ranks), _result("m:Bad", 0.8))
+    assert not any(c.consistent for c in wrong)
+    assert entrant_rows(bad) == [{"entrant": "m:Bad", "status": "refuted", "gate_epsilon_lb": 2.4,
+                                  "claimed_epsilon": 1.0, "rank": None}]
+    assert [r["rank"] for r in entrant_rows(good)] == [2]
+
+
+def test_tutorial_checks_refuse_a_board_add_without_the_gate():
+    ungated = BoardAddResult(entrant="m:Good", status="ranked", plan=PLAN, gate=None, ranks=pd.DataFrame())
+    with pytest.raises(ValueError, match="m:Good.*no audit-gate record"):
+        tutorial_checks(ungated, _result("m:Bad", 2.4))
+    partial = _result("m:Bad", 2.4)
+    del partial.gate.record["confidence"]
+    with pytest.raises(ValueError, match=r"m:Bad.*lacks \['confidence'\]"):
+        tutorial_checks(_result("m:Good", 0.4), partial)
+    assert math.isnan(entrant_rows(ungated)[0]["gate_epsilon_lb"])
 
 
 @pytest.mark.notebook
