@@ -86,16 +86,17 @@ def stored(tmp_path, monkeypatch, scratch):
 
 
 def test_board_plan_reads_the_cells_and_protocol():
-    df = pd.DataFrame({"dataset": ["A", "A", "B", "B"] * 2, "sigma": [2.0, 4.0] * 4, "rep": [0] * 4 + [1] * 4,
-                       "method": "m", "run_seed": 5, "n_queries": 300, "J": 10, "budget_epsilon": 1.0,
-                       "budget_delta": 1e-3})
+    df = pd.DataFrame({"dataset": ["A", "A", "B", "B"] * 5, "sigma": [2.0, 4.0] * 10,
+                       "rep": [r for r in range(5) for _ in range(4)], "method": "m", "run_seed": 5, "n_queries": 300,
+                       "J": 10, "budget_epsilon": 1.0, "budget_delta": 1e-3})
     plan = ba.board_plan(df)
-    assert (plan.datasets, plan.sigmas, plan.reps, plan.seed, plan.n_queries) == (("A", "B"), (2.0, 4.0), 2, 5, 300)
-    assert ba.board_plan(df, quick=True).datasets == ("A",) and ba.board_plan(df, quick=True).sigmas == (2.0,)
+    assert (plan.datasets, plan.sigmas, plan.reps, plan.seed, plan.n_queries) == (("A", "B"), (2.0, 4.0), 5, 5, 300)
+    quick = ba.board_plan(df, quick=True)
+    assert (quick.datasets, quick.sigmas, quick.reps) == (("A",), (2.0,), 4)
     with pytest.raises(ba.EntrantRefusedError, match=r"run_seed takes several values \[5, 6\]"):
-        ba.board_plan(df.assign(run_seed=[5] * 7 + [6]))
-    with pytest.raises(ba.EntrantRefusedError, match=r"cell \(B, σ=4\) holds repetitions \[0\], not 0…1"):
-        ba.board_plan(df.iloc[:7])
+        ba.board_plan(df.assign(run_seed=[5] * 19 + [6]))
+    with pytest.raises(ba.EntrantRefusedError, match=r"cell \(B, σ=4\) holds repetitions \[0, 1, 2, 3\], not 0…4"):
+        ba.board_plan(df.iloc[:19])
 
 
 def test_the_entrant_runs_alone_on_the_boards_workloads_paired_by_repetition(stored, scratch, tmp_path):
@@ -247,12 +248,22 @@ def test_the_entrant_is_compared_with_each_cells_current_best_paired_with_holm_a
         assert f"difference {r.diff_mean:+.3g} {ci} on 3 judged reps, {r.verdict}" in text
 
 
-def test_a_quick_board_add_against_a_board_too_short_to_judge_on_is_refused(stored, scratch, tmp_path):
-    """An interval needs 2 odd repetitions: a board of 3 repetitions cannot judge an entrant (named, not nan)."""
+def test_a_board_too_short_to_judge_on_is_refused_before_anything_runs(stored, scratch, tmp_path, monkeypatch,
+                                                                        capsys):
+    """An interval needs 2 odd repetitions: a board of 3 repetitions cannot judge an entrant, said before the entrant
+    runs (exit 2, naming the repetitions), and compare_paired itself refuses 1 (not a nan interval)."""
+    from dpkit.batch.cli import main
+    from dpkit.experiments.board_stats import compare_paired
+
     published, _X, df = stored
-    write_records(df[df["rep"] < 3].reset_index(drop=True), published, replace=True)
+    short = df[df["rep"] < 3].reset_index(drop=True)
+    write_records(short, published, replace=True)
+    monkeypatch.setattr(ba, "entrant_records", lambda *a, **k: pytest.fail("the entrant ran"))
+    assert main(["board-add", f"{scratch}:Zero", "--out", str(tmp_path / "out"), "--no-gate"]) == 2
+    assert "the stored board holds 3 repetitions; an entrant is judged" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match=r"1 repetition\(s\) of the evaluation half .* an interval needs at least 2"):
-        ba.board_add(f"{scratch}:Zero", out=tmp_path / "out", gate=False)
+        compare_paired(short, "zero", "trig-I")
 
 
 @pytest.mark.notebook

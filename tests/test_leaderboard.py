@@ -98,7 +98,7 @@ def test_the_board_from_a_written_and_read_records_file_is_the_board_in_memory(t
     equal those from the table in memory, key for key (NaN equal to NaN)."""
     from dpkit.experiments.baselines import baseline_rows
     from dpkit.experiments.board_records import read_records, records_frame, write_records
-    from dpkit.experiments.leaderboard import METHOD_ROW_KEYS, board_from_records, method_rows
+    from dpkit.experiments.leaderboard import METHOD_ROW_KEYS, board_from_records
     from dpkit.experiments.protocol import run_cells
     from dpkit.methods.registry import get
 
@@ -116,8 +116,19 @@ def test_the_board_from_a_written_and_read_records_file_is_the_board_in_memory(t
     # the method rows are baseline_rows' numbers, bit for bit, on the keys the records hold
     by_key = {(r["sigma"], r["method"]): r for r in baseline_rows(recs, dataset="WDBC")}
     assert len(by_key) == len(mem_rows) == 8
-    for r in method_rows(table):
+    for r in mem_rows:  # from the shuffled table
         assert {k: r[k] for k in METHOD_ROW_KEYS} == {k: by_key[(r["sigma"], r["method"])][k] for k in METHOD_ROW_KEYS}
+
+
+def test_method_rows_do_not_depend_on_the_order_of_the_records():
+    """The mean is summed in repetition order whatever the order of the rows (a gathered board is sorted by key, a
+    run's table is in run order): 0.1 + 0.2 + 0.3 + 0.4 and 0.4 + 0.3 + 0.2 + 0.1 differ in the last bit."""
+    from dpkit.experiments.leaderboard import method_rows
+
+    table = records_for([_row("m1", "ε-DP", 0.25)], reps=4).assign(abs=[0.1, 0.2, 0.3, 0.4])
+    assert sum([0.1, 0.2, 0.3, 0.4]) != sum([0.4, 0.3, 0.2, 0.1])
+    [fwd], [rev] = method_rows(table), method_rows(table.iloc[::-1].reset_index(drop=True))
+    assert fwd == rev and fwd["abs_mean"] == pd.Series([0.1, 0.2, 0.3, 0.4]).mean()
 
 
 def test_summary_markdown_marks_losses_and_prints_small_numbers():

@@ -48,8 +48,8 @@ __all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedEr
            "RANK_COLUMNS", "ranks_text", "write_board_copy", "prepare_board_add", "run_board_add", "board_add",
            "QUICK_REPS", "ENTRANT_RECORDS_NAME", "RANKS_NAME", "SUMMARY_NAME"]
 
-#: Repetitions of a QUICK board-add: the comparison with the current best is judged on the odd ones (the even ones
-#: chose the current best), and an interval needs 2 of them.
+#: Repetitions of a QUICK board-add, and the fewest a board-add runs on: the comparison with the current best is
+#: judged on the odd ones (the even ones chose the current best), and an interval needs 2 of them.
 QUICK_REPS = 4
 #: Files of a board-add's output folder besides the updated board (``records.parquet``).
 ENTRANT_RECORDS_NAME = "entrant_records.parquet"
@@ -111,8 +111,9 @@ def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
     Raises
     ------
     EntrantRefusedError
-        For an empty board, a protocol column with several values, or a board whose cells do not all hold the same
-        σ's and repetitions 0 … R−1 (the message names what differs).
+        For an empty board, a protocol column with several values, a board whose cells do not all hold the same
+        σ's and repetitions 0 … R−1 (the message names what differs), or one of fewer than :data:`QUICK_REPS`
+        repetitions (the entrant could not be judged against the current best).
     """
     if stored.empty:
         raise EntrantRefusedError("the stored board has no records")
@@ -132,6 +133,9 @@ def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
     if len(cells) != len(datasets) * len(sigmas):
         raise EntrantRefusedError(f"the stored board does not hold every σ {list(sigmas)} for every data set "
                                   f"{list(datasets)}")
+    if reps < QUICK_REPS:
+        raise EntrantRefusedError(f"the stored board holds {reps} repetitions; an entrant is judged against the current "
+                                  f"best on the odd ones of at least {QUICK_REPS} (an interval needs 2)")
     if quick:
         datasets = ("WDBC",) if "WDBC" in datasets else datasets[:1]
         sigmas, reps = sigmas[:1], min(reps, QUICK_REPS)
