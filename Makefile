@@ -94,12 +94,13 @@ tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembl
 	$(BIN)/python -m dpkit.batch run $(TABLES_MANIFEST) --output $(RESULTS)/batch/tables $(STALE_ARG) $(DATA_ARG)
 	$(BIN)/python -m dpkit.batch.assemble tables $(RESULTS)/batch/tables --paper-figures
 
-# one leaderboard run computes a whole data set in one cell: CRM and CSN take about 2 h each on a shared core; a run
-# keeps every finished repetition, so an interrupted `make leaderboard` resumes where it stopped
+# one leaderboard run computes a whole data set in one cell, its repetitions as Dask tasks on every worker (CRM and CSN
+# take about 2 h each on one core); a run keeps every finished repetition, so an interrupted `make leaderboard`
+# resumes where it stopped. The per-cell timeout counts the wait for the repetitions queued before a run's own
 LEADERBOARD_TIMEOUT ?= 28800
-# AIM's runs compute two repetitions at once each (REP_WORKERS: 2 in leaderboard_aim.yaml; a CRM repetition holds
-# several GB), so they run one at a time: two processes on two cores, not four
-AIM_BATCH := --workers 1
+# AIM's repetitions are Dask tasks like every leaderboard run's (REP_BACKEND auto): one per worker, two at once on
+# two cores (a CRM repetition holds several GB)
+AIM_BATCH :=
 leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM included, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
@@ -119,7 +120,7 @@ board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: ma
 		$(if $(filter 1,$(QUICK)),--quick,) $(if $(filter 0,$(GATE)),--no-gate,) $(if $(filter 1,$(REPLACE)),--replace,) \
 		$(if $(REP_WORKERS),--workers $(REP_WORKERS),)
 
-status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running, kept repetitions
+status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running; repetitions kept, running (Dask tasks) and in all
 	$(BIN)/python -m dpkit.batch status notebooks/manifests/$(or $(MANIFEST),leaderboard).yaml
 
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget

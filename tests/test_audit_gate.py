@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpkit.evaluation.gate import BOARD_SHAPES, GateResult, audit_gate, neighbour_pairs
+from dpkit.evaluation.gate import BOARD_SHAPES, GateResult, audit_gate, neighbour_pairs, probes
 from dpkit.methods.registry import get
 
 CONFIDENCE = 0.99
@@ -52,6 +52,22 @@ def test_registry_method_passes(name):
     # the audit looked at the released statistics that carry the budget, not at post-processing alone
     expected = {"mst": "measure", "mwem": "steps", "lp-g": "steps"}[name[:4].rstrip("-")]
     assert res.probe == expected
+
+
+@pytest.mark.parametrize("name,steps", [("mwem-gaussian", ["candidate fit"]),
+                                        ("lp-gauss-analyze-gauss-cands", ["moments", "candidate fit"]),
+                                        ("lp-uniform-cands", ["moments"]), ("aim", ["initialise"])])
+def test_registry_hooks_expose_the_private_measurements(name, steps):
+    """MWEM and the candidate LPs release their Gaussian-fit candidates only through the synthetic database, AIM
+    its measurements only through a whole (slow) release: their audit_steps hooks expose them to the gate."""
+    m = get(name)
+    pair = neighbour_pairs(N, D)[0]
+    available = probes(m, pair)
+    assert next(iter(available)) == "steps" and list(m.audit_steps()) == steps
+    out = available["steps"](pair.d0, np.random.default_rng(0))
+    assert list(out) == steps
+    if "candidate fit" in out:
+        assert out["candidate fit"].moments.shape == (D * (D + 1) // 2,)  # the noisy upper triangle of M
 
 
 def test_aim_initial_measurement_passes_at_board_size():
@@ -126,6 +142,7 @@ def test_negative_control_quarter_noise_mwem_gaussian_candidates_is_refuted(monk
     k = math.ceil(3 * D / 4)
     mu = 4.0 / analytic_gaussian_sigma(0.98 * EPS / 2, DELTA / 2, 1.0) * math.sqrt(k / D + 2 * k * (D - k) / D**2)
     assert res.refuted, res.as_dict()
+    assert "candidate fit.moments[size 36]" in [leaf for p in res.pilot for leaf in p["leaves"]]  # Analyze Gauss's M̃
     _near_theory(res, mu)
 
 

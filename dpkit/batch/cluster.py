@@ -41,7 +41,7 @@ from dpkit.batch.manifest import BatchError, notebook_fingerprint
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["thread_share", "thread_environ", "slot_key", "probe_worker", "check_workers", "worker_share"]
+__all__ = ["thread_share", "thread_environ", "slot_key", "probe_worker", "check_workers", "worker_share", "cluster_shares"]
 
 #: The variables the BLAS libraries (OpenBLAS, MKL, Accelerate, OpenMP) and numexpr read for their thread count.
 BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -147,12 +147,27 @@ def check_workers(client: Client, notebooks: list[Path], output: Path) -> dict[s
         addr, i = bad[0]
         more = f" (and {len(bad) - 1} more worker(s))" if len(bad) > 1 else ""
         raise BatchError(f"Dask worker {addr} (working directory {i['cwd']}) {i['problem']}{more}")
+    return _shares(infos.values())
+
+
+def _shares(infos: Any) -> dict[str, int]:
+    """The thread share of each slot key from the workers' ``slot``, ``cores`` and ``nthreads``."""
     slots: dict[str, int] = {}
     cores: dict[str, int] = {}
-    for i in infos.values():
+    for i in infos:
         slots[i["slot"]] = slots.get(i["slot"], 0) + i["nthreads"]
         cores[i["slot"]] = min(cores.get(i["slot"], i["cores"]), i["cores"])
     return {key: thread_share(cores[key], n) for key, n in slots.items()}
+
+
+def _slot_info(dask_worker: Any = None) -> dict[str, Any]:
+    return {"slot": slot_key(), "cores": len(_mask()), "nthreads": _nthreads(dask_worker) if dask_worker is not None else 1}
+
+
+def cluster_shares(client: Client) -> dict[str, int]:
+    """The thread share of each slot key of ``client``'s workers now (as :func:`check_workers`, without its file
+    checks): what each of a worker's task slots may use (:func:`worker_share`)."""
+    return _shares(client.run(_slot_info).values())
 
 
 def worker_share(shares: dict[str, int], worker: Any) -> int:

@@ -75,12 +75,15 @@ def kept_repetitions(folder: str | os.PathLike) -> int:
     return len(repetition_files(folder))
 
 
-def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, resumed: int) -> None:
+def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, resumed: int, *,
+                      cut_off: list[dict[str, Any]] | None = None) -> None:
     """Add what a finished run's checkpoint says to its ``run.json``, before the checkpoint is removed.
 
     ``checkpoint``: ``resumed_repetitions`` (kept by earlier attempts, loaded by this one), ``repetitions``
     (all kept) and ``compute_s``, the sum of the repetitions' own wall times over all attempts (``None``
-    if a repetition did not record its time). ``wall_time_s`` counts the last attempt only.
+    if a repetition did not record its time), and ``cut_off_repetitions``, the repetition tasks whose worker
+    died under them (:func:`dpkit.batch.repetitions.cut_off_attempts`). ``wall_time_s`` counts the last attempt
+    only.
     """
     if kept_repetitions(folder) == 0:
         return
@@ -89,7 +92,8 @@ def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, res
     rj = Path(run_dir) / "run.json"
     info = json.loads(rj.read_text())
     n, total = kept_seconds(folder)
-    info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": n, "compute_s": total}
+    info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": n, "compute_s": total,
+                          "cut_off_repetitions": list(cut_off or [])}
     write_json(rj, info)
 
 

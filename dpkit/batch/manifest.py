@@ -125,14 +125,15 @@ class RunSpec:
 
 
 #: Parameters that do not change a run's results, left out of :func:`run_key`.
-NOT_IN_KEY = ("OUTPUT_DIR", "CHECKPOINT_DIR", "INTERACTIVE", "REP_WORKERS")
+NOT_IN_KEY = ("OUTPUT_DIR", "CHECKPOINT_DIR", "INTERACTIVE", "REP_WORKERS", "REP_BACKEND")
 
 
 def run_key(notebook: str | os.PathLike, parameters: dict[str, Any]) -> str:
     """A stable 12-hex-digit hash of the notebook's name and its parameters.
 
     The parameters of :data:`NOT_IN_KEY` are not part of the key: they do not change results (``REP_WORKERS``,
-    how many repetitions a notebook computes at once, gives the same records to the bit; tests/test_checkpoint.py).
+    how many repetitions a notebook computes at once, and ``REP_BACKEND``, where it computes them, give the same
+    records to the bit; tests/test_checkpoint.py, tests/test_batch_repetitions.py).
     """
     clean = {k: v for k, v in sorted(parameters.items()) if k not in NOT_IN_KEY}
     blob = json.dumps({"notebook": Path(notebook).name, "parameters": clean}, sort_keys=True, default=str)

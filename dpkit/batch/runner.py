@@ -77,7 +77,11 @@ installed, the notebooks and data reachable at the same paths, and — for the r
 output on one machine's file system); ``--scheduler sync`` runs in-process, one at a time.
 On Dask, each worker's kernels get its share of its machine's cores and every worker is checked to see
 the notebooks and the output before anything runs (:mod:`dpkit.batch.cluster`); a run whose worker died
-and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from the command).
+and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from the command). A notebook that
+computes its repetitions as Dask tasks (it declares ``REP_BACKEND``, ``auto`` or ``dask``:
+:mod:`dpkit.batch.repetitions`) learns the cluster's scheduler from ``DPKIT_SCHEDULER`` in its kernel's
+environment, and its own task secedes from the worker's thread pool while the kernel runs; repetition tasks cut off
+by a dying worker are named in the summary (``interrupted``, ``cut_off_repetitions``) and in ``run.json``.
 """
 from __future__ import annotations
 
@@ -113,6 +117,7 @@ from dpkit.batch.manifest import (
     load_manifest,
     manifest_output,
 )
+from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import _client, _environ_restored, check_scheduler
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, _move_aside, checkpoint_folder
@@ -223,10 +228,12 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
     keep = checkpoint_folder(spec, final.parent)
     resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
+    cut_off: list[dict[str, Any]] = []
     try:
         execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final,
                          checkpoint_dir=keep)
-        record_checkpoint(tmp, keep, resumed)
+        cut_off = cut_off_attempts(keep)
+        record_checkpoint(tmp, keep, resumed, cut_off=cut_off)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         unavailable = unavailable_reason(exc)
@@ -236,32 +243,51 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
         error = failure_message(exc, timeout) + (
             f" ({kept} finished repetition(s) are kept in {keep}; re-running the batch resumes from them)" if kept else "")
         return _note_interrupted(_finish(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
-                                         disk_full=is_enospc(exc)), interrupted)
+                                         disk_full=is_enospc(exc)), interrupted, cut_off_attempts(keep))
     done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
         remove_checkpoint(keep)
-    return _note_interrupted(done, interrupted)
+    return _note_interrupted(done, interrupted, cut_off)
 
 
-def _note_interrupted(summary: Summary, interrupted: list[Path]) -> Summary:
+def _note_interrupted(summary: Summary, interrupted: list[Path], cut_off: list[dict[str, Any]] | None = None) -> Summary:
     """Say in ``summary`` (``interrupted``) that an earlier attempt of this run was cut off: the batch removed the
-    temporary folders of interrupted attempts when it started, so these were left during it (a worker died)."""
+    temporary folders of interrupted attempts when it started, so these were left during it (a worker died); and
+    (``cut_off``, :func:`~dpkit.batch.repetitions.cut_off_attempts`) that repetition tasks were cut off and ran
+    again."""
+    said = []
     if interrupted:
-        summary["interrupted"] = (f"{len(interrupted)} earlier attempt(s) of this run were cut off (their worker or "
-                                  "kernel died); it started again (from its kept repetitions, if any)")
+        said.append(f"{len(interrupted)} earlier attempt(s) of this run were cut off (their worker or "
+                    "kernel died); it started again (from its kept repetitions, if any)")
+    if cut_off:
+        said.append(describe_cut_off(cut_off))
+        summary["cut_off_repetitions"] = cut_off
+    if said:
+        summary["interrupted"] = "; ".join(said)
     return summary
 
 
 def _run_task(spec: RunSpec, output: str, shares: dict[str, int], **kwargs: Any) -> Summary:
     """:func:`run_one` on a Dask worker, with the worker's thread share (:func:`~dpkit.batch.cluster.worker_share`);
     the summary names the worker and the share."""
-    from distributed import get_worker
+    from distributed import get_worker, rejoin, secede
 
     from dpkit.batch.cluster import worker_share
 
     worker = get_worker()
     threads = worker_share(shares, worker)
-    return {**run_one(spec, output, threads=threads, **kwargs), "worker": worker.address, "threads": threads}
+    # the kernel submits its repetitions to this cluster (dpkit.batch.repetitions); while it runs, this task only
+    # waits for it: it leaves the worker's thread pool, so that its slot computes repetitions too
+    os.environ[SCHEDULER_ENV] = worker.scheduler.address
+    tasks = uses_repetition_tasks(spec.notebook, spec.parameters)
+    if tasks:
+        secede()
+    try:
+        summary = run_one(spec, output, threads=threads, **kwargs)
+    finally:
+        if tasks:
+            rejoin()
+    return {**summary, "worker": worker.address, "threads": threads}
 
 
 def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7200, threads: int | None = 1,

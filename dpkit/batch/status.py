@@ -3,7 +3,10 @@ repetitions a long run has kept so far (``python -m dpkit.batch status MANIFEST`
 
 It only reads: run records (``run.json``), checkpoint folders (:mod:`dpkit.experiments.checkpoint`, via
 their file names and times) and the run locks, tested without waiting (a lock held by a live process is a
-run in progress; the kernel drops the lock of a dead one). Nothing is started, moved or removed.
+run in progress; the kernel drops the lock of a dead one), and the repetition locks of the repetitions computed
+as Dask tasks (:mod:`dpkit.batch.repetitions`: a held one is a task running now). Nothing is started, moved or
+removed. Besides the runs it counts the repetitions: kept, running and in all (``REPS`` × data sets, where the
+manifest names them).
 """
 from __future__ import annotations
 
@@ -39,6 +42,8 @@ class RunStatus:
         Time (epoch seconds) of the newest kept repetition.
     seconds_per_repetition : float or None
         Median gap between consecutive kept repetitions (the run's recent pace), when there are at least two.
+    running : dict
+        Repetitions being computed now as Dask tasks, per data set.
     """
 
     spec: RunSpec
@@ -50,6 +55,16 @@ class RunStatus:
     seconds_per_repetition: float | None = None
     wall_time_s: float | None = None
     compute_s: float | None = None
+    running: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_repetitions(self) -> int | None:
+        """``REPS`` × the number of data sets, when the run's parameters name both (``None`` otherwise)."""
+        reps, names = self.spec.parameters.get("REPS"), self.spec.parameters.get("DATASETS")
+        if not isinstance(reps, int) or isinstance(reps, bool) or not isinstance(names, list) \
+                or self.spec.parameters.get("QUICK") is not False:
+            return None  # QUICK runs cut REPS and the data sets down inside the notebook
+        return reps * len(names)
 
 
 def _held(lock_path: Path) -> str | None:
@@ -82,6 +97,7 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
                  ) -> list[RunStatus]:
     """The state of every run of ``manifest`` under its output folder (or ``output``)."""
     from dpkit.batch.execute import read_record, unfinished_reason
+    from dpkit.batch.repetitions import running_repetitions
     from dpkit.batch.runner import checkpoint_folder
 
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
@@ -91,6 +107,7 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
         folder = spec.folder(out)
         info = read_record(folder)
         kept, last, pace = _kept(checkpoint_folder(spec, folder.parent))
+        running = running_repetitions(checkpoint_folder(spec, folder.parent))
         holder = _held(folder.parent / f".{spec.key}.lock")
         wrong = unfinished_reason(folder, info) if info is not None and info.get("status") == "ok" else None
         if wrong is not None:  # says ok but is not this key's finished run (no metrics.json, other parameters)
@@ -103,7 +120,7 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
                                     compute_s=compute if isinstance(compute, int | float) else None))
         elif holder is not None:
             result.append(RunStatus(spec, folder, "running", detail=holder, kept=kept, last_kept=last,
-                                    seconds_per_repetition=pace))
+                                    seconds_per_repetition=pace, running=running))
         elif info is not None and info.get("status") == UNAVAILABLE:
             result.append(RunStatus(spec, folder, UNAVAILABLE, detail=str(info.get("error") or "")))
         elif info is not None:
@@ -146,9 +163,32 @@ def format_status(statuses: list[RunStatus]) -> str:
                 if isinstance(reps, int) and s.state == "running":
                     left = sum(max(reps - v, 0) for v in s.kept.values())
                     text += f" (about {left * s.seconds_per_repetition / 60:.0f} min to go for the data started)"
+        if s.running:
+            text += f"; {sum(s.running.values())} repetition task(s) running (" + ", ".join(
+                f"{k} {v}" for k, v in s.running.items()) + ")"
         lines.append(text)
+    lines.append(_repetition_counts(statuses))
     counts = {st: sum(s.state == st for s in statuses) for st in ("finished", "running", "failed", "not started")}
     if any(s.state == UNAVAILABLE for s in statuses):
         counts[UNAVAILABLE] = sum(s.state == UNAVAILABLE for s in statuses)
     lines.append(f"{len(statuses)} runs: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return "\n".join(lines)
+
+
+def _repetition_counts(statuses: list[RunStatus]) -> str:
+    """The repetitions of the runs: kept, running, and their total where the runs' parameters give it."""
+    done = running = total = 0
+    known = True
+    for s in statuses:
+        if s.state == UNAVAILABLE:  # its data are not here: none of its repetitions will run
+            continue
+        n = s.total_repetitions
+        if s.state == "finished":
+            done += n or 0
+        else:
+            done += sum(s.kept.values())
+            running += sum(s.running.values())
+        known = known and n is not None
+        total += n or 0
+    return (f"repetitions: {done}" + (f"/{total}" if known else "") + f" done (kept or in finished runs), "
+            f"{running} running")

@@ -16,8 +16,9 @@ What is audited (a *probe*: a function of the data and a random generator return
 3. else the whole ``method.release(X, rng=...)``: its answers, its diagnostics and a summary of the synthetic
    database (weighted mean, weighted kernel mass at the two values of the differing row).
 
-Every probe is a post-processing of what the method releases, so an (ε, δ)-DP method is (ε, δ)-DP for it.
-``steps=`` names another probe explicitly (``"release"``, ``"measure"`` or ``"steps"``).
+A method's privacy proof covers each probe's output (the measurements; the synthetic database is their
+post-processing), so an (ε, δ)-DP claim holds for it. ``steps=`` names the probe explicitly (``"steps"``,
+``"measure"`` or ``"release"``).
 
 Neighbours (:func:`neighbour_pairs`): ``n − 1`` background rows (the centre of the cube unless ``background``
 is given, e.g. rows of a real data set) and one differing row: under **replace-one** (the default, and every
@@ -33,8 +34,8 @@ every leaf (exactly the difference of the noise-free statistics for additive noi
 its Δ (a leaf is kept where its shift is clear on the pilot; where some leaves are additive noise on a statistic
 of the data, i.e. their differences do not vary, only those), and the projections are combined with the weights
 ``δ_l/σ_l²`` (δ_l the mean shift of projection l, σ_l² its variance on the pilot). For additive Gaussian noise
-of one scale per leaf this is the likelihood-ratio statistic, i.e. the most powerful test. The (pair, probe)
-with the largest pilot separation (mean shift over standard deviation of the statistic) is audited. The pilot
+of one scale per leaf this is the likelihood-ratio statistic, i.e. the most powerful test. The pair with the
+largest pilot separation (mean shift over standard deviation of the statistic) is audited. The pilot
 uses streams independent of the audit's, so the choice costs no confidence.
 
 Guarantees and cost
@@ -450,21 +451,17 @@ def _run(name: str, method: Any, pairs: list[NeighbourPair], steps: str | None, 
     best: tuple[float, str, NeighbourPair, _Statistic, Callable[..., Any]] | None = None
     for pair, seed in zip(pairs, pilot_seeds):
         available = probes(method, pair)
-        if steps is not None:
-            if steps not in available:
-                raise ValueError(f"steps={steps!r}: method {name!r} ({type(method).__name__}) has no such probe; "
-                                 f"it has {list(available)}")
-            chosen = {steps: available[steps]}
-        else:
-            first = next(iter(available))
-            chosen = {first: available[first]}
-        for pname, probe in chosen.items():
-            stat = _pilot(probe, pair, n_pilot, seed)
-            sep = 0.0 if stat is None else stat.separation
-            tried.append({"probe": pname, "pair": pair.description, "separation": sep,
-                          "leaves": [] if stat is None else [p.lstrip(".") for p in stat.paths]})
-            if stat is not None and (best is None or sep > best[0]):
-                best = (sep, pname, pair, stat, probe)
+        if steps is not None and steps not in available:
+            raise ValueError(f"steps={steps!r}: method {name!r} ({type(method).__name__}) has no such probe; "
+                             f"it has {list(available)}")
+        pname = steps if steps is not None else next(iter(available))
+        probe = available[pname]
+        stat = _pilot(probe, pair, n_pilot, seed)
+        sep = 0.0 if stat is None else stat.separation
+        tried.append({"probe": pname, "pair": pair.description, "separation": sep,
+                      "leaves": [] if stat is None else [p.lstrip(".") for p in stat.paths]})
+        if stat is not None and (best is None or sep > best[0]):
+            best = (sep, pname, pair, stat, probe)
     if best is None:
         raise ValueError(f"method {name!r}: no released statistic differs between the neighbours on the pilot "
                          f"({n_pilot} draws per side); the gate has nothing to audit (is the release data-independent?)")

@@ -3,7 +3,8 @@
 Each worker process holds the run's job (:class:`_CellsJob`: data, methods, widths, seeds) from its
 start, computes whole repetitions (:func:`_cells_repetition`, the same streams as the serial loop) and
 ends with its parent (:func:`_die_with_parent`). :func:`_parallel_repetitions` hands out the
-repetitions and collects their records in order.
+repetitions and collects their records in order. A :class:`RepetitionExecutor` computes them elsewhere
+(:class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask task per repetition, each kept by the task itself).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -43,6 +44,21 @@ class _CellsJob:
                                     shared_seed_i=self.shared_reps[i], n_queries=self.n_queries, J=self.J,
                                     supremum=self.supremum)
         return records, time.perf_counter() - t0
+
+
+@runtime_checkable
+class RepetitionExecutor(Protocol):
+    """Computes the repetitions of a :func:`run_cells` job somewhere else (``run_cells``'s ``workers``).
+
+    Called once per ``run_cells`` call; it must load the repetitions ``keep`` holds, compute the others with
+    ``job.run(i)`` (the same records wherever and in whatever order), keep each one in ``keep``'s folder as soon
+    as it is done, call ``arrived(i)`` as each repetition is there (loaded or computed, in any order) and
+    ``finished(i, records)`` for ``i = 0 … reps-1`` in order, and raise the first failure. ``label`` names the
+    run (the data set) in task names.
+    """
+
+    def __call__(self, job: _CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
+                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None: ...
 
 
 _WORKER_JOB: _CellsJob | None = None

@@ -46,7 +46,7 @@ import numpy as np
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_int, check_real_in_range
 from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
-from dpkit.experiments.parallel import _CellsJob, _parallel_repetitions
+from dpkit.experiments.parallel import RepetitionExecutor, _CellsJob, _parallel_repetitions
 from dpkit.experiments.records import (
     _ON_REPETITION,
     SEEDING,
@@ -132,7 +132,7 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
 def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigmas: Sequence[float], reps: int,
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
               on_repetition: RepetitionCallback | None = None,
-              checkpoint: str | os.PathLike | None = None, workers: int = 1,
+              checkpoint: str | os.PathLike | None = None, workers: int | RepetitionExecutor = 1,
               supremum: str | None = "cube") -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
@@ -168,8 +168,10 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         repetitions found there are loaded instead of computed, so a run interrupted after k repetitions
         resumes at k with the records of an uninterrupted run. A folder of a different computation raises
         :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError`.
-    workers : int
-        Repetitions computed at once, each in its own process (``spawn``; default 1: in this process).
+    workers : int or RepetitionExecutor
+        Repetitions computed at once, each in its own process (``spawn``; default 1: in this process), or an
+        executor that computes them elsewhere (:class:`~dpkit.experiments.parallel.RepetitionExecutor`, e.g.
+        :class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask task per repetition).
         Repetition ``i`` depends only on its own seeds, so the records are those of ``workers=1`` to the
         bit, whatever the order in which repetitions finish (only ``time_s`` is measured anew). Each
         finished repetition is kept in ``checkpoint`` as soon as it is done; ``on_repetition`` is called in
@@ -194,7 +196,9 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     if len(set(sigmas)) != len(sigmas):
         raise ValueError(f"sigmas must be distinct; got {sigmas}")
     reps = check_positive_int(reps, name="reps")
-    workers = check_positive_int(workers, name="workers")
+    executor = workers if isinstance(workers, RepetitionExecutor) else None
+    if executor is None:
+        workers = check_positive_int(workers, name="workers")
     supremum = _check_supremum(supremum)
     name_words(named)  # two names with the same stream words fail here, before any work
     shared = {name for name, m in named.items() if width_independent(m, sigmas)}
@@ -213,7 +217,8 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     def finished(i: int, records: list[RunRecord]) -> None:
         for r in records:
             out[r.sigma].append(r)
-        bar.update(1)
+        if executor is None:  # an executor's repetitions are counted as they arrive, in any order
+            bar.update(1)
         if hook is not None:
             hook(i, int(reps))
 
@@ -222,7 +227,9 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
             keep.save(i, records, seconds=seconds)
 
     try:
-        if workers == 1:
+        if executor is not None:
+            executor(job, reps, keep=keep, label=dataset, finished=finished, arrived=lambda i: bar.update(1))
+        elif workers == 1:
             for i in range(reps):
                 kept = None if keep is None else keep.load(i)
                 if kept is None:

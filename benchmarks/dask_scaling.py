@@ -1,0 +1,204 @@
+"""Benchmark: the repetitions of Tables 3.2/3.3 as Dask tasks on 1 and on 2 workers, and a projection to more.
+
+Run ``python -m benchmarks.dask_scaling [--quick] [--json FILE]`` on an otherwise idle machine.
+
+The same small but real work runs twice in this one invocation, on a fresh local Dask cluster of 1 and then of
+2 single-threaded workers (:class:`dpkit.batch.repetitions.DaskRepetitions`, exactly as the batch runner's
+notebooks do): the Tables 3.2/3.3 methods (trigonometric mechanisms I and II, the thesis's parameters) on every
+σ of each data set (default WDBC and CSN) with a reduced number of repetitions, one ``run_cells`` per data set at
+once (one notebook kernel per data set in a batch). Each run has a disk cache of its own (``DPKIT_CACHE_DIR``,
+fresh), so the second run does not reuse the first one's exact answers. It prints
+
+* the wall time of each run and the speed-up (1 worker / 2 workers) measured here (after each worker has
+  imported dpkit and hashed its sources, once per worker process, reported apart);
+* the duration of every repetition task (its own wall time, kept in its checkpoint file) on 1 worker;
+* the cost of sending a data set's job to the workers once (pickled size and time);
+* a projection of the wall time on W = 2, 8, 64 workers from the measured task durations: the lower bound
+  ``max(longest task, total / W)`` (the critical path is the longest task: a repetition is not split), the
+  greedy longest-first list schedule, and Graham's bound for any list order ``total / W + longest (1 − 1/W)``.
+  Kernel start-up, data loading, figures and the scheduler's own overhead are not in the projection.
+
+The records do not depend on the number of workers (tests/test_batch_repetitions.py); only the times do.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import heapq
+import json
+import os
+import pickle
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["list_schedule", "project", "main"]
+
+#: Tables 3.2/3.3's parameters (notebook 20's defaults)
+TABLE_PARAMS = dict(epsilon=1.0, delta=1e-3, C=10_000, R=50, k=2, n_iter=10, kappa=7.0)
+
+
+def list_schedule(durations: Sequence[float], workers: int) -> float:
+    """The makespan of the greedy longest-first list schedule of ``durations`` on ``workers`` identical workers."""
+    loads = [0.0] * int(workers)
+    heapq.heapify(loads)
+    for d in sorted(durations, reverse=True):
+        heapq.heapreplace(loads, loads[0] + float(d))
+    return max(loads) if durations else 0.0
+
+
+def project(durations: Sequence[float], workers: Sequence[int]) -> list[dict[str, float]]:
+    """Per worker count: the lower bound, the longest-first list schedule and Graham's bound (module docstring)."""
+    total, longest = float(sum(durations)), float(max(durations, default=0.0))
+    return [{"workers": int(w), "lower_bound_s": max(longest, total / w), "list_schedule_s": list_schedule(durations, w),
+             "graham_bound_s": total / w + longest * (1 - 1 / w)} for w in workers]
+
+
+@contextlib.contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _load(names: Sequence[str]) -> dict[str, Any]:
+    from dpkit.data import load_available
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data, missing = load_available(list(names))
+    if missing:
+        raise SystemExit(f"dask_scaling: data set(s) not available here: {missing}")
+    return {k: v.X for k, v in data.items()}
+
+
+def _task_seconds(folder: Path) -> list[dict[str, Any]]:
+    out = []
+    for p in sorted(folder.rglob("rep-*.pkl")):
+        with p.open("rb") as fh:
+            out.append({"dataset": p.parent.name, "rep": int(p.stem[4:]), "seconds": pickle.load(fh)["seconds"]})
+    return out
+
+
+def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sigmas: Sequence[float], reps: int,
+             n_queries: int, seed: int = 0) -> dict[str, Any]:
+    """Every data set's ``run_cells`` at once (one thread each) on a fresh local cluster of ``workers`` workers."""
+    from distributed import Client
+
+    from dpkit.batch.repetitions import DaskRepetitions
+    from dpkit.batch.scheduler import _client
+    from dpkit.experiments import run_cells
+
+    with tempfile.TemporaryDirectory(prefix="dpkit-dask-scaling-") as tmp, \
+            _environ(DPKIT_CACHE_DIR=str(Path(tmp) / "cache")), _client("local", workers) as client:
+        assert isinstance(client, Client)
+        address = client.scheduler.address
+        errors: list[BaseException] = []
+
+        def one(name: str) -> None:
+            try:
+                run_cells(data[name], methods=methods, sigmas=sigmas, reps=reps, seed=seed, dataset=name,
+                          n_queries=n_queries, checkpoint=Path(tmp) / "keep" / name, workers=DaskRepetitions(address))
+            except BaseException as exc:  # re-raised below
+                errors.append(exc)
+
+        t0 = time.perf_counter()  # each worker imports dpkit and hashes its sources once (a batch pays this once too)
+        client.run(_warm_up)
+        warm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=one, args=(name,)) for name in data]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t0
+        if errors:
+            raise errors[0]
+        return {"workers": workers, "wall_s": wall, "warm_up_s": warm, "tasks": _task_seconds(Path(tmp) / "keep")}
+
+
+def _warm_up() -> str:
+    import dpkit.experiments  # noqa: F401 - what a repetition task imports
+    from dpkit.core.paths import library_fingerprint
+
+    return library_fingerprint()
+
+
+def shipping_cost(data: dict[str, Any], methods: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The pickled size and pickling time of each data set's job (its data and methods: what a worker receives once)."""
+    out = {}
+    for name, X in data.items():
+        t0 = time.perf_counter()
+        blob = pickle.dumps((X, methods), protocol=pickle.HIGHEST_PROTOCOL)
+        out[name] = {"bytes": len(blob), "pickle_s": time.perf_counter() - t0}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.dask_scaling", description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="+", default=["WDBC", "CSN"])
+    ap.add_argument("--sigmas", nargs="+", type=float, default=[2.0, 4.0, 6.0, 8.0, 10.0])
+    ap.add_argument("--reps", type=int, default=4, help="repetitions per data set (the tables: 30)")
+    ap.add_argument("--n-queries", type=int, default=10_000)
+    ap.add_argument("--project", nargs="+", type=int, default=[2, 8, 64], help="worker counts of the projection")
+    ap.add_argument("--quick", action="store_true", help="a tiny size (WDBC, 2 σ, 2 repetitions, 300 queries): "
+                                                          "checks that the script works, measures nothing")
+    ap.add_argument("--json", default=None, help="also write the results to this JSON file")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.datasets, args.sigmas, args.reps, args.n_queries = ["WDBC"], [2.0, 4.0], 2, 300
+    for name in ("reps", "n_queries"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+
+    from dpkit.experiments import table_methods
+
+    methods = table_methods(("I", "II"), ("correct",), **TABLE_PARAMS)
+    data = _load(args.datasets)
+    load = os.getloadavg()
+    runs = [run_once(data, methods, workers=w, sigmas=args.sigmas, reps=args.reps, n_queries=args.n_queries)
+            for w in (1, 2)]
+    durations = [t["seconds"] for t in runs[0]["tasks"]]
+    result = {
+        "datasets": {k: list(v.shape) for k, v in data.items()}, "sigmas": args.sigmas, "reps": args.reps,
+        "n_queries": args.n_queries, "runs": runs, "speedup_2_workers": runs[0]["wall_s"] / runs[1]["wall_s"],
+        "shipping": shipping_cost(data, methods), "projection": project(durations, args.project),
+        "meta": {"cores": len(os.sched_getaffinity(0)), "loadavg_before": load, "loadavg_after": os.getloadavg(),
+                 "python": sys.version.split()[0]},
+    }
+    print(f"data sets {', '.join(f'{k} {v[0]}x{v[1]}' for k, v in result['datasets'].items())}; σ {args.sigmas}; "
+          f"{args.reps} repetitions of {args.n_queries} queries; trig-I and trig-II")
+    for r in runs:
+        print(f"{r['workers']} worker(s): {r['wall_s']:.2f} s wall, {len(r['tasks'])} repetition tasks "
+              f"(after {r['warm_up_s']:.2f} s of the workers' imports and source hash, not counted)")
+    print(f"speed-up on 2 workers (measured): {result['speedup_2_workers']:.2f}x")
+    print("repetition tasks on 1 worker (s): " + ", ".join(f"{t['dataset']} {t['rep']}: {t['seconds']:.2f}"
+                                                           for t in runs[0]["tasks"]))
+    for name, s in result["shipping"].items():
+        print(f"job of {name} sent once per worker: {s['bytes'] / 1e6:.2f} MB pickled in {s['pickle_s'] * 1e3:.1f} ms")
+    print(f"projection from {len(durations)} tasks, {sum(durations):.2f} s in all, longest {max(durations):.2f} s:")
+    for p in result["projection"]:
+        print(f"  W = {p['workers']:>3}: lower bound {p['lower_bound_s']:.2f} s, longest-first list schedule "
+              f"{p['list_schedule_s']:.2f} s, any list order at most {p['graham_bound_s']:.2f} s")
+    print(f"load average before {load[0]:.2f}, after {result['meta']['loadavg_after'][0]:.2f} "
+          f"({result['meta']['cores']} cores): timings on a loaded machine are not comparable")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,299 @@
+"""The repetitions of :func:`~dpkit.experiments.protocol.run_cells` as Dask tasks, one task per repetition.
+
+A notebook that the batch runner executes on Dask (notebooks 20 and 45) computes its repetitions on the same
+cluster: the runner names the cluster's scheduler in the kernel's environment (:data:`SCHEDULER_ENV`) and lets
+the notebook's own task secede from its worker's thread pool while the kernel runs, so the slot it held computes
+repetitions too; the notebook passes ``workers=repetition_workers(REP_BACKEND, REP_WORKERS)`` to ``run_cells``.
+:class:`DaskRepetitions` then
+
+* loads the repetitions its checkpoint folder already keeps;
+* sends the run's job (:class:`~dpkit.experiments.parallel._CellsJob`: data, methods, seeds) once to every worker
+  (``Client.scatter(broadcast=True)``: each worker holds one copy, shared by all its tasks, and a copy survives
+  the loss of a worker);
+* submits one task per remaining repetition (:func:`repetition_task`), which computes ``job.run(i)`` with the
+  worker's thread share (:func:`~dpkit.batch.cluster.worker_share`: evaluator threads, BLAS through
+  threadpoolctl, ``XLA_FLAGS`` for JAX) and keeps the repetition in the checkpoint folder itself, the moment it
+  is done (the folder is on storage that every worker reaches: :func:`~dpkit.batch.cluster.check_workers`);
+* reports the repetitions to ``run_cells`` in repetition order as they arrive.
+
+Repetition ``i`` depends only on its own seeds, so the records are those of a serial run to the bit, whatever
+the worker, the order or the number of attempts (only ``time_s`` is measured anew).
+
+A task whose worker dies is run again by Dask on another worker, alone: every other repetition stays kept.
+While a task computes repetition ``i`` it holds the lock ``.rep-00007.lock`` in the checkpoint folder (released
+by the operating system when its process dies; a second attempt of the same repetition waits for it and then
+loads the kept result instead of computing it again) and an *attempt note* ``.rep-00007.attempt-<random>.json``
+naming its worker, removed when the attempt ends. A note left behind is an attempt that was cut off
+(:func:`cut_off_attempts`): the batch reports it (``RERUN``) and ``status`` counts the repetitions in progress
+(:func:`running_repetitions`).
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dpkit.batch.cluster import thread_environ, worker_share
+from dpkit.batch.locks import RunLock
+from dpkit.core.paths import repetition_file, write_atomic
+from dpkit.core.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from dpkit.experiments.checkpoint import RepetitionCheckpoint
+    from dpkit.experiments.parallel import _CellsJob
+    from dpkit.experiments.records import RunRecord
+
+__all__ = ["SCHEDULER_ENV", "REP_BACKENDS", "DaskRepetitions", "repetition_workers", "repetition_task",
+           "cut_off_attempts", "running_repetitions", "uses_repetition_tasks"]
+
+#: The environment variable naming the Dask scheduler a run executes on (set by the batch runner for its kernels).
+SCHEDULER_ENV = "DPKIT_SCHEDULER"
+#: The values of a notebook's ``REP_BACKEND`` parameter (:func:`repetition_workers`).
+REP_BACKENDS = ("auto", "dask", "processes")
+
+_ATTEMPT = ".attempt-"
+
+
+def repetition_workers(backend: str, workers: int = 1) -> int | DaskRepetitions:
+    """``run_cells``'s ``workers`` for a notebook's ``REP_BACKEND`` and ``REP_WORKERS`` parameters.
+
+    ``"auto"``: one Dask task per repetition when the batch runner executes the notebook on Dask
+    (:data:`SCHEDULER_ENV` is set), else ``workers`` processes; ``"dask"``: Dask tasks on the scheduler of
+    :data:`SCHEDULER_ENV`, or on the cluster of the current ``distributed.Client`` when it is unset;
+    ``"processes"``: ``workers`` processes (:func:`~dpkit.experiments.parallel._parallel_repetitions`).
+    """
+    if backend not in REP_BACKENDS:
+        raise ValueError(f"REP_BACKEND must be one of {', '.join(map(repr, REP_BACKENDS))}; got {backend!r}")
+    workers = check_positive_int(workers, name="REP_WORKERS")
+    address = os.environ.get(SCHEDULER_ENV) or None
+    if backend == "dask" or (backend == "auto" and address):
+        return DaskRepetitions(address)
+    return workers
+
+
+def uses_repetition_tasks(notebook: str | os.PathLike, parameters: Mapping[str, Any]) -> bool:
+    """Whether a run of ``notebook`` with ``parameters``, executed on Dask, computes its repetitions as Dask tasks:
+    the notebook declares ``REP_BACKEND`` and its value (given, else the notebook's default) is ``auto`` or ``dask``."""
+    from dpkit.batch.manifest import declared_parameters
+
+    if "REP_BACKEND" not in declared_parameters(notebook):
+        return False
+    value = parameters.get("REP_BACKEND")
+    if value is None:
+        import papermill as pm
+
+        value = ast.literal_eval(str(pm.inspect_notebook(str(notebook))["REP_BACKEND"]["default"]))
+    return value in ("auto", "dask")
+
+
+# --------------------------------------------------------------------------- files in a checkpoint folder
+def _lock_path(folder: Path, index: int) -> Path:
+    return folder / f".{repetition_file(folder, index).stem}.lock"
+
+
+def _note_glob(index: int | None = None) -> str:
+    return f".rep-{'*' if index is None else f'{int(index):05d}'}{_ATTEMPT}*.json"
+
+
+def _note_index(path: Path) -> int:
+    return int(path.name[len(".rep-"):].split(".", 1)[0])
+
+
+def _held(lock: Path) -> bool:
+    """Whether a live process holds ``lock`` now (tested without waiting)."""
+    if not lock.is_file():
+        return False
+    probe = RunLock(lock)
+    if probe.acquire(wait=False):
+        probe.release()
+        return False
+    return True
+
+
+def cut_off_attempts(folder: str | os.PathLike) -> list[dict[str, Any]]:
+    """The attempts at a repetition below ``folder`` (all its data sets) that were cut off: their note is still
+    there and no process holds the repetition's lock. Each: ``dataset`` (the sub-folder), ``rep``, ``worker``,
+    ``host``, ``pid``, ``started`` (epoch seconds) and ``kept`` (whether the repetition is kept since)."""
+    base = Path(folder)
+    if not base.is_dir():
+        return []
+    out = []
+    for note in sorted(base.rglob(_note_glob())):
+        i = _note_index(note)
+        if _held(_lock_path(note.parent, i)):
+            continue  # still in progress
+        try:
+            info = json.loads(note.read_text())
+        except (OSError, ValueError):
+            info = {}
+        out.append({"dataset": note.parent.name if note.parent != base else ".", "rep": i,
+                    "worker": info.get("worker"), "host": info.get("host"), "pid": info.get("pid"),
+                    "started": info.get("started"), "kept": repetition_file(note.parent, i).is_file()})
+    return out
+
+
+def running_repetitions(folder: str | os.PathLike) -> dict[str, int]:
+    """Repetitions being computed now below ``folder``, per sub-folder (a data set): their lock is held."""
+    base = Path(folder)
+    out: dict[str, int] = {}
+    if not base.is_dir():
+        return out
+    for lock in sorted(base.rglob(".rep-*.lock")):
+        if _held(lock):
+            name = lock.parent.name if lock.parent != base else "."
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
+def describe_cut_off(attempts: list[dict[str, Any]]) -> str:
+    """One sentence naming the cut-off attempts (``""`` for none)."""
+    if not attempts:
+        return ""
+    named = ", ".join(f"{a['dataset']} {a['rep']} (on {a['worker'] or a['host'] or 'an unknown worker'})"
+                      for a in attempts[:8]) + (" …" if len(attempts) > 8 else "")
+    return (f"{len(attempts)} repetition task(s) were cut off (their worker died) and ran again on another worker: "
+            f"{named}")
+
+
+# --------------------------------------------------------------------------- one task
+@contextlib.contextmanager
+def _thread_limits(threads: int) -> Iterator[None]:
+    """Hold this task to ``threads`` threads: the evaluator (``DPKIT_THREADS``, read per call), BLAS (threadpoolctl:
+    the libraries are loaded already, their environment variables no longer count) and JAX (``XLA_FLAGS``, read
+    when JAX starts in this process). A worker's share is the same for all its tasks, so the environment it sets
+    is the same for each."""
+    from threadpoolctl import threadpool_limits
+
+    os.environ.update(thread_environ(threads))
+    with threadpool_limits(limits=int(threads)):
+        yield
+
+
+def repetition_task(i: int, job: _CellsJob, *, folder: str | None, identity: Mapping[str, Any] | None,
+                    shares: Mapping[str, int]) -> tuple[list[RunRecord], float | None]:
+    """On a Dask worker: repetition ``i`` of ``job``, kept in the checkpoint ``folder`` (if any) before it returns.
+
+    Returns the records and the wall time of their computation (``None``: loaded, an earlier attempt kept it).
+    """
+    from distributed import get_worker
+
+    from dpkit.core.paths import library_fingerprint
+    from dpkit.experiments.checkpoint import RepetitionCheckpoint
+
+    worker = get_worker()
+    threads = worker_share(dict(shares), worker)
+    if identity is not None and identity.get("dpkit_sha256") != library_fingerprint():
+        raise RuntimeError(f"Dask worker {worker.address} runs other dpkit sources ({library_fingerprint()}) than the "
+                           f"notebook that submitted repetition {i} ({identity.get('dpkit_sha256')}); every worker "
+                           "must import the same dpkit")
+    with _thread_limits(threads):
+        if folder is None or identity is None:
+            return job.run(i)
+        keep = RepetitionCheckpoint(folder, identity)
+        lock = RunLock(_lock_path(keep.folder, i))
+        lock.acquire(wait=True)  # another attempt at this repetition (Dask ran it twice): wait, then load it
+        try:
+            kept = keep.load(i)
+            if kept is not None:
+                return kept, None
+            note = keep.folder / f".rep-{int(i):05d}{_ATTEMPT}{uuid.uuid4().hex[:8]}.json"
+            write_atomic(note, json.dumps({"worker": worker.address, "host": socket.gethostname(), "pid": os.getpid(),
+                                           "started": time.time(), "threads": threads}))
+            try:
+                records, seconds = job.run(i)
+                keep.save(i, records, seconds=seconds)
+            finally:  # ended here (done or raised): not cut off
+                note.unlink(missing_ok=True)
+            return records, seconds
+        finally:
+            lock.release()
+
+
+# --------------------------------------------------------------------------- the notebook's side
+@dataclass(frozen=True)
+class DaskRepetitions:
+    """``run_cells(..., workers=DaskRepetitions(address))``: one Dask task per repetition (module docstring).
+
+    Parameters
+    ----------
+    address : str, optional
+        The scheduler's address; ``None``: the cluster of the current client (``distributed.get_client()``).
+    """
+
+    address: str | None = None
+
+    @contextlib.contextmanager
+    def _client(self) -> Iterator[Client]:
+        from distributed import Client, get_client
+
+        if self.address:
+            with Client(self.address, set_as_default=False, timeout=60) as client:
+                yield client
+            return
+        try:
+            client = get_client()
+        except ValueError as exc:
+            raise RuntimeError(f"repetitions as Dask tasks need a Dask cluster: set {SCHEDULER_ENV} to a scheduler "
+                               "address or create a distributed.Client first") from exc
+        yield client
+
+    def __call__(self, job: _CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
+                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None:
+        """Compute ``job``'s repetitions ``0 … reps-1`` (loading the kept ones), calling ``arrived(i)`` as each one
+        arrives and ``finished(i, records)`` in repetition order. On the first failure the tasks not yet started
+        are cancelled (those running finish and are kept) and the exception propagates."""
+        from distributed import as_completed
+
+        from dpkit.batch.cluster import cluster_shares
+
+        ready: dict[int, list[RunRecord]] = {}
+        todo = []
+        for i in range(reps):
+            kept = None if keep is None else keep.load(i)
+            if kept is None:
+                todo.append(i)
+            else:
+                ready[i] = kept
+                arrived(i)
+        nxt = 0
+
+        def report() -> None:
+            nonlocal nxt
+            while nxt in ready:
+                finished(nxt, ready.pop(nxt))
+                nxt += 1
+
+        report()
+        if not todo:
+            return
+        with self._client() as client:
+            shares = cluster_shares(client)
+            [shipped] = client.scatter([job], broadcast=True, hash=False)
+            tag = uuid.uuid4().hex[:6]
+            futures = client.map(repetition_task, todo, job=shipped, pure=False,
+                                 folder=None if keep is None else str(keep.folder),
+                                 identity=None if keep is None else keep.identity, shares=shares,
+                                 key=[f"rep-{label}-{i:05d}-{tag}" for i in todo])
+            index = {f.key: i for f, i in zip(futures, todo)}
+            try:
+                for fut in as_completed(futures, loop=client.loop):  # (not the default client: there may be none)
+                    records, _ = fut.result()  # a task's exception is raised here
+                    i = index[fut.key]
+                    fut.release()
+                    ready[i] = records
+                    arrived(i)
+                    report()
+            finally:
+                client.cancel([f for f in futures if not f.done()])
+                client.cancel([shipped])
+        report()
