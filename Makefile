@@ -113,7 +113,7 @@ leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its o
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
 # written). METHOD: package.module:NAME, an entry-point name (group dpkit.methods) or a registered name not on the board.
-# QUICK=1: one data set, one sigma, 2 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
+# QUICK=1: one data set, one sigma, 4 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
 board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0]
 	@test -n "$(METHOD)" || { echo "board-add: name the entrant, e.g. make board-add METHOD=package.module:NAME" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board-add '$(METHOD)' --out $(RESULTS)/board $(if $(BOARD),--board '$(BOARD)',) \
