@@ -67,10 +67,11 @@ lab: $(STAMP) ## JupyterLab with working widgets (make lab PORT=8899 NO_BROWSER=
 	$(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
-bench: $(STAMP) ## full benchmarks -> results/bench.{json,md}; truth stage + projected full-table time -> results/bench_truth.json; class supremum vs workload evaluation -> results/bench_supremum.json
+bench: $(STAMP) ## full benchmarks -> results/bench.{json,md}; truth stage + projected full-table time -> results/bench_truth.json; class supremum vs workload evaluation -> results/bench_supremum.json; Tables 3.2/3.3 repetitions on 1 vs 2 Dask workers -> results/bench_dask.json
 	$(BIN)/python -m benchmarks.bench --out $(RESULTS)
 	$(BIN)/python -m benchmarks.bench_truth --datasets CSN CRM CTG PKS WDBC --tables --out $(RESULTS)/bench_truth.json
 	$(BIN)/python -m benchmarks.supremum --json $(RESULTS)/bench_supremum.json
+	$(BIN)/python -m benchmarks.dask_scaling --json $(RESULTS)/bench_dask.json
 
 bench-quick: $(STAMP) ## a benchmark subset in about a minute -> results/bench.json
 	$(BIN)/python -m benchmarks.bench --quick --out $(RESULTS)
@@ -128,7 +129,7 @@ leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its o
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
 # written). METHOD: package.module:NAME, an entry-point name (group dpkit.methods) or a registered name not on the board.
-# QUICK=1: one data set, one sigma, 2 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
+# QUICK=1: one data set, one sigma, 4 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
 board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0]
 	@test -n "$(METHOD)" || { echo "board-add: name the entrant, e.g. make board-add METHOD=package.module:NAME" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board-add '$(METHOD)' --out $(RESULTS)/board $(if $(BOARD),--board '$(BOARD)',) \

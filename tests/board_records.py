@@ -1,15 +1,16 @@
 """Per-repetition records for the leaderboard's tests, made from summary rows: every method's repetitions have
 the row's mean on each half of the split (even and odd repetitions) and a small spread, so the board's winners,
-means and rankings are the rows'."""
+means and rankings are the rows'. The records are the leaderboard's records table
+(:data:`dpkit.experiments.board_records.COLUMNS`), as notebook 45 writes it."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pytest
 
-from dpkit.experiments.board_stats import REPETITION_COLUMNS
+from dpkit.experiments.board_records import COLUMNS, RECORDS_NAME, check_records, write_records
 
 
 def _pattern(rep: int) -> float:
@@ -18,8 +19,8 @@ def _pattern(rep: int) -> float:
 
 
 def records_for(rows: list[dict[str, Any]], *, reps: int = 8, spread: float = 1e-5) -> pd.DataFrame:
-    """Records of ``reps`` (a multiple of 4) repetitions per row, ``mean ± spread·mean`` for ``abs``, ``rel`` and
-    (where the row has one) ``sup_abs``."""
+    """The records table of ``reps`` (a multiple of 4) repetitions per row, ``mean ± spread·mean`` for ``abs``,
+    ``rel`` and (where the row has one) ``sup_abs``; time and spends are the row's."""
     assert reps % 4 == 0
     out = []
     for r in rows:
@@ -27,15 +28,15 @@ def records_for(rows: list[dict[str, Any]], *, reps: int = 8, spread: float = 1e
         for i in range(reps):
             f = 1 + spread * _pattern(i)
             out.append({"dataset": r["dataset"], "sigma": float(r["sigma"]), "rep": i, "method": r["method"],
-                        "privacy": r["privacy"], "abs": r["abs_mean"] * f, "rel": r["rel_mean"] * f,
-                        "sup_abs": math.nan if sup is None or pd.isna(sup) else float(sup) * f})
-    return pd.DataFrame(out, columns=list(REPETITION_COLUMNS))
+                        "privacy": r["privacy"], "eps_spent": float(r.get("eps_spent", 1.0)),
+                        "delta_spent": float(r.get("delta_spent", 0.0)), "abs": r["abs_mean"] * f,
+                        "rel": r["rel_mean"] * f,
+                        "sup_abs": math.nan if sup is None or pd.isna(sup) else float(sup) * f,
+                        "centre_abs": math.nan, "time_s": float(r.get("time_s", 0.1)), "seeds": None, "run_seed": 0,
+                        "n_queries": 300, "J": 10, "budget_epsilon": 1.0, "budget_delta": 1e-3})
+    return check_records(pd.DataFrame(out, columns=list(COLUMNS)).astype(COLUMNS), source="records_for")
 
 
-#: The assembler and notebook 45 do not pass per-repetition records yet: the runs' ``metrics.json`` carries the
-#: summary rows only, and :func:`~dpkit.experiments.leaderboard.leaderboard_rows` requires the records (a loud error,
-#: exit 2 from the assembler). Strict: the tests marked with it fail as soon as the records are wired in, so the
-#: mark is then removed.
-NEEDS_RECORDS = pytest.mark.xfail(
-    strict=True, reason="45_leaderboard runs record no per-repetition records and assemble_leaderboard / notebook 45 "
-                        "pass none to leaderboard_rows, which requires them")
+def write_run_records(folder: Path, rows: list[dict[str, Any]], **kw: Any) -> Path:
+    """A run folder's ``records.parquet`` (:func:`records_for` of ``rows``), as notebook 45 writes it."""
+    return write_records(records_for(rows, **kw), Path(folder) / RECORDS_NAME)

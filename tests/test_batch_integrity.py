@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from batch_notebooks import PARAMETERS, make_manifest, make_notebook
-from board_records import NEEDS_RECORDS
+from board_records import write_run_records
 
 from dpkit import batch
 from dpkit.batch import runner
@@ -211,10 +211,10 @@ def _board_runs(root: Path) -> None:
         (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
         rows = [_row("m1", "ε-DP", 0.03, sigma=sigma), _row("m2", "(ε,δ)-DP", 0.02, sigma=sigma)]
         (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+        write_run_records(d, rows)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-@NEEDS_RECORDS
 def test_assemble_into_a_read_only_folder_fails_in_one_line_and_writes_nothing(tmp_path, capsys):
     from dpkit.batch.assemble import main
 
@@ -232,7 +232,6 @@ def test_assemble_into_a_read_only_folder_fails_in_one_line_and_writes_nothing(t
     assert [p.name for p in ro.iterdir()] == ["leaderboard.csv"] and (ro / "leaderboard.csv").read_text() == "an older board"
 
 
-@NEEDS_RECORDS
 def test_assemble_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(tmp_path, capsys):
     """An output that cannot be written (a folder of its name in --out, writable or not, even for root): exit 2, one
     line naming it, and none of the other outputs written."""
@@ -250,7 +249,6 @@ def test_assemble_with_a_folder_in_the_way_fails_in_one_line_and_writes_nothing(
     assert str(tmp_path / "afile") in capsys.readouterr().err
 
 
-@NEEDS_RECORDS
 def test_assemble_failing_half_way_leaves_nothing_half_written(tmp_path, monkeypatch, capsys):
     """A failure after some outputs are written (here: the second figure) leaves neither them nor a new folder."""
     from dpkit.batch import assemble
@@ -271,17 +269,22 @@ def test_assemble_failing_half_way_leaves_nothing_half_written(tmp_path, monkeyp
     assert not (tmp_path / "batch" / "assembled").exists()
 
 
-def test_assemble_of_malformed_rows_names_the_file(tmp_path, capsys):
+def test_assemble_of_malformed_records_names_the_file(tmp_path, capsys):
+    """The board is made from the runs' records.parquet: one that is not a records table, or not Parquet at all,
+    stops the assembly (exit 2) naming the file."""
+    import pandas as pd
+
     from dpkit.batch.assemble import main
 
     _board_runs(tmp_path / "batch")
-    bad = tmp_path / "batch" / "45_leaderboard" / "bbb" / "metrics.json"
-    bad.write_text(json.dumps({"checks": [], "table": [], "method_rows": [{"sigma": 2.0}]}))
+    bad = tmp_path / "batch" / "45_leaderboard" / "bbb" / "records.parquet"
+    pd.DataFrame({"sigma": [2.0]}).to_parquet(bad)
     assert main(["leaderboard", str(tmp_path / "batch")]) == 2
     assert str(bad) in capsys.readouterr().err
-    bad.write_text(json.dumps({"checks": [], "table": [], "method_rows": {"a": 1}}))
+    bad.write_bytes(b"not parquet")
     assert main(["leaderboard", str(tmp_path / "batch")]) == 2
     assert str(bad) in capsys.readouterr().err
+    assert not (tmp_path / "batch" / "assembled").exists()
 
 
 def test_absolute_notebook_glob_in_a_manifest(tmp_path, capsys):

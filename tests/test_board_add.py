@@ -52,7 +52,7 @@ SOURCE = textwrap.dedent('''
             return Release(method=self.name, privacy=self.privacy, params={"epsilon": self.epsilon, "delta": 0.0},
                            ledger=led.to_dict(), timings={"total": 0.0}, answers=np.zeros(len(wl)))
 ''')
-SIGMAS, REPS, N_QUERIES = [2.0, 4.0], 3, 300
+SIGMAS, REPS, N_QUERIES = [2.0, 4.0], 6, 300
 _count = itertools.count()
 
 
@@ -67,7 +67,7 @@ def scratch(tmp_path, monkeypatch):
 
 @pytest.fixture
 def stored(tmp_path, monkeypatch, scratch):
-    """A small stored board (data set TOY, σ = 2 and 4, 3 repetitions, 300 queries) published in tmp_path, its rows
+    """A small stored board (data set TOY, σ = 2 and 4, 6 repetitions, 300 queries) published in tmp_path, its rows
     shuffled (pairing goes by key, never by position); returns (published path, X, records)."""
     from dpkit.experiments.protocol import run_cells
     from dpkit.methods.registry import get
@@ -86,16 +86,17 @@ def stored(tmp_path, monkeypatch, scratch):
 
 
 def test_board_plan_reads_the_cells_and_protocol():
-    df = pd.DataFrame({"dataset": ["A", "A", "B", "B"] * 2, "sigma": [2.0, 4.0] * 4, "rep": [0] * 4 + [1] * 4,
-                       "method": "m", "run_seed": 5, "n_queries": 300, "J": 10, "budget_epsilon": 1.0,
-                       "budget_delta": 1e-3})
+    df = pd.DataFrame({"dataset": ["A", "A", "B", "B"] * 5, "sigma": [2.0, 4.0] * 10,
+                       "rep": [r for r in range(5) for _ in range(4)], "method": "m", "run_seed": 5, "n_queries": 300,
+                       "J": 10, "budget_epsilon": 1.0, "budget_delta": 1e-3})
     plan = ba.board_plan(df)
-    assert (plan.datasets, plan.sigmas, plan.reps, plan.seed, plan.n_queries) == (("A", "B"), (2.0, 4.0), 2, 5, 300)
-    assert ba.board_plan(df, quick=True).datasets == ("A",) and ba.board_plan(df, quick=True).sigmas == (2.0,)
+    assert (plan.datasets, plan.sigmas, plan.reps, plan.seed, plan.n_queries) == (("A", "B"), (2.0, 4.0), 5, 5, 300)
+    quick = ba.board_plan(df, quick=True)
+    assert (quick.datasets, quick.sigmas, quick.reps) == (("A",), (2.0,), 4)
     with pytest.raises(ba.EntrantRefusedError, match=r"run_seed takes several values \[5, 6\]"):
-        ba.board_plan(df.assign(run_seed=[5] * 7 + [6]))
-    with pytest.raises(ba.EntrantRefusedError, match=r"cell \(B, σ=4\) holds repetitions \[0\], not 0…1"):
-        ba.board_plan(df.iloc[:7])
+        ba.board_plan(df.assign(run_seed=[5] * 19 + [6]))
+    with pytest.raises(ba.EntrantRefusedError, match=r"cell \(B, σ=4\) holds repetitions \[0, 1, 2, 3\], not 0…4"):
+        ba.board_plan(df.iloc[:19])
 
 
 def test_the_entrant_runs_alone_on_the_boards_workloads_paired_by_repetition(stored, scratch, tmp_path):
@@ -137,11 +138,12 @@ def test_board_add_quick_from_the_command_line(stored, scratch, tmp_path, capsys
     out = tmp_path / "board"
     assert main(["board-add", name, "--out", str(out), "--quick", "--no-gate"]) == 0
     text = capsys.readouterr().out
-    assert "TOY σ=2 ε-DP: rank " in text and "TOY σ=2 (ε,δ)-DP: rank " in text and "over 2 reps" in text
+    assert "TOY σ=2 ε-DP: rank " in text and "TOY σ=2 (ε,δ)-DP: rank " in text and "over 4 reps" in text
     assert "σ=4" not in text
-    assert "paired confidence intervals: not computed" in text or "paired: " in text
+    assert text.count("against the current best ") == 2 and text.count(" on 2 judged reps, ") == 2
+    assert "verdicts at false-alarm budget γ = 0.05 per table (Holm across its cells)" in text
     mine = read_records(out / "entrant_records.parquet")
-    assert sorted(mine["rep"]) == [0, 1] and set(mine["sigma"]) == {2.0}
+    assert sorted(mine["rep"]) == [0, 1, 2, 3] and set(mine["sigma"]) == {2.0}
     assert published.read_bytes() == before
     # an earlier board-add is not overwritten; the published file is never the output; a name on the board is refused
     assert main(["board-add", name, "--out", str(out), "--quick", "--no-gate"]) == 2
@@ -208,24 +210,60 @@ def test_an_entrant_the_gate_passes_is_ranked(stored, scratch, tmp_path, monkeyp
     assert result.status == "ranked" and len(calls) == 1 and result.gate.refuted is False
 
 
-def test_the_paired_comparison_hook_gets_the_repetitions_in_pairs(stored, scratch, tmp_path, monkeypatch):
+def test_the_entrant_is_compared_with_each_cells_current_best_paired_with_holm_across_the_cells(stored, scratch,
+                                                                                                tmp_path):
+    """The ranks carry the paired interval and verdict of the entrant against each cell's current best (chosen on the
+    even repetitions, as the board chooses its winners), judged on the odd repetitions, with Holm across the cells of
+    a table: the numbers of board_stats.compare_paired on the merged board."""
+    from dpkit.experiments.board_stats import compare_paired, holm
+
     _published, _X, df = stored
-    seen = []
-    mod = types.ModuleType("dpkit.experiments.board_stats")
+    name = f"{scratch}:Noisy"
+    result = ba.board_add(name, out=tmp_path / "out", gate=False)
+    ranks = result.ranks
+    merged = read_records(tmp_path / "out" / "records.parquet")
+    for table, allowed in (("ε-DP", ["ε-DP"]), ("(ε,δ)-DP", ["ε-DP", "(ε,δ)-DP"])):
+        mine = ranks[ranks["table"] == table].reset_index(drop=True)
+        assert list(mine["sigma"]) == SIGMAS
+        for r in mine.itertuples():
+            cell = df[(df["sigma"] == r.sigma) & df["privacy"].isin(allowed)]
+            even = cell[cell["rep"] % 2 == 0].groupby("method")["abs"].mean()
+            assert r.best_other == even.idxmin()  # the current best, chosen on the even repetitions
+        expect = compare_paired(merged, name, {("TOY", s): b for s, b in zip(mine["sigma"], mine["best_other"])})
+        for col, theirs in (("diff_mean", "diff_mean"), ("diff_ci_low", "ci_low"), ("diff_ci_high", "ci_high"),
+                            ("p", "p"), ("level", "level"), ("verdict", "verdict")):
+            assert mine[col].tolist() == expect[theirs].tolist(), col
+        assert set(mine["judged_reps"]) == {REPS // 2}
+        # the odd repetitions: the entrant minus the current best, repetition by repetition
+        for r in mine.itertuples():
+            odd = merged[(merged["sigma"] == r.sigma) & (merged["rep"] % 2 == 1)].pivot(index="rep", columns="method",
+                                                                                        values="abs")
+            assert r.diff_mean == pytest.approx((odd[name] - odd[r.best_other]).mean(), rel=1e-12)
+        # Holm across the table's cells (two σ): the levels are Holm's, not one cell's γ each
+        _reject, level = holm(mine["p"].to_numpy(), ba.DEFAULT_BUDGET)
+        assert mine["level"].tolist() == level.tolist() and min(level) == ba.DEFAULT_BUDGET / 2
+    text = ba.ranks_text(ranks, name)
+    for r in ranks.itertuples():
+        ci = f"[{r.diff_ci_low:+.3g}, {r.diff_ci_high:+.3g}]"
+        assert f"difference {r.diff_mean:+.3g} {ci} on 3 judged reps, {r.verdict}" in text
 
-    def compare_paired(a, b):
-        seen.append((np.asarray(a).tolist(), np.asarray(b).tolist()))
-        return "Δ CI [x, y]"
 
-    mod.compare_paired = compare_paired
-    monkeypatch.setitem(sys.modules, "dpkit.experiments.board_stats", mod)
-    result = ba.board_add(f"{scratch}:Zero", out=tmp_path / "out", quick=True, gate=False)
-    assert set(result.ranks["paired"]) == {"Δ CI [x, y]"}
-    cell = df[df["sigma"] == 2.0].sort_values("rep")
-    row = result.ranks[result.ranks["table"] == "(ε,δ)-DP"].iloc[0]
-    mine, other = seen[-1]
-    assert mine == cell[cell["method"] == "zero"]["abs"].tolist()[:2]  # the entrant's errors, repetition by repetition
-    assert other == cell[cell["method"] == row["best_other"]]["abs"].tolist()[:2]
+def test_a_board_too_short_to_judge_on_is_refused_before_anything_runs(stored, scratch, tmp_path, monkeypatch,
+                                                                        capsys):
+    """An interval needs 2 odd repetitions: a board of 3 repetitions cannot judge an entrant, said before the entrant
+    runs (exit 2, naming the repetitions), and compare_paired itself refuses 1 (not a nan interval)."""
+    from dpkit.batch.cli import main
+    from dpkit.experiments.board_stats import compare_paired
+
+    published, _X, df = stored
+    short = df[df["rep"] < 3].reset_index(drop=True)
+    write_records(short, published, replace=True)
+    monkeypatch.setattr(ba, "entrant_records", lambda *a, **k: pytest.fail("the entrant ran"))
+    assert main(["board-add", f"{scratch}:Zero", "--out", str(tmp_path / "out"), "--no-gate"]) == 2
+    assert "the stored board holds 3 repetitions; an entrant is judged" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match=r"1 repetition\(s\) of the evaluation half .* an interval needs at least 2"):
+        compare_paired(short, "zero", "trig-I")
 
 
 @pytest.mark.notebook
@@ -235,13 +273,14 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     run_notebook("45_leaderboard.ipynb", METHODS=["trig-I", "trig-II", "direct-gaussian"])
     board = tmp_path / "45_leaderboard" / "records.parquet"
     df = read_records(board)
-    assert sorted(set(df["method"])) == ["direct-gaussian", "trig-I", "trig-II"] and len(df) == 3 * 2
+    assert sorted(set(df["method"])) == ["direct-gaussian", "trig-I", "trig-II"] and len(df) == 3 * 4
     (tmp_path / "stored").mkdir()
     stored = tmp_path / "stored" / "records.parquet"
     board.rename(stored)
     m = run_notebook("45_leaderboard.ipynb", ENTRANT=f"{scratch}:Noisy", BOARD=str(stored), GATE=False)
     ranks = pd.read_csv(tmp_path / "45_leaderboard" / "board" / "ranks.csv")
-    assert list(ranks["table"]) == ["ε-DP", "(ε,δ)-DP"] and set(ranks["reps"]) == {2}
+    assert list(ranks["table"]) == ["ε-DP", "(ε,δ)-DP"] and set(ranks["reps"]) == {4}
+    assert set(ranks["judged_reps"]) == {2} and set(ranks["verdict"]) <= {"better", "tie", "worse"}
     assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
     merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
-    assert len(merged) == len(df) + 2
+    assert len(merged) == len(df) + 4

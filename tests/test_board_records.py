@@ -111,7 +111,8 @@ def test_a_file_that_is_not_a_records_table_is_named(tmp_path):
 
 # --------------------------------------------------------------------------------------------- the assembler
 def _runs(root, *, with_records=("aaa", "bbb"), duplicate=False):
-    """Two finished 45_leaderboard runs (σ = 2 and σ = 4), each with its metrics rows and its records."""
+    """Two finished 45_leaderboard runs (σ = 2 and σ = 4), each with its metrics and its records (4 repetitions: the
+    board judges on the odd ones and an interval needs 2)."""
     from test_leaderboard import _row
 
     for key, sigma in (("aaa", 2.0), ("bbb", 4.0)):
@@ -124,7 +125,7 @@ def _runs(root, *, with_records=("aaa", "bbb"), duplicate=False):
         (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows,
                                                     "provenance": {"git": {"commit": "abc", "dirty": False}}}))
         if key in with_records:
-            recs = [_record(r, m, 2.0 if duplicate else sigma) for r in range(3) for m in ("m1", "m2")]
+            recs = [_record(r, m, 2.0 if duplicate else sigma, abs_=0.1 + 0.01 * r) for r in range(4) for m in ("m1", "m2")]
             write_records(records_frame(recs, dataset="WDBC", **PROTOCOL), d / "records.parquet")
 
 
@@ -135,7 +136,7 @@ def test_assembler_gathers_the_runs_records_with_their_provenance(tmp_path, caps
     assert main(["leaderboard", str(tmp_path / "batch")]) == 0
     out = tmp_path / "batch" / "assembled"
     df = read_records(out / "records.parquet")
-    assert len(df) == 2 * 3 * 2 and sorted(df["sigma"].unique()) == [2.0, 4.0]
+    assert len(df) == 2 * 4 * 2 and sorted(df["sigma"].unique()) == [2.0, 4.0]
     assert df[list(KEY)].equals(df[list(KEY)].sort_values(list(KEY), ignore_index=True))
     prov = json.loads((out / "provenance.json").read_text())
     assert {"dpkit_version", "git", "library_fingerprint", "machine", "date", "runs"} <= set(prov)
@@ -143,17 +144,21 @@ def test_assembler_gathers_the_runs_records_with_their_provenance(tmp_path, caps
     assert [(r["folder"], r["notebook_sha256"], r["git"]["commit"]) for r in prov["runs"]] == [
         ("aaa", "nb-aaa", "abc"), ("bbb", "nb-bbb", "abc")]
     assert "OUTPUT_DIR" not in prov["runs"][0]["parameters"]
-    assert "12 per-repetition records" in capsys.readouterr().out
+    assert "16 per-repetition records" in capsys.readouterr().out
 
 
 def test_assembler_names_a_finished_run_without_records_and_writes_none(tmp_path, capsys):
+    """A finished run without records beside runs with them: the board of the others is assembled, the run is named
+    (its cells are not on the board), exit 1, and no records table is written."""
     from dpkit.batch.assemble import main
 
     _runs(tmp_path / "batch", with_records=("aaa",))
     assert main(["leaderboard", str(tmp_path / "batch")]) == 1
     err = capsys.readouterr().err
     assert str(tmp_path / "batch" / "45_leaderboard" / "bbb") in err and "wrote no records.parquet" in err
-    assert (tmp_path / "batch" / "assembled" / "leaderboard.csv").is_file()
+    assert "its cells are not on the board" in err
+    board = pd.read_csv(tmp_path / "batch" / "assembled" / "leaderboard.csv")
+    assert set(board["sigma"]) == {2.0}  # the cells of the run with records only
     assert not (tmp_path / "batch" / "assembled" / "records.parquet").exists()
 
 
@@ -172,7 +177,7 @@ def test_publish_refuses_to_overwrite_a_published_board_unless_replace(tmp_path,
     _runs(tmp_path / "batch")
     pub = tmp_path / "published"
     assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(pub)]) == 0
-    assert len(read_records(pub / "records.parquet")) == 12 and (pub / "provenance.json").is_file()
+    assert len(read_records(pub / "records.parquet")) == 16 and (pub / "provenance.json").is_file()
     before = (pub / "records.parquet").read_bytes()
     capsys.readouterr()
     assert main(["leaderboard", str(tmp_path / "batch"), "--out", str(tmp_path / "again"), "--publish", str(pub)]) == 2
@@ -181,7 +186,7 @@ def test_publish_refuses_to_overwrite_a_published_board_unless_replace(tmp_path,
     assert not (tmp_path / "again").exists()  # refused before anything was assembled
     assert (pub / "records.parquet").read_bytes() == before
     assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(pub), "--replace"]) == 0
-    assert len(read_records(pub / "records.parquet")) == 12
+    assert len(read_records(pub / "records.parquet")) == 16
 
 
 def test_publish_defaults_to_data_leaderboard(tmp_path, monkeypatch):
@@ -190,16 +195,20 @@ def test_publish_defaults_to_data_leaderboard(tmp_path, monkeypatch):
     monkeypatch.setattr(board_records, "PUBLISHED", tmp_path / "data" / "leaderboard" / "records.parquet")
     _runs(tmp_path / "batch")
     assert main(["leaderboard", str(tmp_path / "batch"), "--publish"]) == 0
-    assert len(read_board()) == 12
+    assert len(read_board()) == 16
     assert (tmp_path / "data" / "leaderboard" / "provenance.json").is_file()
 
 
-def test_runs_without_any_records_assemble_the_tables_and_say_so_but_do_not_publish(tmp_path, capsys):
+def test_runs_without_any_records_are_named_and_nothing_is_assembled_or_published(tmp_path, capsys):
+    """Runs of a notebook 45 that wrote no records: the board's intervals cannot be computed, so nothing is
+    assembled (exit 2, one line naming the runs) and nothing published."""
     from dpkit.batch.assemble import main
 
     _runs(tmp_path / "batch", with_records=())
-    assert main(["leaderboard", str(tmp_path / "batch")]) == 0
-    assert "no finished run has per-repetition records" in capsys.readouterr().out
-    assert not (tmp_path / "batch" / "assembled" / "records.parquet").exists()
-    assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(tmp_path / "pub")]) == 1
-    assert "wrote no records.parquet" in capsys.readouterr().err and not (tmp_path / "pub").exists()
+    assert main(["leaderboard", str(tmp_path / "batch")]) == 2
+    err = capsys.readouterr().err
+    assert "has per-repetition records" in err and len(err.strip().splitlines()) == 1
+    assert all(str(tmp_path / "batch" / "45_leaderboard" / k) in err for k in ("aaa", "bbb"))
+    assert not (tmp_path / "batch" / "assembled").exists()
+    assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(tmp_path / "pub")]) == 2
+    assert not (tmp_path / "pub").exists()

@@ -230,14 +230,22 @@ def test_holm_across_the_cells_of_a_table():
     assert set(many["verdict"]) == {"tie"}
 
 
-def test_repetition_frame_reads_run_records():
-    """One row per record with the data set's name; a release without a class supremum has ``nan``."""
-    from types import SimpleNamespace
+def test_the_records_table_is_the_frame_board_stats_takes():
+    """One records frame: the leaderboard's records table (board_records.records_frame) holds every column the
+    statistics need and is taken as it is (a release without a class supremum has ``nan``)."""
+    from dpkit.experiments.board_records import COLUMNS, records_frame
+    from dpkit.experiments.board_stats import REPETITION_COLUMNS, compare_paired
+    from dpkit.experiments.records import RunRecord
 
-    from dpkit.experiments.board_stats import REPETITION_COLUMNS, repetition_frame
-
-    recs = [SimpleNamespace(sigma=2, rep=r, method=m, privacy="ε-DP", abs=0.1 * r, rel=0.2, sup_abs=sup)
-            for r in range(2) for m, sup in (("trig-I", 0.5), ("direct-laplace_I", None))]
-    f = repetition_frame(recs, dataset="WDBC")
-    assert list(f.columns) == list(REPETITION_COLUMNS) and len(f) == 4 and set(f["dataset"]) == {"WDBC"}
-    assert f["sup_abs"].isna().tolist() == [False, True, False, True] and f["sigma"].dtype == float
+    assert set(REPETITION_COLUMNS) <= set(COLUMNS)
+    recs = [RunRecord(rep=r, method=m, privacy="ε-DP", sigma=2.0, abs=0.1 * (r + 1) + off, rel=0.2, time_s=0.1,
+                      timings={}, support_size=1, eps_spent=1.0, delta_spent=0.0, error_bound=0.0, params={}, ledger={},
+                      sup_abs=sup)
+            for r in range(4) for m, off, sup in (("trig-I", 0.0, 0.5), ("direct-laplace_I", 0.01 * r, None))]
+    f = records_frame(recs, dataset="WDBC", run_seed=0, n_queries=300, J=10, epsilon=1.0, delta=1e-3)
+    assert f["sup_abs"].isna().tolist() == [False, True] * 4
+    [row] = compare_paired(f, "trig-I", "direct-laplace_I").to_dict(orient="records")
+    # the evaluation half: repetitions 1 and 3, differences −0.01 and −0.03
+    assert (row["dataset"], row["sigma"], row["n"]) == ("WDBC", 2.0, 2) and row["diff_mean"] == pytest.approx(-0.02)
+    with pytest.raises(ValueError, match=r"1 repetition\(s\) of the evaluation half .* an interval needs at least 2"):
+        compare_paired(f[f["rep"] < 3], "trig-I", "direct-laplace_I")

@@ -142,8 +142,30 @@ def _board():
             m = "kme-synthetic-eps" if ds == "CSN" else ("rap-eps", "mst-eps")[i % 2]
             rows.append({"dataset": ds, "sigma": s, "privacy": "ε-DP", "method": m, "method_rel": m, "abs_mean": v,
                          "abs_std": 0.1 * v, "rel_mean": 2 * v, "rel_std": 0.1 * v, "paper_abs": 2 * v,
-                         "paper_rel": 4 * v})
+                         "paper_rel": 4 * v, "abs_est": v, "abs_ci_low": 0.9 * v, "abs_ci_high": 1.2 * v,
+                         "rel_est": 2 * v, "rel_ci_low": 1.8 * v, "rel_ci_high": 2.4 * v})
     return rows
+
+
+def test_leaderboard_figure_plots_the_judged_mean_and_its_interval():
+    """The points are the winner's mean on the judged repetitions and the error bars its interval (what the verdicts
+    are read from), not the mean ± std over all repetitions; the caption says so."""
+    import matplotlib.pyplot as plt
+    import pytest
+    from matplotlib.collections import LineCollection
+
+    from dpkit.outputs.figures.leaderboard import LEADERBOARD_CAPTION, plot_leaderboard
+
+    board = [{**r, "abs_mean": 3 * r["abs_est"]} for r in _board() if r["dataset"] == "WDBC"]
+    fig = plot_leaderboard(board, privacy="ε-DP", kind="abs")
+    ax = fig.axes[0]
+    [line] = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-" and len(ln.get_xdata()) == 5]
+    assert line.get_ydata().tolist() == [r["abs_est"] for r in board]
+    [bars] = [c for c in ax.collections if isinstance(c, LineCollection)]
+    spans = sorted(float(y) for seg in bars.get_segments() for y in (seg[0][1], seg[1][1]))
+    assert spans == pytest.approx(sorted(r[k] for r in board for k in ("abs_ci_low", "abs_ci_high")))
+    assert "± one standard deviation" not in LEADERBOARD_CAPTION and "confidence interval" in LEADERBOARD_CAPTION
+    plt.close(fig)
 
 
 def test_leaderboard_figure_letters_keyed_and_every_panel_labelled():

@@ -12,10 +12,10 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-from board_records import NEEDS_RECORDS, records_for
+from board_records import records_for, write_run_records
 
 from dpkit.batch.checks import to_latex as checks_latex
-from dpkit.experiments.leaderboard import leaderboard_rows
+from dpkit.experiments.leaderboard import board_from_records, leaderboard_rows
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
 PDFLATEX = shutil.which("pdflatex")
@@ -210,7 +210,6 @@ def test_every_paper_figure_carries_caption_and_parameters():
     assert [where for where, kw in paper if not {"caption", "parameters"} <= kw] == []
 
 
-@NEEDS_RECORDS
 def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
     import json
 
@@ -222,13 +221,27 @@ def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
     rows = [{"dataset": "WDBC", "sigma": 2.0, "method": m, "privacy": p, "abs_mean": 0.03, "abs_std": 0.001,
              "rel_mean": 0.3, "rel_std": 0.01, "time_s": 0.1, "eps_spent": 1.0, "delta_spent": 0.0, "reps": 30}
             for m, p in (("m1", "ε-DP"), ("m2", "(ε,δ)-DP"))]
-    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+    write_run_records(d, rows, reps=32)
     assemble_leaderboard(str(tmp_path), out=str(tmp_path / "out"))
     cap = (tmp_path / "out" / "leaderboard_table_3_2_abs.caption.txt").read_text()
-    assert "Table 3.2" in cap and "30 repetitions" in cap and "privacy=ε-DP" in cap
+    assert "Table 3.2" in cap and "32 repetitions" in cap and "privacy=ε-DP" in cap
     for name in ("leaderboard", "leaderboard_all_methods"):
-        assert "30 repetitions" in (tmp_path / "out" / f"{name}.tex").read_text()
+        assert "32 repetitions" in (tmp_path / "out" / f"{name}.tex").read_text()
     _compile(sorted((tmp_path / "out").glob("*.tex")), tmp_path / "out")
+
+
+def test_the_boards_columns_have_human_headers(tmp_path):
+    """Every column of the board (its intervals, verdicts, the ranking by the class supremum) and of its per-method
+    rows has a human header; the board's table with them compiles."""
+    from dpkit.outputs.tables import HEADERS
+
+    method_rows, board = board_from_records(records_for(_method_rows()))
+    assert [c for c in board[0] if c not in HEADERS] == [] and [c for c in method_rows[0] if c not in HEADERS] == []
+    paths = export_table(rows_frame(board), "leaderboard", tmp_path, caption="The board; γ = 0.05.")
+    flat = " ".join((tmp_path / "leaderboard.tex").read_text().replace(r"\\", " ").split())
+    assert "verdict abs." in flat and "abs. CI low" in flat and "judged abs." in flat and "abs est" not in flat
+    _compile([p for p in paths if p.suffix == ".tex"], tmp_path)
 
 
 def test_small_values_are_not_printed_as_zero(tmp_path):
@@ -372,9 +385,9 @@ def _wide_tables(tmp_path):
     d = tmp_path / "batch" / "45_leaderboard" / "aaa"
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
-    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": method_rows}))
-    # the assembler's writer on a board with its intervals (the runs record no per-repetition records yet)
-    board = leaderboard_rows(method_rows, records=records_for(method_rows))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+    # the assembler's writer on the board and method rows it makes from the runs' records
+    method_rows, board = board_from_records(records_for(method_rows))
     _write_leaderboard(str(tmp_path / "batch"), method_rows, board, tmp_path, None)
     frames["leaderboard"] = pd.read_csv(tmp_path / "leaderboard.csv")
     frames["leaderboard_all_methods"] = pd.read_csv(tmp_path / "leaderboard_all_methods.csv")

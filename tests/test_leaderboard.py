@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
-from board_records import NEEDS_RECORDS, records_for
+from board_records import records_for, write_run_records
 
 from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown, verdict
 
@@ -51,7 +53,6 @@ def test_privacy_classes_and_references():
     assert "gets 0.3" in text and "either" not in text
 
 
-@NEEDS_RECORDS
 def test_assemble_leaderboard_from_split_runs(tmp_path):
     from dpkit.batch.assemble import assemble_leaderboard
 
@@ -60,29 +61,74 @@ def test_assemble_leaderboard_from_split_runs(tmp_path):
         d.mkdir(parents=True)
         (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
         rows = [_row("m1", "ε-DP", 0.03, sigma=sigma), _row("m2", "(ε,δ)-DP", 0.02, sigma=sigma)]
-        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+        write_run_records(d, rows)
     info = assemble_leaderboard(str(tmp_path))
     assert info["rows"] == 4 and "Table 3.2" in info["headline"]
     assert (tmp_path / "assembled" / "leaderboard.csv").is_file()
     assert (tmp_path / "assembled" / "leaderboard_table_3_3_abs.pdf").is_file()
     summary = (tmp_path / "assembled" / "leaderboard_summary.md").read_text().splitlines()
-    assert len(summary) == 2 + 2 and summary[2].startswith("| WDBC | 2 | `m1` 0.030 (0.049) | `m1` 0.500 (0.355) **loss**")
+    assert len(summary) == 2 + 2 + 2 and summary[2].startswith(
+        "| WDBC | 2 | `m1` 0.030 [0.030, 0.030] (0.049) better | `m1` 0.500 [0.500, 0.500] (0.355) **worse**")
+    assert summary[-1].startswith("Winner chosen on the even repetitions") and "(4 repetitions)" in summary[-1]
     assert (tmp_path / "assembled" / "leaderboard_runs.md").read_text().count("| – | – | ? |") == 2  # two runs
 
 
 def test_assembling_runs_without_repetition_records_fails_naming_them(tmp_path, capsys):
-    """The runs' metrics.json carries summary rows only: the board's intervals cannot be made from them, so the
-    assembler stops (exit 2) naming the missing records instead of writing a board without confidence."""
+    """Runs whose metrics.json carries summary rows only (no records.parquet): the board's intervals cannot be made
+    from them, so the assembler stops (exit 2) naming the runs instead of writing a board without confidence."""
     from dpkit.batch.assemble import main
 
-    d = tmp_path / "45_leaderboard" / "aaa"
-    d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
-    rows = [_row("m1", "ε-DP", 0.03), _row("m2", "(ε,δ)-DP", 0.02)]
-    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+    for key in ("aaa", "bbb"):
+        d = tmp_path / "45_leaderboard" / key
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+        rows = [_row("m1", "ε-DP", 0.03), _row("m2", "(ε,δ)-DP", 0.02)]
+        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
     assert main(["leaderboard", str(tmp_path)]) == 2
-    assert "records= (the per-repetition records" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: no finished 45_leaderboard run under ") and "has per-repetition records" in err
+    assert str(tmp_path / "45_leaderboard" / "aaa") in err and str(tmp_path / "45_leaderboard" / "bbb") in err
+    assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "assembled").exists()
+
+
+def test_the_board_from_a_written_and_read_records_file_is_the_board_in_memory(tmp_path):
+    """The published records.parquet alone regenerates the board: method rows and board from the file read back
+    equal those from the table in memory, key for key (NaN equal to NaN)."""
+    from dpkit.experiments.baselines import baseline_rows
+    from dpkit.experiments.board_records import read_records, records_frame, write_records
+    from dpkit.experiments.leaderboard import METHOD_ROW_KEYS, board_from_records
+    from dpkit.experiments.protocol import run_cells
+    from dpkit.methods.registry import get
+
+    X = np.random.default_rng(5).uniform(-1.0, 1.0, size=(300, 8))
+    methods = {n: get(n) for n in ("trig-I", "trig-II", "direct-gaussian", "direct-laplace_I")}
+    recs = run_cells(X, methods=methods, sigmas=[2.0, 4.0], reps=4, n_queries=300, J=10, seed=1, dataset="WDBC")
+    table = records_frame(recs, dataset="WDBC", run_seed=1, n_queries=300, J=10, epsilon=1.0, delta=1e-3)
+    # shuffled in memory: the board does not depend on the order of the records
+    mem_rows, mem_board = board_from_records(table.sample(frac=1.0, random_state=2))
+    back = read_records(write_records(table, tmp_path / "records.parquet"))
+    file_rows, file_board = board_from_records(back)
+    assert len(mem_board) == 4 and all(b["verdict_abs"] in ("better", "tie", "worse") for b in mem_board)
+    pd.testing.assert_frame_equal(pd.DataFrame(file_board), pd.DataFrame(mem_board))
+    pd.testing.assert_frame_equal(pd.DataFrame(file_rows), pd.DataFrame(mem_rows))
+    # the method rows are baseline_rows' numbers, bit for bit, on the keys the records hold
+    by_key = {(r["sigma"], r["method"]): r for r in baseline_rows(recs, dataset="WDBC")}
+    assert len(by_key) == len(mem_rows) == 8
+    for r in mem_rows:  # from the shuffled table
+        assert {k: r[k] for k in METHOD_ROW_KEYS} == {k: by_key[(r["sigma"], r["method"])][k] for k in METHOD_ROW_KEYS}
+
+
+def test_method_rows_do_not_depend_on_the_order_of_the_records():
+    """The mean is summed in repetition order whatever the order of the rows (a gathered board is sorted by key, a
+    run's table is in run order): 0.1 + 0.2 + 0.3 + 0.4 and 0.4 + 0.3 + 0.2 + 0.1 differ in the last bit."""
+    from dpkit.experiments.leaderboard import method_rows
+
+    table = records_for([_row("m1", "ε-DP", 0.25)], reps=4).assign(abs=[0.1, 0.2, 0.3, 0.4])
+    assert sum([0.1, 0.2, 0.3, 0.4]) != sum([0.4, 0.3, 0.2, 0.1])
+    [fwd], [rev] = method_rows(table), method_rows(table.iloc[::-1].reset_index(drop=True))
+    assert fwd == rev and fwd["abs_mean"] == pd.Series([0.1, 0.2, 0.3, 0.4]).mean()
 
 
 def test_summary_markdown_marks_losses_and_prints_small_numbers():
@@ -95,13 +141,13 @@ def test_summary_markdown_marks_losses_and_prints_small_numbers():
                                             "ones (4 repetitions)")
 
 
-@NEEDS_RECORDS
 @pytest.mark.notebook
 def test_leaderboard_notebook_quick(run_notebook, tmp_path):
     m = run_notebook("45_leaderboard.ipynb")
     assert m["all_consistent"]
-    keys = {"dataset", "sigma", "privacy", "method", "abs_mean", "rel_mean", "paper_abs", "paper_rel", "win_abs",
-            "win_rel"}
+    keys = {"dataset", "sigma", "privacy", "method", "abs_mean", "rel_mean", "paper_abs", "paper_rel", "abs_est",
+            "abs_ci_low", "abs_ci_high", "verdict_abs", "rel_est", "rel_ci_low", "rel_ci_high", "verdict_rel",
+            "verdict_runner_up"}
     assert m["table"] and all(keys <= set(r) for r in m["table"])
     assert {r["privacy"] for r in m["table"]} == {"ε-DP", "(ε,δ)-DP"}
     assert m["headline"].startswith("better than the thesis in ")
@@ -123,7 +169,6 @@ def test_leaderboard_notebook_quick(run_notebook, tmp_path):
     assert (out / "leaderboard_supremum_WDBC.pdf").is_file()
 
 
-@NEEDS_RECORDS
 def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):
     from dpkit.batch.assemble import main
 
@@ -134,12 +179,12 @@ def test_assemble_cli_lists_failed_runs_and_exits_1(tmp_path, capsys):
         if status == "ok":
             rows = [_row("m1", "ε-DP", 0.03), _row("m2", "(ε,δ)-DP", 0.02)]
             (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+            write_run_records(d, rows)
     assert main(["leaderboard", str(tmp_path)]) == 1  # the temporary folder is ignored, the failed run is named
     err = capsys.readouterr().err
     assert "bbb" in err and ".ccc" not in err
 
 
-@NEEDS_RECORDS
 @pytest.mark.parametrize("bad_file, text", [("run.json", '{"status": "ok"'), ("metrics.json", "{oops")])
 def test_assemble_names_an_unreadable_file_and_assembles_the_rest(tmp_path, capsys, bad_file, text):
     """A corrupt run.json or metrics.json is named (path and parse error) and its run counted as failed (exit 1);
@@ -152,11 +197,14 @@ def test_assemble_names_an_unreadable_file_and_assembles_the_rest(tmp_path, caps
         (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
         rows = [_row("m1", "ε-DP", 0.03), _row("m2", "(ε,δ)-DP", 0.02)] if key == "aaa" else [_row("m3", "ε-DP", 0.01)]
         (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows}))
+        write_run_records(d, rows)
     (tmp_path / "45_leaderboard" / "bbb" / bad_file).write_text(text)
     assert main(["leaderboard", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert str(tmp_path / "45_leaderboard" / "bbb" / bad_file) in err and "JSONDecodeError" in err
     assert (tmp_path / "assembled" / "leaderboard.csv").is_file()
+    board = pd.read_csv(tmp_path / "assembled" / "leaderboard.csv")
+    assert set(board["method"]) == {"m1", "m2"}  # the failed run's records are not on the board
 
 
 def test_assemble_of_a_folder_without_runs_is_an_error_naming_it(tmp_path, capsys):

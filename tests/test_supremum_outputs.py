@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from board_records import NEEDS_RECORDS, records_for  # noqa: E402
+from board_records import records_for, write_run_records  # noqa: E402
 
 from dpkit.experiments.leaderboard import (  # noqa: E402
     leaderboard_rows,
@@ -152,20 +152,19 @@ def test_the_supremum_summary_is_written_from_the_numbers():
     assert supremum_summary_text(_board(none), none).startswith("No method on this board has a class supremum")
 
 
-@NEEDS_RECORDS
 def test_assembler_writes_the_ranking_by_the_class_supremum(tmp_path, capsys):
     from dpkit.batch.assemble import main
+    from dpkit.experiments.leaderboard import board_from_records
 
-    rows = _rows()
     for key, sigma in (("aaa", 2.0), ("bbb", 4.0)):
         d = tmp_path / "45_leaderboard" / key
         d.mkdir(parents=True)
         (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
-        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [],
-                                                    "method_rows": [r for r in rows if r["sigma"] == sigma]}))
+        (d / "metrics.json").write_text(json.dumps({"checks": [], "table": []}))
+        write_run_records(d, [r for r in _rows() if r["sigma"] == sigma])
     assert main(["leaderboard", str(tmp_path)]) == 0, capsys.readouterr().err
     out = tmp_path / "assembled"
-    board = _board(rows)
+    rows, board = board_from_records(records_for(_rows()))  # the runs' records, in memory
     table = pd.read_csv(out / "leaderboard_supremum.csv")
     assert table["method_sup"].tolist() == [b["method_sup"] for b in supremum_rows(board)]
     assert table["sup_abs_mean"].tolist() == pytest.approx([b["sup_abs_mean"] for b in board])

@@ -2,10 +2,13 @@
 output split per cell by the batch runner:
 ``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``.
 
-The leaderboard is also assembled as data: every run's per-repetition records (its ``records.parquet``) into one
-``records.parquet`` with its ``provenance.json`` (:mod:`dpkit.experiments.board_records`), written only when every
-finished run has its records: a finished run without them beside runs with them is named (exit 1); when no run has
-any (runs of a notebook 45 that did not write them) that is said in one line, and ``--publish`` fails (exit 1).
+The leaderboard is computed from the runs' per-repetition records alone (each run's ``records.parquet``; its
+intervals and verdicts need the repetitions): they are gathered into one ``records.parquet`` with its
+``provenance.json`` (:mod:`dpkit.experiments.board_records`) and the board and the per-method rows are made from
+that table (:func:`~dpkit.experiments.leaderboard.board_from_records`), so the published records regenerate the
+board. A finished run without records (a run of a notebook 45 that did not write them) cannot be on the board: it
+is named and the exit status is 1 (the board of the other runs is assembled, its records table is not written and
+not published); when no finished run has records, nothing is assembled (exit 2, naming the runs).
 ``leaderboard OUTPUT --publish`` also copies both files to ``data/leaderboard/`` (or ``--publish DIR``); an existing
 published file is only replaced with ``--replace`` (otherwise: exit 2 before anything is assembled).
 
@@ -44,10 +47,11 @@ from dpkit.experiments.board_records import (
     write_records,
 )
 from dpkit.experiments.leaderboard import (
+    BOARD_CAPTION,
     DISAGREEMENT_COLUMNS,
     SUPREMUM_COLUMNS,
+    board_from_records,
     headline,
-    leaderboard_rows,
     lost_cells_text,
     ranking_disagreements,
     summary_markdown,
@@ -69,15 +73,11 @@ from dpkit.outputs.tables import export_table, paper_comparison_table, rows_fram
 #: Caption of the Tables 3.2/3.3 figures.
 
 __all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown", "assemble_tables",
-           "assemble_leaderboard", "publish_targets", "check_publish", "publish_board", "main"]
+           "RecordsMissingError", "assemble_leaderboard", "publish_targets", "check_publish", "publish_board", "main"]
 
 
 def _table_key(r: dict[str, Any]) -> tuple[Any, ...]:
     return (r["dataset"], r["sigma"], r["mechanism"], r.get("constants", "correct"))
-
-
-def _method_key(r: dict[str, Any]) -> tuple[Any, ...]:
-    return (r["dataset"], r["sigma"], r["method"])
 
 
 def _run_files(output: str, notebook: str) -> list[Path]:
@@ -313,26 +313,45 @@ def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Una
     (dest / "tables_runs.md").write_text(run_times_markdown(output, notebook="20_tables") + "\n")
 
 
+class RecordsMissingError(ValueError):
+    """No finished run of a batch output has per-repetition records: the board cannot be computed."""
+
+
 def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
-    """The leaderboard from the ``45_leaderboard`` runs of a batch output (split per cell): the board,
-    every method's rows, the headline and one figure per table and error kind; and the ranking by the class
-    supremum: ``leaderboard_supremum.{csv,md,tex}`` (best method and runner-up per cell by it),
+    """The leaderboard from the per-repetition records of the ``45_leaderboard`` runs of a batch output (split per
+    cell): the board and every method's rows (:func:`~dpkit.experiments.leaderboard.board_from_records`), the
+    headline and one figure per table and error kind; and the ranking by the class supremum:
+    ``leaderboard_supremum.{csv,md,tex}`` (best method and runner-up per cell by it),
     ``leaderboard_disagreements.{csv,md,tex}`` (the cells where the two rankings differ),
     ``leaderboard_supremum_summary.md`` (the written summary) and ``leaderboard_supremum_<data set>.{pdf,png}``
-    (the two rankings side by side, one figure per data set)."""
-    rows = rows_from_runs(output, notebook="45_leaderboard", field="method_rows", key=_method_key)
-    if not rows:
-        raise FileNotFoundError(f"no finished 45_leaderboard runs with rows under {output}")
-    board = leaderboard_rows(rows)
+    (the two rankings side by side, one figure per data set). ``records.parquet`` and ``provenance.json`` are written
+    when every finished run has its records; ``records_missing`` names the runs without (not on the board).
+
+    Raises
+    ------
+    FileNotFoundError
+        No finished run.
+    RecordsMissingError
+        No finished run has records (naming the runs).
+    """
+    runs = [rj.parent for rj in _run_files(output, "45_leaderboard") if _run_state(rj)[0] is not None]
+    if not runs:
+        raise FileNotFoundError(f"no finished 45_leaderboard runs under {output}")
+    records, missing = gather_records(output, folders=runs)
+    if records.empty:
+        raise RecordsMissingError(f"no finished 45_leaderboard run under {output} has per-repetition records "
+                                  f"({RECORDS_NAME}); the board's intervals and verdicts cannot be computed without "
+                                  f"them (re-run these with the current notebook 45): "
+                                  + "; ".join(str(r) for r in runs))
+    rows, board = board_from_records(records)
     dest = Path(out) if out else Path(output) / "assembled"
-    records, missing = gather_records(output)
     with _staged(dest, paper_figures) as (stage, paper_stage):
         head = _write_leaderboard(output, rows, board, stage, paper_stage)
         if not missing:
             write_records(records, stage / RECORDS_NAME)
             write_provenance(board_provenance(output), stage / PROVENANCE_NAME)
     return {"rows": len(board), "out": str(dest), "headline": head, "records": len(records) if not missing else 0,
-            "records_found": len(records) > 0, "records_missing": missing}
+            "records_missing": missing}
 
 
 def publish_targets(publish: str | os.PathLike | None = None) -> tuple[Path, Path]:
@@ -374,8 +393,7 @@ def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict
                        paper_stage: Path | None) -> str:
     protocol = f"{_reps_text(rows)} of Gaussian-kernel mixture queries per cell"
     export_table(rows_frame(board), "leaderboard", dest,
-                 caption="Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute "
-                         f"and relative error, the runner-up and the thesis's value; {protocol}.")
+                 caption=f"{BOARD_CAPTION} {protocol}.")
     export_table(rows_frame(rows), "leaderboard_all_methods", dest,
                  caption=f"Every method's mean worst absolute and relative error per data set and σ; {protocol}.")
     head = headline(board)
@@ -445,11 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "leaderboard":
             info = assemble_leaderboard(args.output, out=args.out, paper_figures=args.paper_figures)
             print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
-            if info["records_missing"] and not info["records_found"] and publish is None:
-                print(f"no finished run has per-repetition records ({RECORDS_NAME}: runs of a notebook 45 that did not "
-                      f"write them): the records table is not assembled")
-            elif info["records_missing"]:
-                bad = bad + [f"{m} (no {RECORDS_NAME} assembled)" for m in info["records_missing"]]
+            if info["records_missing"]:
+                bad = bad + [f"{m}: its cells are not on the board (no per-repetition records, no intervals); no "
+                             f"{RECORDS_NAME} assembled" for m in info["records_missing"]]
             else:
                 print(f"assembled {info['records']} per-repetition records into {Path(info['out']) / RECORDS_NAME}")
                 if publish is not None:

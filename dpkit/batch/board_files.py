@@ -11,7 +11,7 @@ import datetime as _dt
 import json
 import os
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,11 @@ def _finished_runs(output: str | os.PathLike, notebook: str) -> list[tuple[Path,
     return found
 
 
-def gather_records(output: str | os.PathLike, *, notebook: str = "45_leaderboard") -> tuple[pd.DataFrame, list[str]]:
+def gather_records(output: str | os.PathLike, *, notebook: str = "45_leaderboard",
+                   folders: Iterable[str | os.PathLike] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The records of every finished ``notebook`` run of a batch output (each run's ``records.parquet``), as one
     table sorted by :data:`KEY`, and the finished runs without a records file (one line each, naming the folder).
+    ``folders``: only these run folders (the runs the caller found finished and readable).
 
     Raises
     ------
@@ -45,7 +47,9 @@ def gather_records(output: str | os.PathLike, *, notebook: str = "45_leaderboard
         When two runs hold a record of the same key (naming both folders) or a run's file is not a records table.
     """
     frames, missing, seen = [], [], {}
-    for folder, _info in _finished_runs(output, notebook):
+    runs = ([folder for folder, _info in _finished_runs(output, notebook)] if folders is None
+            else [Path(f) for f in folders])
+    for folder in runs:
         f = folder / RECORDS_NAME
         if not f.is_file():
             missing.append(f"{folder}: finished run wrote no {RECORDS_NAME}")

@@ -286,7 +286,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("method", help="package.module:NAME, an entry-point name (group dpkit.methods) or a registered name")
     add.add_argument("--board", default=None, help="the stored board's records (default: data/leaderboard/records.parquet)")
     add.add_argument("--out", default=None, help="folder of the updated copy of the board (default: results/board)")
-    add.add_argument("--quick", action="store_true", help="one data set, one sigma, 2 repetitions (tests, tutorial)")
+    add.add_argument("--quick", action="store_true", help="one data set, one sigma, 4 repetitions (tests, tutorial)")
     add.add_argument("--no-gate", action="store_true", help="do not run the audit gate (the entrant is unaudited)")
     add.add_argument("--workers", type=int, default=None, help="repetitions computed at once (default 1)")
     add.add_argument("--replace", action="store_true", help="overwrite the files of an earlier board-add in --out")

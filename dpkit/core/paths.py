@@ -110,8 +110,9 @@ def library_fingerprint(root: str | os.PathLike | None = None) -> str:
 
 
 #: Serialises :func:`library_fingerprint`'s ``ast.parse`` calls within a process. Several batch runs execute in the
-#: threads of one Dask worker (a notebook's task secedes while its repetitions run), and CPython 3.11's parser raised
-#: ``SystemError: AST constructor recursion depth mismatch`` when two threads parsed at once (python/cpython gh-106905, fixed in later releases).
+#: threads of one Dask worker (a notebook's task secedes while its repetitions run), and CPython 3.11's parser
+#: raised ``SystemError: AST constructor recursion depth mismatch`` when two threads parsed at once
+#: (python/cpython gh-106905, fixed in later releases).
 _PARSE_LOCK = threading.Lock()
 
 #: Per-process memo of :func:`library_fingerprint`'s per-file code digests, keyed by the file's bytes' sha256.

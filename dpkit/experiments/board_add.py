@@ -8,11 +8,13 @@ the workload size and the budget), refuses a name already on it, runs the audit 
 with the board's seeds (:func:`entrant_records`: a repetition's workload does not depend on the methods run
 beside it, so the entrant answers the very queries the stored methods answered), pairs its records with the stored
 ones by (data set, σ, repetition) (:func:`pair`), ranks it in every cell by mean worst absolute error among the
-methods of each table it competes in (:func:`rank_entrant`, with a paired comparison against the best other method
-where :func:`paired_comparison` is available) and writes the updated board to a copy (:func:`write_board_copy`),
-never to the published file.
+methods of each table it competes in and compares it, paired by repetition, with the cell's current best
+(:func:`rank_entrant`: :func:`~dpkit.experiments.board_stats.compare_paired`, a confidence interval of the
+difference and a verdict, Holm across the cells of a table) and writes the updated board to a copy
+(:func:`write_board_copy`), never to the published file.
 
-QUICK (tests, the tutorial): one data set (WDBC when on the board), the first σ, the first 2 repetitions; the
+QUICK (tests, the tutorial): one data set (WDBC when on the board), the first σ, the first 4 repetitions (the
+comparison is judged on the odd ones, and an interval needs 2); the
 workloads keep the stored board's size (a paired comparison needs the same queries), so a QUICK board-add is quick
 against a board made at QUICK size.
 """
@@ -39,14 +41,16 @@ from dpkit.experiments.board_records import (
     records_frame,
     write_records,
 )
+from dpkit.experiments.board_stats import DEFAULT_BUDGET
 
 __all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedError", "BoardAddResult",
            "PreparedBoardAdd", "board_plan", "check_new_entrant", "run_gate", "entrant_records", "pair", "rank_entrant",
-           "paired_comparison", "ranks_text", "write_board_copy", "prepare_board_add", "run_board_add", "board_add",
+           "RANK_COLUMNS", "ranks_text", "write_board_copy", "prepare_board_add", "run_board_add", "board_add",
            "QUICK_REPS", "ENTRANT_RECORDS_NAME", "RANKS_NAME", "SUMMARY_NAME"]
 
-#: Repetitions of a QUICK board-add.
-QUICK_REPS = 2
+#: Repetitions of a QUICK board-add, and the fewest a board-add runs on: the comparison with the current best is
+#: judged on the odd ones (the even ones chose the current best), and an interval needs 2 of them.
+QUICK_REPS = 4
 #: Files of a board-add's output folder besides the updated board (``records.parquet``).
 ENTRANT_RECORDS_NAME = "entrant_records.parquet"
 RANKS_NAME = "ranks.csv"
@@ -107,8 +111,9 @@ def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
     Raises
     ------
     EntrantRefusedError
-        For an empty board, a protocol column with several values, or a board whose cells do not all hold the same
-        σ's and repetitions 0 … R−1 (the message names what differs).
+        For an empty board, a protocol column with several values, a board whose cells do not all hold the same
+        σ's and repetitions 0 … R−1 (the message names what differs), or one of fewer than :data:`QUICK_REPS`
+        repetitions (the entrant could not be judged against the current best).
     """
     if stored.empty:
         raise EntrantRefusedError("the stored board has no records")
@@ -128,6 +133,9 @@ def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
     if len(cells) != len(datasets) * len(sigmas):
         raise EntrantRefusedError(f"the stored board does not hold every σ {list(sigmas)} for every data set "
                                   f"{list(datasets)}")
+    if reps < QUICK_REPS:
+        raise EntrantRefusedError(f"the stored board holds {reps} repetitions; an entrant is judged against the current "
+                                  f"best on the odd ones of at least {QUICK_REPS} (an interval needs 2)")
     if quick:
         datasets = ("WDBC",) if "WDBC" in datasets else datasets[:1]
         sigmas, reps = sigmas[:1], min(reps, QUICK_REPS)
@@ -221,30 +229,38 @@ def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame
     return check_records(merged, source=f"the stored board with entrant {name!r}")
 
 
-def paired_comparison(entrant_abs: np.ndarray, other_abs: np.ndarray) -> Any | None:
-    """The paired comparison of the entrant's worst absolute errors with another method's on the same repetitions:
-    the hook to ``dpkit.experiments.board_stats.compare_paired(entrant_abs, other_abs)`` (``None`` when that
-    function is not part of this dpkit)."""
-    try:
-        from dpkit.experiments.board_stats import compare_paired
-    except ImportError:
-        return None
-    return compare_paired(entrant_abs, other_abs)
+#: The columns of :func:`rank_entrant`.
+RANK_COLUMNS = ("dataset", "sigma", "table", "rank", "methods", "mean_abs", "best_other", "best_other_abs", "reps",
+                "judged_reps", "diff_mean", "diff_ci_low", "diff_ci_high", "p", "level", "verdict", "budget")
 
 
-def rank_entrant(merged: pd.DataFrame, name: str) -> pd.DataFrame:
-    """The entrant's rank by mean worst absolute error in every (data set, σ, table) it competes in, over the
-    repetitions it ran (paired with the stored methods' records of the same repetitions).
+def rank_entrant(merged: pd.DataFrame, name: str, *, gamma: float = DEFAULT_BUDGET) -> pd.DataFrame:
+    """The entrant's rank and its paired comparison with the current best in every (data set, σ, table) it competes
+    in, over the repetitions it ran (paired with the stored methods' records of the same repetitions).
 
     A table (:data:`dpkit.experiments.leaderboard.TABLES`) admits the privacy classes it lists; non-private
-    references never count, and a non-private entrant is not ranked. Columns: ``dataset, sigma, table, rank,
-    methods, mean_abs, best_other, best_other_abs, reps, paired`` (the paired comparison with the best other method,
-    as text; empty when :func:`paired_comparison` is not available).
+    references never count, and a non-private entrant is not ranked. ``rank`` is the entrant's place by mean worst
+    absolute error among the ``methods`` of the cell. The cell's current best (``best_other``, with its mean
+    ``best_other_abs``) is chosen as the board chooses its winners: the smallest mean over the even repetitions
+    (:mod:`dpkit.experiments.board_stats`). The entrant is compared with it on the odd repetitions
+    (:func:`~dpkit.experiments.board_stats.compare_paired`): ``diff_mean`` (entrant minus current best, over the
+    ``judged_reps``), its interval ``diff_ci_low, diff_ci_high`` at the cell's Holm level ``level``, the p-value
+    ``p`` and the ``verdict`` for the entrant (``"better"``, ``"tie"``, ``"worse"``; ``"n/a"`` in a cell without
+    another method), with Holm's procedure across the cells of each table at the false-alarm budget ``gamma``
+    (``budget``).
+
+    Raises
+    ------
+    EntrantRefusedError
+        A method of a cell lacks some of the entrant's repetitions on the stored board.
+    ValueError
+        Fewer than 2 odd repetitions to judge on (:func:`~dpkit.experiments.board_stats.compare_paired`).
     """
+    from dpkit.experiments.board_stats import compare_paired, split_mask
     from dpkit.experiments.leaderboard import TABLES
 
     own = merged[merged["method"] == name]
-    out = []
+    out: list[dict[str, Any]] = []
     for (ds, s), mine in own.groupby(["dataset", "sigma"], sort=True):
         reps = sorted(mine["rep"])
         cell = merged[(merged["dataset"] == ds) & (merged["sigma"] == s) & merged["rep"].isin(reps)]
@@ -259,35 +275,47 @@ def rank_entrant(merged: pd.DataFrame, name: str) -> pd.DataFrame:
             if incomplete:
                 raise EntrantRefusedError(f"cell ({ds}, σ={s:g}): method(s) {incomplete} lack some of the repetitions "
                                           f"{reps} on the stored board: no paired ranking")
-            others = means.drop(name).sort_values(kind="stable")
+            others = means.drop(name)
             mean = float(means[name])
-            best = None if others.empty else str(others.index[0])
-            paired = None
-            if best is not None:
-                a = mine.sort_values("rep")["abs"].to_numpy()
-                b = cand[cand["method"] == best].sort_values("rep")["abs"].to_numpy()
-                paired = paired_comparison(a, b)
+            chosen = cand[split_mask(cand["rep"].to_numpy()) & (cand["method"] != name)]
+            best = None if others.empty else str(chosen.groupby("method", sort=True)["abs"].mean()
+                                                 .sort_values(kind="stable").index[0])
             out.append({"dataset": ds, "sigma": float(s), "table": table, "rank": 1 + int((others < mean).sum()),
                         "methods": len(means), "mean_abs": mean, "best_other": best,
-                        "best_other_abs": math.nan if best is None else float(others.iloc[0]), "reps": len(reps),
-                        "paired": "" if paired is None else str(paired)})
-    return pd.DataFrame(out, columns=["dataset", "sigma", "table", "rank", "methods", "mean_abs", "best_other",
-                                      "best_other_abs", "reps", "paired"])
+                        "best_other_abs": math.nan if best is None else float(others[best]), "reps": len(reps),
+                        "judged_reps": 0, "diff_mean": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan,
+                        "p": math.nan, "level": math.nan, "verdict": "n/a", "budget": float(gamma)})
+    for table in TABLES:  # one Holm family per table, as on the board
+        rows = [r for r in out if r["table"] == table and r["best_other"] is not None]
+        if not rows:
+            continue
+        reps = sorted(own["rep"].unique())
+        cmp = compare_paired(merged[merged["rep"].isin(reps)], name,
+                             {(r["dataset"], r["sigma"]): r["best_other"] for r in rows}, kind="abs", gamma=gamma)
+        for r, c in zip(rows, cmp.itertuples(index=False)):
+            r.update(judged_reps=int(c.n), diff_mean=float(c.diff_mean), diff_ci_low=float(c.ci_low),
+                     diff_ci_high=float(c.ci_high), p=float(c.p), level=float(c.level), verdict=str(c.verdict))
+    return pd.DataFrame(out, columns=list(RANK_COLUMNS))
 
 
 def ranks_text(ranks: pd.DataFrame, name: str) -> str:
-    """One line per ranked cell: ``<data set> σ=<σ> <table>: rank r of n (mean abs …; best other …)``."""
+    """One line per ranked cell: ``<data set> σ=<σ> <table>: rank r of n (mean abs … over R reps); against the
+    current best …: difference d [low, high] on J judged reps, <verdict>`` and a last line naming the budget."""
     if ranks.empty:
         return f"{name}: not ranked in any cell (a non-private entrant never counts)"
     lines = []
     for r in ranks.itertuples(index=False):
-        best = "" if r.best_other is None else f"; best other {r.best_other} {r.best_other_abs:.4g}"
-        paired = f"; paired: {r.paired}" if r.paired else ""
-        lines.append(f"{r.dataset} σ={r.sigma:g} {r.table}: rank {r.rank} of {r.methods} "
-                     f"(mean abs {r.mean_abs:.4g} over {r.reps} reps{best}{paired})")
-    if not ranks["paired"].any():
-        lines.append("paired confidence intervals: not computed (dpkit.experiments.board_stats.compare_paired is not "
-                     "part of this dpkit)")
+        head = (f"{r.dataset} σ={r.sigma:g} {r.table}: rank {r.rank} of {r.methods} "
+                f"(mean abs {r.mean_abs:.4g} over {r.reps} reps)")
+        if r.best_other is None or (isinstance(r.best_other, float) and math.isnan(r.best_other)):
+            lines.append(head + "; no other method in the cell")
+            continue
+        lines.append(head + f"; against the current best {r.best_other} ({r.best_other_abs:.4g}): difference "
+                     f"{r.diff_mean:+.3g} [{r.diff_ci_low:+.3g}, {r.diff_ci_high:+.3g}] on {r.judged_reps} judged reps, "
+                     f"{r.verdict}")
+    lines.append("Current best: chosen on the even repetitions; entrant − current best on the odd ones, paired by "
+                 "repetition; intervals at the cell's Holm level, verdicts at false-alarm budget "
+                 f"γ = {float(ranks['budget'].iloc[0]):g} per table (Holm across its cells).")
     return "\n".join(lines)
 
 

@@ -75,9 +75,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -85,8 +84,8 @@ from scipy import stats
 
 from dpkit.core.validation import check_choice, check_probability
 
-__all__ = ["DEFAULT_BUDGET", "KINDS", "SELECTIONS", "REPETITION_COLUMNS", "PIVOT_DRAWS", "repetition_frame",
-           "split_mask", "gumbel_pivot", "mean_interval", "printed_pvalue", "holm", "MeanTest", "winner_tests",
+__all__ = ["DEFAULT_BUDGET", "KINDS", "SELECTIONS", "REPETITION_COLUMNS", "PIVOT_DRAWS", "split_mask", "gumbel_pivot",
+           "mean_interval", "printed_pvalue", "holm", "MeanTest", "winner_tests",
            "family_verdicts", "cell_arrays", "compare_paired"]
 
 #: The default false-alarm budget γ: family-wise, per table and error kind.
@@ -100,17 +99,10 @@ SELECTIONS = ("split", "simultaneous")
 PIVOT_DRAWS = 1_000_000
 _PIVOT_SEED = 20_260_101
 _PIVOT_CHUNK = 100_000
-#: The columns :func:`repetition_frame` gives and the functions here need.
+#: The columns of the records the functions here need: a subset of the leaderboard's records table
+#: (:data:`dpkit.experiments.board_records.COLUMNS`, :func:`dpkit.experiments.board_records.records_frame`), which
+#: they take as it is.
 REPETITION_COLUMNS = ("dataset", "sigma", "rep", "method", "privacy", "abs", "rel", "sup_abs")
-
-
-def repetition_frame(records: Iterable[Any], *, dataset: str) -> pd.DataFrame:
-    """The per-repetition records of one data set (:class:`~dpkit.experiments.protocol.RunRecord`) as the frame
-    the functions here take: one row per (σ, repetition, method), columns :data:`REPETITION_COLUMNS`."""
-    rows = [{"dataset": dataset, "sigma": float(r.sigma), "rep": int(r.rep), "method": r.method,
-             "privacy": r.privacy, "abs": float(r.abs), "rel": float(r.rel),
-             "sup_abs": math.nan if r.sup_abs is None else float(r.sup_abs)} for r in records]
-    return pd.DataFrame(rows, columns=list(REPETITION_COLUMNS))
 
 
 def split_mask(reps: np.ndarray) -> np.ndarray:
@@ -352,7 +344,7 @@ def family_verdicts(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *
 def _check_frame(records: pd.DataFrame, kind: str) -> None:
     if not isinstance(records, pd.DataFrame):
         raise TypeError(f"records must be a pandas DataFrame with columns {list(REPETITION_COLUMNS)} "
-                        f"(repetition_frame); got {type(records).__name__}")
+                        f"(dpkit.experiments.board_records.records_frame); got {type(records).__name__}")
     missing = [c for c in ("dataset", "sigma", "rep", "method", kind) if c not in records.columns]
     if missing:
         raise ValueError(f"records: missing column(s) {missing}; needed: dataset, sigma, rep, method and the error "
@@ -428,7 +420,8 @@ def compare_paired(records: pd.DataFrame, a: str, b: str | Mapping[tuple[str, fl
     Parameters
     ----------
     records : DataFrame
-        Per-repetition records (:data:`REPETITION_COLUMNS`).
+        Per-repetition records (the leaderboard's records table,
+        :func:`dpkit.experiments.board_records.records_frame`; at least :data:`REPETITION_COLUMNS`).
     a : str
         The entrant.
     b : str or mapping (data set, σ) → str
@@ -449,7 +442,8 @@ def compare_paired(records: pd.DataFrame, a: str, b: str | Mapping[tuple[str, fl
     Raises
     ------
     ValueError
-        No cell has both methods, or their repetitions differ (named).
+        No cell has both methods, their repetitions differ (named), or fewer than 2 repetitions are compared (an
+        interval needs 2: with ``half="evaluation"``, at least 4 repetitions).
     """
     check_choice(kind, name="kind", choices=KINDS)
     check_choice(half, name="half", choices=("evaluation", "all"))
@@ -468,6 +462,9 @@ def compare_paired(records: pd.DataFrame, a: str, b: str | Mapping[tuple[str, fl
         errors, reps = errors[..., keep], reps[keep]
     d = errors[:, 0, :] - errors[:, 1, :]
     n = d.shape[-1]
+    if n < 2:
+        raise ValueError(f"compare_paired: {n} repetition(s) of the {half} half (repetitions {reps.tolist()}) to "
+                         f"compare {a!r} on; an interval needs at least 2")
     mean, se = d.mean(axis=-1), d.std(axis=-1, ddof=1) / math.sqrt(n)
     zero = np.zeros_like(mean)
     p = printed_pvalue(mean, se, n, zero, zero, calibration="t")

@@ -31,7 +31,8 @@ from dpkit.experiments.board_stats import (
 )
 from dpkit.experiments.reference import SIGMAS, paper_table
 
-__all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "headline",
+__all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "method_rows",
+           "METHOD_ROW_KEYS", "board_from_records", "BOARD_CAPTION", "headline",
            "Headline", "VERDICTS", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
            "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS"]
 
@@ -40,6 +41,12 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "ε-DP": (("ε-DP",), "I"),
     "(ε,δ)-DP": (("ε-DP", "(ε,δ)-DP"), "II"),
 }
+#: The board table's caption (the protocol follows it): what its numbers and verdicts are.
+BOARD_CAPTION = ("Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute and "
+                 "relative error on the even repetitions, its mean (est) and confidence interval (ci_low, ci_high) on the "
+                 "odd ones, the verdict against the thesis's printed value (better/tie/worse under a false-alarm budget "
+                 "γ, Holm across the cells of a table and error kind), the runner-up and the winner's paired comparison "
+                 "with it;")
 #: Decimals the thesis prints its errors with.
 PRINTED_DECIMALS = 3
 #: The registry suites the board draws its methods from; the last ("slow") only when a method of it is named.
@@ -131,9 +138,10 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
     rows : iterable of dict
         The methods' summary rows (mean and spread over the repetitions, time, spends, privacy class).
     records : DataFrame
-        The per-repetition records (:func:`dpkit.experiments.board_stats.repetition_frame`: ``dataset, sigma, rep,
-        method, privacy, abs, rel, sup_abs``) of every method of ``rows``. Required: the intervals and verdicts
-        come from them and have no substitute in the summary rows.
+        The per-repetition records of every method of ``rows``: the leaderboard's records table
+        (:func:`dpkit.experiments.board_records.records_frame`; at least the columns ``dataset, sigma, rep, method,
+        privacy, abs, rel, sup_abs``). Required: the intervals and verdicts come from them and have no substitute in
+        the summary rows (:func:`board_from_records` makes both from the records alone).
     budget : float
         The false-alarm budget γ, family-wise per table and error kind (Holm across the table's cells).
     selection : {"split", "simultaneous"}
@@ -175,7 +183,7 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
 
     if records is None:
         raise ValueError("leaderboard_rows: records= (the per-repetition records of the rows' methods, "
-                         "dpkit.experiments.board_stats.repetition_frame) is required: the board's confidence "
+                         "dpkit.experiments.board_records.records_frame) is required: the board's confidence "
                          "intervals and verdicts are computed from the repetitions, not from the summary rows")
     check_probability(budget, name="budget")
     check_choice(selection, name="selection", choices=SELECTIONS)
@@ -217,6 +225,74 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
             **_sup_ranking(records, ds, sigma, cand, best, budget=budget, selection=selection),
         })
     return out
+
+
+#: The keys of :func:`method_rows`: the summary of a method's repetitions that the records table holds.
+METHOD_ROW_KEYS = ("dataset", "sigma", "method", "privacy", "private", "abs_mean", "abs_std", "abs_min", "abs_max",
+                   "rel_mean", "rel_std", "time_s", "time_max_s", "eps_spent", "delta_spent", "reps", "sup_abs_mean",
+                   "sup_abs_std", "sup_abs_max")
+
+
+def _sd(s: pd.Series) -> float:
+    return float(s.std(ddof=1)) if len(s) > 1 else 0.0
+
+
+def method_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
+    """The per-method summary rows of a records table (:mod:`dpkit.experiments.board_records`): one row per
+    (data set, σ, method) in that order (methods by name) with the :data:`METHOD_ROW_KEYS`, computed as
+    :func:`dpkit.experiments.baselines.baseline_rows` computes them from the run's records (the same numbers from
+    the same repetitions): mean, standard deviation, minimum and maximum of the worst absolute and relative errors,
+    mean and worst release time, the largest ledger spends, the repetitions, and the class supremum's mean, standard
+    deviation and maximum over the repetitions that have one (``None`` where none has).
+
+    Raises
+    ------
+    ValueError
+        For a records table without a needed column, or a method with two privacy classes in one cell (named).
+    """
+    need = ["dataset", "sigma", "rep", "method", "privacy", "abs", "rel", "sup_abs", "time_s", "eps_spent",
+            "delta_spent"]
+    missing = [c for c in need if c not in records.columns]
+    if missing:
+        raise ValueError(f"records: missing column(s) {missing} (a leaderboard records table, "
+                         "dpkit.experiments.board_records.records_frame, has them)")
+    df = records.sort_values(["dataset", "sigma", "method", "rep"], kind="stable")
+    out: list[dict[str, Any]] = []
+    for (ds, sigma, method), g in df.groupby(["dataset", "sigma", "method"], sort=True):
+        privacy = g["privacy"].unique()
+        if len(privacy) != 1:
+            raise ValueError(f"records: {method!r} at {ds}, σ = {float(sigma):g} has the privacy classes "
+                             f"{sorted(map(str, privacy))}; one per method")
+        sup = g["sup_abs"][g["sup_abs"].notna()].astype(float)
+        out.append({
+            "dataset": str(ds), "sigma": float(sigma), "method": str(method), "privacy": str(privacy[0]),
+            "private": str(privacy[0]) != "non-private",
+            "abs_mean": float(g["abs"].mean()), "abs_std": _sd(g["abs"]),
+            "abs_min": float(g["abs"].min()), "abs_max": float(g["abs"].max()),
+            "rel_mean": float(g["rel"].mean()), "rel_std": _sd(g["rel"]),
+            "time_s": float(g["time_s"].mean()), "time_max_s": float(g["time_s"].max()),
+            "eps_spent": float(g["eps_spent"].max()), "delta_spent": float(g["delta_spent"].max()),
+            "reps": int(len(g)),
+            "sup_abs_mean": float(sup.mean()) if len(sup) else None, "sup_abs_std": _sd(sup) if len(sup) else None,
+            "sup_abs_max": float(sup.max()) if len(sup) else None,
+        })
+    return out
+
+
+def board_from_records(records: pd.DataFrame, *, budget: float = DEFAULT_BUDGET, selection: str = "split",
+                       decimals: int | None = PRINTED_DECIMALS) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The board from its records table alone: the per-method rows (:func:`method_rows`) and the board
+    (:func:`leaderboard_rows` of those rows with these records; ``budget``, ``selection`` and ``decimals`` as
+    there). Notebook 45 and the assembler both make the board this way, so the published
+    ``data/leaderboard/records.parquet`` regenerates it.
+
+    Raises
+    ------
+    ValueError
+        As :func:`method_rows` and :func:`leaderboard_rows`.
+    """
+    rows = method_rows(records)
+    return rows, leaderboard_rows(rows, records=records, budget=budget, selection=selection, decimals=decimals)
 
 
 def _family(records: pd.DataFrame, cells: list[tuple[str, float, str, pd.DataFrame, pd.DataFrame]], kind: str, *,

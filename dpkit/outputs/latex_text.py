@@ -28,6 +28,17 @@ HEADERS: dict[str, str] = {
     "value": "value", "win_abs": "abs.", "win_rel": "rel.", "error": "error", "runner_up": "runner-up",
     "runner_up_abs": "runner-up abs.", "reference_abs": "non-private abs.", "method_rel": "method (rel.)",
     "support_median": "support",
+    # the board's intervals and verdicts (dpkit.experiments.leaderboard.leaderboard_rows)
+    "abs_est": "judged abs.", "abs_ci_low": "abs. CI low", "abs_ci_high": "abs. CI high", "abs_level": "abs. level",
+    "verdict_abs": "verdict abs.", "rel_est": "judged rel.", "rel_ci_low": "rel. CI low", "rel_ci_high": "rel. CI high",
+    "rel_level": "rel. level", "verdict_rel": "verdict rel.", "abs_vs_runner_up": "abs. minus runner-up",
+    "abs_vs_runner_up_ci_low": "minus runner-up CI low", "abs_vs_runner_up_ci_high": "minus runner-up CI high",
+    "verdict_runner_up": "vs runner-up", "budget": r"budget $\gamma$", "selection": "winner chosen",
+    "judged_reps": "judged reps", "sup_est": "judged sup.", "sup_ci_low": "sup. CI low", "sup_ci_high": "sup. CI high",
+    # the ranking by the class supremum and the per-method rows of the board's records
+    "method_sup": "method (sup.)", "sup_abs_mean": "mean sup.", "sup_abs_std": "sd sup.", "sup_abs_max": "max sup.",
+    "abs_of_sup": "its abs.", "runner_up_sup": "runner-up (sup.)", "runner_up_sup_abs": "runner-up sup.",
+    "sup_of_best": "sup. of best", "rankings_agree": "rankings agree", "private": "private",
 }
 
 

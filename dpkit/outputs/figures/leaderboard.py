@@ -1,8 +1,8 @@
-"""Figures of the leaderboard: per table, the best private method's mean worst error against σ next to the
-thesis's printed number, one panel per data set; each point carries the letter of the winning method, and the
-legend maps letters to methods (full names at every point overlapped where one method wins several σ).
-Per data set, the board's two rankings side by side (:func:`plot_leaderboard_supremum`): the best method by the
-thesis metric and the best by the class supremum, each on both metrics."""
+"""Figures of the leaderboard: per table, the best private method's mean worst error on the judged repetitions with
+its confidence interval against σ next to the thesis's printed number, one panel per data set; each point carries the
+letter of the winning method, and the legend maps letters to methods (full names at every point overlapped where one
+method wins several σ). Per data set, the board's two rankings side by side (:func:`plot_leaderboard_supremum`): the
+best method by the thesis metric and the best by the class supremum, each on both metrics."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -19,13 +19,17 @@ __all__ = ["plot_leaderboard", "LEADERBOARD_CAPTION", "plot_leaderboard_supremum
            "SUPREMUM_PANELS", "SUPREMUM_TABLE_CAPTION", "DISAGREEMENTS_CAPTION"]
 
 #: the figure's caption for a paper (``{kind}``, ``{privacy}``, ``{table}``, ``{protocol}``: filled by the assembler)
-LEADERBOARD_CAPTION = ("Mean worst {kind} error (± one standard deviation over the repetitions; solid, circles) of the best "
-                       "{privacy} method per data set and σ, its letter at each point (keyed in the legend), against the "
-                       "thesis's Table {table} (dashed, crosses); {protocol}.")
+LEADERBOARD_CAPTION = ("Mean worst {kind} error of the best {privacy} method per data set and σ (solid, circles) over the "
+                       "judged repetitions (the odd ones; the winner is chosen on the even ones), with its confidence "
+                       "interval at the cell's Holm level (error bars: the interval the verdict is read from), its letter "
+                       "at each point (keyed in the legend), against the thesis's Table {table} (dashed, crosses); "
+                       "{protocol}.")
 
 
 def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str = "abs") -> Figure:
-    """Best private method (solid, circles; ± std) vs the thesis (dashed, crosses) per data set, for one table.
+    """Best private method (solid, circles: its mean over the judged repetitions ``{kind}_est`` with its interval
+    ``{kind}_ci_low`` to ``{kind}_ci_high``, :func:`dpkit.experiments.leaderboard.leaderboard_rows`) vs the thesis
+    (dashed, crosses) per data set, for one table.
 
     Told apart by line style and marker, so the figure reads in grayscale. The winner at each point is a letter
     (a, b, … in the order of the methods' names), keyed in the legend.
@@ -41,12 +45,13 @@ def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str
     letters = {m: chr(ord("a") + i) for i, m in enumerate(sorted(df[method_key].astype(str).unique()))}
     for ax, ds in zip(axes.flat, datasets):
         g = df[df["dataset"] == ds].sort_values("sigma")
-        ax.errorbar(g["sigma"], g[f"{kind}_mean"], yerr=g[f"{kind}_std"], color="0.1", ls="-", marker="o", ms=3,
-                    capsize=2, label="best private method (± std over repetitions)")
+        est = g[f"{kind}_est"]
+        ax.errorbar(g["sigma"], est, yerr=[est - g[f"{kind}_ci_low"], g[f"{kind}_ci_high"] - est], color="0.1", ls="-",
+                    marker="o", ms=3, capsize=2, label="best private method (judged mean, confidence interval)")
         paper = g[g[f"paper_{kind}"] > 0]
         ax.plot(paper["sigma"], paper[f"paper_{kind}"], color="0.45", ls="--", marker="x", label="thesis")
         for _, r in g.iterrows():
-            ax.annotate(letters[str(r[method_key])], (r["sigma"], r[f"{kind}_mean"]), fontsize=7,
+            ax.annotate(letters[str(r[method_key])], (r["sigma"], r[f"{kind}_est"]), fontsize=7,
                         xytext=(3, 3), textcoords="offset points")
         sigma_axis(ax, sorted(g["sigma"].unique()), ds)
     for m, c in letters.items():  # legend entries only: a letter as the key, the method as the label
