@@ -270,35 +270,12 @@ def read_records(path: Path):
     return read_board(path)
 
 
-def method_rows(records) -> list[dict[str, Any]]:
-    """One row per (data set, σ, method) from the records, as the notebooks' method rows state them
-    (:func:`dpkit.experiments.summary.spread_stats`): mean and standard deviation (ddof 1) of the worst absolute and
-    relative errors and of the class supremum over the repetitions, mean release time, the largest spends."""
-    import numpy as np
-
-    def sd(x) -> float:
-        return float(x.std(ddof=1)) if len(x) > 1 else 0.0
-
-    rows = []
-    for (ds, sigma, method), g in records.groupby(["dataset", "sigma", "method"], sort=True):
-        sup = g["sup_abs"].dropna().astype(float)
-        rows.append({"dataset": ds, "sigma": float(sigma), "method": method, "privacy": str(g["privacy"].iloc[0]),
-                     "abs_mean": float(g["abs"].mean()), "abs_std": sd(g["abs"]),
-                     "rel_mean": float(g["rel"].mean()), "rel_std": sd(g["rel"]),
-                     "time_s": float(g["time_s"].mean()), "eps_spent": float(g["eps_spent"].max()),
-                     "delta_spent": float(g["delta_spent"].max()), "reps": int(g["rep"].nunique()),
-                     "sup_abs_mean": float(sup.mean()) if len(sup) else np.nan,
-                     "sup_abs_std": sd(sup) if len(sup) else np.nan})
-    return rows
-
-
 def board_of(records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The method rows and the board (:func:`dpkit.experiments.leaderboard.leaderboard_rows`) of the records."""
-    from dpkit.experiments.board_stats import REPETITION_COLUMNS
-    from dpkit.experiments.leaderboard import leaderboard_rows
+    """The per-method rows and the board of the records, made as notebook 45 and the assembler make them
+    (:func:`dpkit.experiments.leaderboard.board_from_records`)."""
+    from dpkit.experiments.leaderboard import board_from_records
 
-    rows = method_rows(records)
-    return rows, leaderboard_rows(rows, records=records[list(REPETITION_COLUMNS)])
+    return board_from_records(records)
 
 
 def leaderboard_page(src: Path, board_file: Path) -> None:
