@@ -98,7 +98,6 @@ def test_no_machine_timings_or_history_in_dpkit(path):
                         "docs/performance_notes.md or CHANGELOG.md):\n" + "\n".join(hits))
 
 
-@pytest.mark.xfail(strict=False, reason="README rewritten on branch docsite")
 def test_readme_has_no_outside_references():
     hits = _hits((ROOT / "README.md").read_text(encoding="utf-8"), OUTSIDE)
     assert hits == [], "README.md points outside the repository:\n" + "\n".join(hits)
