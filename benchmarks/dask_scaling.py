@@ -98,11 +98,11 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
     from distributed import Client
 
     from dpkit.batch.repetitions import DaskRepetitions
-    from dpkit.batch.scheduler import _client
+    from dpkit.batch.scheduler import batch_client
     from dpkit.experiments import run_cells
 
     with tempfile.TemporaryDirectory(prefix="dpkit-dask-scaling-") as tmp, \
-            _environ(DPKIT_CACHE_DIR=str(Path(tmp) / "cache")), _client("local", workers) as client:
+            _environ(DPKIT_CACHE_DIR=str(Path(tmp) / "cache")), batch_client("local", workers) as client:
         assert isinstance(client, Client)
         address = client.scheduler.address
         errors: list[BaseException] = []

@@ -141,7 +141,7 @@ def test_status_counts_kept_and_running_repetitions(tmp_path):
     from dpkit.batch.status import batch_status, format_status
 
     (tmp_path / "45_leaderboard.ipynb").write_bytes((ROOT / "notebooks" / "45_leaderboard.ipynb").read_bytes())
-    m = _write_manifest(tmp_path, [{"notebook": "45_leaderboard.ipynb", "parameters": {"QUICK": False, "REPS": 3},
+    m = _write_manifest(tmp_path, [{"notebook": "45_leaderboard.ipynb", "parameters": {"QUICK": False, "REPS": 4},
                                     "grid": {"DATASETS": [["WDBC"], ["PKS", "CTG"]]}}])
     specs = expand_manifest(load_manifest(m))
     out = tmp_path / "out"
@@ -157,14 +157,14 @@ def test_status_counts_kept_and_running_repetitions(tmp_path):
         task.release()
         run.release()
     lines = text.splitlines()
-    assert "running" in lines[0] and "2 repetition(s) kept (WDBC 2/3)" in lines[0], text
+    assert "running" in lines[0] and "2 repetition(s) kept (WDBC 2/4)" in lines[0], text
     assert "1 repetition task(s) running (WDBC 1)" in lines[0], text
-    assert "repetitions: 2/9 done (kept or in finished runs), 1 running" in lines, text
+    assert "repetitions: 2/12 done (kept or in finished runs), 1 running" in lines, text
     assert "repetition task(s) running" not in format_status(batch_status(m))  # released: none running
 
 
 # --------------------------------------------------------------------------- a real cluster
-LEADERBOARD = {"QUICK": False, "SEED": 0, "REPS": 3, "N_QUERIES": 300, "SIGMAS": [2.0, 4.0],
+LEADERBOARD = {"QUICK": False, "SEED": 0, "REPS": 4, "N_QUERIES": 300, "SIGMAS": [2.0, 4.0],
                "METHODS": ["trig-I", "marginals-histogram", "direct-gaussian"]}
 
 
@@ -263,7 +263,7 @@ def test_a_leaderboard_run_on_a_cluster_computes_one_task_per_repetition(tmp_pat
     finally:
         watch.stop()
     assert res.returncode == 0, res.stdout + res.stderr
-    every = {(d, i) for d in ("WDBC", "PKS") for i in range(3)}
+    every = {(d, i) for d in ("WDBC", "PKS") for i in range(LEADERBOARD["REPS"])}
     assert set(watch.locks) == every and set(watch.kept) == every, (watch.locks, sorted(watch.kept))
     pool = _worker_processes(workers)
     for key, (pid, cmd) in watch.locks.items():  # each repetition computed in a Dask worker process, not a kernel
@@ -285,7 +285,7 @@ def test_a_repetition_task_whose_worker_dies_reruns_alone(tmp_path, processes): 
 
     from dpkit.batch.repetitions import _held
 
-    params = {"REPS": 3, "N_QUERIES": 4000}  # a repetition takes seconds: long enough to be caught running
+    params = {"REPS": 4, "N_QUERIES": 3000}  # 4: the board judges on 2 odd repetitions; each takes seconds
     address, workers = _cluster(processes, tmp_path, 2)
     m = _leaderboard_manifest(tmp_path, datasets=("WDBC",), **params)
     out = tmp_path / "out"

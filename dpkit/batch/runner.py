@@ -119,7 +119,7 @@ from dpkit.batch.manifest import (
 )
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
-from dpkit.batch.scheduler import _client, _environ_restored, check_scheduler
+from dpkit.batch.scheduler import _environ_restored, batch_client, check_scheduler
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, _move_aside, checkpoint_folder
 from dpkit.queries.gemm import usable_cores
 
@@ -413,7 +413,7 @@ def run_manifest(
 
     with tqdm(total=len(todo), desc=f"batch {m.get('name', '')}", disable=not progress) as bar:
         if todo:
-            with _client(scheduler, workers) as client:
+            with batch_client(scheduler, workers) as client:
                 # every worker reads the notebooks and writes the output at our paths (else one line naming it)
                 shares = None if client is None else check_workers(client, [s.notebook for s in todo], out)
                 first = _run_all(client, todo, out, timeout=timeout, wait=False, bar=bar, shares=shares)

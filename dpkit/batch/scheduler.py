@@ -1,6 +1,6 @@
 """Where a batch runs: the scheduler argument, the local Dask cluster and the client.
 
-:func:`check_scheduler` accepts ``local``, ``sync`` or a Dask scheduler address; :func:`_client` gives no
+:func:`check_scheduler` accepts ``local``, ``sync`` or a Dask scheduler address; :func:`batch_client` gives no
 client for ``sync``, else a Dask client (of a new single-threaded-worker :func:`_local_cluster` without a
 dashboard for ``local``), closed afterwards. :func:`_environ_restored` restores environment variables on exit
 (the in-process runs set the kernels' thread share).
@@ -18,7 +18,7 @@ from dpkit.batch.manifest import (
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
 
-__all__ = ["check_scheduler"]
+__all__ = ["check_scheduler", "batch_client"]
 
 
 # --------------------------------------------------------------------------- batches
@@ -57,7 +57,7 @@ def _local_cluster(n_workers: int) -> LocalCluster:
 
 
 @contextlib.contextmanager
-def _client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
+def batch_client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
     """``None`` for ``sync``, else a Dask client (of a new LocalCluster for ``local``), closed afterwards."""
     if scheduler == "sync":
         yield None
