@@ -328,3 +328,38 @@ def test_the_scaling_benchmarks_projection():
     [p2, p64] = project([3, 3, 2, 2, 2], [2, 64])
     assert p2 == {"workers": 2, "lower_bound_s": 6.0, "list_schedule_s": 7.0, "graham_bound_s": 6.0 + 3 * 0.5}
     assert p64["lower_bound_s"] == p64["list_schedule_s"] == 3.0  # the longest task is the critical path
+
+
+def test_each_embedding_is_fitted_once_per_sigma_before_the_repetitions_start(tmp_path, monkeypatch):
+    """Data large enough for the exact answers' low-rank path: with a disk cache shared by the workers, the run fits
+    each σ's embedding once (a prepare task per σ) and every repetition task finds it cached, instead of every worker
+    that starts a repetition fitting its own copy; the records are a serial run's to the bit."""
+    from distributed import Client, LocalCluster
+
+    from dpkit.queries import exact, lowrank
+    from dpkit.queries.truth_cache import clear_truth_cache
+
+    monkeypatch.setenv("DPKIT_CACHE_DIR", str(tmp_path / "cache"))
+    fits: list[float] = []
+    real = lowrank.KernelEmbedding.fit.__func__
+
+    def counting_fit(cls, X, sigma, **kw):
+        fits.append(float(sigma))
+        return real(cls, X, sigma, **kw)
+
+    monkeypatch.setattr(lowrank.KernelEmbedding, "fit", classmethod(counting_fit))
+    big = np.random.default_rng(5).uniform(-1.0, 1.0, size=(4000, 2))
+    kw = dict(sigmas=SIGMAS, reps=4, seed=3, dataset="big", n_queries=1400)
+    assert exact.lowrank_worth(4000, 1400 * 10, lowrank.FitOptions())  # the sizes take the low-rank path
+    methods = {"marginals-histogram": get("marginals-histogram"), "floor": SamplingFloor(size=15)}
+    exact.clear_cache()
+    clear_truth_cache()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            Client(c, set_as_default=False):
+        dask = ex.run_cells(big, methods=methods, workers=DaskRepetitions(c.scheduler_address), **kw)
+    assert sorted(fits) == sorted(SIGMAS), fits  # once per σ, by the prepare tasks
+    exact.clear_cache()
+    clear_truth_cache()
+    monkeypatch.setenv("DPKIT_CACHE_DIR", str(tmp_path / "cache-serial"))
+    serial = ex.run_cells(big, methods=methods, workers=1, **kw)
+    assert _bits(dask) == _bits(serial)

@@ -36,7 +36,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -179,10 +179,23 @@ def _thread_limits(threads: int) -> Iterator[None]:
         yield
 
 
+def prepare_task(job: _CellsJob, sigma: float, *, shares: Mapping[str, int]) -> bool:
+    """On a Dask worker: fit (or load) the exact answers' embedding of ``job``'s data at ``sigma`` into the disk cache
+    (:func:`dpkit.queries.exact.prepare_embedding`), once per run and σ, before its repetitions start."""
+    from distributed import get_worker
+
+    from dpkit.queries.exact import prepare_embedding
+
+    threads = worker_share(dict(shares), get_worker())
+    with _thread_limits(threads):
+        return prepare_embedding(job.X, sigma, n_queries=job.n_queries, J=job.J, n_threads=threads)
+
+
 def repetition_task(i: int, job: _CellsJob, *, folder: str | None, identity: Mapping[str, Any] | None,
-                    shares: Mapping[str, int]) -> tuple[list[RunRecord], float | None]:
+                    shares: Mapping[str, int], after: Sequence[Any] = ()) -> tuple[list[RunRecord], float | None]:
     """On a Dask worker: repetition ``i`` of ``job``, kept in the checkpoint ``folder`` (if any) before it returns.
 
+    ``after``: the results of tasks it waits for (:func:`prepare_task`'s; Dask passes them once they are done).
     Returns the records and the wall time of their computation (``None``: loaded, an earlier attempt kept it).
     """
     from distributed import get_worker
@@ -217,6 +230,23 @@ def repetition_task(i: int, job: _CellsJob, *, folder: str | None, identity: Map
             return records, seconds
         finally:
             lock.release()
+
+
+def _prepare(client: Client, job: _CellsJob, shipped: Any, *, shares: Mapping[str, int], label: str,
+             tag: str) -> list[Any]:
+    """One :func:`prepare_task` per σ whose exact answers use a fitted embedding, when the workers share a disk cache
+    (:func:`dpkit.queries.disk_cache.cache_dir`): the repetitions wait for them, so each embedding is fitted once
+    (the σ's in parallel) instead of once per worker that happens to start a repetition first."""
+    from dpkit.queries import disk_cache
+    from dpkit.queries.exact import DEFAULT_TOL, lowrank_worth
+    from dpkit.queries.lowrank import FitOptions
+
+    if disk_cache.cache_dir() is None:
+        return []
+    n_centres = int(job.n_queries) * int(job.J)
+    sigmas = [s for s in job.sigmas if lowrank_worth(job.X.shape[0], n_centres, FitOptions(tol=DEFAULT_TOL))]
+    return [client.submit(prepare_task, shipped, s, shares=shares, pure=False, key=f"fit-{label}-{s:g}-{tag}")
+            for s in sigmas]
 
 
 # --------------------------------------------------------------------------- the notebook's side
@@ -280,9 +310,10 @@ class DaskRepetitions:
             shares = cluster_shares(client)
             [shipped] = client.scatter([job], broadcast=True, hash=False)
             tag = uuid.uuid4().hex[:6]
+            prepared = _prepare(client, job, shipped, shares=shares, label=label, tag=tag)
             futures = client.map(repetition_task, todo, job=shipped, pure=False,
                                  folder=None if keep is None else str(keep.folder),
-                                 identity=None if keep is None else keep.identity, shares=shares,
+                                 identity=None if keep is None else keep.identity, shares=shares, after=prepared,
                                  key=[f"rep-{label}-{i:05d}-{tag}" for i in todo])
             index = {f.key: i for f, i in zip(futures, todo)}
             try:
@@ -295,5 +326,5 @@ class DaskRepetitions:
                     report()
             finally:
                 client.cancel([f for f in futures if not f.done()])
-                client.cancel([shipped])
+                client.cancel([shipped, *prepared])
         report()

@@ -191,6 +191,33 @@ def _cached(key: tuple) -> KernelEmbedding | None:
     return emb
 
 
+def lowrank_worth(n_rows: int, n_centres: int, options: FitOptions) -> bool:
+    """Whether :func:`exact_answers` (``method="auto"``) fits an embedding for ``n_rows`` data rows and a workload of
+    ``n_centres`` centres (``n_queries · J``): decided by these sizes alone, never by what is cached."""
+    return n_rows >= _MIN_ROWS_AUTO and n_rows / 2 + options.pool_data + options.pool_cube <= n_centres
+
+
+def prepare_embedding(X: Any, sigma: float, *, n_queries: int, J: int, tol: float = DEFAULT_TOL,
+                      n_threads: int | None = None) -> bool:
+    """Fit (or load) the embedding that :func:`exact_answers` with ``method="auto"`` uses for the workloads of
+    ``n_queries`` queries of ``J`` centres at width ``sigma`` on ``X``, so that every later call finds it in the
+    memory and disk caches (:func:`embedding_for`) instead of fitting it again; the answers are the same either way.
+    The batch runner calls it once per (data set, σ) before a run's repetitions start on several Dask workers,
+    which otherwise would each fit the same embedding at once.
+
+    Returns
+    -------
+    bool
+        True when the low-rank path applies to these sizes (:func:`lowrank_worth`) and the embedding is now cached.
+    """
+    P = check_finite_array(X, name="X", ndim=2, min_rows=1)
+    opts = FitOptions(tol=check_real_in_range(tol, name="tol", low=0.0, low_inclusive=False))
+    if not lowrank_worth(P.shape[0], int(n_queries) * int(J), opts):
+        return False
+    embedding_for(P, float(sigma), options=opts, n_threads=n_threads)
+    return True
+
+
 def lowrank_cost(emb: KernelEmbedding) -> float:
     """Per-centre cost of the low-rank path in units of one evaluator kernel value (compare with ``n``)."""
     return _LANDMARK_COST * emb.rank + _PREFIX_COST * 2 * emb.n_prefix**2
@@ -270,7 +297,7 @@ def exact_answers(
             raise ValueError("embedding needs method 'auto' or 'lowrank' and the workload's sigma and dimension")
     elif method != "exact":
         n, M = P.shape[0], workload.n_queries * workload.J
-        worth = n >= _MIN_ROWS_AUTO and n / 2 + opts.pool_data + opts.pool_cube <= M
+        worth = lowrank_worth(n, M, opts)
         if method == "lowrank" or worth:  # auto: decided by sizes alone, never by what happens to be cached
             emb, cached = embedding_for(P, workload.sigma, options=opts, cache=cache, n_threads=n_threads)
             if not cached:
