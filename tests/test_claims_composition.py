@@ -87,7 +87,7 @@ def test_dwork_roth_cor_3_21_and_ex_3_7():
     assert inverse.verdict == "PASS" and res.table.inverse[0] == pytest.approx(812.3, abs=0.05)
 
 
-# ---------------------------------------------------------------------- exact oracles (issue #17)
+# ---------------------------------------------------------------------- exact oracles
 def test_rr_kfold_delta_matches_brute_force_and_the_kov_accountant():
     from itertools import product
 

@@ -97,7 +97,7 @@ def test_fig4_claims(fig3):
     assert np.all([r.T in (64, 128) for r in res.rows])
 
 
-# ----------------------------------------------------------------------------- exact contraction factor (issue #17)
+# ----------------------------------------------------------------------------- exact contraction factor
 def test_contraction_exact_factor_and_a_wrong_factor_is_rejected():
     from dpkit.claims import consistency as cc
 
@@ -110,7 +110,7 @@ def test_contraction_exact_factor_and_a_wrong_factor_is_rejected():
     r4 = res.rows[0]
     assert r4.factor_exact == pytest.approx(1 - 1 / 7, abs=1e-12) and r4.fixed_dim == 4 * 3  # leaves free in null(B)
     assert r4.rho_observed <= r4.factor_exact + r4.rounding
-    # the spec's 1 − 1/(2T − 1) as the factor on a padded tree (T = 6: 7 real days in 8 leaves) is rejected
+    # the printed 1 − 1/(2T − 1) as the factor on a padded tree (T = 6: 7 real days in 8 leaves) is rejected
     bad = cc.contraction_checks([(6, 2)], n_iter=300, epsilon=1.0, rng=0, factor_formula=lambda tr: 1 - 1 / (2 * tr.T - 1))
     assert {c.id: c.verdict for c in bad.checks}["contraction-observed"] == "FAIL"
     assert {c.id: c.verdict for c in bad.checks}["contraction-closed-form"] == "FAIL"

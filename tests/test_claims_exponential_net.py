@@ -69,7 +69,7 @@ def test_net_mechanism_and_net_size():
     assert dom.shape == (8, 3) and Q.shape == (6, 8)
 
 
-# ---------------------------------------------------------------------- exact oracles (issue #17)
+# ---------------------------------------------------------------------- exact oracles
 def test_report_noisy_max_probabilities_against_closed_forms_and_sampler():
     from dpkit.evaluation.oracles import report_noisy_max_probabilities
 

@@ -76,7 +76,7 @@ def test_laplace_accuracy_flags_a_bound_that_is_too_small(monkeypatch):
     assert res.checks[0].verdict == "FAIL"
 
 
-# ---------------------------------------------------------------------- exact oracles (issue #17)
+# ---------------------------------------------------------------------- exact oracles
 def test_laplace_max_failure_exact_matches_the_closed_form_and_simulation():
     from dpkit.evaluation.oracles import laplace_max_failure_exact
 

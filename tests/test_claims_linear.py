@@ -135,7 +135,7 @@ def test_study_helpers(small_grids):
     assert dens["V5"].levels.radius == r_hit and dens["V5"].epsilon == 2.0
 
 
-# ----------------------------------------------------------------------------- closed-form oracles (issue #17)
+# ----------------------------------------------------------------------------- closed-form oracles
 def test_convergence_steps_equal_the_closed_form_and_a_wrong_count_is_caught(monkeypatch):
     from dpkit.claims import linear_statistics as ls
 

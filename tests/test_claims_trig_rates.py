@@ -104,7 +104,7 @@ def test_figures_draw_from_the_results(runs):
     plt.close(fig2)
 
 
-# ----------------------------------------------------------------------------- exact grid-pair scan (issue #17)
+# ----------------------------------------------------------------------------- exact grid-pair scan
 def test_sensitivity_scan_checks_and_a_wrong_value_is_rejected(monkeypatch):
     import itertools
 

@@ -181,7 +181,7 @@ def test_laplace_pld_bracket_and_bounds():
 
 
 def test_laplace_II_exact_delta_known_value():
-    # D–R seed §0 [C]: thesis Laplace II at ε = 1, δ = 1e-5: exact δ ≈ 3e-8 (k = 100), 5e-8 (k = 1000)
+    # the thesis's Laplace II (docs/science/foundations.md) at ε = 1, δ = 1e-5: exact δ ≈ 3e-8 (k = 100), 5e-8 (k = 1000)
     for k, want in ((100, 3e-8), (1000, 5e-8)):
         e0 = 1.0 / math.sqrt(2 * k * math.log(1e5))
         pld = laplace_privacy_loss_exact(k, e0, bins_per_step=400)

@@ -1,7 +1,7 @@
 """dpkit.data bad input: every case is a clear error naming the file and the fix; nothing half-loads.
 
 Corrupted copies are made in tmp_path from the shared raw files (skipped with that reason if
-``shared/data/raw`` is absent); synthetic files are used where no real file is needed.
+``<shared>/data/raw`` is absent); synthetic files are used where no real file is needed.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """dpkit.data: the Table 3.1 shapes on this machine, rescaling, bounds, provenance, no-file paths.
 
-Real-data tests need ``shared/data/raw`` (the offline copies described in shared/data/SOURCES.md);
-they are skipped with that reason when it is absent (e.g. a bare clone without ``../shared``).
+Real-data tests need the machine's offline copies ``<shared>/data/raw`` (:func:`dpkit.core.paths.shared_dir`:
+``$DPKIT_SHARED_DIR``, else a ``shared`` folder beside the clone); they are skipped with that reason when absent.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.data import Dataset, load
 
 SHARED = dfiles.shared_raw_dir()
-needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data/raw (../shared beside the clone) is absent")
+needs_shared = pytest.mark.skipif(SHARED is None, reason="the offline copies <shared>/data/raw are absent")
 
 THESIS = {"CRM": (1993, 101), "CTG": (2126, 28), "PKS": (5875, 19), "WDBC": (569, 30)}
 
@@ -222,7 +222,8 @@ def test_explicit_path_and_env_take_precedence(tmp_path, monkeypatch, no_files):
 
 
 def test_shared_dir_found_from_cwd(tmp_path, monkeypatch):
-    """CI layout: <root>/clone and <root>/shared/data/raw; the lookup walks up from the working directory."""
+    """CI layout: <root>/clone beside the offline copies <root>/<shared>/data/raw; the lookup walks up from the
+    working directory."""
     (tmp_path / "shared" / "data" / "raw").mkdir(parents=True)
     (tmp_path / "clone" / "sub").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "clone" / "sub")

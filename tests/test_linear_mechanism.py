@@ -113,7 +113,8 @@ def test_sampler_ks_against_exact_cdf(label, V, eps, radius, tail_tol):
 
 
 def test_ks_rejects_printed_support_zero():
-    """Erratum 15: a geometric tail on {0,1,…} puts tail mass on R_n's bands; KS must see it."""
+    """The geometric-support erratum (docs/science/errata.md): a geometric tail on {0,1,…} puts tail mass on R_n's
+    bands; KS must see it."""
     d = LevelSetDensity.from_query(V4, epsilon=1.0, radius=50.0)
     assert d.sum2 / d.alpha > 0.3  # the tail carries a third of the mass here
     assert stats.kstest(d.sample(50_000, rng=7, geometric_support=0), d.cdf).pvalue < 1e-6
@@ -327,7 +328,7 @@ def test_staircase_sampler_and_closed_forms():
 
 @pytest.mark.parametrize("V, radius", [(V5, 3.3), ([[0.0, 2.0], [9.0, 9.5]], 0.7), ([[1.0, 1.0]], 0.3)])
 def test_recursion_matches_literal_algorithm1(V, radius):
-    """Spec §3.5 [derived]: the cumulative recursion and the literal Algorithm 1 give the same shells."""
+    """[derived] (docs/science/linear_queries.md): the cumulative recursion and the literal Algorithm 1 give the same shells."""
     from dpkit.mechanisms.linear.levelset import algorithm1_shells
 
     L = build_level_sets(V, radius, max_steps=40)

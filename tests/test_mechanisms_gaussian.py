@@ -57,7 +57,7 @@ def test_analytic_is_exactly_calibrated(eps, delta):
 
 
 def test_classic_known_slack_and_range():
-    # D–R seed E10 [C]: δ = 1e-3, ε = 0.5 gives exact δ(ε) = 3.2e-6 at the classic σ
+    # the classic calibration (Dwork & Roth, Thm A.1) at δ = 1e-3, ε = 0.5: its exact δ(ε) (Balle & Wang) is 3.2e-6
     g = Gaussian(epsilon=0.5, delta=1e-3, sensitivity=1.0, calibration="classic")
     assert g.exact_delta() == pytest.approx(3.2e-6, rel=0.01)
     with pytest.raises(ValueError, match=r"epsilon must be in \(0, 1\)"):
@@ -67,7 +67,7 @@ def test_classic_known_slack_and_range():
 def test_thesis_calibration_valid_moderate_eps_fails_large_eps():
     for eps in (0.1, 1.0, 5.0):
         assert Gaussian(epsilon=eps, delta=1e-5, sensitivity=1.0, calibration="thesis").exact_delta() < 1e-5
-    # D–R seed: the printed calibration stops being valid around ε ≈ 8.5–10.3
+    # the printed calibration (docs/science/errata.md) stops being valid around ε ≈ 8.5–10.3
     assert Gaussian(epsilon=20.0, delta=1e-5, sensitivity=1.0, calibration="thesis").exact_delta() > 1e-5
 
 

@@ -27,7 +27,7 @@ def test_enumeration_matches_itertools(d, m):
 
 
 def test_count_formula():
-    assert count_databases(9, 10) == 43_758  # D–R seed E15
+    assert count_databases(9, 10) == 43_758  # stars and bars: C(18, 8)
     assert count_databases(8, 4) == math.comb(11, 4)
 
 

@@ -62,6 +62,15 @@ def _docs_files() -> list[Path]:
     return sorted((ROOT / "docs").rglob("*.md"))
 
 
+def _process_files() -> list[Path]:
+    """The tests, the benchmarks, the tools and the repository's other Markdown (this file and the notebooks' own
+    check excepted: they spell the patterns out)."""
+    files = [*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "tools").rglob("*.py"),
+             ROOT / "ARCHITECTURE.md", ROOT / "CHANGELOG.md", ROOT / "data" / "README.md", ROOT / "benchmarks" / "README.md"]
+    spelled = {Path(__file__).resolve(), (ROOT / "tests" / "test_notebooks_clean.py").resolve()}  # spell patterns out
+    return sorted(p for p in files if p.is_file() and p.resolve() not in spelled)
+
+
 def _hits(text: str, patterns, allowed: re.Pattern | None = None) -> list[str]:
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -78,6 +87,8 @@ def _targets():
     for p in sorted((ROOT / "notebooks").glob("*.ipynb")):
         yield pytest.param(p, id=str(p.relative_to(ROOT)))
     for p in _docs_files():
+        yield pytest.param(p, id=str(p.relative_to(ROOT)))
+    for p in _process_files():
         yield pytest.param(p, id=str(p.relative_to(ROOT)))
 
 
