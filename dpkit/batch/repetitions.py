@@ -45,6 +45,7 @@ from dpkit.batch.cluster import thread_environ, worker_share
 from dpkit.batch.locks import RunLock
 from dpkit.core.paths import repetition_file, write_atomic
 from dpkit.core.validation import check_positive_int
+from dpkit.experiments.parallel import InOrder
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -286,23 +287,8 @@ class DaskRepetitions:
 
         from dpkit.batch.cluster import cluster_shares
 
-        ready: dict[int, list[RunRecord]] = {}
-        todo = []
-        for i in range(reps):
-            kept = None if keep is None else keep.load(i)
-            if kept is None:
-                todo.append(i)
-            else:
-                ready[i] = kept
-                arrived(i)
-        nxt = 0
-
-        def report() -> None:
-            nonlocal nxt
-            while nxt in ready:
-                finished(nxt, ready.pop(nxt))
-                nxt += 1
-
+        order = InOrder(reps, keep=keep, finished=finished, arrived=arrived)
+        todo, ready, report = order.todo, order.ready, order.report
         report()
         if not todo:
             return

@@ -121,6 +121,35 @@ def _worker_run(i: int) -> tuple[list[RunRecord], float]:
     return _WORKER_JOB.run(i)
 
 
+class InOrder:
+    """The repetitions of a run as they arrive, handed on in repetition order.
+
+    On construction the repetitions ``checkpoint`` already keeps are loaded into :attr:`ready` (``arrived(i)`` for
+    each) and the others listed in :attr:`todo`; an executor puts each computed repetition into :attr:`ready` and
+    calls :meth:`report`, which calls ``finished(i, records)`` for every repetition whose predecessors are done.
+    """
+
+    def __init__(self, reps: int, *, keep: RepetitionCheckpoint | None,
+                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None] | None = None) -> None:
+        self.ready: dict[int, list[RunRecord]] = {}
+        self.todo: list[int] = []
+        self._finished, self._next = finished, 0
+        for i in range(reps):
+            kept = None if keep is None else keep.load(i)
+            if kept is None:
+                self.todo.append(i)
+            else:
+                self.ready[i] = kept
+                if arrived is not None:
+                    arrived(i)
+
+    def report(self) -> None:
+        """``finished(i, records)`` for each next repetition in order that is ready."""
+        while self._next in self.ready:
+            self._finished(self._next, self.ready.pop(self._next))
+            self._next += 1
+
+
 def _parallel_repetitions(job: _CellsJob, reps: int, *, workers: int, keep: RepetitionCheckpoint | None,
                           computed: Callable[[int, list[RunRecord], float], None],
                           finished: Callable[[int, list[RunRecord]], None]) -> None:
@@ -134,22 +163,8 @@ def _parallel_repetitions(job: _CellsJob, reps: int, *, workers: int, keep: Repe
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    ready: dict[int, list[RunRecord]] = {}
-    todo = []
-    for i in range(reps):
-        kept = None if keep is None else keep.load(i)
-        if kept is None:
-            todo.append(i)
-        else:
-            ready[i] = kept
-    nxt = 0
-
-    def report() -> None:
-        nonlocal nxt
-        while nxt in ready:
-            finished(nxt, ready.pop(nxt))
-            nxt += 1
-
+    order = InOrder(reps, keep=keep, finished=finished)
+    todo, ready, report = order.todo, order.ready, order.report
     report()
     if not todo:
         return
