@@ -283,8 +283,11 @@ def leaderboard_page(src: Path, board_file: Path) -> None:
     parts = ["# The leaderboard", "",
              "The best correctly accounted method in every cell of the thesis's Tables 3.2/3.3 (`45_leaderboard`, "
              "`make leaderboard` at full size: every method, 5 data sets × 5 σ × 30 repetitions, ε = 1, δ = 10⁻³). "
-             "A cell is won when the best method's mean worst error, rounded to the thesis's printed precision, is "
-             "below the printed number. Non-private references stay on the board, marked, and never count.", ""]
+             "Each cell's winner is chosen on the even repetitions and judged on the odd ones, so its interval is "
+             "not flattered by the choice; it is better than the thesis when its whole interval lies below the "
+             "printed number (taken as ±0.0005), with Holm's correction at the stated false-alarm budget across the "
+             "cells of a table (`dpkit.experiments.board_stats`). Non-private references stay on the board, marked, "
+             "and never count.", ""]
     if not board_file.is_file():
         parts += [_admonition("warning", "Not generated yet: `make leaderboard`",
                               f"There is no records file at `{_rel(board_file)}`. `make leaderboard` computes the "
@@ -294,14 +297,19 @@ def leaderboard_page(src: Path, board_file: Path) -> None:
         return
     import pandas as pd
 
+    from dpkit.experiments.board_records import BoardFileError, provenance_line
     from dpkit.experiments.leaderboard import headline, lost_cells_text, summary_markdown
 
     records = read_records(board_file)
     rows, board = board_of(records)
+    try:
+        origin = provenance_line(board_file)
+    except BoardFileError as exc:
+        origin = f"No provenance: {exc}."
     table = pd.DataFrame(rows).sort_values(["dataset", "sigma", "privacy", "abs_mean"])
     parts += [f"Read from `{_rel(board_file)}` with `dpkit.experiments.board_records.read_board`: {len(records)} "
               f"records, {records['dataset'].nunique()} data set(s), {records['method'].nunique()} methods, "
-              f"{records['rep'].nunique()} repetition(s) per cell.", "",
+              f"{records['rep'].nunique()} repetition(s) per cell. {origin}", "",
               f"**{headline(board).text()}**", "", "## The best method per cell", "",
               "The winner of each cell with its mean worst error on the judged repetitions and its interval, the "
               "thesis's printed number in parentheses and the verdict (the note under the table says how they are "

@@ -9,8 +9,9 @@ The block between ``<!-- board:begin ... -->`` and ``<!-- board:end -->`` is the
 (:func:`dpkit.experiments.leaderboard.headline`) and the board's summary table
 (:func:`dpkit.experiments.leaderboard.summary_markdown`), the same text the assembler writes into
 ``leaderboard_headline.md`` and ``leaderboard_summary.md``: never typed by hand. Exit codes: 0 written (or, with
-``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file or the block is missing (one
-line naming it; nothing is written).
+``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file, the ``provenance.json`` beside
+it or the block is missing (one line naming it; nothing is written). The block ends with the provenance's line
+(:func:`dpkit.experiments.board_records.provenance_line`): date, commit, runs, compute and machine.
 """
 from __future__ import annotations
 
@@ -33,10 +34,11 @@ def board_block(records: Path) -> str:
     build = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = build
     spec.loader.exec_module(build)  # docs/build.py: the one reader of the records file
+    from dpkit.experiments.board_records import provenance_line
     from dpkit.experiments.leaderboard import headline, summary_markdown
 
     _rows, board = build.board_of(build.read_records(records))
-    return f"{headline(board).text()}\n\n{summary_markdown(board)}\n"
+    return f"{headline(board).text()}\n\n{summary_markdown(board)}\n\n{provenance_line(records)}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     if m is None:
         print(f"readme_board: {args.readme} has no <!-- board:begin --> ... <!-- board:end --> block", file=sys.stderr)
         return 2
-    block = board_block(args.records)
+    from dpkit.experiments.board_records import BoardFileError
+
+    try:
+        block = board_block(args.records)
+    except BoardFileError as exc:  # a published board always has its provenance beside it
+        print(f"readme_board: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         if m.group(2) != block:
             print(f"readme_board: the board block of {args.readme} differs from {args.records}'s board", file=sys.stderr)

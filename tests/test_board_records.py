@@ -120,7 +120,9 @@ def _runs(root, *, with_records=("aaa", "bbb"), duplicate=False):
         d.mkdir(parents=True)
         (d / "run.json").write_text(json.dumps({"status": "ok", "key": None, "notebook_sha256": f"nb-{key}",
                                                 "parameters": {"SIGMAS": [sigma], "OUTPUT_DIR": str(d)},
-                                                "wall_time_s": 12.0}))
+                                                "wall_time_s": 12.0, **({"checkpoint": {
+                                                    "repetitions": 4, "resumed_repetitions": 2, "compute_s": 100.5}}
+                                                    if key == "aaa" else {})}))
         rows = [_row("m1", "ε-DP", 0.03, sigma=sigma), _row("m2", "(ε,δ)-DP", 0.02, sigma=sigma)]
         (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows,
                                                     "provenance": {"git": {"commit": "abc", "dirty": False}}}))
@@ -144,6 +146,9 @@ def test_assembler_gathers_the_runs_records_with_their_provenance(tmp_path, caps
     assert [(r["folder"], r["notebook_sha256"], r["git"]["commit"]) for r in prov["runs"]] == [
         ("aaa", "nb-aaa", "abc"), ("bbb", "nb-bbb", "abc")]
     assert "OUTPUT_DIR" not in prov["runs"][0]["parameters"]
+    # what the board cost: the repetitions' compute over every attempt for a checkpointed run, else its wall time
+    assert prov["runs"][0]["checkpoint"] == {"repetitions": 4, "resumed_repetitions": 2, "compute_s": 100.5}
+    assert prov["compute_s"] == 100.5 + 12.0
     assert "16 per-repetition records" in capsys.readouterr().out
 
 

@@ -70,8 +70,13 @@ def board_provenance(output: str | os.PathLike | None = None, *, notebook: str =
                      runs: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Where a board came from: dpkit's version and commit, the library fingerprint
     (:func:`~dpkit.core.paths.library_fingerprint`), the machine (CPU count, platform), the date, and the runs that
-    produced it (each finished run's folder, key, notebook fingerprint, parameters, wall time and the commit its
-    ``metrics.json`` recorded), from the batch output ``output`` (or the given ``runs``)."""
+    produced it (each finished run's folder, key, notebook fingerprint, parameters, wall time, what its checkpoint
+    recorded and the commit its ``metrics.json`` recorded), from the batch output ``output`` (or the given ``runs``).
+
+    ``compute_s`` is what the board cost: per run, the summed wall times of its repetitions over every attempt
+    (``checkpoint.compute_s``, which counts a run resumed across sittings in full) where the run kept repetitions,
+    else its wall time; ``None`` when a run records neither. ``wall_time_s`` of a resumed run counts its last attempt
+    only."""
     import dpkit
     from dpkit.core.paths import library_fingerprint
     from dpkit.outputs.provenance import provenance
@@ -89,11 +94,23 @@ def board_provenance(output: str | os.PathLike | None = None, *, notebook: str =
                          "notebook_sha256": info.get("notebook_sha256"), "wall_time_s": info.get("wall_time_s"),
                          "parameters": {k: v for k, v in (info.get("parameters") or {}).items() if k != "OUTPUT_DIR"
                                         and k != "CHECKPOINT_DIR"},
-                         "git": commit})
+                         "checkpoint": info.get("checkpoint"), "git": commit})
     return {
         "dpkit_version": dpkit.__version__, "git": prov["git"], "library_fingerprint": library_fingerprint(),
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "packages": prov["packages"],
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "runs": list(runs),
+        "compute_s": _compute_seconds(runs),
     }
+
+
+def _compute_seconds(runs: Sequence[Mapping[str, Any]]) -> float | None:
+    total = 0.0
+    for run in runs:
+        kept = run.get("checkpoint") or {}
+        seconds = kept.get("compute_s") if kept.get("repetitions") else run.get("wall_time_s")
+        if seconds is None:
+            return None
+        total += float(seconds)
+    return round(total, 1)

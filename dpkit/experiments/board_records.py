@@ -27,7 +27,8 @@ import pandas as pd
 from dpkit.core.paths import write_atomic
 
 __all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError",
-           "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance"]
+           "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
+           "provenance_line"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
 COLUMNS: dict[str, str] = {
@@ -215,3 +216,29 @@ def write_provenance(prov: Mapping[str, Any], path: str | os.PathLike, *, replac
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(dict(prov), indent=2, sort_keys=True, default=str) + "\n")
     return path
+
+
+def provenance_line(records_path: str | os.PathLike) -> str:
+    """One sentence on where the board of ``records_path`` came from, read from the ``provenance.json`` beside it
+    (:func:`write_provenance`): the date, dpkit's version and commit, the runs, their compute and the machine.
+
+    Raises
+    ------
+    BoardFileError
+        When there is no provenance file beside the records, or it is not the JSON object the assembler writes.
+    """
+    path = Path(records_path).parent / PROVENANCE_NAME
+    try:
+        prov = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BoardFileError(f"{path}: no readable provenance beside the records ({exc})") from exc
+    if not isinstance(prov, dict) or "runs" not in prov:
+        raise BoardFileError(f"{path}: not a board provenance (no 'runs')")
+    git = prov.get("git") or {}
+    commit = str(git.get("commit") or "unknown commit")[:12] + (" (uncommitted changes)" if git.get("dirty") else "")
+    machine = prov.get("machine") or {}
+    compute = prov.get("compute_s")
+    cost = f"{float(compute) / 3600:.1f} h of compute" if compute is not None else "compute not recorded"
+    return (f"Assembled {str(prov.get('date', 'on an unrecorded date'))[:10]} by dpkit {prov.get('dpkit_version', '?')} "
+            f"at {commit} from {len(prov['runs'])} run(s): {cost} on {machine.get('cpu_count', '?')} CPU(s) "
+            f"({machine.get('platform', 'unknown platform')}).")
