@@ -134,3 +134,64 @@ def test_library_fingerprint_follows_the_sources(tmp_path):
     one = library_fingerprint(tmp_path)
     (tmp_path / "__init__.py").write_text("x = 2\n")
     assert library_fingerprint(tmp_path) not in (one, fp)
+
+
+REPS_PARAMETERS = """SEED: int = 0
+QUICK: bool = False
+INTERACTIVE: bool = True
+OUTPUT_DIR: str = "out"
+CHECKPOINT_DIR: str = ""
+REPS: int = 2
+DATASETS: list = ["a"]"""
+
+REPS_BODY = """import pickle
+import time
+from pathlib import Path
+
+from dpkit.outputs.report import Report
+
+for name in DATASETS:  # keeps its repetitions one by one, as a long run does
+    folder = Path(CHECKPOINT_DIR) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(REPS):
+        time.sleep(0.5)
+        (folder / f"rep-{i:05d}.pkl").write_bytes(pickle.dumps({"records": [], "seconds": 0.0}))
+time.sleep(0.5)
+rep = Report(OUTPUT_DIR, params={"SEED": SEED})
+rep.check("kept", "repetitions kept >= 0", float(REPS), 0.0, relation=">=")
+rep.write()"""
+
+
+def test_the_batch_bar_counts_repetitions_as_they_are_kept(tmp_path, monkeypatch):
+    """A run that keeps its 2 × 2 repetitions is 4 tasks of the bar, and the bar moves as they are kept, before
+    the run finishes; a run without a checkpoint is one task, and so is a QUICK run (its repetitions unknown)."""
+    from tqdm.auto import tqdm
+
+    from dpkit.batch import runner
+
+    make_notebook(tmp_path, "reps.ipynb", parameters=REPS_PARAMETERS, body=REPS_BODY)
+    m = make_manifest(tmp_path, [{"notebook": "reps.ipynb", "parameters": {"QUICK": False, "REPS": 2, "DATASETS": ["a", "b"]}},
+                                 {"notebook": "tiny.ipynb"},
+                                 {"notebook": "reps.ipynb", "parameters": {"QUICK": True, "REPS": 2, "DATASETS": ["a"]}}])
+    first = expand_manifest(load_manifest(m))[0].folder(tmp_path / "out")
+    bars = []
+
+    class Recorder(tqdm):
+        def __init__(self, *args, **kwargs):
+            self.seen: list[tuple[int, bool]] = []  # (count shown, whether the first run had finished)
+            super().__init__(*args, **kwargs)
+            bars.append(self)
+
+        def update(self, n=1):
+            out = super().update(n)
+            self.seen.append((self.n, first.is_dir()))
+            return out
+
+    monkeypatch.setattr("tqdm.auto.tqdm", Recorder)
+    monkeypatch.setattr(runner, "PROGRESS_POLL_S", 0.05, raising=False)
+    results = batch.run_manifest(m, scheduler="sync", progress=True)
+    assert [r["status"] for r in results] == ["ok", "ok", "ok"]
+    [bar] = bars
+    assert bar.total == 2 * 2 + 1 + 1 and "tasks" in bar.desc
+    assert bar.n == bar.total and [n for n, _ in bar.seen] == sorted({n for n, _ in bar.seen})
+    assert {1, 2, 3} <= {n for n, finished in bar.seen if not finished}, bar.seen  # kept before the run finished

@@ -109,39 +109,3 @@ def test_a_notebook_run_records_a_budget_that_fits_its_checks() -> None:
         out.finish({}, FalseAlarmBudget(1e-3, n_tests=2))
     with pytest.raises(ValueError, match="without a false-alarm budget"):
         out.finish({}, None)
-
-
-def test_a_budget_family_records_its_own_checks_only() -> None:
-    """finish(families=...): the family's checks are recorded against its own budget, the rest against the notebook's;
-    a family naming an unknown check, or a check twice, is refused."""
-    from dpkit.claims.results import NotebookRecorder
-    from dpkit.evaluation.verdicts import FalseAlarmBudget
-
-    out = NotebookRecorder()
-    out.add(check("a", "main", 0.0, 1.0, relation="<=", confidence=1 - 1e-3 / 2),
-            check("b", "main", 0.0, 1.0, relation="<=", confidence=1 - 1e-3 / 2),
-            check("s", "family", 0.0, 1.0, relation="<=", confidence=1 - 1e-3))
-    run = out.finish({}, FalseAlarmBudget(1e-3, n_tests=2), families={"sup": (FalseAlarmBudget(1e-3, n_tests=1), ["s"])})
-    assert [r["id"] for r in run.budget["charged"]] == ["a", "b"] and run.budget["level"] == 5e-4
-    assert [r["id"] for r in run.families["sup"]["charged"]] == ["s"] and run.families["sup"]["level"] == 1e-3
-    with pytest.raises(ValueError, match="confidence"):  # without the family "s" would be off the notebook's level
-        out.finish({}, FalseAlarmBudget(1e-3, n_tests=3))
-    for bad in (["x"], ["s", "s"]):
-        with pytest.raises(ValueError, match="families must name collected checks"):
-            out.finish({}, FalseAlarmBudget(1e-3, n_tests=2), families={"sup": (FalseAlarmBudget(1e-3, n_tests=1), bad)})
-
-
-def test_a_notebook_with_two_budget_families_is_held_to_their_sum(monkeypatch) -> None:
-    """Notebook 55 charges its class-supremum slope tests to a second family with its own FALSE_ALARM: its runs are
-    compared with 2·FALSE_ALARM."""
-    assert fa.budget_families("55_trig_rates") == 2 and fa.budget_families("57_ellipsoid") == 1
-
-    def clean(seed: int, total: float) -> list:
-        return [check("x", "always passes", 0.0, 1.0, relation="<=", confidence=1 - total)]
-
-    monkeypatch.setitem(fa.SUITES, "55_trig_rates", clean)
-    res = fa.run(["55_trig_rates"], range(2), 1e-3, log=lambda s: None)
-    assert res["55_trig_rates"]["budget"] == 2e-3
-    res["55_trig_rates"].update(runs=2000, unexpected=6)  # CP lower (95 %) ≈ 1.3e-3: refutes 1e-3, not 2e-3
-    row = fa.summarise(res, 1e-3).iloc[0]
-    assert row.budget == 2e-3 and 1e-3 < row.cp_lower < 2e-3 and not row.refutes_budget

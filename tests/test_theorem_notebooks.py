@@ -6,6 +6,7 @@ Each entry lists check ids that must be present with their expected verdict; the
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 NOTEBOOKS = {
@@ -84,20 +85,14 @@ def test_theorem_notebook(run_notebook, name):
 
 
 def _assert_budget(metrics: dict) -> None:
-    """Every statistical check is charged to the notebook's FALSE_ALARM budget at the Bonferroni level (or is a control),
-    or to the budget of its family (``false_alarm_budget_families``: FALSE_ALARM each, same rules)."""
+    """Every statistical check is charged to the notebook's one FALSE_ALARM budget at the Bonferroni level (or is a
+    control)."""
     stat = [c for c in metrics["checks"] if c["confidence"] is not None]
     if not stat:
         assert "false_alarm_budget" not in metrics
         return
-    families = metrics.get("false_alarm_budget_families", {})
-    in_family = {r["id"] for f in families.values() for r in f["charged"] + f["controls"]}
-    _assert_family(metrics["false_alarm_budget"], [c for c in stat if c["id"] not in in_family], metrics)
-    for f in families.values():
-        _assert_family(f, [c for c in stat if c["id"] in {r["id"] for r in f["charged"] + f["controls"]}], metrics)
-
-
-def _assert_family(b: dict, stat: list, metrics: dict) -> None:
+    assert not any("famil" in k for k in metrics), [k for k in metrics if "famil" in k]  # no second budget
+    b = metrics["false_alarm_budget"]
     charged = [c for c in stat if c["expected"] == "PASS"]
     assert b["total"] == metrics["params"]["FALSE_ALARM"] and b["n_tests"] == len(charged) > 0
     assert b["level"] == pytest.approx(b["total"] / b["n_tests"], rel=1e-12)
@@ -106,27 +101,49 @@ def _assert_family(b: dict, stat: list, metrics: dict) -> None:
     assert b["bound"] == pytest.approx(sum(b["level"] ** c["attempts"] for c in charged), rel=1e-12) and b["bound"] <= b["total"]
 
 
+#: Notebook 55's slope tests (workload's worst error, class supremum) → the fitted column and the group (d, mechanism).
+TRIG_SLOPE_TESTS = {"Thm 2.4 (2), d=1": ("worst_error", 1, "I"), "Thm 2.5 (2), d=1": ("worst_error", 1, "II"),
+                    "Thm 2.4 (2), d=2": ("worst_error", 2, "I"), "rate-sup-I-d1": ("sup_upper", 1, "I"),
+                    "rate-sup-II-d1": ("sup_upper", 1, "II"), "rate-sup-I-d2": ("sup_upper", 2, "I")}
+
+
+def _slope_statistic(rates: list, column: str, d: int, mechanism: str, level: float) -> float:
+    """``slope − t_{1−level, m−2}·se`` of the OLS fit of log(column) on log n over the group's table rows."""
+    from scipy import stats
+
+    grp = [r for r in rates if (r["d"], r["mechanism"]) == (d, mechanism)]
+    fit = stats.linregress(np.log([r["n"] for r in grp]), np.log([r[column] for r in grp]))
+    return fit.slope - stats.t.ppf(1 - level, df=len(grp) - 2) * fit.stderr
+
+
 def _assert_trig_rates_unchanged(metrics: dict) -> None:
     """Notebook 55 at SEED = 0 (QUICK, defaults): every check and table value recorded before the class supremum was
-    added is unchanged, bit for bit (the LP's wall-clock time and its fitted slope excepted); the class supremum adds
-    table columns, the three ``rate-sup-*`` checks and their own budget family only."""
-    from dpkit.claims import trig_rates
-
+    added is unchanged, bit for bit (the LP's wall-clock time and its fitted slope excepted), but for the level of the
+    three slope tests: the six slope tests (the three ``rate-sup-*`` checks on the class supremum's certified upper
+    end added) share the one budget FALSE_ALARM, level FALSE_ALARM/6 each, where the three ran at FALSE_ALARM/3."""
     old = json.loads((Path(__file__).parent / "fixtures" / "trig_rates_seed0_quick.json").read_text())
     assert metrics["params"] == old["params"]
     checks = {c["id"]: c for c in metrics["checks"]}
+    moved = ("statistic", "confidence", "note")  # the slope tests' t quantile: the level's
     for c in old["checks"]:
-        assert {k: checks[c["id"]][k] for k in c} == c, c["id"]
+        keep = [k for k in c if c["id"] not in TRIG_SLOPE_TESTS or k not in moved]
+        assert {k: checks[c["id"]][k] for k in keep} == {k: c[k] for k in keep}, c["id"]
     assert sorted(set(checks) - {c["id"] for c in old["checks"]}) == ["rate-sup-I-d1", "rate-sup-I-d2", "rate-sup-II-d1"]
     assert len(metrics["table"]) == len(old["table"])
     for new, row in zip(metrics["table"], old["table"]):
         assert {k: new[k] for k in row} == row
         assert set(new) - set(row) - {"lp_time"} <= {"sup_search", "sup_lower", "sup_upper", "sup_closed", "sup_boxes"}
-    assert metrics["false_alarm_budget"] == old["false_alarm_budget"]
-    families = metrics["false_alarm_budget_families"]
-    assert list(families) == ["class supremum"] and len(families) + 1 == trig_rates.FALSE_ALARM_FAMILIES
+    b, alpha = metrics["false_alarm_budget"], metrics["params"]["FALSE_ALARM"]
+    assert b["n_tests"] == 6 and [r["id"] for r in b["charged"]] == [c for c in checks if c in TRIG_SLOPE_TESTS]
+    assert b["level"] == pytest.approx(alpha / 6, rel=1e-12) and b["controls"] == []
     rates = [r for r in metrics["table"] if r["part"] == "rates"]
     assert rates and all(r["sup_closed"] and r["sup_lower"] <= r["sup_upper"] for r in rates)
+    old_checks = {c["id"]: c for c in old["checks"]}
+    for cid, group in TRIG_SLOPE_TESTS.items():  # each is the slope test at level FALSE_ALARM/6 ...
+        assert checks[cid]["statistic"] == pytest.approx(_slope_statistic(rates, *group, alpha / 6), rel=1e-12), cid
+        assert checks[cid]["confidence"] == pytest.approx(1 - alpha / 6, rel=1e-12), cid
+        if cid in old_checks:  # ... of the very fit the old record tested at FALSE_ALARM/3
+            assert old_checks[cid]["statistic"] == pytest.approx(_slope_statistic(rates, *group, alpha / 3), rel=1e-12)
 
 
 @pytest.mark.notebook

@@ -13,11 +13,8 @@ notebook itself with :func:`~dpkit.batch.execute.execute_notebook` instead (much
 
 A run is *unexpected* when any statistical check disagrees with its expected verdict:
 a false alarm (a check expected to PASS fails) or a missed negative control (one expected to FAIL
-passes). Per notebook the observed rate of unexpected runs is reported next to its budget
-with a one-sided Clopper–Pearson upper bound (:func:`dpkit.evaluation.oracles.clopper_pearson`): ``FALSE_ALARM``
-times the number of check families that each have a budget ``FALSE_ALARM`` (the claims module's
-``FALSE_ALARM_FAMILIES``, 1 unless it says otherwise: notebook 55 charges its class-supremum slope tests to a
-second family, :func:`dpkit.claims.trig_rates.notebook_checks`).
+passes). Per notebook the observed rate of unexpected runs is reported next to the budget
+``FALSE_ALARM`` with a one-sided Clopper–Pearson upper bound (:func:`dpkit.evaluation.oracles.clopper_pearson`).
 
 With the budget's per-test levels a correct implementation should show (almost) no false alarm in
 a few hundred seeds: the observed rate can only *refute* the budget (``cp_lower > FALSE_ALARM``),
@@ -58,8 +55,7 @@ from dpkit.claims.results import NotebookRun
 from dpkit.evaluation.oracles import clopper_pearson
 from dpkit.evaluation.verdicts import Check
 
-__all__ = ["SUITES", "NOTEBOOK_CHECKS", "notebook_parameters", "notebook_checks", "budget_families", "run", "summarise",
-           "main"]
+__all__ = ["SUITES", "NOTEBOOK_CHECKS", "notebook_parameters", "notebook_checks", "run", "summarise", "main"]
 
 Suite = Callable[[int, float], list[Check]]
 
@@ -139,12 +135,6 @@ def notebook_checks(name: str, seed: int, total: float, *, notebooks_dir: Path =
     return [Check(**{k: c[k] for k in fields if k in c}) for c in metrics["checks"] if c["confidence"] is not None]
 
 
-def budget_families(name: str) -> int:
-    """Families of checks of notebook ``name`` with a budget ``FALSE_ALARM`` each (``FALSE_ALARM_FAMILIES`` of its
-    claims module; 1 when it has none): the notebook's false-alarm probability is at most that many times ``FALSE_ALARM``."""
-    return int(getattr(sys.modules[NOTEBOOK_CHECKS[name].__module__], "FALSE_ALARM_FAMILIES", 1))
-
-
 def _resolve(names: Sequence[str] | None) -> list[str]:
     """Full notebook names from prefixes (``"50"`` → ``"50_laplace_gauss"``); loud on an unknown or ambiguous one."""
     if not names:
@@ -174,24 +164,21 @@ def run(names: Sequence[str], seeds: Sequence[int], total: float, *, via_noteboo
             if wrong:
                 bad_seeds.append(seed)
         results[name] = dict(runs=len(seeds), unexpected=len(bad_seeds), false_alarm_runs=alarms, missed_control_runs=missed,
-                             unexpected_seeds=bad_seeds, check_failures=per_check, budget=total * budget_families(name),
-                             seconds=time.perf_counter() - t0)
+                             unexpected_seeds=bad_seeds, check_failures=per_check, seconds=time.perf_counter() - t0)
         log(f"{name}: {len(bad_seeds)}/{len(seeds)} unexpected runs ({results[name]['seconds']:.0f} s)")
     return results
 
 
 def summarise(results: dict[str, dict], total: float, confidence: float = 0.95) -> pd.DataFrame:
-    """One row per notebook: observed rate of unexpected runs, one-sided Clopper–Pearson bounds, the budget (``total``
-    times the notebook's :func:`budget_families`, as :func:`run` recorded it)."""
+    """One row per notebook: observed rate of unexpected runs, one-sided Clopper–Pearson bounds, the budget."""
     rows = []
     for name, r in results.items():
         k, n = r["unexpected"], r["runs"]
         lo, _ = clopper_pearson(k, n, confidence, side="lower")
         _, hi = clopper_pearson(k, n, confidence, side="upper")
-        budget = r.get("budget", total)
         rows.append(dict(notebook=name, runs=n, unexpected=k, false_alarm_runs=r["false_alarm_runs"],
-                         missed_control_runs=r["missed_control_runs"], rate=k / n, cp_lower=lo, cp_upper=hi, budget=budget,
-                         refutes_budget=bool(lo > budget)))
+                         missed_control_runs=r["missed_control_runs"], rate=k / n, cp_lower=lo, cp_upper=hi, budget=total,
+                         refutes_budget=bool(lo > total)))
     return pd.DataFrame(rows)
 
 
@@ -200,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=100, help="number of seeds (default 100)")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed … first-seed + seeds − 1 (default 0)")
     ap.add_argument("--notebooks", nargs="+", help=f"notebook names or prefixes (default: all of {list(SUITES)})")
-    ap.add_argument("--false-alarm", type=float, default=1e-3, help="FALSE_ALARM per check family (default 1e-3)")
+    ap.add_argument("--false-alarm", type=float, default=1e-3, help="FALSE_ALARM budget of every notebook (default 1e-3)")
     ap.add_argument("--confidence", type=float, default=0.95, help="one-sided Clopper–Pearson confidence (default 0.95)")
     ap.add_argument("--via-notebook", action="store_true", help="execute the notebooks (papermill) instead of their claims")
     ap.add_argument("--out", type=Path, default=Path("results/false_alarms"), help="output folder")

@@ -89,11 +89,13 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 import traceback
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from dpkit.batch.cluster import check_workers, thread_environ
 from dpkit.batch.execute import (
@@ -113,6 +115,7 @@ from dpkit.batch.execute import (
 from dpkit.batch.locks import RunLock, clean_stale, make_temporary, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import (
     RunSpec,
+    declared_parameters,
     expand_manifest,
     load_manifest,
     manifest_output,
@@ -121,6 +124,7 @@ from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cu
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import _environ_restored, batch_client, check_scheduler
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, _move_aside, checkpoint_folder
+from dpkit.batch.status import total_repetitions
 from dpkit.queries.gemm import usable_cores
 
 if TYPE_CHECKING:
@@ -329,12 +333,96 @@ def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summ
 
 
 # --------------------------------------------------------------------------- batches
+#: Seconds between two counts of the repetitions kept by the runs in progress (the batch's progress bar).
+PROGRESS_POLL_S = 5.0
+
+
+class _TaskProgress:
+    """The progress of a batch in tasks, shown on its progress bar.
+
+    A run that keeps its repetitions (its notebook declares ``CHECKPOINT_DIR``) and whose parameters give their
+    number (:func:`~dpkit.batch.status.total_repetitions`, as ``status`` counts them) is that many tasks; any other
+    run is one. A finished run counts all its tasks; one not finished, the repetitions kept in its checkpoint folder
+    (:func:`~dpkit.batch.execute.kept_repetitions`), counted every :data:`PROGRESS_POLL_S` seconds by a thread
+    while the bar is shown. The count shown never goes back.
+    """
+
+    def __init__(self, specs: list[RunSpec], out: Path) -> None:
+        self._weight: dict[Path, int] = {}
+        self._keep: dict[Path, Path] = {}  # the runs whose kept repetitions are counted: their checkpoint folders
+        for s in specs:
+            final = s.folder(out)
+            n = total_repetitions(s) if "CHECKPOINT_DIR" in declared_parameters(s.notebook) else None
+            self._weight[final] = n or 1
+            if n:
+                self._keep[final] = checkpoint_folder(s, final.parent)
+        self._done: set[Path] = set()
+        self._shown = 0
+        self._lock = threading.Lock()
+        self._bar: tqdm | None = None
+
+    @property
+    def total(self) -> int:
+        """All the tasks of the runs."""
+        return sum(self._weight.values())
+
+    def count(self) -> int:
+        """The tasks done: all those of the finished runs, and the kept repetitions of the others."""
+        with self._lock:
+            done = set(self._done)
+        n = sum(w for f, w in self._weight.items() if f in done)
+        for f, keep in self._keep.items():
+            if f not in done:
+                try:
+                    n += min(kept_repetitions(keep), self._weight[f])
+                except OSError:  # the folder changed while it was read (a run that just finished removes it)
+                    pass
+        return n
+
+    def finished(self, spec: RunSpec, out: Path) -> None:
+        """Count all the tasks of run ``spec`` as done."""
+        with self._lock:
+            self._done.add(spec.folder(out))
+        self._show()
+
+    def _show(self) -> None:
+        if self._bar is None or self._bar.disable:
+            return
+        n = self.count()
+        with self._lock:
+            if n > self._shown:
+                self._bar.update(n - self._shown)
+                self._shown = n
+
+    def _poll(self, stop: threading.Event) -> None:
+        while not stop.wait(PROGRESS_POLL_S):
+            self._show()
+
+    @contextmanager
+    def shown_on(self, bar: tqdm) -> Iterator[_TaskProgress]:
+        """Show the progress on ``bar``; while in the block, a daemon thread counts the kept repetitions (stopped
+        and joined on the way out)."""
+        self._bar = bar
+        stop = threading.Event()
+        thread = None
+        if self._keep and not bar.disable:
+            thread = threading.Thread(target=self._poll, args=(stop,), name="dpkit-batch-progress", daemon=True)
+            thread.start()
+        try:
+            self._show()  # the repetitions an earlier attempt kept
+            yield self
+        finally:
+            stop.set()
+            if thread is not None:
+                thread.join()
+
+
 def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
     return _summary(spec, spec.folder(out), "failed", error=f"not started: {cause['error']}")
 
 
 def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
-             bar: tqdm, shares: dict[str, int] | None = None) -> list[Summary]:
+             progress: _TaskProgress, shares: dict[str, int] | None = None) -> list[Summary]:
     """Run ``specs`` in this process (``client is None``, all usable cores) or on Dask (each worker with its thread
     share of ``shares``, :func:`~dpkit.batch.cluster.check_workers`); stop starting runs when the disk is full."""
     results: list[Summary] = []
@@ -343,7 +431,8 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
         with _environ_restored(thread_environ(threads)):  # run_one sets them for the kernels: not for our caller
             for i, s in enumerate(specs):
                 results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads))
-                bar.update(results[-1]["status"] != "busy")
+                if results[-1]["status"] != "busy":
+                    progress.finished(s, out)
                 if results[-1].get("disk_full"):
                     return results + [_not_started(x, out, results[-1]) for x in specs[i + 1:]]
         return results
@@ -362,7 +451,8 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
         except BaseException as exc:  # the worker died (KilledWorker), the task was cancelled, ...: into the run's folder
             r = record_failure(s, out, failure_message(exc, timeout))
         results.append(r)
-        bar.update(r["status"] != "busy")
+        if r["status"] != "busy":
+            progress.finished(s, out)
         if r.get("disk_full"):
             client.cancel(list(pending))
             return results + [_not_started(x, out, r) for x in pending.values()]
@@ -411,17 +501,21 @@ def run_manifest(
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     from tqdm.auto import tqdm
 
-    with tqdm(total=len(todo), desc=f"batch {m.get('name', '')}", disable=not progress) as bar:
+    tasks = _TaskProgress(todo, out)  # a run that keeps its repetitions counts each: its bar moves as they finish
+    with tqdm(total=tasks.total, desc=f"batch {m.get('name', '')} tasks", unit="task", disable=not progress) as bar, \
+            tasks.shown_on(bar):
         if todo:
             with batch_client(scheduler, workers) as client:
                 # every worker reads the notebooks and writes the output at our paths (else one line naming it)
                 shares = None if client is None else check_workers(client, [s.notebook for s in todo], out)
-                first = _run_all(client, todo, out, timeout=timeout, wait=False, bar=bar, shares=shares)
+                first = _run_all(client, todo, out, timeout=timeout, wait=False, progress=tasks,
+                                shares=shares)
                 held = {(r["notebook"], r["key"]) for r in first if r["status"] == "busy"}
                 busy = [s for s in todo if (s.notebook.name, s.key) in held]
                 results += [r for r in first if r["status"] != "busy"]
                 if busy:  # held by another batch: wait for each, then skip it if finished or run it
-                    results += _run_all(client, busy, out, timeout=timeout, wait=True, bar=bar, shares=shares)
+                    results += _run_all(client, busy, out, timeout=timeout, wait=True, progress=tasks,
+                                        shares=shares)
     try:
         write_json(out / "batch.json", {"manifest": m.get("_path"), "runs": results})
     except OSError as exc:

@@ -22,7 +22,7 @@ from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manife
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.core.paths import repetition_files
 
-__all__ = ["RunStatus", "batch_status", "format_status"]
+__all__ = ["RunStatus", "batch_status", "format_status", "total_repetitions"]
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,17 @@ class RunStatus:
 
     @property
     def total_repetitions(self) -> int | None:
-        """``REPS`` × the number of data sets, when the run's parameters name both (``None`` otherwise)."""
-        reps, names = self.spec.parameters.get("REPS"), self.spec.parameters.get("DATASETS")
-        if not isinstance(reps, int) or isinstance(reps, bool) or not isinstance(names, list) \
-                or self.spec.parameters.get("QUICK") is not False:
-            return None  # QUICK runs cut REPS and the data sets down inside the notebook
-        return reps * len(names)
+        """:func:`total_repetitions` of the run."""
+        return total_repetitions(self.spec)
+
+
+def total_repetitions(spec: RunSpec) -> int | None:
+    """``REPS`` × the number of data sets, when the run's parameters name both (``None`` otherwise)."""
+    reps, names = spec.parameters.get("REPS"), spec.parameters.get("DATASETS")
+    if not isinstance(reps, int) or isinstance(reps, bool) or not isinstance(names, list) \
+            or spec.parameters.get("QUICK") is not False:
+        return None  # QUICK runs cut REPS and the data sets down inside the notebook
+    return reps * len(names)
 
 
 def _held(lock_path: Path) -> str | None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -120,13 +120,9 @@ class NotebookRun:
         The ``metrics.json`` table rows, in report order.
     budget : dict or None
         The false-alarm budget's record (:meth:`~dpkit.evaluation.verdicts.FalseAlarmBudget.record`), already
-        validated against ``checks`` outside ``families``; None for a run without statistical checks.
+        validated against ``checks``; None for a run without statistical checks.
     parts : dict
         The sections' results by name (tables and data behind the figures).
-    families : dict
-        Family name → the record of the family's own budget, validated against the family's checks (empty when
-        every statistical check is charged to ``budget``). A false alarm of the run is then bounded by the sum of
-        the records' ``bound``.
     """
 
     params: dict[str, Any]
@@ -134,7 +130,6 @@ class NotebookRun:
     rows: tuple[dict[str, Any], ...]
     budget: dict[str, Any] | None
     parts: dict[str, Any]
-    families: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def statistical(self) -> list[Check]:
@@ -162,21 +157,11 @@ class NotebookRecorder:
         for r in records:
             self.row(part=part, **r)
 
-    def finish(self, params: dict[str, Any], budget: FalseAlarmBudget | None, *,
-               families: Mapping[str, tuple[FalseAlarmBudget, Sequence[str]]] | None = None, **parts: Any) -> NotebookRun:
+    def finish(self, params: dict[str, Any], budget: FalseAlarmBudget | None, **parts: Any) -> NotebookRun:
         """The run, with ``budget`` recorded against the collected checks (raises if it does not fit them).
 
-        ``budget`` None: a run without statistical checks (then ``NotebookRun.budget`` is None). ``families``: name →
-        (its own budget, the ids of its checks); those checks are recorded against that budget instead of ``budget``
-        (each id must name a collected check, in one family only)."""
-        fam = dict(families or {})
-        ids = [i for _, members in fam.values() for i in members]
-        known = {c.id for c in self.checks}
-        if len(set(ids)) != len(ids) or not set(ids) <= known:
-            raise ValueError(f"families must name collected checks, each in one family; got {ids} (collected: {sorted(known)})")
-        rest = [c for c in self.checks if c.id not in set(ids)]
-        if budget is None and any(c.confidence is not None for c in rest):
-            raise ValueError(f"statistical checks without a false-alarm budget: {[c.id for c in rest if c.confidence]}")
-        records = {name: b.record([c for c in self.checks if c.id in set(members)]) for name, (b, members) in fam.items()}
+        ``budget`` None: a run without statistical checks (then ``NotebookRun.budget`` is None)."""
+        if budget is None and any(c.confidence is not None for c in self.checks):
+            raise ValueError(f"statistical checks without a false-alarm budget: {[c.id for c in self.checks if c.confidence]}")
         return NotebookRun(params=params, checks=tuple(self.checks), rows=tuple(self.rows),
-                           budget=None if budget is None else budget.record(rest), parts=parts, families=records)
+                           budget=None if budget is None else budget.record(self.checks), parts=parts)

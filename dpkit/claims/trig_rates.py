@@ -79,12 +79,7 @@ __all__ = [
     "error_terms",
     "claimed_exponent",
     "notebook_checks",
-    "FALSE_ALARM_FAMILIES",
 ]
-
-#: Families of statistical checks of notebook 55 with a budget ``FALSE_ALARM`` each (:func:`notebook_checks`): the
-#: slope tests on the workload's worst error, and those on the class supremum.
-FALSE_ALARM_FAMILIES = 2
 
 
 def _fit(runs: list[RateRun], value: str) -> tuple[float, float, int]:
@@ -257,12 +252,12 @@ def notebook_checks(
     """Every check and table row of notebook 55 (``55_trig_rates``) run with these parameters.
 
     The notebook's parameters in lower case; ``quick`` applies its QUICK sizes. The streams
-    (:class:`TrigStreams`, from ``seed``) are shared by the rate runs and then the error terms, in that order; the
-    budget ``false_alarm`` is split over the three slope tests. The class supremum of every release is searched
-    with its own streams keyed by ``seed`` (:func:`rate_runs`), so it changes none of the other numbers, and its
-    three slope tests (:func:`supremum_rate_checks`) form a second family with its own budget ``false_alarm``
-    (``NotebookRun.families["class supremum"]``): the existing checks keep their level ``false_alarm/3``, and the
-    probability of a false alarm in one run of the notebook is at most ``2·false_alarm`` (:data:`FALSE_ALARM_FAMILIES`).
+    (:class:`TrigStreams`, from ``seed``) are shared by the rate runs and then the error terms, in that order. The
+    class supremum of every release is searched with its own streams keyed by ``seed`` (:func:`rate_runs`), so it
+    changes none of the other numbers. The one budget ``false_alarm`` is split over the six statistical checks, the
+    slope tests on the workload's worst error (:func:`error_rate_checks`) and on the class supremum
+    (:func:`supremum_rate_checks`), three each: each runs at level ``false_alarm/6``, and the probability of a false
+    alarm in one run of the notebook is at most ``false_alarm``.
     ``parts``: ``runs``, ``fits``, ``sup_fits``, ``privacy``, ``scan``, ``terms`` (the sections' results).
     """
     if quick:
@@ -271,9 +266,9 @@ def notebook_checks(
     params = dict(SEED=seed, QUICK=quick, EPSILON=epsilon, DELTA=delta, SIGMA=sigma, K=K, NS_D1=ns_d1, NS_D2=ns_d2,
                   REPS=reps, N_QUERIES=n_queries, J=J, PRIVACY_N=privacy_n, FALSE_ALARM=false_alarm)
     streams = TrigStreams.from_seed(seed)  # data sets, workloads, mechanism coins: shared by the sections below, in order
-    budget = FalseAlarmBudget(false_alarm, n_tests=3)  # the three slope tests of Thm 2.4/2.5
+    # the six slope tests of Thm 2.4/2.5: on the workload's worst error and on the class supremum, three each
+    budget = FalseAlarmBudget(false_alarm, n_tests=6)
     gamma = budget.level  # the per-test level of every statistical check (negative controls too)
-    sup_budget = FalseAlarmBudget(false_alarm, n_tests=3)  # its own family: the three slope tests on the class supremum
     out = NotebookRecorder()
     runs = rate_runs(ns_d1=ns_d1, ns_d2=ns_d2, reps=reps, n_queries=n_queries, J=J, epsilon=epsilon, delta=delta,
                      sigma=sigma, rng=streams, supremum_seed=seed)
@@ -283,8 +278,7 @@ def notebook_checks(
     out.add(synthetic_size_check(runs))
     out.add(vertex_support_check(runs))
     sup_fits = supremum_fits(runs, K=K)
-    sup_checks = supremum_rate_checks(sup_fits, gamma=sup_budget.level)
-    out.add(*sup_checks)
+    out.add(*supremum_rate_checks(sup_fits, gamma=gamma))
     out.table("rates", (asdict(r) for r in runs))
     privacy = moment_privacy(epsilon=epsilon, K=K, n=privacy_n)
     out.add(*privacy.checks)
@@ -296,5 +290,4 @@ def notebook_checks(
     terms = error_terms(n=n, reps=reps, n_queries=n_queries, J=J, epsilon=epsilon, sigma=sigma, rng=streams)
     for r in terms:
         out.row(part="error_terms", n=n, **asdict(r))
-    return out.finish(params, budget, families={"class supremum": (sup_budget, [c.id for c in sup_checks])}, runs=runs,
-                      fits=fits, sup_fits=sup_fits, privacy=privacy, scan=scan, terms=terms)
+    return out.finish(params, budget, runs=runs, fits=fits, sup_fits=sup_fits, privacy=privacy, scan=scan, terms=terms)

@@ -31,7 +31,7 @@ __all__ = [
 def toy_methods(*, epsilon: float, delta: float, levels: int, m: int, m_rows: int, T: int, C: int, n_class: int,
                 R: int) -> dict[str, Any]:
     """The methods of notebook 40's 2-d toy panel (SmallDB is exponential in the domain, so it runs only there),
-    with the notebook's parameters: ``{name: method}`` in the order the panel runs them (its streams)."""
+    with the notebook's parameters: ``{name: method}`` in the order the panel runs and reports them."""
     from dpkit.methods.registry import get
 
     return {

@@ -61,8 +61,9 @@ def board_methods(requested: Sequence[str] = (), *, epsilon: float, delta: float
     named methods, each of which must be registered in one of :data:`BOARD_SUITES` or be an *entrant*
     (:mod:`dpkit.methods.entrants`): an import path ``"package.module:NAME"`` or a name a package registers in
     the entry-point group ``dpkit.methods``, at the same budget. The registered methods come in suite order,
-    then catalogue order (a method's random streams follow its position), whatever the order of
-    ``requested``; the entrants follow them in the order given.
+    then catalogue order, whatever the order of ``requested``; the entrants follow them in the order given. The
+    order is that of the records only: a method's random stream is keyed by its name
+    (:func:`~dpkit.experiments.records.method_seed`), not by its position.
 
     Raises
     ------
