@@ -344,3 +344,25 @@ def test_stale_verify_refuses_finished_runs_of_a_changed_notebook(tmp_path):
     with pytest.raises(StaleRunsError, match="--stale verify applies to kept repetitions of unfinished runs"):
         batch.run_manifest(m, scheduler="sync", on_stale="verify")
     assert (Path(r["folder"]) / "metrics.json").is_file()
+
+
+def test_stale_verify_leaves_kept_repetitions_of_another_computation_stale(tmp_path):
+    """A changed notebook that computes something else (here a method's parameter): its kernel refuses the kept
+    repetitions, and the folder stays stale, for --stale rerun to move it aside."""
+    import nbformat
+
+    from dpkit.batch.runner import StaleRunsError
+
+    m, keep = _batch(tmp_path)
+    _stop_after(tmp_path, 1)
+    [r] = batch.run_manifest(m, scheduler="sync")
+    assert r["status"] == "failed"
+    nb = nbformat.read(str(tmp_path / "long.ipynb"), as_version=4)
+    nb.cells[-1].source = nb.cells[-1].source.replace("SamplingFloor(size=10)", "SamplingFloor(size=11)")
+    nbformat.write(nb, str(tmp_path / "long.ipynb"))
+    before = _files(keep)
+    [r2] = batch.run_manifest(m, scheduler="sync", on_stale="verify")
+    assert r2["status"] == "failed" and "CheckpointMismatchError" in r2["error"] and "methods: floor" in r2["error"]
+    assert _files(keep) == before
+    with pytest.raises(StaleRunsError, match="notebook: ran"):
+        batch.run_manifest(m, scheduler="sync")

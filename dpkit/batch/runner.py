@@ -246,16 +246,14 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
     resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
     cut_off: list[dict[str, Any]] = []
+    refused = False
     try:
         execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final,
                          checkpoint_dir=keep, adopt=adopt)
         cut_off = cut_off_attempts(keep)
         record_checkpoint(tmp, keep, resumed, cut_off=cut_off)
-        if adopt:
-            _confirmed(spec, keep)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
-        if adopt and not refused_adoption(exc):
-            _confirmed(spec, keep)
+        refused = refused_adoption(exc)
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         unavailable = unavailable_reason(exc)
         if unavailable:  # its data sets are documented as possibly unavailable offline: recorded, not a failure
@@ -265,6 +263,9 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
             f" ({kept} finished repetition(s) are kept in {keep}; re-running the batch resumes from them)" if kept else "")
         return _note_interrupted(_finish(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
                                          disk_full=is_enospc(exc)), interrupted, cut_off_attempts(keep))
+    finally:
+        if adopt and not refused:  # the kernel did not refuse the kept repetitions: they count as current now
+            _confirmed(spec, keep)
     done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
         remove_checkpoint(keep)
