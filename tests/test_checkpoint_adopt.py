@@ -115,7 +115,7 @@ def test_kept_repetitions_are_adopted_by_sources_that_compute_the_same_numbers(X
     # the kept records are returned (their release times are the first run's), equal to the first run's to the bit
     assert [(r.rep, r.method, r.sigma, r.time_s) for r in again] == [(r.rep, r.method, r.sigma, r.time_s) for r in first]
     assert _numbers(again) == _numbers(first)
-    assert json.loads((folder / f"identity-{old['dpkit_sha256'][:12]}.json").read_text()) == old
+    assert (folder / f"identity-{old['dpkit_sha256'][:12]}.json").read_bytes() == before["identity.json"]
     assert json.loads((folder / "identity.json").read_text()) == {**old, "dpkit_sha256": NEW}
     [entry] = json.loads((folder / "adoptions.json").read_text())
     assert entry["from"] == old["dpkit_sha256"] and entry["to"] == NEW
@@ -149,6 +149,18 @@ def test_measured_times_do_not_prevent_adoption(X, tmp_path, monkeypatch):
     again = ex.run_cells(X, methods=_methods(), reps=2, checkpoint=folder, adopt=True, **KW)
     assert all(r.time_s == 1e6 for r in again) and _numbers(again) == _numbers(first)
     assert any(r.supremum is not None and r.supremum["seconds"] == 1e6 for r in again)
+
+
+def test_an_adoption_cut_off_half_way_is_finished_by_the_next(X, tmp_path, monkeypatch):
+    """A process killed while it wrote the files again leaves some under the new identity: the next adoption takes them."""
+    folder = tmp_path / "keep"
+    first, old = _kept_run(X, folder, reps=2)
+    path = folder / "rep-00001.pkl"
+    payload = pickle.loads(path.read_bytes())
+    path.write_bytes(pickle.dumps({**payload, "digest": ck._digest({**old, "dpkit_sha256": NEW})}))
+    monkeypatch.setattr(ck, "library_fingerprint", lambda: NEW)
+    again = ex.run_cells(X, methods=_methods(), reps=2, checkpoint=folder, adopt=True, **KW)
+    assert [r.time_s for r in again] == [r.time_s for r in first] and _numbers(again) == _numbers(first)
 
 
 def _nudged(release):

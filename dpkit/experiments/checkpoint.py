@@ -177,7 +177,7 @@ class RepetitionCheckpoint:
                     f"checkpoint {self.folder}: repetition {i} computed again by dpkit {new} differs from the one "
                     f"kept by dpkit {old} ({why}); the kept repetitions are not adopted and nothing was changed: "
                     "start afresh with --stale rerun (the batch moves them to <output>/.superseded/, not deleted)")
-        write_atomic(self.folder / f"identity-{old[:12]}.json", json.dumps(found, indent=1, sort_keys=True))
+        write_atomic(self.folder / f"identity-{old[:12]}.json", (self.folder / _IDENTITY).read_bytes())
         for i, payload in payloads.items():
             self._write(i, payload["records"], payload.get("seconds"))
         log = self.folder / ADOPTIONS
