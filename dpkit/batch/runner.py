@@ -275,7 +275,11 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
 def _confirmed(spec: RunSpec, keep: Path) -> None:
     """After a run under ``--stale verify`` that its kernel did not refuse: record the current versions in its
     checkpoint folder once every kept repetition carries the current identity (:func:`confirm_checkpoint`)."""
-    changes = confirm_checkpoint(keep, notebook_fingerprint(spec.notebook))
+    try:
+        changes = confirm_checkpoint(keep, notebook_fingerprint(spec.notebook))
+    except OSError as exc:  # the run's own outcome stands; the next batch finds the folder stale and says so
+        print(f"warning: could not record the current versions in {keep}: {failure_message(exc)}", file=sys.stderr)
+        return
     if changes:
         print(f"{keep}: its kept repetitions now count as current ({'; '.join(changes)}; --stale verify)",
               file=sys.stderr)
