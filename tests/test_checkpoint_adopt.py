@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import pickle
 from dataclasses import replace
 from pathlib import Path
@@ -309,7 +310,7 @@ def test_stale_verify_goes_on_from_kept_repetitions_that_compute_the_same(X, tmp
     assert (keep / "notebook_sha256").read_text().strip() == notebook_fingerprint(tmp_path / "long.ipynb")
     [entry] = json.loads((keep / "mock" / "adoptions.json").read_text())
     assert (entry["from"], entry["to"], entry["verified"], entry["adopted"]) == (OLD, library_fingerprint(), [0, 1], 2)
-    assert ADOPT_ENV not in __import__("os").environ  # the switch was the kernels', not this process's
+    assert ADOPT_ENV not in os.environ  # the switch was the kernels', not this process's
     # the folder is current now: the default policy goes on, and run.json records the adoption
     [r2] = batch.run_manifest(m, scheduler="sync")
     assert r2["status"] == "ok" and not keep.exists()
