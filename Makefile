@@ -92,7 +92,9 @@ reproduce: $(STAMP) ## the thesis's tables and figures and every check at full s
 	exit $$status
 
 # Finished runs of a notebook that changed since they ran stop a batch (named); STALE=rerun moves them to
-# OUTPUT/.superseded/ and runs them again, STALE=keep keeps them: make reproduce STALE=rerun
+# OUTPUT/.superseded/ and runs them again, STALE=keep keeps them: make reproduce STALE=rerun. STALE=verify continues
+# an unfinished long run from repetitions kept by older code, if those computed again are equal to the bit (else
+# the run fails naming the difference): make leaderboard STALE=verify
 STALE_ARG := $(if $(STALE),--stale $(STALE),)
 # A data set documented as possibly unavailable offline (data/registry.yaml `unavailable_offline`, e.g. PAM) that is
 # not on this machine makes its runs `unavailable`: recorded with the reason, listed, no rows, not a failure.
@@ -117,7 +119,7 @@ LEADERBOARD_TIMEOUT ?= 28800
 # AIM's repetitions are Dask tasks like every leaderboard run's (REP_BACKEND auto): one per worker, two at once on
 # two cores (a CRM repetition holds several GB)
 AIM_BATCH :=
-leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM included, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/)
+leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM included, 5 data sets x 5 sigma x 30 reps), assembled (+ figures/); STALE=verify: go on from repetitions kept by older code if those computed again are equal to the bit
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard.yaml --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures

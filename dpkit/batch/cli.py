@@ -271,8 +271,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", default=None, help="override the manifest's output folder")
     run.add_argument("--timeout", type=int, default=7200, help="per-cell timeout in seconds")
     run.add_argument("--stale", choices=STALE_POLICIES, default="error",
-                     help="finished runs whose notebook changed since: error (default: name them and stop), "
-                          "rerun (move each to OUTPUT/.superseded/ and run it again) or keep")
+                     help="finished runs and kept repetitions whose notebook or dpkit changed since: error (default: "
+                          "name them and stop), rerun (move each to OUTPUT/.superseded/ and run it again), keep "
+                          "(finished runs only) or verify (kept repetitions only: adopted if those computed again "
+                          "are equal to the bit, else the run fails naming the difference)")
     run.add_argument("--require-data", action="store_true",
                      help="a run whose data sets are unavailable here (documented as possibly unavailable offline in "
                           "data/registry.yaml, e.g. PAM) fails the batch (exit 1) instead of being recorded and listed")

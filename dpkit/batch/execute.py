@@ -30,7 +30,7 @@ from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
 __all__ = ["execute_notebook", "failure_message", "unavailable_reason", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
            "library_fingerprint", "record_checkpoint", "NoMetricsError", "key_problem", "unfinished_reason", "read_record",
-           "remove_checkpoint"]
+           "remove_checkpoint", "confirm_checkpoint", "refused_adoption"]
 
 #: files in a run's checkpoint folder naming the notebook version and the dpkit sources that wrote it
 CHECKPOINT_NOTEBOOK = "notebook_sha256"
@@ -82,18 +82,21 @@ def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, res
     ``checkpoint``: ``resumed_repetitions`` (kept by earlier attempts, loaded by this one), ``repetitions``
     (all kept) and ``compute_s``, the sum of the repetitions' own wall times over all attempts (``None``
     if a repetition did not record its time), and ``cut_off_repetitions``, the repetition tasks whose worker
-    died under them (:func:`dpkit.batch.repetitions.cut_off_attempts`). ``wall_time_s`` counts the last attempt
-    only.
+    died under them (:func:`dpkit.batch.repetitions.cut_off_attempts`), and ``adoptions``, the kept repetitions
+    carried over from other dpkit sources after computing some again (:func:`dpkit.experiments.adoption.adoptions`:
+    ``dataset``, ``from`` and ``to`` fingerprints, ``verified`` indices, ``adopted`` repetitions, ``utc``).
+    ``wall_time_s`` counts the last attempt only.
     """
     if kept_repetitions(folder) == 0:
         return
+    from dpkit.experiments.adoption import adoptions
     from dpkit.experiments.checkpoint import kept_seconds
 
     rj = Path(run_dir) / "run.json"
     info = json.loads(rj.read_text())
     n, total = kept_seconds(folder)
     info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": n, "compute_s": total,
-                          "cut_off_repetitions": list(cut_off or [])}
+                          "cut_off_repetitions": list(cut_off or []), "adoptions": adoptions(folder)}
     write_json(rj, info)
 
 
@@ -105,13 +108,16 @@ def remove_checkpoint(folder: str | os.PathLike) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
-def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str) -> Path:
+def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str, *, adopt: bool = False) -> Path:
     """Create the checkpoint folder (recording the notebook's and dpkit's versions) or check that it was
-    written by the same versions; :class:`StaleCheckpointError` otherwise."""
+    written by the same versions; :class:`StaleCheckpointError` otherwise, unless ``adopt``: then the notebook's
+    ``run_cells`` decides, adopting its kept repetitions only if some computed again are equal to the bit
+    (:mod:`dpkit.experiments.adoption`; the kernel runs with ``DPKIT_CHECKPOINT_ADOPT=verify``), and
+    :func:`confirm_checkpoint` records the current versions afterwards."""
     p = Path(folder).resolve()
     library = library_fingerprint()
     changes = checkpoint_changes(p, notebook_sha256, library)
-    if changes:
+    if changes and not adopt:
         raise StaleCheckpointError(
             f"the checkpoint {p} holds repetitions computed by another version ({'; '.join(changes)}); "
             "re-run with --stale rerun (it is moved to <output>/.superseded/) or remove it")
@@ -120,6 +126,37 @@ def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str) -> Path:
         if _recorded(p, name) is None:
             write_atomic(p / name, value + "\n")
     return p
+
+
+def refused_adoption(exc: BaseException) -> bool:
+    """Whether a run failed because its kernel refused kept repetitions (a
+    :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError`: an adoption whose numbers differ, or another
+    computation's folder)."""
+    return type(exc).__name__ == "PapermillExecutionError" and getattr(exc, "ename", None) == "CheckpointMismatchError"
+
+
+def confirm_checkpoint(folder: str | os.PathLike, notebook_sha256: str) -> list[str]:
+    """Record the current notebook and dpkit versions in a checkpoint folder whose kept repetitions all carry the
+    current dpkit's identity (adopted, or computed by it); return what changed ([] if nothing was recorded).
+
+    Called after a run under ``--stale verify`` that was not refused (:func:`refused_adoption`), so that the next
+    batch sees the folder as current. A data set whose repetitions still carry another identity (its kernel did
+    not reach it) leaves the folder as it was: the next batch finds it stale again.
+    """
+    p = Path(folder)
+    library = library_fingerprint()
+    changes = checkpoint_changes(p, notebook_sha256, library)
+    if not changes or not p.is_dir():
+        return []
+    for meta in p.rglob("identity.json"):
+        try:
+            if json.loads(meta.read_text()).get("dpkit_sha256") != library:
+                return []
+        except (OSError, ValueError, AttributeError):
+            return []
+    for name, value in ((CHECKPOINT_NOTEBOOK, notebook_sha256), (CHECKPOINT_LIBRARY, library)):
+        write_atomic(p / name, value + "\n")
+    return changes
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -251,6 +288,7 @@ def execute_notebook(
     progress: bool = False,
     final_dir: str | os.PathLike | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
+    adopt: bool = False,
 ) -> Path:
     """Execute ``notebook`` headlessly into ``output_dir`` and return the executed copy's path.
 
@@ -266,7 +304,8 @@ def execute_notebook(
     outside the run's temporary one where the notebook keeps its finished repetitions
     (:mod:`dpkit.experiments.checkpoint`), so that a run interrupted by a timeout, a dead kernel or a
     killed machine resumes there. The folder records the fingerprints of the notebook and of dpkit's sources;
-    one written by another version of either raises :class:`StaleCheckpointError` before anything runs.
+    one written by another version of either raises :class:`StaleCheckpointError` before anything runs, unless
+    ``adopt`` (:func:`open_checkpoint`; the caller sets ``DPKIT_CHECKPOINT_ADOPT=verify`` for the kernel).
     """
     import papermill as pm
 
@@ -279,7 +318,7 @@ def execute_notebook(
     out.mkdir(parents=True, exist_ok=True)
     params = {"INTERACTIVE": False, **dict(parameters or {}), "OUTPUT_DIR": str(out)}
     if checkpoint_dir is not None and "CHECKPOINT_DIR" in declared_parameters(nb):
-        params["CHECKPOINT_DIR"] = str(open_checkpoint(checkpoint_dir, fingerprint))
+        params["CHECKPOINT_DIR"] = str(open_checkpoint(checkpoint_dir, fingerprint, adopt=adopt))
     executed = out / nb.name
     metrics = out / "metrics.json"
     earlier = _metrics_id(metrics)  # a metrics.json already in the folder is an earlier run's, not this attempt's

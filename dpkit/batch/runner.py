@@ -49,7 +49,9 @@ Guarantees
   (:mod:`dpkit.experiments.checkpoint`, same numbers as an uninterrupted run). A failed run's record says how
   many are kept; once the run has finished, ``run.json`` ``checkpoint`` records how many were resumed and their
   compute time over all attempts (``compute_s``), and the folder is removed. Kept repetitions computed by another version
-  of the notebook or of dpkit's sources are stale like finished runs (``--stale``; ``keep`` refuses them).
+  of the notebook or of dpkit's sources are stale like finished runs (``--stale``; ``keep`` refuses them);
+  ``--stale verify`` keeps them and the kernel adopts them only if the repetitions it computes again are equal to
+  the bit (:mod:`dpkit.experiments.adoption`; ``run.json`` ``checkpoint.adoptions`` records each adoption).
 * A worker that dies (``KilledWorker``), a cell timeout, a dead kernel, an I/O error: the run's
   folder records it (``run.json`` ``status: failed`` with ``error``; ``error.txt``). On a full
   disk the batch says so, starts no more runs and keeps what finished. ``run.json`` records the
@@ -100,6 +102,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from dpkit.batch.cluster import check_workers, thread_environ
 from dpkit.batch.execute import (
     check_writable,
+    confirm_checkpoint,
     execute_notebook,
     failure_message,
     is_done,
@@ -108,6 +111,7 @@ from dpkit.batch.execute import (
     key_problem,
     read_record,
     record_checkpoint,
+    refused_adoption,
     remove_checkpoint,
     unavailable_reason,
     write_json,
@@ -119,12 +123,14 @@ from dpkit.batch.manifest import (
     expand_manifest,
     load_manifest,
     manifest_output,
+    notebook_fingerprint,
 )
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import _environ_restored, batch_client, check_scheduler
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, _move_aside, checkpoint_folder
 from dpkit.batch.status import total_repetitions
+from dpkit.experiments.adoption import ADOPT_ENV
 from dpkit.queries.gemm import usable_cores
 
 if TYPE_CHECKING:
@@ -216,7 +222,17 @@ def _under_lock(spec: RunSpec, final: Path, wait: bool, body: Callable[[], Summa
         lock.release()
 
 
-def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads: int | None) -> Summary:
+def _adopt_environ(adopt: bool) -> None:
+    """Switch adoption of kept repetitions on or off for the kernels started from now on (``--stale verify``): the
+    batch's policy decides, not an environment variable left over from elsewhere."""
+    if adopt:
+        os.environ[ADOPT_ENV] = "verify"
+    else:
+        os.environ.pop(ADOPT_ENV, None)
+
+
+def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads: int | None,
+                    adopt: bool = False) -> Summary:
     if is_done(final):  # finished by another process while we waited for the lock
         return _summary(spec, final, "skipped")
     interrupted = stale_folders(final.parent, spec.key)  # left by an interrupted attempt (we hold the lock)
@@ -229,16 +245,19 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
                         f"{failure_message(exc)}", disk_full=is_enospc(exc))
     if threads:  # inherited by the notebook kernel papermill starts
         os.environ.update(thread_environ(threads))
+    _adopt_environ(adopt)
     keep = checkpoint_folder(spec, final.parent)
     resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
     cut_off: list[dict[str, Any]] = []
+    refused = False
     try:
         execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final,
-                         checkpoint_dir=keep)
+                         checkpoint_dir=keep, adopt=adopt)
         cut_off = cut_off_attempts(keep)
         record_checkpoint(tmp, keep, resumed, cut_off=cut_off)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
+        refused = refused_adoption(exc)
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         unavailable = unavailable_reason(exc)
         if unavailable:  # its data sets are documented as possibly unavailable offline: recorded, not a failure
@@ -248,10 +267,26 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
             f" ({kept} finished repetition(s) are kept in {keep}; re-running the batch resumes from them)" if kept else "")
         return _note_interrupted(_finish(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
                                          disk_full=is_enospc(exc)), interrupted, cut_off_attempts(keep))
+    finally:
+        if adopt and not refused:  # the kernel did not refuse the kept repetitions: they count as current now
+            _confirmed(spec, keep)
     done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
         remove_checkpoint(keep)
     return _note_interrupted(done, interrupted, cut_off)
+
+
+def _confirmed(spec: RunSpec, keep: Path) -> None:
+    """After a run under ``--stale verify`` that its kernel did not refuse: record the current versions in its
+    checkpoint folder once every kept repetition carries the current identity (:func:`confirm_checkpoint`)."""
+    try:
+        changes = confirm_checkpoint(keep, notebook_fingerprint(spec.notebook))
+    except OSError as exc:  # the run's own outcome stands; the next batch finds the folder stale and says so
+        print(f"warning: could not record the current versions in {keep}: {failure_message(exc)}", file=sys.stderr)
+        return
+    if changes:
+        print(f"{keep}: its kept repetitions now count as current ({'; '.join(changes)}; --stale verify)",
+              file=sys.stderr)
 
 
 def _note_interrupted(summary: Summary, interrupted: list[Path], cut_off: list[dict[str, Any]] | None = None) -> Summary:
@@ -295,7 +330,7 @@ def _run_task(spec: RunSpec, output: str, shares: dict[str, int], **kwargs: Any)
 
 
 def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7200, threads: int | None = 1,
-            wait: bool = True) -> Summary:
+            wait: bool = True, adopt: bool = False) -> Summary:
     """Execute one run into ``<output>/<stem>/<key>/`` (under the run's lock, via a temporary folder).
 
     Returns a summary ``{notebook, key, folder, status, wall_time_s, error}`` with status ``ok``,
@@ -303,12 +338,15 @@ def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7
     (its data sets are documented as possibly unavailable offline and are not here; ``error`` says which and why;
     tried again by the next batch) or
     ``busy`` (another process holds the run and ``wait`` is false); ``disk_full`` is true when
-    the disk ran full. Never raises for a failing notebook or an I/O error.
+    the disk ran full. Never raises for a failing notebook or an I/O error. ``adopt`` (``--stale verify``): kept
+    repetitions of other versions are adopted if those computed again are equal to the bit
+    (:func:`~dpkit.batch.execute.open_checkpoint`).
     """
     final = spec.folder(Path(output))
     if is_done(final):
         return _summary(spec, final, "skipped")
-    return _under_lock(spec, final, wait, lambda: _execute_locked(spec, final, timeout=timeout, threads=threads))
+    return _under_lock(spec, final, wait, lambda: _execute_locked(spec, final, timeout=timeout, threads=threads,
+                                                                  adopt=adopt))
 
 
 def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summary:
@@ -422,15 +460,16 @@ def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
 
 
 def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
-             progress: _TaskProgress, shares: dict[str, int] | None = None) -> list[Summary]:
+             progress: _TaskProgress, shares: dict[str, int] | None = None, adopt: bool = False) -> list[Summary]:
     """Run ``specs`` in this process (``client is None``, all usable cores) or on Dask (each worker with its thread
     share of ``shares``, :func:`~dpkit.batch.cluster.check_workers`); stop starting runs when the disk is full."""
     results: list[Summary] = []
     if client is None:
         threads = usable_cores()
-        with _environ_restored(thread_environ(threads)):  # run_one sets them for the kernels: not for our caller
+        # run_one sets them for the kernels: not for our caller
+        with _environ_restored({**thread_environ(threads), ADOPT_ENV: ""}):
             for i, s in enumerate(specs):
-                results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads))
+                results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads, adopt=adopt))
                 if results[-1]["status"] != "busy":
                     progress.finished(s, out)
                 if results[-1].get("disk_full"):
@@ -439,7 +478,7 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
     from dask.distributed import as_completed
 
     tag = uuid.uuid4().hex[:6]
-    futures = {client.submit(_run_task, s, str(out), shares or {}, timeout=timeout, wait=wait, pure=False,
+    futures = {client.submit(_run_task, s, str(out), shares or {}, timeout=timeout, wait=wait, adopt=adopt, pure=False,
                              key=f"run-{s.notebook.stem}-{s.key}-{tag}"): s for s in specs}
     pending = dict(futures)
     for fut in as_completed(list(futures)):
@@ -481,10 +520,14 @@ def run_manifest(
         ``"local"``: a Dask LocalCluster with ``workers`` single-threaded worker processes
         (default: one per core); ``"sync"``: in this process, sequentially; anything else is
         the address of an existing Dask scheduler (``tcp://host:8786``).
-    on_stale : {"error", "rerun", "keep"}
-        What to do with finished runs whose notebook changed since they ran (:func:`stale_runs`):
+    on_stale : {"error", "rerun", "keep", "verify"}
+        What to do with finished runs whose notebook changed since they ran (:func:`stale_runs`) and with kept
+        repetitions of unfinished runs computed by another notebook or dpkit version (:func:`stale_checkpoints`):
         ``"error"`` raises :class:`StaleRunsError` naming them before anything runs; ``"rerun"`` moves
-        each aside (:func:`supersede`) and runs it again; ``"keep"`` keeps them, with a warning.
+        each aside (:func:`supersede`) and runs it again; ``"keep"`` keeps finished runs, with a warning;
+        ``"verify"`` refuses changed finished runs as ``"error"`` does, and lets each unfinished run adopt its kept
+        repetitions if those its kernel computes again are equal to the bit (:mod:`dpkit.experiments.adoption`;
+        a run whose numbers differ fails, naming the difference).
     """
     check_scheduler(scheduler)
     if on_stale not in STALE_POLICIES:
@@ -509,13 +552,13 @@ def run_manifest(
                 # every worker reads the notebooks and writes the output at our paths (else one line naming it)
                 shares = None if client is None else check_workers(client, [s.notebook for s in todo], out)
                 first = _run_all(client, todo, out, timeout=timeout, wait=False, progress=tasks,
-                                shares=shares)
+                                 shares=shares, adopt=on_stale == "verify")
                 held = {(r["notebook"], r["key"]) for r in first if r["status"] == "busy"}
                 busy = [s for s in todo if (s.notebook.name, s.key) in held]
                 results += [r for r in first if r["status"] != "busy"]
                 if busy:  # held by another batch: wait for each, then skip it if finished or run it
                     results += _run_all(client, busy, out, timeout=timeout, wait=True, progress=tasks,
-                                        shares=shares)
+                                        shares=shares, adopt=on_stale == "verify")
     try:
         write_json(out / "batch.json", {"manifest": m.get("_path"), "runs": results})
     except OSError as exc:

@@ -4,7 +4,9 @@ Before a batch starts, :func:`stale_runs` lists the finished runs whose notebook
 they ran, :func:`stale_checkpoints` the kept repetitions of a checkpointing notebook made by other sources, and
 :func:`misplaced_runs` the runs a manifest no longer names. What happens to them is the ``--stale`` policy
 (:data:`STALE_POLICIES`): ``error`` (refuse, :class:`StaleRunsError` naming them), ``rerun`` (move them aside to
-``.superseded/`` with :func:`supersede` / :func:`supersede_checkpoint`, then run again) or ``keep``.
+``.superseded/`` with :func:`supersede` / :func:`supersede_checkpoint`, then run again), ``keep`` (finished runs
+only) or ``verify`` (kept repetitions only: they stay, and each run's kernel adopts them if the repetitions it
+computes again are equal to the bit, :mod:`dpkit.experiments.adoption`; finished runs are refused as by ``error``).
 :func:`checkpoint_folder` is where a run's checkpoint is kept. :mod:`dpkit.batch.runner` re-exports every name.
 """
 from __future__ import annotations
@@ -41,7 +43,7 @@ def checkpoint_folder(spec: RunSpec, parent: Path) -> Path:
     return parent / f".{spec.key}.checkpoint"
 
 
-STALE_POLICIES = ("error", "rerun", "keep")
+STALE_POLICIES = ("error", "rerun", "keep", "verify")
 
 
 class StaleRunsError(BatchError):
@@ -157,18 +159,32 @@ def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
     lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
     lines += [f"  {checkpoint_folder(s, s.folder(out).parent)} (kept repetitions of an unfinished run of "
               f"{s.notebook.name}; {what})" for s, what in partial]
+    if on_stale == "verify" and stale:
+        raise StaleRunsError(
+            f"{len(stale)} finished run(s) come from an older version of their notebook:\n" + "\n".join(lines[:len(stale)])
+            + "\n--stale verify applies to kept repetitions of unfinished runs, not to finished runs: re-run them with "
+              "--stale rerun (each old run is moved to <output>/.superseded/, not deleted), or keep them as they are "
+              "with --stale keep")
+    if on_stale == "verify":
+        for s, what in partial:
+            print(f"continuing {s.folder(out)} from its kept repetitions ({what}): its kernel adopts them only if "
+                  "those it computes again are equal to the bit (--stale verify)", file=sys.stderr)
+        return
     if on_stale == "error":
         raise StaleRunsError(
             f"{len(lines)} finished run(s) or kept repetitions come from an older version of their notebook:\n"
             + "\n".join(lines)
             + "\nre-run them with --stale rerun (each old run is moved to <output>/.superseded/, not deleted), "
-              "or keep them as they are with --stale keep")
+              "or keep them as they are with --stale keep"
+            + ("; kept repetitions go on with --stale verify if those computed again are equal to the bit"
+               if partial else ""))
     if on_stale == "keep":
         if partial:
             raise StaleRunsError(
                 "--stale keep keeps finished runs, but an unfinished run cannot go on from repetitions of another "
                 "notebook version:\n" + "\n".join(lines[len(stale):]) + "\nuse --stale rerun (they are moved to "
-                "<output>/.superseded/, not deleted)")
+                "<output>/.superseded/, not deleted) or --stale verify (they are adopted if those computed again "
+                "are equal to the bit)")
         print(f"warning: keeping {len(stale)} finished run(s) of notebooks that changed since (--stale keep):\n"
               + "\n".join(lines), file=sys.stderr)
         return

@@ -15,12 +15,19 @@ A checkpoint belongs to exactly one computation. Its *identity* is the data (a S
 the data set's name, the run seed, the σ's, the workload size, ``J``, every method's name and
 ``repr`` (all of its parameters), their order (the order of the records), the seeding scheme (a
 repetition seeded by an older scheme, e.g. by a method's position in the list, is never reused) and the dpkit
-sources (:func:`~dpkit.core.paths.library_fingerprint`: another version of the code never continues a
-run). A folder
-written for another identity is never reused or overwritten: opening it raises
+sources (:func:`~dpkit.core.paths.library_fingerprint`: another version of the code continues a run only
+after proving that it computes the same numbers, by adoption below). A folder
+written for another identity is otherwise never reused or overwritten: opening it raises
 :class:`CheckpointMismatchError`, naming the folder and the fields that differ.
 The batch runner also records the notebook's fingerprint next to the checkpoint and treats a changed notebook or
 library as stale (:mod:`dpkit.batch.runner`).
+
+*Adoption* (:mod:`dpkit.experiments.adoption`): a folder whose identity differs from the wanted one only in the
+dpkit sources is reused when the caller passes a ``verify`` function and the repetitions it computes again with the
+current code (by default the lowest and the highest kept index) equal the kept ones to the bit, measured times
+aside. The folder then passes to the new identity (the old ``identity.json`` stays as ``identity-<old>.json``, every
+kept repetition is written again under the new identity with its records and times untouched, and
+``adoptions.json`` logs it); a difference raises :class:`CheckpointMismatchError` naming it, and nothing is touched.
 """
 from __future__ import annotations
 
@@ -28,13 +35,16 @@ import hashlib
 import json
 import os
 import pickle
-from collections.abc import Mapping, Sequence
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpkit.core.paths import library_fingerprint, repetition_file, repetition_files, write_atomic
+from dpkit.experiments.adoption import ADOPTIONS, record_difference
 from dpkit.experiments.records import SEEDING
 
 if TYPE_CHECKING:
@@ -87,6 +97,13 @@ def _differences(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[st
     return out
 
 
+def _only_sources_differ(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether two identities differ in the dpkit sources' fingerprint and in nothing else."""
+    if not isinstance(found.get("dpkit_sha256"), str) or "dpkit_sha256" not in wanted:
+        return False
+    return _digest({**found, "dpkit_sha256": ""}) == _digest({**wanted, "dpkit_sha256": ""})
+
+
 class RepetitionCheckpoint:
     """A folder of finished repetitions (``rep-00000.pkl``, …) of one computation.
 
@@ -94,16 +111,27 @@ class RepetitionCheckpoint:
     ----------
     folder : path
         Created if missing. If it already holds repetitions, its ``identity.json`` must equal
-        ``identity``; otherwise :class:`CheckpointMismatchError` is raised and nothing is touched.
+        ``identity``; otherwise :class:`CheckpointMismatchError` is raised and nothing is touched (but see
+        ``verify``).
     identity : dict
         :func:`run_identity` of the computation.
+    verify : callable, optional
+        ``verify(i)``: repetition ``i``'s records computed now, with the current code. Given, a folder whose
+        identity differs from ``identity`` only in ``dpkit_sha256`` is *adopted* (module docstring): the
+        repetitions ``verify_at`` are computed again and compared with the kept ones
+        (:func:`~dpkit.experiments.adoption.record_difference`); if all are equal to the bit (measured times
+        aside) the folder passes to ``identity``, else :class:`CheckpointMismatchError` names the first difference
+        and nothing is touched. Any other difference raises as without ``verify``.
+    verify_at : sequence of int, optional
+        The kept repetitions computed again to adopt a folder (default: the lowest and the highest kept index).
 
     Notes
     -----
     The files are pickles written by this class for this class: load only folders you wrote.
     """
 
-    def __init__(self, folder: str | os.PathLike, identity: Mapping[str, Any]):
+    def __init__(self, folder: str | os.PathLike, identity: Mapping[str, Any], *,
+                 verify: Callable[[int], Sequence[Any]] | None = None, verify_at: Sequence[int] | None = None):
         self.folder = Path(folder)
         self.identity = dict(identity)
         self.digest = _digest(self.identity)
@@ -115,13 +143,52 @@ class RepetitionCheckpoint:
             except ValueError as exc:
                 raise CheckpointMismatchError(f"checkpoint {self.folder}: unreadable {_IDENTITY} ({exc}); "
                                               "remove the folder to start afresh") from exc
-            if _digest(found) != self.digest:
-                raise CheckpointMismatchError(
-                    f"checkpoint {self.folder} holds repetitions of a different run ("
-                    + "; ".join(_differences(found, self.identity))
-                    + "); it is not reused or overwritten: remove it, or pass another folder")
+            if _digest(found) == self.digest:
+                return
+            if verify is not None and isinstance(found, dict) and _only_sources_differ(found, self.identity):
+                self._adopt(found, verify, verify_at)
+                return
+            raise CheckpointMismatchError(
+                f"checkpoint {self.folder} holds repetitions of a different run ("
+                + "; ".join(_differences(found, self.identity))
+                + "); it is not reused or overwritten: remove it, or pass another folder")
         else:
             write_atomic(meta, json.dumps(self.identity, indent=1, sort_keys=True))
+
+    def _adopt(self, found: dict[str, Any], verify: Callable[[int], Sequence[Any]],
+               verify_at: Sequence[int] | None) -> None:
+        """Pass the folder from identity ``found`` (other dpkit sources) to ``self.identity`` if the repetitions
+        ``verify_at`` computed now equal the kept ones; raise naming the first difference otherwise."""
+        old, new = str(found["dpkit_sha256"]), str(self.identity["dpkit_sha256"])
+        kept = self.done()
+        if verify_at is None:
+            indices = sorted({kept[0], kept[-1]}) if kept else []
+        else:
+            indices = sorted({int(i) for i in verify_at})
+            if not set(indices) <= set(kept):
+                raise ValueError(f"verify_at must name kept repetitions of {self.folder} (kept: {kept}); "
+                                 f"got {list(verify_at)}")
+        # a file written again by an adoption that was cut off already carries the new identity's digest
+        payloads = {i: self._read(i, (_digest(found), self.digest)) for i in kept}
+        for i in indices:
+            why = record_difference(payloads[i]["records"], list(verify(i)))
+            if why:
+                raise CheckpointMismatchError(
+                    f"checkpoint {self.folder}: repetition {i} computed again by dpkit {new} differs from the one "
+                    f"kept by dpkit {old} ({why}); the kept repetitions are not adopted and nothing was changed: "
+                    "start afresh with --stale rerun (the batch moves them to <output>/.superseded/, not deleted)")
+        write_atomic(self.folder / f"identity-{old[:12]}.json", (self.folder / _IDENTITY).read_bytes())
+        for i, payload in payloads.items():
+            self._write(i, payload["records"], payload.get("seconds"))
+        log = self.folder / ADOPTIONS
+        entries = json.loads(log.read_text()) if log.is_file() else []
+        entries.append({"from": old, "to": new, "verified": indices, "adopted": len(kept),
+                        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        write_atomic(log, json.dumps(entries, indent=1))
+        write_atomic(self.folder / _IDENTITY, json.dumps(self.identity, indent=1, sort_keys=True))
+        print(f"checkpoint {self.folder}: adopted {len(kept)} repetition(s) kept by dpkit {old} for dpkit {new}: "
+              f"repetition(s) {indices} computed again are equal to the bit (times aside); logged in {log}",
+              file=sys.stderr)
 
     def _path(self, index: int) -> Path:
         return repetition_file(self.folder, index)
@@ -130,28 +197,33 @@ class RepetitionCheckpoint:
         """The indices of the repetitions kept so far, ascending."""
         return sorted(int(p.stem.split("-")[1]) for p in repetition_files(self.folder, recursive=False))
 
-    def load(self, index: int) -> list[Any] | None:
-        """The records of repetition ``index``, or ``None`` if it has not finished."""
+    def _read(self, index: int, digests: tuple[str, ...]) -> dict[str, Any]:
         path = self._path(index)
-        if not path.is_file():
-            return None
         try:
             with path.open("rb") as fh:
                 kept = pickle.load(fh)
         except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
             raise CheckpointMismatchError(f"checkpoint file {path} is unreadable ({type(exc).__name__}: {exc}); "
                                           "remove it to compute that repetition again") from exc
-        if not isinstance(kept, dict) or kept.get("digest") != self.digest or kept.get("index") != int(index):
+        if not isinstance(kept, dict) or kept.get("digest") not in digests or kept.get("index") != int(index):
             raise CheckpointMismatchError(f"checkpoint file {path} belongs to another run or repetition; "
                                           "remove it to compute that repetition again")
-        return list(kept["records"])
+        return kept
+
+    def load(self, index: int) -> list[Any] | None:
+        """The records of repetition ``index``, or ``None`` if it has not finished."""
+        if not self._path(index).is_file():
+            return None
+        return list(self._read(index, (self.digest,))["records"])
 
     def save(self, index: int, records: Sequence[Any], *, seconds: float | None = None) -> None:
         """Keep repetition ``index``'s records (picklable, e.g. the ``RunRecord`` of :mod:`~dpkit.experiments.protocol`;
         atomically: a reader sees all of them or none), with the wall time it took to compute (``seconds``;
         see :func:`kept_seconds`)."""
-        payload = {"digest": self.digest, "index": int(index), "records": list(records),
-                   "seconds": None if seconds is None else float(seconds)}
+        self._write(index, records, None if seconds is None else float(seconds))
+
+    def _write(self, index: int, records: Sequence[Any], seconds: float | None) -> None:
+        payload = {"digest": self.digest, "index": int(index), "records": list(records), "seconds": seconds}
         write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_int, check_real_in_range
+from dpkit.experiments.adoption import adoption_switch
 from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
 from dpkit.experiments.parallel import RepetitionExecutor, _CellsJob, _parallel_repetitions
 from dpkit.experiments.records import (
@@ -133,7 +134,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
               on_repetition: RepetitionCallback | None = None,
               checkpoint: str | os.PathLike | None = None, workers: int | RepetitionExecutor = 1,
-              supremum: str | None = "cube") -> list[RunRecord]:
+              supremum: str | None = "cube", adopt: bool | None = None) -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
     Every σ-dependent method gets exactly the records of ``run_cell(X, ..., sigma=σ,
@@ -167,7 +168,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         A folder that keeps each finished repetition (:class:`~dpkit.experiments.checkpoint.RepetitionCheckpoint`):
         repetitions found there are loaded instead of computed, so a run interrupted after k repetitions
         resumes at k with the records of an uninterrupted run. A folder of a different computation raises
-        :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError`.
+        :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError` (but see ``adopt``).
     workers : int or RepetitionExecutor
         Repetitions computed at once, each in its own process (``spawn``; default 1: in this process), or an
         executor that computes them elsewhere (:class:`~dpkit.experiments.parallel.RepetitionExecutor`, e.g.
@@ -180,6 +181,12 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         with this process, even if it is killed with SIGKILL (:func:`_die_with_parent`).
     supremum : {"cube", "space"} or None
         As :func:`run_cell`.
+    adopt : bool, optional
+        Adopt a ``checkpoint`` kept by other dpkit sources (:mod:`dpkit.experiments.adoption`): its lowest and
+        highest kept repetitions are computed again here, in this process, before any other work, and the folder is
+        reused only if they equal the kept ones to the bit (measured times aside); else
+        :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError` names the difference. Default: on only when
+        the environment variable ``DPKIT_CHECKPOINT_ADOPT`` is ``verify`` (the batch runner's ``--stale verify``).
 
     Returns
     -------
@@ -207,10 +214,12 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     cell_reps = [spawn_seeds(cell_seed(seed, dataset, s), reps) for s in sigmas]
     shared_reps = spawn_seeds(shared_seed(seed, dataset), reps)
     hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
-    keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
-        X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J, supremum=supremum))
     job = _CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
                     shared_reps=shared_reps, n_queries=n_queries, J=J, supremum=supremum)
+    adopt = adoption_switch(adopt) and checkpoint is not None
+    keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
+        X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J, supremum=supremum),
+        verify=(lambda i: job.run(i)[0]) if adopt else None)
     out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
     bar = tqdm(total=reps, disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}")
 
