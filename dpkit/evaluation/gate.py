@@ -20,11 +20,11 @@ A method's privacy proof covers each probe's output (the measurements; the synth
 post-processing), so an (ε, δ)-DP claim holds for it. ``steps=`` names the probe explicitly (``"steps"``,
 ``"measure"`` or ``"release"``).
 
-Neighbours (:func:`neighbour_pairs`): ``n − 1`` background rows (the centre of the cube unless ``background``
-is given, e.g. rows of a real data set) and one differing row: under **replace-one** (the default, and every
-dpkit method's relation; a method may state another in a ``neighbouring`` attribute) the row moves between
-opposite corners of [-1, 1]^d (the worst case of every count and mean, monotone in each coordinate) or from
-the corner (1, …, 1) to the corner with its first ⌈3d/4⌉ coordinates flipped (the worst case of second moments
+Neighbours (:func:`~dpkit.evaluation.gate_pilot.neighbour_pairs`): ``n − 1`` background rows (the centre of the cube
+unless ``background`` is given, e.g. rows of a real data set) and one differing row: under **replace-one** (the
+default, and every dpkit method's relation; a method may state another in a ``neighbouring`` attribute) the row
+moves between opposite corners of [-1, 1]^d (the worst case of every count and mean, monotone in each coordinate) or
+from the corner (1, …, 1) to the corner with its first ⌈3d/4⌉ coordinates flipped (the worst case of second moments
 x xᵀ jointly with the mean); under **add/remove** one data set has the corner row and the other lacks it.
 
 Statistic (chosen on a pilot, never on the audit's draws): every numeric leaf of the release (arrays, numbers,

@@ -29,10 +29,11 @@ Procedure
    The upper end is
    therefore calibrated on the Gumbel law, the limit law of maxima (Fisher–Tippett–Gnedenko [7]_), under which
    the studentized mean is pivotal (it does not depend on the location and scale): its quantiles come from
-   :data:`PIVOT_DRAWS` simulated samples of the same size with a fixed seed (:func:`gumbel_pivot`). The lower end
-   is Student's t (under a right-skewed law the t-quantile is the larger on that side). This is valid for errors no
-   more right-skewed than the Gumbel law (skewness 1.14); maxima of many light-tailed errors are less skewed (a
-   maximum of 10⁴ absolute Gaussian errors: 0.75), a method with rare large failures can be more.
+   :data:`~dpkit.experiments.board_intervals.PIVOT_DRAWS` simulated samples of the same size with a fixed seed
+   (:func:`~dpkit.experiments.board_intervals.gumbel_pivot`). The lower end is Student's t (under a right-skewed
+   law the t-quantile is the larger on that side). This is valid for errors no more right-skewed than the Gumbel
+   law (skewness 1.14); maxima of many light-tailed errors are less skewed (a maximum of 10⁴ absolute Gaussian
+   errors: 0.75), a method with rare large failures can be more.
 3. **Against the printed number** (a constant, the thesis's mean as printed, to ``decimals`` = 3 places). The
    printed ``p`` stands for any value in ``[p − h, p + h]``, ``h = 0.5·10^−decimals`` (0.0005). The null hypothesis
    of a cell is the whole interval: *better* needs the interval's upper end below ``p − h``, *worse* its lower end

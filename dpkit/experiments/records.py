@@ -1,14 +1,15 @@
 """The records and seeds of the Chapter 3 protocol, and the record of one release.
 
-* :class:`RunRecord` — one method in one repetition of a table cell; :class:`Repetition` — what a
-  repetition shares (its workload, the exact answers, the methods' streams); both defined in
-  :mod:`dpkit.experiments.record_types` and re-exported here.
+* :class:`~dpkit.experiments.record_types.RunRecord` — one method in one repetition of a table cell;
+  :class:`~dpkit.experiments.record_types.Repetition` — what a repetition shares (its workload, the exact answers,
+  the methods' streams); both defined in :mod:`dpkit.experiments.record_types` and re-exported here.
 * Seeds: :func:`cell_seed` (a table cell, from the run seed and the cell's values), :func:`shared_seed`
   (the width-independent releases of a data set), :func:`repetitions` (the repetitions of a cell),
   :func:`workload_seed` and :func:`method_seed` (a repetition's workload, and each method's stream keyed by
   its name), :func:`seed_record` (a seed as plain ints, on every record), :func:`supremum_seed` (the search
   of the class supremum).
-* :func:`record_release` — evaluate one release on a repetition's workload into a :class:`RunRecord`.
+* :func:`record_release` — evaluate one release on a repetition's workload into a
+  :class:`~dpkit.experiments.record_types.RunRecord`.
 * :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
 
 :mod:`dpkit.experiments.protocol` (the runner) has the protocol and re-exports every name.
@@ -267,7 +268,8 @@ def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, r
 def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
                    X: np.ndarray | None = None, supremum: str | None = None,
                    stream: np.random.SeedSequence | None = None) -> RunRecord:
-    """Score one method's release on one repetition: the :class:`RunRecord` the runner keeps.
+    """Score one method's release on one repetition: the :class:`~dpkit.experiments.record_types.RunRecord` the
+    runner keeps.
 
     The release's answers to the repetition's workload (its own answers, or the workload answered on its
     synthetic database) against the repetition's exact answers, with the error bound of both answerings,
@@ -346,7 +348,7 @@ def _centre_errors(synthetic_means: np.ndarray, synthetic_rel_bound: float, trut
 
 
 def _record_seeds(rep: Repetition, stream: np.random.SeedSequence | None) -> dict[str, Any]:
-    """The record's ``seeds`` (:class:`RunRecord`)."""
+    """The record's ``seeds`` (:class:`~dpkit.experiments.record_types.RunRecord`)."""
     return {"seeding": SEEDING, "workload": seed_record(rep.workload_seed),
             "method": None if stream is None else seed_record(stream)}
 
