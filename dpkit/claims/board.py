@@ -69,7 +69,7 @@ def tutorial_checks(correct: BoardAddResult, under_noised: BoardAddResult) -> li
 
 def entrant_rows(result: BoardAddResult) -> list[dict[str, Any]]:
     """The rows of a board-add for the notebook's table: one per ranked (data set, σ, table) with the entrant's rank
-    and its paired comparison as board-add reports it (:data:`~dpkit.experiments.board_add.RANK_COLUMNS` where
+    and its paired comparison as board-add reports it (:data:`~dpkit.experiments.board_pairing.RANK_COLUMNS` where
     present), or one row with status ``"refuted"`` and no rank; every row carries the gate's ``epsilon_lb``."""
     rec = result.gate.record if result.gate is not None and result.gate.record is not None else {}
     head = {"entrant": result.entrant, "status": result.status,

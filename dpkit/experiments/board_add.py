@@ -1,17 +1,17 @@
 """Add one entrant to a stored leaderboard: only the entrant runs, on the board's own workloads.
 
-``python -m dpkit.batch board-add package.module:NAME`` (``make board-add METHOD=...``; notebook 45 with
-``ENTRANT``) reads a stored board (:func:`~dpkit.experiments.board_records.read_board`, the published one by
-default), takes its protocol from its records (:func:`board_plan`: every data set, σ and repetition, the run seed,
-the workload size and the budget), refuses a name already on it, runs the audit gate on the entrant
-(:func:`run_gate`; a refuted entrant is listed as refuted and not ranked), runs the entrant alone on every cell
-with the board's seeds (:func:`entrant_records`: a repetition's workload does not depend on the methods run
-beside it, so the entrant answers the very queries the stored methods answered), pairs its records with the stored
-ones by (data set, σ, repetition) (:func:`pair`), ranks it in every cell by mean worst absolute error among the
-methods of each table it competes in and compares it, paired by repetition, with the cell's current best
-(:func:`rank_entrant`: :func:`~dpkit.experiments.board_stats.compare_paired`, a confidence interval of the
-difference and a verdict, Holm across the cells of a table) and writes the updated board to a copy
-(:func:`write_board_copy`), never to the published file.
+``python -m dpkit.batch board-add package.module:NAME`` (``make board-add METHOD=...``; notebook 45 with ``ENTRANT``)
+reads a stored board (:func:`~dpkit.experiments.board_records.read_board`, the published one by default), takes its
+protocol from its records (:func:`~dpkit.experiments.board_pairing.board_plan`: every data set, σ and repetition, the
+run seed, the workload size and the budget), refuses a name already on it, runs the audit gate on the entrant
+(:func:`run_gate`; a refuted entrant is listed as refuted and not ranked), runs the entrant alone on every cell with
+the board's seeds (:func:`entrant_records`: a repetition's workload does not depend on the methods run beside it, so
+the entrant answers the very queries the stored methods answered), pairs its records with the stored ones by (data
+set, σ, repetition) (:func:`~dpkit.experiments.board_pairing.pair`), ranks it in every cell by mean worst absolute
+error among the methods of each table it competes in and compares it, paired by repetition, with the cell's current
+best (:func:`~dpkit.experiments.board_pairing.rank_entrant`: :func:`~dpkit.experiments.board_stats.compare_paired`, a
+confidence interval of the difference and a verdict, Holm across the cells of a table) and writes the updated board to
+a copy (:func:`write_board_copy`), never to the published file.
 
 QUICK (tests, the tutorial): one data set (WDBC when on the board), the first σ, the first 4 repetitions (the
 comparison is judged on the odd ones, and an interval needs 2); the
@@ -32,25 +32,29 @@ import numpy as np
 import pandas as pd
 
 from dpkit.experiments import board_records as _records
+from dpkit.experiments.board_pairing import (
+    QUICK_REPS,
+    RANK_COLUMNS,
+    BoardPlan,
+    EntrantRefusedError,
+    board_plan,
+    check_new_entrant,
+    pair,
+    rank_entrant,
+)
 from dpkit.experiments.board_records import (
-    KEY,
-    PROTOCOL_COLUMNS,
     RECORDS_NAME,
     BoardFileError,
-    check_records,
     records_frame,
     write_records,
 )
-from dpkit.experiments.board_stats import DEFAULT_BUDGET
+from dpkit.experiments.board_stats import DEFAULT_BUDGET  # noqa: F401 - re-exported
 
 __all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedError", "BoardAddResult",
            "PreparedBoardAdd", "board_plan", "check_new_entrant", "run_gate", "entrant_records", "pair", "rank_entrant",
            "RANK_COLUMNS", "ranks_text", "write_board_copy", "prepare_board_add", "run_board_add", "board_add",
            "QUICK_REPS", "ENTRANT_RECORDS_NAME", "RANKS_NAME", "SUMMARY_NAME"]
 
-#: Repetitions of a QUICK board-add, and the fewest a board-add runs on: the comparison with the current best is
-#: judged on the odd ones (the even ones chose the current best), and an interval needs 2 of them.
-QUICK_REPS = 4
 #: Files of a board-add's output folder besides the updated board (``records.parquet``).
 ENTRANT_RECORDS_NAME = "entrant_records.parquet"
 RANKS_NAME = "ranks.csv"
@@ -59,24 +63,6 @@ SUMMARY_NAME = "board_add.json"
 
 class GateUnavailableError(RuntimeError):
     """The audit gate was requested but :mod:`dpkit.evaluation.gate` is not part of this dpkit."""
-
-
-class EntrantRefusedError(ValueError):
-    """An entrant that cannot be added to this board (already on it, or the board cannot be paired with)."""
-
-
-@dataclass(frozen=True)
-class BoardPlan:
-    """The cells and protocol of a stored board, read from its records (:func:`board_plan`)."""
-
-    datasets: tuple[str, ...]
-    sigmas: tuple[float, ...]
-    reps: int
-    seed: int
-    n_queries: int
-    J: int
-    epsilon: float
-    delta: float
 
 
 @dataclass(frozen=True)
@@ -99,61 +85,6 @@ class BoardAddResult:
     gate: GateOutcome | None = None
     ranks: pd.DataFrame | None = None
     files: dict[str, str] = field(default_factory=dict)
-
-
-def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
-    """The cells and protocol of a stored board: its data sets, σ's and repetitions ``0 … R−1`` and the
-    :data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS` (one value each on the whole board).
-
-    ``quick``: one data set (WDBC when on the board, else the first), the first σ, the first :data:`QUICK_REPS`
-    repetitions.
-
-    Raises
-    ------
-    EntrantRefusedError
-        For an empty board, a protocol column with several values, a board whose cells do not all hold the same
-        σ's and repetitions 0 … R−1 (the message names what differs), or one of fewer than :data:`QUICK_REPS`
-        repetitions (the entrant could not be judged against the current best).
-    """
-    if stored.empty:
-        raise EntrantRefusedError("the stored board has no records")
-    proto = {}
-    for c in PROTOCOL_COLUMNS:
-        vals = sorted(stored[c].unique().tolist())
-        if len(vals) != 1:
-            raise EntrantRefusedError(f"the stored board's {c} takes several values {vals}: one protocol per board")
-        proto[c] = vals[0]
-    datasets = tuple(sorted(stored["dataset"].unique()))
-    sigmas = tuple(sorted(float(s) for s in stored["sigma"].unique()))
-    reps = int(stored["rep"].max()) + 1
-    cells = stored.groupby(["dataset", "sigma"])["rep"].apply(lambda r: sorted(set(r)))
-    for (ds, s), got in cells.items():
-        if got != list(range(reps)):
-            raise EntrantRefusedError(f"the stored board's cell ({ds}, σ={s:g}) holds repetitions {got}, not 0…{reps - 1}")
-    if len(cells) != len(datasets) * len(sigmas):
-        raise EntrantRefusedError(f"the stored board does not hold every σ {list(sigmas)} for every data set "
-                                  f"{list(datasets)}")
-    if reps < QUICK_REPS:
-        raise EntrantRefusedError(f"the stored board holds {reps} repetitions; an entrant is judged against the current "
-                                  f"best on the odd ones of at least {QUICK_REPS} (an interval needs 2)")
-    if quick:
-        datasets = ("WDBC",) if "WDBC" in datasets else datasets[:1]
-        sigmas, reps = sigmas[:1], min(reps, QUICK_REPS)
-    return BoardPlan(datasets=datasets, sigmas=sigmas, reps=reps, seed=int(proto["run_seed"]),
-                     n_queries=int(proto["n_queries"]), J=int(proto["J"]), epsilon=float(proto["budget_epsilon"]),
-                     delta=float(proto["budget_delta"]))
-
-
-def check_new_entrant(stored: pd.DataFrame, name: str) -> None:
-    """Refuse an entrant whose name is already on the stored board.
-
-    Raises
-    ------
-    EntrantRefusedError
-        Naming the entrant.
-    """
-    if name in set(stored["method"]):
-        raise EntrantRefusedError(f"entrant {name!r} is already on the stored board: its records are there")
 
 
 def run_gate(name: str, method: Any) -> GateOutcome:
@@ -201,101 +132,6 @@ def entrant_records(name: str, method: Any, plan: BoardPlan, data: Mapping[str, 
         frames.append(records_frame(recs, dataset=ds, run_seed=plan.seed, n_queries=plan.n_queries, J=plan.J,
                                     epsilon=plan.epsilon, delta=plan.delta))
     return pd.concat(frames, ignore_index=True)
-
-
-def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame:
-    """The stored board with the entrant's records added, checked paired: every (data set, σ, repetition) of the
-    entrant is on the board with the same protocol (:data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS`).
-
-    Raises
-    ------
-    EntrantRefusedError
-        For an entrant record of a cell the board does not hold, or of another protocol (naming it).
-    """
-    cell = ["dataset", "sigma", "rep"]
-    board_cells = stored[cell + list(PROTOCOL_COLUMNS)].drop_duplicates(cell)
-    joined = entrant[cell + list(PROTOCOL_COLUMNS)].merge(board_cells, on=cell, how="left", suffixes=("", "_board"),
-                                                          indicator=True)
-    lone = joined[joined["_merge"] != "both"]
-    if len(lone):
-        raise EntrantRefusedError(f"entrant {name!r}: {len(lone)} record(s) of cells not on the stored board, e.g. "
-                                  f"{lone[cell].iloc[0].to_dict()}")
-    for c in PROTOCOL_COLUMNS:
-        differ = joined[joined[c] != joined[f"{c}_board"]]
-        if len(differ):
-            raise EntrantRefusedError(f"entrant {name!r}: {c} = {differ[c].iloc[0]} but the stored board has "
-                                      f"{differ[f'{c}_board'].iloc[0]} (not the board's workloads: no paired comparison)")
-    merged = pd.concat([stored, entrant], ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
-    return check_records(merged, source=f"the stored board with entrant {name!r}")
-
-
-#: The columns of :func:`rank_entrant`.
-RANK_COLUMNS = ("dataset", "sigma", "table", "rank", "methods", "mean_abs", "best_other", "best_other_abs", "reps",
-                "judged_reps", "diff_mean", "diff_ci_low", "diff_ci_high", "p", "level", "verdict", "budget")
-
-
-def rank_entrant(merged: pd.DataFrame, name: str, *, gamma: float = DEFAULT_BUDGET) -> pd.DataFrame:
-    """The entrant's rank and its paired comparison with the current best in every (data set, σ, table) it competes
-    in, over the repetitions it ran (paired with the stored methods' records of the same repetitions).
-
-    A table (:data:`dpkit.experiments.leaderboard.TABLES`) admits the privacy classes it lists; non-private
-    references never count, and a non-private entrant is not ranked. ``rank`` is the entrant's place by mean worst
-    absolute error among the ``methods`` of the cell. The cell's current best (``best_other``, with its mean
-    ``best_other_abs``) is chosen as the board chooses its winners: the smallest mean over the even repetitions
-    (:mod:`dpkit.experiments.board_stats`). The entrant is compared with it on the odd repetitions
-    (:func:`~dpkit.experiments.board_stats.compare_paired`): ``diff_mean`` (entrant minus current best, over the
-    ``judged_reps``), its interval ``diff_ci_low, diff_ci_high`` at the cell's Holm level ``level``, the p-value
-    ``p`` and the ``verdict`` for the entrant (``"better"``, ``"tie"``, ``"worse"``; ``"n/a"`` in a cell without
-    another method), with Holm's procedure across the cells of each table at the false-alarm budget ``gamma``
-    (``budget``).
-
-    Raises
-    ------
-    EntrantRefusedError
-        A method of a cell lacks some of the entrant's repetitions on the stored board.
-    ValueError
-        Fewer than 2 odd repetitions to judge on (:func:`~dpkit.experiments.board_stats.compare_paired`).
-    """
-    from dpkit.experiments.board_stats import compare_paired, split_mask
-    from dpkit.experiments.leaderboard import TABLES
-
-    own = merged[merged["method"] == name]
-    out: list[dict[str, Any]] = []
-    for (ds, s), mine in own.groupby(["dataset", "sigma"], sort=True):
-        reps = sorted(mine["rep"])
-        cell = merged[(merged["dataset"] == ds) & (merged["sigma"] == s) & merged["rep"].isin(reps)]
-        privacy = mine["privacy"].iloc[0]
-        for table, (allowed, _mech) in TABLES.items():
-            if privacy not in allowed:
-                continue
-            cand = cell[cell["privacy"].isin(allowed)]
-            means = cand.groupby("method")["abs"].mean()
-            counts = cand.groupby("method")["rep"].nunique()
-            incomplete = sorted(counts[counts != len(reps)].index)
-            if incomplete:
-                raise EntrantRefusedError(f"cell ({ds}, σ={s:g}): method(s) {incomplete} lack some of the repetitions "
-                                          f"{reps} on the stored board: no paired ranking")
-            others = means.drop(name)
-            mean = float(means[name])
-            chosen = cand[split_mask(cand["rep"].to_numpy()) & (cand["method"] != name)]
-            best = None if others.empty else str(chosen.groupby("method", sort=True)["abs"].mean()
-                                                 .sort_values(kind="stable").index[0])
-            out.append({"dataset": ds, "sigma": float(s), "table": table, "rank": 1 + int((others < mean).sum()),
-                        "methods": len(means), "mean_abs": mean, "best_other": best,
-                        "best_other_abs": math.nan if best is None else float(others[best]), "reps": len(reps),
-                        "judged_reps": 0, "diff_mean": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan,
-                        "p": math.nan, "level": math.nan, "verdict": "n/a", "budget": float(gamma)})
-    for table in TABLES:  # one Holm family per table, as on the board
-        rows = [r for r in out if r["table"] == table and r["best_other"] is not None]
-        if not rows:
-            continue
-        reps = sorted(own["rep"].unique())
-        cmp = compare_paired(merged[merged["rep"].isin(reps)], name,
-                             {(r["dataset"], r["sigma"]): r["best_other"] for r in rows}, kind="abs", gamma=gamma)
-        for r, c in zip(rows, cmp.itertuples(index=False)):
-            r.update(judged_reps=int(c.n), diff_mean=float(c.diff_mean), diff_ci_low=float(c.ci_low),
-                     diff_ci_high=float(c.ci_high), p=float(c.p), level=float(c.level), verdict=str(c.verdict))
-    return pd.DataFrame(out, columns=list(RANK_COLUMNS))
 
 
 def ranks_text(ranks: pd.DataFrame, name: str) -> str:
@@ -428,7 +264,8 @@ def prepare_board_add(name: str, *, board: str | os.PathLike | None = None, out:
     out : path
         Folder of the updated copy (``records.parquet``), the entrant's records, ``ranks.csv`` and ``board_add.json``.
     quick : bool
-        One data set, one σ, :data:`QUICK_REPS` repetitions (:func:`board_plan`).
+        One data set, one σ, :data:`~dpkit.experiments.board_pairing.QUICK_REPS` repetitions
+        (:func:`~dpkit.experiments.board_pairing.board_plan`).
     gate : bool
         Run the audit gate first (:func:`run_gate`); a refuted entrant is not run and not ranked.
     replace : bool

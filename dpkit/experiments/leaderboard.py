@@ -8,18 +8,32 @@ repetitions (the even ones) and judged on the other (the odd ones), which remove
 *better* than the thesis when its confidence interval lies wholly below the printed number (less half its last
 digit), *worse* when wholly above, a *tie* otherwise, with Holm's procedure across the cells of a table and error
 kind at the false-alarm budget γ (default 0.05): :mod:`dpkit.experiments.board_stats` has the procedure and its
-references.
+references. The board's headline, written accounts and supremum tables are in :mod:`dpkit.experiments.board_report`
+(re-exported here).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpkit.experiments.board_report import (
+    DISAGREEMENT_COLUMNS,
+    SUPREMUM_COLUMNS,
+    THESIS_MECHANISMS,
+    VERDICTS,
+    Headline,
+    _num,
+    headline,
+    lost_cells_text,
+    ranking_disagreements,
+    summary_markdown,
+    supremum_rows,
+    supremum_summary_text,
+)
 from dpkit.experiments.board_stats import (
     DEFAULT_BUDGET,
     SELECTIONS,
@@ -29,26 +43,19 @@ from dpkit.experiments.board_stats import (
     split_mask,
     winner_tests,
 )
-from dpkit.experiments.reference import SIGMAS, paper_table
+from dpkit.experiments.reference import PRINTED_DECIMALS, SIGMAS, TABLES, paper_table
 
 __all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "method_rows",
            "METHOD_ROW_KEYS", "board_from_records", "BOARD_CAPTION", "headline",
            "Headline", "VERDICTS", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
            "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS"]
 
-#: (privacy class of the table, the privacy classes that may compete in it, the thesis's mechanism).
-TABLES: dict[str, tuple[tuple[str, ...], str]] = {
-    "ε-DP": (("ε-DP",), "I"),
-    "(ε,δ)-DP": (("ε-DP", "(ε,δ)-DP"), "II"),
-}
 #: The board table's caption (the protocol follows it): what its numbers and verdicts are.
 BOARD_CAPTION = ("Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute and "
                  "relative error on the even repetitions, its mean (est) and confidence interval (ci_low, ci_high) on the "
                  "odd ones, the verdict against the thesis's printed value (better/tie/worse under a false-alarm budget "
                  "γ, Holm across the cells of a table and error kind), the runner-up and the winner's paired comparison "
                  "with it;")
-#: Decimals the thesis prints its errors with.
-PRINTED_DECIMALS = 3
 #: The registry suites the board draws its methods from; the last ("slow") only when a method of it is named.
 BOARD_SUITES: tuple[str, ...] = ("baselines", "leaderboard", "slow")
 
@@ -349,225 +356,3 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
         "runner_up_sup_abs": math.nan if second is None else _num(second.get("sup_abs_mean")),
         "sup_of_best": none["sup_of_best"], "rankings_agree": bool(top["method"] == best["method"]),
     }
-
-
-#: The columns of :func:`ranking_disagreements` (a table of them has these columns even when it is empty).
-DISAGREEMENT_COLUMNS = ("dataset", "sigma", "privacy", "best_by_workload", "its_abs_mean", "its_sup_abs_mean",
-                        "best_by_supremum", "its_sup")
-
-
-def ranking_disagreements(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The cells whose best method by the thesis metric (worst of the workload) is not the best by the class
-    supremum: data set, σ, table, both winners and their numbers on both metrics."""
-    return [{"dataset": b["dataset"], "sigma": b["sigma"], "privacy": b["privacy"],
-             "best_by_workload": b["method"], "its_abs_mean": b["abs_mean"], "its_sup_abs_mean": b["sup_of_best"],
-             "best_by_supremum": b["method_sup"], "its_sup": b["sup_abs_mean"]}
-            for b in board if b.get("rankings_agree") is False]
-
-
-#: The columns of the board's ranking by the class supremum (:func:`supremum_rows`): the best method by the class
-#: supremum and its runner-up, next to the best by the thesis metric with its own class supremum.
-SUPREMUM_COLUMNS = ("dataset", "sigma", "privacy", "method_sup", "sup_abs_mean", "sup_abs_std", "abs_of_sup",
-                    "runner_up_sup", "runner_up_sup_abs", "method", "abs_mean", "sup_of_best", "rankings_agree")
-#: The thesis's own mechanism per table (its Table 3.2 is mechanism I, its Table 3.3 mechanism II).
-THESIS_MECHANISMS: dict[str, str] = {table: f"trig-{mech}" for table, (_allowed, mech) in TABLES.items()}
-
-
-def supremum_rows(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The board ranked by the class supremum: per cell the :data:`SUPREMUM_COLUMNS` (the best method by the mean
-    class supremum, its runner-up, and the thesis metric's winner with its class supremum)."""
-    return [{k: b.get(k) for k in SUPREMUM_COLUMNS} for b in board]
-
-
-def _num(x: Any) -> float:
-    return math.nan if x is None else float(x)
-
-
-def _span(values: Sequence[float], fmt: str = ".3g") -> str:
-    lo, hi = format(min(values), fmt), format(max(values), fmt)
-    return lo if lo == hi else f"{lo} to {hi}"
-
-
-def _rank(value: float, others: Sequence[float]) -> int:
-    return 1 + sum(o < value for o in others)
-
-
-def supremum_summary_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
-    """In plain words, from the numbers: what the thesis's own mechanism (:data:`THESIS_MECHANISMS`) looks like on
-    the quantity its theorems bound, the class supremum, next to the thesis metric (the worst of the workload),
-    how it ranks by each, and in how many cells the two rankings name different best methods.
-
-    ``board`` are :func:`leaderboard_rows`, ``rows`` the method rows they were made from
-    (:func:`dpkit.experiments.baselines.baseline_rows`).
-    """
-    seen: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}  # per table, per cell of its own mechanism
-    for b in board:
-        allowed, _mech = TABLES[b["privacy"]]
-        name = THESIS_MECHANISMS[b["privacy"]]
-        cand = [r for r in rows if r["dataset"] == b["dataset"] and float(r["sigma"]) == float(b["sigma"])
-                and r["privacy"] in allowed]
-        own = [r for r in cand if r["method"] == name]
-        if not own or math.isnan(sup := _num(own[0].get("sup_abs_mean"))):
-            continue
-        sups = [x for r in cand if not math.isnan(x := _num(r.get("sup_abs_mean")))]
-        abss = [float(r["abs_mean"]) for r in cand]
-        ab = float(own[0]["abs_mean"])
-        seen[b["privacy"]].append({"sup": sup, "abs": ab, "ratio": sup / ab if ab > 0 else math.inf,
-                                   "rank_sup": _rank(sup, sups), "n_sup": len(sups), "rank_abs": _rank(ab, abss),
-                                   "n_abs": len(abss), "won_sup": b.get("method_sup") == name,
-                                   "won_abs": b["method"] == name})
-    ranked = [b for b in board if b.get("rankings_agree") is not None]
-    differ = sum(b["rankings_agree"] is False for b in ranked)
-    if not ranked:
-        return ("No method on this board has a class supremum (the worst query of the whole class, the quantity the "
-                "thesis's theorems bound), so no cell is ranked by it.")
-    cells = [c for t in TABLES for c in seen[t]]
-    if cells:
-        parts = ["On the quantity the thesis's theorems bound, the error of the worst query of the whole query class "
-                 "(the class supremum), the thesis's own mechanism errs "
-                 f"{_span([c['ratio'] for c in cells], '.2g')} times as much as on the thesis metric (the worst of the "
-                 "workload's random queries)."]
-        for table, cs in seen.items():
-            if not cs:
-                continue
-            n = len(cs)
-            cells_n = "1 cell" if n == 1 else f"{n} cells"
-            parts.append(
-                f"{THESIS_MECHANISMS[table]} (Table {'3.2' if table == 'ε-DP' else '3.3'}, {cells_n}): a mean class "
-                f"supremum of {_span([c['sup'] for c in cs])} against a thesis metric of {_span([c['abs'] for c in cs])}; "
-                f"ranked {_span([c['rank_sup'] for c in cs], 'd')} of the {_span([c['n_sup'] for c in cs], 'd')} "
-                f"methods with a class supremum (by the thesis metric {_span([c['rank_abs'] for c in cs], 'd')} of "
-                f"{_span([c['n_abs'] for c in cs], 'd')}); the best method by the class supremum in "
-                f"{sum(c['won_sup'] for c in cs)} of {cells_n}, by the thesis metric in {sum(c['won_abs'] for c in cs)}.")
-    else:
-        parts = ["The thesis's own mechanism (trig-I, trig-II) has no class supremum on this board (it did not run)."]
-    where = "the one cell" if len(ranked) == 1 else f"all {len(ranked)} cells"
-    parts.append(f"The two rankings name the same best method in {where} ranked by both." if not differ
-                 else f"The two rankings name different best methods in {differ} of the {len(ranked)} cells ranked by "
-                      "both.")
-    return " ".join(parts)
-
-
-_TABLE_NAMES = {"ε-DP": "3.2", "(ε,δ)-DP": "3.3"}
-#: The verdicts a cell can have against the thesis's printed number (:mod:`dpkit.experiments.board_stats`).
-VERDICTS = ("better", "tie", "worse")
-
-
-@dataclass(frozen=True)
-class Headline:
-    """Cells (data set × σ × error kind, abs and rel) better than, tied with and worse than the thesis, per table,
-    at the false-alarm budget ``budget``."""
-
-    better: dict[str, int]
-    ties: dict[str, int]
-    worse: dict[str, int]
-    cells: dict[str, int]
-    budget: float
-
-    def text(self) -> str:
-        """``better than the thesis in X/50 (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05
-        (family-wise per table and error kind); Z ties; W worse``."""
-        parts = [f"{self.better[t]}/{self.cells[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
-        return (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
-                f"(family-wise per table and error kind); {sum(self.ties.values())} ties; "
-                f"{sum(self.worse.values())} worse")
-
-
-def headline(board: Sequence[dict[str, Any]]) -> Headline:
-    """Count the cells (abs and rel per row) better than, tied with and worse than the thesis's printed number
-    (``verdict_abs``, ``verdict_rel`` of :func:`leaderboard_rows`), per table; cells without a printed number are
-    skipped.
-
-    Raises
-    ------
-    ValueError
-        The board's rows were made at different budgets, or a row has no verdicts (not from :func:`leaderboard_rows`).
-    """
-    counts = {v: {t: 0 for t in TABLES} for v in VERDICTS}
-    cells = {t: 0 for t in TABLES}
-    budgets = {r.get("budget") for r in board}
-    if None in budgets or len(budgets) > 1:
-        raise ValueError(f"headline: the board's rows carry the budgets {sorted(map(str, budgets))}; one budget "
-                         "(leaderboard_rows) is needed")
-    for r in board:
-        for key in ("verdict_abs", "verdict_rel"):
-            if r[key] == "n/a":
-                continue
-            cells[r["privacy"]] += 1
-            counts[r[key]][r["privacy"]] += 1
-    return Headline(better=counts["better"], ties=counts["tie"], worse=counts["worse"], cells=cells,
-                    budget=float(budgets.pop()) if budgets else DEFAULT_BUDGET)
-
-
-def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
-    """A written account of the cells lost (verdict ``"worse"``: the whole interval above the printed number, at the
-    board's budget): which method came closest, its interval, by how much, whether even
-    the non-private references reach the printed number (if they do not, the gap is not the noise), and what
-    the thesis's own mechanism gets with the correct constants (if it loses too, the printed number is not
-    reproduced by the method that printed it)."""
-    lines: list[str] = []
-    for r in board:
-        table = "3.2" if r["privacy"] == "ε-DP" else "3.3"
-        for kind in ("abs", "rel"):
-            if r[f"verdict_{kind}"] != "worse":
-                continue
-            method = r["method"] if kind == "abs" else r["method_rel"]
-            ours, paper = r[f"{kind}_est"], r[f"paper_{kind}"]
-            ref = [x for x in rows if x["dataset"] == r["dataset"] and x["sigma"] == r["sigma"]
-                   and x["privacy"] == "non-private"]
-            ref_best = min((x[f"{kind}_mean"] for x in ref), default=math.nan)
-            why = ("even the non-private references do not reach the printed number "
-                   f"(best {ref_best:.3g}): the gap is not the privacy noise" if ref_best >= paper else
-                   f"a non-private reference reaches {ref_best:.3g}: the private methods lose it to their noise")
-            if math.isnan(ref_best):
-                why = "no non-private reference ran"
-            mech = "trig-I" if table == "3.2" else "trig-II"
-            own = [x[f"{kind}_mean"] for x in rows if x["dataset"] == r["dataset"] and x["sigma"] == r["sigma"]
-                   and x["method"] == mech]
-            if own:
-                why += (f"; the thesis's own mechanism ({mech}) with the correct noise constants gets {own[0]:.3g}"
-                        + (", so it does not reach the printed number either" if own[0] > paper
-                           and round(own[0], PRINTED_DECIMALS) > paper else ""))
-            lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at "
-                         f"{ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
-                         f"{r[f'{kind}_ci_high']:.3g}) against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
-    if not lines:
-        return "No cell with a printed number is worse than the thesis."
-    return (f"{len(lines)} cell stays lost:" if len(lines) == 1 else f"{len(lines)} cells stay lost:") + "\n" + "\n".join(lines)
-
-
-def _ratio(ours: float, paper: float) -> str:
-    return f"×{ours / paper:.2g}" if paper > 0 else "printed 0"
-
-
-def summary_markdown(board: Sequence[dict[str, Any]]) -> str:
-    """The board as one compact Markdown table (the README's form): a line per (data set, σ), and for each
-    table and error kind the winning method, its mean worst error on the judged repetitions with its interval,
-    the thesis's printed value in parentheses and the verdict (``better``, ``tie``, **worse**); a last line
-    states the procedure and the budget. Numbers are shown to the thesis's printed precision (three significant
-    digits below 0.01)."""
-    def fmt(x: float) -> str:
-        return "n/a" if math.isnan(x) else (f"{x:.3f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}")
-
-    cells: dict[tuple[str, float], dict[str, str]] = {}
-    for r in board:
-        tag = _TABLE_NAMES[r["privacy"]]
-        for kind in ("abs", "rel"):
-            method = r["method"] if kind == "abs" else r["method_rel"]
-            v = r[f"verdict_{kind}"]
-            text = (f"`{method}` {fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, {fmt(r[f'{kind}_ci_high'])}] "
-                    f"({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
-            cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
-    head = ("| data | σ | Table 3.2 (ε-DP): abs | rel | Table 3.3 ((ε, δ)-DP): abs | rel |\n"
-            "|---|---|---|---|---|---|")
-    lines = [f"| {ds} | {sigma:g} | " + " | ".join(c.get(k, "") for k in ("3.2-abs", "3.2-rel", "3.3-abs", "3.3-rel"))
-             + " |" for (ds, sigma), c in sorted(cells.items())]
-    if not board:
-        return head
-    b = board[0]
-    how = ("chosen on the even repetitions, its mean and interval on the odd ones" if b["selection"] == "split"
-           else "chosen and judged on all repetitions, its interval widened for the choice (Bonferroni)")
-    note = (f"Winner {how} ({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts "
-            f"against the printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table "
-            "and error kind.")
-    return "\n".join([head, *lines, "", note])

@@ -6,7 +6,8 @@ import json
 import math
 from pathlib import Path
 
-__all__ = ["SIGMAS", "PAPER_TABLE_3_2", "PAPER_TABLE_3_3", "PAPER_WORST_TIME", "paper_value", "paper_table"]
+__all__ = ["SIGMAS", "PAPER_TABLE_3_2", "PAPER_TABLE_3_3", "PAPER_WORST_TIME", "paper_value", "paper_table",
+           "TABLES", "PRINTED_DECIMALS"]
 
 _REF = json.loads((Path(__file__).with_name("thesis_reference.json")).read_text())
 
@@ -19,6 +20,14 @@ PAPER_TABLE_3_3: dict[str, dict[str, tuple[float, ...]]] = {
     ds: {k: tuple(v) for k, v in kinds.items()} for ds, kinds in _REF["table_3_3"].items()}
 #: Worst running time (s) per mechanism ("I", "II") and data set.
 PAPER_WORST_TIME: dict[str, dict[str, float]] = _REF["worst_time_s"]
+#: The thesis's tables by privacy class (Table 3.2 ε-DP, Table 3.3 (ε, δ)-DP): (the privacy classes that may
+#: compete in the table on the leaderboard, the thesis's mechanism).
+TABLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "ε-DP": (("ε-DP",), "I"),
+    "(ε,δ)-DP": (("ε-DP", "(ε,δ)-DP"), "II"),
+}
+#: Decimals the thesis prints its errors with.
+PRINTED_DECIMALS = 3
 
 
 def paper_table(privacy: str) -> dict[str, dict[str, tuple[float, ...]]]:

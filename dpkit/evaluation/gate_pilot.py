@@ -1,0 +1,246 @@
+"""What the audit gate audits, chosen before its audit: the neighbour pairs, the probes of a method and the
+scalar statistic of a probe's release, chosen on a pilot.
+
+:func:`neighbour_pairs` makes the gate's worst-case neighbouring data sets (replace-one or add/remove);
+:func:`probes` lists what can be audited of a method (its ``audit_steps``, its ``measure`` or its whole
+``release``); ``_pilot`` chooses, on common-random-number draws independent of the audit's, the weighted
+projection of the release's numeric leaves that separates a pair best. :mod:`dpkit.evaluation.gate` describes
+all three, runs the pilot over every (probe, pair) and audits the best (:func:`~dpkit.evaluation.gate.audit_gate`);
+it re-exports the public names.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpkit.core.rng import spawn_seeds
+from dpkit.core.validation import check_choice, check_int_in_range
+from dpkit.queries.release import MethodBase
+
+__all__ = ["NeighbourPair", "neighbour_pairs", "probes"]
+
+NEIGHBOURING = ("replace-one", "add-remove")
+PROBES = ("steps", "measure", "release")
+
+
+@dataclass(frozen=True, eq=False)
+class NeighbourPair:
+    """Two neighbouring data sets ``d0``, ``d1`` in [-1, 1]^d, the relation and a description."""
+
+    description: str
+    relation: str
+    d0: np.ndarray
+    d1: np.ndarray
+    a: np.ndarray
+    b: np.ndarray | None
+
+
+def neighbour_pairs(n: int, d: int, relation: str = "replace-one",
+                    background: ArrayLike | None = None) -> list[NeighbourPair]:
+    """The worst-case pairs of the gate (:mod:`dpkit.evaluation.gate`): ``n`` rows (``n − 1`` under add/remove on one side).
+
+    Parameters
+    ----------
+    n, d : int
+        Rows (of the larger data set) and attributes; n ≥ 2, d ≥ 1.
+    relation : {"replace-one", "add-remove"}
+    background : array (n − 1, d), optional
+        The rows shared by both data sets, in [-1, 1]^d; default: the centre of the cube.
+    """
+    n = check_int_in_range(n, name="n", low=2)
+    d = check_int_in_range(d, name="d", low=1)
+    relation = check_choice(relation, name="relation", choices=NEIGHBOURING)
+    if background is None:
+        rest = np.zeros((n - 1, d))
+    else:
+        rest = np.asarray(background, dtype=float)
+        if rest.shape != (n - 1, d) or not np.all(np.abs(rest) <= 1.0):
+            raise ValueError(f"background must be an array of shape (n - 1, d) = ({n - 1}, {d}) in [-1, 1]; "
+                             f"got shape {rest.shape}")
+    one, flip = np.ones(d), np.ones(d)
+    k = math.ceil(3 * d / 4)
+    flip[:k] = -1.0
+    if relation == "replace-one":
+        cases = [(f"replace-one: row 0 (-1,…,-1) vs (+1,…,+1) (opposite corners), d={d}", -one, one),
+                 (f"replace-one: row 0 (+1,…,+1) vs the corner with its first {k} of {d} coordinates -1 "
+                  "(second moments)", one, flip)]
+        return [NeighbourPair(desc, relation, np.vstack([a, rest]), np.vstack([b, rest]), a, b) for desc, a, b in cases]
+    cases2 = [(f"add-remove: row (+1,…,+1) present vs absent, d={d}", one),
+              (f"add-remove: row (+1,…,+1 with its first {k} of {d} coordinates -1) present vs absent", flip)]
+    return [NeighbourPair(desc, relation, np.vstack([a, rest]), rest.copy(), a, None) for desc, a in cases2]
+
+
+# ---------------------------------------------------------------------------------------------- probes
+def _overrides_measure(method: Any) -> bool:
+    fn = getattr(type(method), "measure", None)
+    return callable(fn) and fn is not MethodBase.measure
+
+
+def _steps_probe(method: Any) -> Callable[[np.ndarray, np.random.Generator], Any] | None:
+    hook = getattr(method, "audit_steps", None)
+    if not callable(hook):
+        return None
+    steps = dict(hook())
+    if not steps:
+        return None
+
+    def run(X: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+        gs = spawn_seeds(rng, len(steps))
+        return {name: f(X, np.random.default_rng(s)) for (name, f), s in zip(steps.items(), gs)}
+
+    return run
+
+
+def _release_probe(method: Any, pair: NeighbourPair) -> Callable[[np.ndarray, np.random.Generator], Any]:
+    workload = None
+    if getattr(method, "needs_workload", False):
+        from dpkit.queries.workload import GaussianKernelWorkload
+
+        pts = [pair.a] + ([pair.b] if pair.b is not None else [-pair.a])
+        workload = GaussianKernelWorkload(centres=np.stack(pts)[:, None, :], alphas=np.ones((len(pts), 1)), sigma=1.0)
+    ref = np.stack([pair.a] + ([pair.b] if pair.b is not None else []))
+
+    def run(X: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+        rel = method.release(X, rng=rng, workload=workload) if workload is not None else method.release(X, rng=rng)
+        out: dict[str, Any] = {"answers": rel.answers, "diagnostics": rel.diagnostics}
+        if rel.synthetic is not None:
+            P, w = np.asarray(rel.synthetic.points, dtype=float), np.asarray(rel.synthetic.weights, dtype=float)
+            w = w / w.sum()
+            sq = ((P[:, None, :] - ref[None, :, :]) ** 2).sum(axis=2) / P.shape[1]
+            out["synthetic"] = {"mean": w @ P, "mass_near_differing_row": w @ np.exp(-2.0 * sq)}
+        return out
+
+    return run
+
+
+def probes(method: Any, pair: NeighbourPair) -> dict[str, Callable[[np.ndarray, np.random.Generator], Any]]:
+    """The probes the gate can audit for ``method`` (:mod:`dpkit.evaluation.gate`), in order of preference."""
+    out: dict[str, Callable[[np.ndarray, np.random.Generator], Any]] = {}
+    steps = _steps_probe(method)
+    if steps is not None:
+        out["steps"] = steps
+    if _overrides_measure(method):
+        out["measure"] = lambda X, rng: method.measure(X, rng=rng)
+    out["release"] = _release_probe(method, pair)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- statistic
+def _leaves(obj: Any, path: str, out: dict[str, np.ndarray], depth: int = 0) -> None:
+    """Every numeric leaf of ``obj`` (flattened float arrays), keyed by its path."""
+    if depth > 8 or obj is None or isinstance(obj, (str, bytes, bool, np.bool_)):
+        return
+    if isinstance(obj, (int, float, np.integer, np.floating)):
+        out[path] = np.array([float(obj)])
+    elif isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "iuf":
+            out[path] = np.asarray(obj, dtype=float).ravel()
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            if f.name != "timings":  # wall time: not a function of the data's release
+                _leaves(getattr(obj, f.name), f"{path}.{f.name}", out, depth + 1)
+    elif isinstance(obj, Mapping):
+        for k, v in obj.items():
+            _leaves(v, f"{path}.{k}", out, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _leaves(v, f"{path}[{i}]", out, depth + 1)
+
+
+def _flat(obj: Any) -> dict[str, np.ndarray]:
+    """The leaves of ``obj`` keyed by path and size (a leaf whose size varies, e.g. the measurement of a selected
+    marginal, is one leaf per size)."""
+    out: dict[str, np.ndarray] = {}
+    _leaves(obj, "", out)
+    return {f"{k}[size {v.size}]": v for k, v in out.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class _Statistic:
+    """``s(y) = (Σ_l w_l ⟨Δ_l, y_l⟩ − c)/scale``; a leaf absent or of another shape counts 0."""
+
+    paths: tuple[str, ...]
+    directions: tuple[np.ndarray, ...]
+    weights: np.ndarray
+    centre: float
+    scale: float
+    separation: float
+
+    def projections(self, leaves: Mapping[str, np.ndarray]) -> np.ndarray:
+        t = np.zeros(len(self.paths))
+        for i, (p, v) in enumerate(zip(self.paths, self.directions)):
+            y = leaves.get(p)
+            if y is not None:
+                t[i] = float(np.dot(v, np.nan_to_num(y, nan=0.0, posinf=0.0, neginf=0.0)))
+        return t
+
+    def __call__(self, output: Any) -> float:
+        return float((self.weights @ self.projections(_flat(output)) - self.centre) / self.scale)
+
+    def describe(self) -> str:
+        top = np.argsort(-np.abs(self.weights))[:4]
+        parts = ", ".join(f"{self.paths[i].lstrip('.')}" for i in top)
+        return (f"weighted sum of {len(self.paths)} leaf projection(s) on their mean shift "
+                f"(largest weights: {parts}); pilot separation {self.separation:.3g}")
+
+
+def _pilot(probe: Callable[[np.ndarray, np.random.Generator], Any], pair: NeighbourPair, n_pilot: int,
+           seed: np.random.SeedSequence) -> _Statistic | None:
+    """The statistic of one (probe, pair) from ``n_pilot`` common-random-number draws (:mod:`dpkit.evaluation.gate`)."""
+    outs0, outs1 = [], []
+    for s in seed.spawn(n_pilot):
+        outs0.append(_flat(probe(pair.d0, np.random.default_rng(s))))
+        outs1.append(_flat(probe(pair.d1, np.random.default_rng(s))))
+    def finite(o: Mapping[str, np.ndarray], k: str) -> bool:
+        return k in o and bool(np.all(np.isfinite(o[k])))
+
+    # a leaf enters where both sides of at least half the common-random-number draws (and 3) release it
+    keys = sorted({k for o in outs0 for k in o})
+    paths, dirs, additive = [], [], []
+    for k in keys:
+        both = [(o0[k], o1[k]) for o0, o1 in zip(outs0, outs1) if finite(o0, k) and finite(o1, k)]
+        if len(both) < max(3, n_pilot // 2):
+            continue
+        diffs = np.array([y1 - y0 for y0, y1 in both])
+        delta = diffs.mean(axis=0)
+        if not np.any(delta != 0):
+            continue
+        # keep a leaf only if its shift along Δ is clear on the pilot (t > 3): an unclear leaf adds noise, not
+        # power. A leaf whose common-random-number differences do not vary (to round-off) is additive noise on
+        # a statistic of the data: where there are such leaves, the others (their post-processing, e.g. a PSD
+        # projection of noisy moments) are left out
+        along = diffs @ delta
+        sd, mean = float(along.std(ddof=1)), float(along.mean())
+        if sd <= 1e-9 * abs(mean) or mean / (sd / math.sqrt(len(both))) > 3.0:
+            paths.append(k)
+            dirs.append(delta)
+            additive.append(sd <= 1e-9 * abs(mean))
+    if any(additive):
+        paths = [p for p, a in zip(paths, additive) if a]
+        dirs = [v for v, a in zip(dirs, additive) if a]
+    if not paths:
+        return None
+    stat = _Statistic(tuple(paths), tuple(dirs), np.ones(len(paths)), 0.0, 1.0, 0.0)
+    T0 = np.array([stat.projections(o) for o in outs0])
+    T1 = np.array([stat.projections(o) for o in outs1])
+    shift = (T1 - T0).mean(axis=0)
+    L = len(paths)
+    S = 0.5 * (np.cov(T0, rowvar=False).reshape(L, L) + np.cov(T1, rowvar=False).reshape(L, L))
+    # diagonal weights shift/variance (the likelihood ratio for independent Gaussian leaves; a full Σ⁻¹ would
+    # overfit the pilot); a leaf without variance on the pilot (released without noise) gets all the weight
+    var_l = np.diag(S)
+    w = np.where(var_l > 0, shift / np.where(var_l > 0, var_l, 1.0), 0.0)
+    if np.any((var_l == 0) & (shift != 0)):
+        w = np.where((var_l == 0) & (shift != 0), np.sign(shift), 0.0)
+    var = float(w @ S @ w)
+    sep = float(w @ shift) / math.sqrt(var) if var > 0 else math.inf
+    scale = math.sqrt(var) if var > 0 else max(abs(float(w @ shift)), 1e-300)
+    centre = float(w @ T0.mean(axis=0))
+    return _Statistic(tuple(paths), tuple(dirs), w, centre, scale, sep)
+

@@ -1,0 +1,196 @@
+"""Pair an entrant's records with a stored leaderboard and rank it: the statistics of a board-add.
+
+:func:`board_plan` reads a stored board's cells and protocol (every data set, σ and repetition, the run seed, the
+workload size and the budget) from its records, :func:`check_new_entrant` refuses a name already on it,
+:func:`pair` adds the entrant's records to the board, checked paired by (data set, σ, repetition) and protocol,
+and :func:`rank_entrant` ranks the entrant in every cell and compares it, paired by repetition, with the cell's
+current best (:func:`~dpkit.experiments.board_stats.compare_paired`, Holm across the cells of a table).
+:mod:`dpkit.experiments.board_add` runs a board-add around them (the gate, the entrant's runs, the files written)
+and re-exports every name.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from dpkit.experiments.board_records import KEY, PROTOCOL_COLUMNS, check_records
+from dpkit.experiments.board_stats import DEFAULT_BUDGET
+
+__all__ = ["QUICK_REPS", "EntrantRefusedError", "BoardPlan", "board_plan", "check_new_entrant", "pair",
+           "RANK_COLUMNS", "rank_entrant"]
+
+#: Repetitions of a QUICK board-add, and the fewest a board-add runs on: the comparison with the current best is
+#: judged on the odd ones (the even ones chose the current best), and an interval needs 2 of them.
+QUICK_REPS = 4
+
+
+class EntrantRefusedError(ValueError):
+    """An entrant that cannot be added to this board (already on it, or the board cannot be paired with)."""
+
+
+@dataclass(frozen=True)
+class BoardPlan:
+    """The cells and protocol of a stored board, read from its records (:func:`board_plan`)."""
+
+    datasets: tuple[str, ...]
+    sigmas: tuple[float, ...]
+    reps: int
+    seed: int
+    n_queries: int
+    J: int
+    epsilon: float
+    delta: float
+
+
+def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
+    """The cells and protocol of a stored board: its data sets, σ's and repetitions ``0 … R−1`` and the
+    :data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS` (one value each on the whole board).
+
+    ``quick``: one data set (WDBC when on the board, else the first), the first σ, the first :data:`QUICK_REPS`
+    repetitions.
+
+    Raises
+    ------
+    EntrantRefusedError
+        For an empty board, a protocol column with several values, a board whose cells do not all hold the same
+        σ's and repetitions 0 … R−1 (the message names what differs), or one of fewer than :data:`QUICK_REPS`
+        repetitions (the entrant could not be judged against the current best).
+    """
+    if stored.empty:
+        raise EntrantRefusedError("the stored board has no records")
+    proto = {}
+    for c in PROTOCOL_COLUMNS:
+        vals = sorted(stored[c].unique().tolist())
+        if len(vals) != 1:
+            raise EntrantRefusedError(f"the stored board's {c} takes several values {vals}: one protocol per board")
+        proto[c] = vals[0]
+    datasets = tuple(sorted(stored["dataset"].unique()))
+    sigmas = tuple(sorted(float(s) for s in stored["sigma"].unique()))
+    reps = int(stored["rep"].max()) + 1
+    cells = stored.groupby(["dataset", "sigma"])["rep"].apply(lambda r: sorted(set(r)))
+    for (ds, s), got in cells.items():
+        if got != list(range(reps)):
+            raise EntrantRefusedError(f"the stored board's cell ({ds}, σ={s:g}) holds repetitions {got}, not 0…{reps - 1}")
+    if len(cells) != len(datasets) * len(sigmas):
+        raise EntrantRefusedError(f"the stored board does not hold every σ {list(sigmas)} for every data set "
+                                  f"{list(datasets)}")
+    if reps < QUICK_REPS:
+        raise EntrantRefusedError(f"the stored board holds {reps} repetitions; an entrant is judged against the current "
+                                  f"best on the odd ones of at least {QUICK_REPS} (an interval needs 2)")
+    if quick:
+        datasets = ("WDBC",) if "WDBC" in datasets else datasets[:1]
+        sigmas, reps = sigmas[:1], min(reps, QUICK_REPS)
+    return BoardPlan(datasets=datasets, sigmas=sigmas, reps=reps, seed=int(proto["run_seed"]),
+                     n_queries=int(proto["n_queries"]), J=int(proto["J"]), epsilon=float(proto["budget_epsilon"]),
+                     delta=float(proto["budget_delta"]))
+
+
+def check_new_entrant(stored: pd.DataFrame, name: str) -> None:
+    """Refuse an entrant whose name is already on the stored board.
+
+    Raises
+    ------
+    EntrantRefusedError
+        Naming the entrant.
+    """
+    if name in set(stored["method"]):
+        raise EntrantRefusedError(f"entrant {name!r} is already on the stored board: its records are there")
+
+
+def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The stored board with the entrant's records added, checked paired: every (data set, σ, repetition) of the
+    entrant is on the board with the same protocol (:data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS`).
+
+    Raises
+    ------
+    EntrantRefusedError
+        For an entrant record of a cell the board does not hold, or of another protocol (naming it).
+    """
+    cell = ["dataset", "sigma", "rep"]
+    board_cells = stored[cell + list(PROTOCOL_COLUMNS)].drop_duplicates(cell)
+    joined = entrant[cell + list(PROTOCOL_COLUMNS)].merge(board_cells, on=cell, how="left", suffixes=("", "_board"),
+                                                          indicator=True)
+    lone = joined[joined["_merge"] != "both"]
+    if len(lone):
+        raise EntrantRefusedError(f"entrant {name!r}: {len(lone)} record(s) of cells not on the stored board, e.g. "
+                                  f"{lone[cell].iloc[0].to_dict()}")
+    for c in PROTOCOL_COLUMNS:
+        differ = joined[joined[c] != joined[f"{c}_board"]]
+        if len(differ):
+            raise EntrantRefusedError(f"entrant {name!r}: {c} = {differ[c].iloc[0]} but the stored board has "
+                                      f"{differ[f'{c}_board'].iloc[0]} (not the board's workloads: no paired comparison)")
+    merged = pd.concat([stored, entrant], ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
+    return check_records(merged, source=f"the stored board with entrant {name!r}")
+
+
+#: The columns of :func:`rank_entrant`.
+RANK_COLUMNS = ("dataset", "sigma", "table", "rank", "methods", "mean_abs", "best_other", "best_other_abs", "reps",
+                "judged_reps", "diff_mean", "diff_ci_low", "diff_ci_high", "p", "level", "verdict", "budget")
+
+
+def rank_entrant(merged: pd.DataFrame, name: str, *, gamma: float = DEFAULT_BUDGET) -> pd.DataFrame:
+    """The entrant's rank and its paired comparison with the current best in every (data set, σ, table) it competes
+    in, over the repetitions it ran (paired with the stored methods' records of the same repetitions).
+
+    A table (:data:`dpkit.experiments.reference.TABLES`) admits the privacy classes it lists; non-private
+    references never count, and a non-private entrant is not ranked. ``rank`` is the entrant's place by mean worst
+    absolute error among the ``methods`` of the cell. The cell's current best (``best_other``, with its mean
+    ``best_other_abs``) is chosen as the board chooses its winners: the smallest mean over the even repetitions
+    (:mod:`dpkit.experiments.board_stats`). The entrant is compared with it on the odd repetitions
+    (:func:`~dpkit.experiments.board_stats.compare_paired`): ``diff_mean`` (entrant minus current best, over the
+    ``judged_reps``), its interval ``diff_ci_low, diff_ci_high`` at the cell's Holm level ``level``, the p-value
+    ``p`` and the ``verdict`` for the entrant (``"better"``, ``"tie"``, ``"worse"``; ``"n/a"`` in a cell without
+    another method), with Holm's procedure across the cells of each table at the false-alarm budget ``gamma``
+    (``budget``).
+
+    Raises
+    ------
+    EntrantRefusedError
+        A method of a cell lacks some of the entrant's repetitions on the stored board.
+    ValueError
+        Fewer than 2 odd repetitions to judge on (:func:`~dpkit.experiments.board_stats.compare_paired`).
+    """
+    from dpkit.experiments.board_stats import compare_paired, split_mask
+    from dpkit.experiments.reference import TABLES
+
+    own = merged[merged["method"] == name]
+    out: list[dict[str, Any]] = []
+    for (ds, s), mine in own.groupby(["dataset", "sigma"], sort=True):
+        reps = sorted(mine["rep"])
+        cell = merged[(merged["dataset"] == ds) & (merged["sigma"] == s) & merged["rep"].isin(reps)]
+        privacy = mine["privacy"].iloc[0]
+        for table, (allowed, _mech) in TABLES.items():
+            if privacy not in allowed:
+                continue
+            cand = cell[cell["privacy"].isin(allowed)]
+            means = cand.groupby("method")["abs"].mean()
+            counts = cand.groupby("method")["rep"].nunique()
+            incomplete = sorted(counts[counts != len(reps)].index)
+            if incomplete:
+                raise EntrantRefusedError(f"cell ({ds}, σ={s:g}): method(s) {incomplete} lack some of the repetitions "
+                                          f"{reps} on the stored board: no paired ranking")
+            others = means.drop(name)
+            mean = float(means[name])
+            chosen = cand[split_mask(cand["rep"].to_numpy()) & (cand["method"] != name)]
+            best = None if others.empty else str(chosen.groupby("method", sort=True)["abs"].mean()
+                                                 .sort_values(kind="stable").index[0])
+            out.append({"dataset": ds, "sigma": float(s), "table": table, "rank": 1 + int((others < mean).sum()),
+                        "methods": len(means), "mean_abs": mean, "best_other": best,
+                        "best_other_abs": math.nan if best is None else float(others[best]), "reps": len(reps),
+                        "judged_reps": 0, "diff_mean": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan,
+                        "p": math.nan, "level": math.nan, "verdict": "n/a", "budget": float(gamma)})
+    for table in TABLES:  # one Holm family per table, as on the board
+        rows = [r for r in out if r["table"] == table and r["best_other"] is not None]
+        if not rows:
+            continue
+        reps = sorted(own["rep"].unique())
+        cmp = compare_paired(merged[merged["rep"].isin(reps)], name,
+                             {(r["dataset"], r["sigma"]): r["best_other"] for r in rows}, kind="abs", gamma=gamma)
+        for r, c in zip(rows, cmp.itertuples(index=False)):
+            r.update(judged_reps=int(c.n), diff_mean=float(c.diff_mean), diff_ci_low=float(c.ci_low),
+                     diff_ci_high=float(c.ci_high), p=float(c.p), level=float(c.level), verdict=str(c.verdict))
+    return pd.DataFrame(out, columns=list(RANK_COLUMNS))
+
