@@ -103,7 +103,7 @@ def batch_status(manifest: str | os.PathLike | dict[str, Any], *, output: str | 
     """The state of every run of ``manifest`` under its output folder (or ``output``)."""
     from dpkit.batch.execute import read_record, unfinished_reason
     from dpkit.batch.repetitions import running_repetitions
-    from dpkit.batch.runner import checkpoint_folder
+    from dpkit.batch.stale import checkpoint_folder
 
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
     out = Path(output).resolve() if output else manifest_output(m)
