@@ -87,17 +87,14 @@ by a dying worker are named in the summary (``interrupted``, ``cut_off_repetitio
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
-import threading
 import time
 import traceback
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from dpkit.batch.cluster import check_workers, thread_environ
 from dpkit.batch.execute import (
@@ -108,120 +105,38 @@ from dpkit.batch.execute import (
     is_done,
     is_enospc,
     kept_repetitions,
-    key_problem,
-    read_record,
     record_checkpoint,
     refused_adoption,
     remove_checkpoint,
     unavailable_reason,
     write_json,
 )
-from dpkit.batch.locks import RunLock, clean_stale, make_temporary, mark_temporary, stale_folders, unmark
+from dpkit.batch.locks import clean_stale, make_temporary, stale_folders
 from dpkit.batch.manifest import (
     RunSpec,
-    declared_parameters,
     expand_manifest,
     load_manifest,
     manifest_output,
     notebook_fingerprint,
 )
+from dpkit.batch.outcome import Summary, _finish, _summary, _under_lock, record_failure
+from dpkit.batch.outcome import _install as _install  # re-exported
+from dpkit.batch.progress import _TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import _environ_restored, batch_client, check_scheduler
-from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, _move_aside, checkpoint_folder
-from dpkit.batch.status import total_repetitions
+from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder
 from dpkit.experiments.adoption import ADOPT_ENV
 from dpkit.queries.gemm import usable_cores
 
 if TYPE_CHECKING:
     from distributed import Client
-    from tqdm import tqdm
 
 __all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "checkpoint_folder", "StaleRunsError",
            "STALE_POLICIES"]
 
-Summary = dict[str, Any]
-
 
 # --------------------------------------------------------------------------- one run of a batch
-def _summary(spec: RunSpec, final: Path, status: str, **extra: Any) -> Summary:
-    return {"notebook": spec.notebook.name, "key": spec.key, "folder": str(final), "status": status,
-            "wall_time_s": 0.0, "error": None, **extra}
-
-
-def _install(tmp: Path, final: Path, key: str) -> bool:
-    """Rename ``tmp`` to ``final``; ``False`` (and ``tmp`` removed) if ``final`` is a finished run.
-
-    What ``final`` held before is removed when it was an unfinished attempt of this run; a record of another
-    run (other parameters, :func:`~dpkit.batch.execute.key_problem`) is moved whole to ``.superseded/``, never
-    deleted.
-    """
-    if is_done(final):  # checked again just before the rename: a finished run is never replaced
-        shutil.rmtree(tmp, ignore_errors=True)
-        return False
-    unmark(tmp)
-    info = read_record(final)
-    if info is not None and info.get("status") == "ok" and key_problem(final, info):
-        dest = _move_aside(final, final.parent.parent, final.parent.name, key)
-        print(f"{final} held a run of other parameters: moved to {dest}", file=sys.stderr)
-    if final.exists():  # an earlier failed attempt: moved aside, replaced, then removed
-        old = final.parent / f".{key}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(final, old)
-        mark_temporary(old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)
-    return True
-
-
-def _finish(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | None = None, tb: str | None = None,
-            wall: float = 0.0, disk_full: bool = False) -> Summary:
-    """Write the run's records into ``tmp`` and rename it into place (under the run's lock)."""
-    try:
-        tmp.mkdir(parents=True, exist_ok=True)
-        mark_temporary(tmp)
-        if status != "ok":
-            (tmp / "error.txt").write_text(tb or error or "")
-            rj = tmp / "run.json"
-            info = {"notebook": str(spec.notebook), "parameters": {**spec.parameters, "OUTPUT_DIR": str(final)}}
-            try:  # the record execute_notebook wrote (an unparsable one is replaced)
-                found = json.loads(rj.read_text()) if rj.is_file() else None
-            except (ValueError, UnicodeDecodeError):
-                found = None
-            if isinstance(found, dict):
-                info = found
-            info.update(status=status, error=error, traceback=(tb or "")[-4000:], key=spec.key)
-            write_json(rj, info)
-        (tmp / "log.txt").write_text(
-            f"notebook: {spec.notebook}\nkey: {spec.key}\nparameters: {json.dumps(spec.parameters, default=str)}\n"
-            f"status: {status}\nwall_time_s: {wall:.3f}\n" + (f"error: {error}\n\n{tb or ''}" if error else ""))
-        installed = _install(tmp, final, spec.key)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)  # frees what it took; the finished runs stay
-        msg = f"could not record the run in {final}: {failure_message(exc)}" + (f" (the run: {error})" if error else "")
-        return _summary(spec, final, "failed", error=msg, disk_full=disk_full or is_enospc(exc))
-    if not installed:
-        return _summary(spec, final, "skipped", error="finished meanwhile by another process; this attempt was discarded")
-    return _summary(spec, final, status, error=error, wall_time_s=wall, disk_full=disk_full)
-
-
-def _under_lock(spec: RunSpec, final: Path, wait: bool, body: Callable[[], Summary]) -> Summary:
-    """Run ``body`` holding the run's lock; ``busy`` if another process holds it and ``wait`` is false."""
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        lock = RunLock(final.parent / f".{spec.key}.lock")
-        if not lock.acquire(wait=wait):
-            return _summary(spec, final, "busy", error=f"running in another process ({lock.holder()})")
-    except OSError as exc:
-        return _summary(spec, final, "failed", error=f"cannot lock the run in {final.parent}: {failure_message(exc)}",
-                        disk_full=is_enospc(exc))
-    try:
-        return body()
-    finally:
-        lock.release()
-
-
 def _adopt_environ(adopt: bool) -> None:
     """Switch adoption of kept repetitions on or off for the kernels started from now on (``--stale verify``): the
     batch's policy decides, not an environment variable left over from elsewhere."""
@@ -349,110 +264,10 @@ def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7
                                                                   adopt=adopt))
 
 
-def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summary:
-    """Record a run that failed outside its notebook (its worker died) in the run's own folder.
-
-    A finished run is left alone (status ``ok``): only an unfinished one gets ``run.json``
-    (``status: failed``, ``error``), ``error.txt`` and ``log.txt``.
-    """
-    final = spec.folder(Path(output))
-
-    def body() -> Summary:
-        if is_done(final):
-            return _summary(spec, final, "ok")
-        for p in stale_folders(final.parent, spec.key):
-            shutil.rmtree(p, ignore_errors=True)
-        kept = kept_repetitions(checkpoint_folder(spec, final.parent))
-        why = error + (f" ({kept} finished repetition(s) are kept in {checkpoint_folder(spec, final.parent)}; "
-                       "re-running the batch resumes from them)" if kept else "")
-        return _finish(spec, final, final.parent / f".{spec.key}.tmp-{uuid.uuid4().hex[:8]}", "failed", error=why, tb=why)
-
-    return _under_lock(spec, final, True, body)
-
-
 # --------------------------------------------------------------------------- batches
-#: Seconds between two counts of the repetitions kept by the runs in progress (the batch's progress bar).
+#: Seconds between two counts of the repetitions kept by the runs in progress (the batch's progress bar,
+#: :class:`~dpkit.batch.progress._TaskProgress`).
 PROGRESS_POLL_S = 5.0
-
-
-class _TaskProgress:
-    """The progress of a batch in tasks, shown on its progress bar.
-
-    A run that keeps its repetitions (its notebook declares ``CHECKPOINT_DIR``) and whose parameters give their
-    number (:func:`~dpkit.batch.status.total_repetitions`, as ``status`` counts them) is that many tasks; any other
-    run is one. A finished run counts all its tasks; one not finished, the repetitions kept in its checkpoint folder
-    (:func:`~dpkit.batch.execute.kept_repetitions`), counted every :data:`PROGRESS_POLL_S` seconds by a thread
-    while the bar is shown. The count shown never goes back.
-    """
-
-    def __init__(self, specs: list[RunSpec], out: Path) -> None:
-        self._weight: dict[Path, int] = {}
-        self._keep: dict[Path, Path] = {}  # the runs whose kept repetitions are counted: their checkpoint folders
-        for s in specs:
-            final = s.folder(out)
-            n = total_repetitions(s) if "CHECKPOINT_DIR" in declared_parameters(s.notebook) else None
-            self._weight[final] = n or 1
-            if n:
-                self._keep[final] = checkpoint_folder(s, final.parent)
-        self._done: set[Path] = set()
-        self._shown = 0
-        self._lock = threading.Lock()
-        self._bar: tqdm | None = None
-
-    @property
-    def total(self) -> int:
-        """All the tasks of the runs."""
-        return sum(self._weight.values())
-
-    def count(self) -> int:
-        """The tasks done: all those of the finished runs, and the kept repetitions of the others."""
-        with self._lock:
-            done = set(self._done)
-        n = sum(w for f, w in self._weight.items() if f in done)
-        for f, keep in self._keep.items():
-            if f not in done:
-                try:
-                    n += min(kept_repetitions(keep), self._weight[f])
-                except OSError:  # the folder changed while it was read (a run that just finished removes it)
-                    pass
-        return n
-
-    def finished(self, spec: RunSpec, out: Path) -> None:
-        """Count all the tasks of run ``spec`` as done."""
-        with self._lock:
-            self._done.add(spec.folder(out))
-        self._show()
-
-    def _show(self) -> None:
-        if self._bar is None or self._bar.disable:
-            return
-        n = self.count()
-        with self._lock:
-            if n > self._shown:
-                self._bar.update(n - self._shown)
-                self._shown = n
-
-    def _poll(self, stop: threading.Event) -> None:
-        while not stop.wait(PROGRESS_POLL_S):
-            self._show()
-
-    @contextmanager
-    def shown_on(self, bar: tqdm) -> Iterator[_TaskProgress]:
-        """Show the progress on ``bar``; while in the block, a daemon thread counts the kept repetitions (stopped
-        and joined on the way out)."""
-        self._bar = bar
-        stop = threading.Event()
-        thread = None
-        if self._keep and not bar.disable:
-            thread = threading.Thread(target=self._poll, args=(stop,), name="dpkit-batch-progress", daemon=True)
-            thread.start()
-        try:
-            self._show()  # the repetitions an earlier attempt kept
-            yield self
-        finally:
-            stop.set()
-            if thread is not None:
-                thread.join()
 
 
 def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
@@ -546,7 +361,7 @@ def run_manifest(
 
     tasks = _TaskProgress(todo, out)  # a run that keeps its repetitions counts each: its bar moves as they finish
     with tqdm(total=tasks.total, desc=f"batch {m.get('name', '')} tasks", unit="task", disable=not progress) as bar, \
-            tasks.shown_on(bar):
+            tasks.shown_on(bar, poll_s=PROGRESS_POLL_S):
         if todo:
             with batch_client(scheduler, workers) as client:
                 # every worker reads the notebooks and writes the output at our paths (else one line naming it)
