@@ -225,3 +225,34 @@ def test_chunked_answers_equal_the_whole_array_expressions_to_the_bit(precision,
     for chunk in (1, 7, 64, 10_000):
         a, _ = embedding_answers(wl, omega, mu, precision=precision, chunk=chunk)
         assert a.tobytes() == ref.tobytes(), chunk
+
+
+def test_fit_runs_blas_single_threaded_and_gives_the_points_of_one_thread():
+    """Every optimiser step of the relaxed projection runs with one BLAS thread, whatever the caller allows (BLAS's
+    threads on the fit's small products cost several times its time under load), and the points are those of a
+    single-threaded run to the bit."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from dpkit.methods._fit import fit_points
+
+    def blas_threads() -> int:
+        return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=0)
+
+    seen: list[int] = []
+
+    class Spy(FourierStatistic):  # records the BLAS threads of every step
+        def residual_and_grad(self, Y, b):
+            seen.append(blas_threads())
+            return super().residual_and_grad(Y, b)
+
+    g = np.random.default_rng(8)
+    omega = g.standard_normal((64, 3)) / 0.8
+    target = FourierStatistic(omega).mean(g.uniform(-1, 1, (200, 3))) + g.normal(0.0, 0.01, 128)
+    with threadpool_limits(limits=2, user_api="blas"):
+        if blas_threads() < 2:
+            pytest.skip("BLAS runs one thread here: nothing to limit")
+        fit = fit_points(Spy(omega), target, m=30, d=3, rng=np.random.default_rng(1), max_iter=15)
+    assert seen and set(seen) == {1}
+    with threadpool_limits(limits=1, user_api="blas"):
+        ref = fit_points(FourierStatistic(omega), target, m=30, d=3, rng=np.random.default_rng(1), max_iter=15)
+    assert fit.points.tobytes() == ref.points.tobytes() and fit.n_iter == ref.n_iter > 1
