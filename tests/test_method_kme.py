@@ -190,3 +190,69 @@ def test_float64_precision_reproduces_the_plain_evaluation(data, workload):
     assert np.max(np.abs(ra.answers - rb.answers)) <= rb.params["answer_rounding_bound"]
     with pytest.raises(ValueError, match="precision"):
         KMEAnswers(epsilon=EPS, precision="float16")
+
+
+def _plain_embedding_answers(workload, omega, embedding, precision):
+    """The answers as whole-array expressions, block by block of 256 queries (the reference of the chunked loop)."""
+    C, A = workload.centres, workload.alphas
+    Q, J, d = C.shape
+    D = omega.shape[0]
+    out = np.empty(Q)
+    for s in range(0, Q, 256):
+        Z = C[s : s + 256].reshape(-1, d) @ omega.T
+        if precision == "float64":
+            cz, sz = np.cos(Z), np.sin(Z)
+        else:
+            R = (Z - np.rint(Z * (1.0 / (2.0 * math.pi))) * (2.0 * math.pi)).astype(np.float32)
+            cz, sz = np.cos(R).astype(float), np.sin(R).astype(float)
+        vals = (cz @ embedding[:D] + sz @ embedding[D:]) / math.sqrt(D)
+        out[s : s + 256] = np.sum(A[s : s + 256] * vals.reshape(-1, J), axis=1)
+    return out
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("Q, d, D", [(700, 5, 300), (3, 21, 64), (256, 2, 33)])
+def test_chunked_answers_equal_the_whole_array_expressions_to_the_bit(precision, Q, d, D):
+    """The answers do not change a bit with the chunk size of the element-wise steps (the leaderboard's kept
+    repetitions stay reusable): every chunk equals the whole-array evaluation."""
+    from dpkit.methods.kme import embedding_answers
+
+    g = np.random.default_rng(Q + d)
+    wl = GaussianKernelWorkload.generate(Q, d, J=10, sigma=1.5, rng=g)
+    omega = g.standard_normal((D, d)) / 0.3  # |θ| up to ~100: the reduction to [-π, π] matters
+    mu = g.normal(0.0, 0.05, 2 * D)
+    ref = _plain_embedding_answers(wl, omega, mu, precision)
+    for chunk in (1, 7, 64, 10_000):
+        a, _ = embedding_answers(wl, omega, mu, precision=precision, chunk=chunk)
+        assert a.tobytes() == ref.tobytes(), chunk
+
+
+def test_fit_runs_blas_single_threaded_and_gives_the_points_of_one_thread():
+    """Every optimiser step of the relaxed projection runs with one BLAS thread, whatever the caller allows (BLAS's
+    threads on the fit's small products cost several times its time under load), and the points are those of a
+    single-threaded run to the bit."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from dpkit.methods._fit import fit_points
+
+    def blas_threads() -> int:
+        return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=0)
+
+    seen: list[int] = []
+
+    class Spy(FourierStatistic):  # records the BLAS threads of every step
+        def residual_and_grad(self, Y, b):
+            seen.append(blas_threads())
+            return super().residual_and_grad(Y, b)
+
+    g = np.random.default_rng(8)
+    omega = g.standard_normal((64, 3)) / 0.8
+    target = FourierStatistic(omega).mean(g.uniform(-1, 1, (200, 3))) + g.normal(0.0, 0.01, 128)
+    with threadpool_limits(limits=2, user_api="blas"):
+        if blas_threads() < 2:
+            pytest.skip("BLAS runs one thread here: nothing to limit")
+        fit = fit_points(Spy(omega), target, m=30, d=3, rng=np.random.default_rng(1), max_iter=15)
+    assert seen and set(seen) == {1}
+    with threadpool_limits(limits=1, user_api="blas"):
+        ref = fit_points(FourierStatistic(omega), target, m=30, d=3, rng=np.random.default_rng(1), max_iter=15)
+    assert fit.points.tobytes() == ref.points.tobytes() and fit.n_iter == ref.n_iter > 1

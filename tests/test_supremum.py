@@ -81,6 +81,27 @@ def test_gradient_matches_central_differences():
         assert np.abs(G).max() > 1e-3  # not a vacuous comparison
 
 
+
+def test_random_feature_value_and_gradient_at_once_are_the_bits_of_value_and_gradient():
+    """The search asks the released answer function for value and gradient together (Ωc, cos and sin once): the
+    same numbers, to the bit, as the two separate calls, hence the same supremum search (the leaderboard's kept
+    class suprema stay valid)."""
+    import dataclasses
+
+    X, _ = _setup(3)
+    g = np.random.default_rng(4)
+    omega = g.standard_normal((300, 3)) / 0.7
+    mu = g.uniform(-0.05, 0.05, size=600)
+    af = random_feature_answers(omega, mu)
+    C = g.uniform(-1.0, 1.0, size=(33, 3))
+    v, gr = af.value_and_gradient(C)
+    assert v.tobytes() == af.value(C).tobytes() and gr.tobytes() == af.gradient(C).tobytes()
+    apart = dataclasses.replace(af, value_and_gradient=None)
+    r1 = class_supremum(X, af, 0.7, rng=3, n_random_starts=32, n_data_starts=16, n_synthetic_starts=0)
+    r2 = class_supremum(X, apart, 0.7, rng=3, n_random_starts=32, n_data_starts=16, n_synthetic_starts=0)
+    assert r1.sup_abs == r2.sup_abs and r1.witness.tobytes() == r2.witness.tobytes()
+    assert r1.n_gradients == r2.n_gradients > 0
+
 def test_ascent_matches_refined_fine_grid_d2():
     X, db = _setup(2)
     sigma = 0.3

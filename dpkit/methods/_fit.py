@@ -179,7 +179,12 @@ def fit_points(stat: PointStatistic, target: np.ndarray, *, m: int, d: int, rng:
 
     The start is Y₀ ~ U[-1, 1]^{m×d} from ``rng`` (data-independent); the result depends only on
     ``target``, ``rng`` and the public sizes, hence is post-processing of the release of ``target``.
+    BLAS runs single-threaded meanwhile (threadpoolctl): the products of a step are small (m × d × K), where
+    BLAS's own threads only cost synchronisation, several times the fit's time beside other load, with the same
+    points to the bit (docs/performance_notes.md).
     """
+    from threadpoolctl import threadpool_limits
+
     a = np.asarray(target, dtype=float)
 
     def loss_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:  # m² L(Y) = ‖Σ_i S(y_i) − m â‖² and its gradient
@@ -187,7 +192,8 @@ def fit_points(stat: PointStatistic, target: np.ndarray, *, m: int, d: int, rng:
         return float(e @ e), grad.ravel()
 
     y0 = rng.uniform(-1.0, 1.0, size=m * d)
-    res = minimize(loss_grad, y0, jac=True, method="L-BFGS-B", bounds=Bounds(np.full(m * d, -1.0), np.full(m * d, 1.0)),
-                   options={"maxiter": int(max_iter)})
+    with threadpool_limits(limits=1, user_api="blas"):
+        res = minimize(loss_grad, y0, jac=True, method="L-BFGS-B",
+                       bounds=Bounds(np.full(m * d, -1.0), np.full(m * d, 1.0)), options={"maxiter": int(max_iter)})
     pts = np.clip(res.x.reshape(m, d), -1.0, 1.0)
     return FitResult(points=pts, loss=float(res.fun) / m**2, n_iter=int(res.nit), message=str(res.message))

@@ -57,13 +57,24 @@ def kernel_values(points: np.ndarray, centres: np.ndarray, alphas: np.ndarray, s
     C = np.asarray(centres, dtype=float)
     A = np.asarray(alphas, dtype=float)
     Q, J, d = C.shape
+    m = P.shape[0]
     p2 = np.sum(P * P, axis=1)
-    out = np.empty((Q, P.shape[0]))
+    out = np.empty((Q, m))
     s2 = 2.0 * float(sigma) ** 2
-    block = max(1, int(block_entries) // max(1, J * P.shape[0]))
+    block = max(1, int(block_entries) // max(1, J * m))
+    rows = min(block, Q) * J
+    # two reused buffers for the element-wise steps of
+    # exp(−max(‖c‖² + ‖p‖² − (2c)·p, 0)/s2): the same operations, in the same order, as the whole-array expression
+    cross_buf, dist_buf = np.empty((rows, m)), np.empty((rows, m))
     for s in range(0, Q, block):
         Cb = C[s : s + block].reshape(-1, d)
-        dist2 = np.maximum(np.sum(Cb * Cb, axis=1)[:, None] + p2[None, :] - 2.0 * Cb @ P.T, 0.0)
-        K = np.exp(-dist2 / s2).reshape(-1, J, P.shape[0])
-        out[s : s + block] = np.einsum("qj,qjm->qm", A[s : s + block], K)
+        cross, K = cross_buf[: Cb.shape[0]], dist_buf[: Cb.shape[0]]
+        np.matmul(2.0 * Cb, P.T, out=cross)
+        np.add(np.sum(Cb * Cb, axis=1)[:, None], p2[None, :], out=K)
+        np.subtract(K, cross, out=K)
+        np.maximum(K, 0.0, out=K)
+        np.negative(K, out=K)
+        np.divide(K, s2, out=K)
+        np.exp(K, out=K)
+        out[s : s + block] = np.einsum("qj,qjm->qm", A[s : s + block], K.reshape(-1, J, m))
     return out
