@@ -285,7 +285,7 @@ def leaderboard_page(src: Path, board_file: Path) -> None:
              "`make leaderboard` at full size: every method, 5 data sets × 5 σ × 30 repetitions, ε = 1, δ = 10⁻³). "
              "Each cell's winner is chosen on the even repetitions and judged on the odd ones, so its interval is "
              "not flattered by the choice; it is better than the thesis when its whole interval lies below the "
-             "printed number (taken as ±0.0005), with Holm's correction at the stated false-alarm budget across the "
+             "printed number (every value that rounds to it), with Holm's correction at the stated false-alarm budget across the "
              "cells of a table (`dpkit.experiments.board_stats`). Non-private references stay on the board, marked, "
              "and never count.", ""]
     if not board_file.is_file():

@@ -49,14 +49,23 @@ def clean_record(rec: Any) -> dict[str, Any]:
     return out
 
 
+class _OneRepetition:
+    """A repetition executor (``run_cells``' ``workers``) that computes repetition ``rep`` alone, in this process."""
+
+    def __init__(self, rep: int) -> None:
+        self.rep = rep
+        self.records: list[Any] = []
+
+    def __call__(self, job: Any, reps: int, *, keep: Any, label: str, finished: Any, arrived: Any) -> None:
+        self.records, _seconds = job.run(self.rep)
+
+
 def record(dataset: str, rep: int, sigmas: list[float], methods: list[str]) -> dict[str, Any]:
     """Repetition ``rep`` of notebook 45's job on ``dataset``: ``{"settings", "records", "seconds"}``."""
     import dpkit
-    from dpkit.core.rng import spawn_seeds
     from dpkit.data import load_available
     from dpkit.experiments.leaderboard import board_methods
-    from dpkit.experiments.parallel import _CellsJob
-    from dpkit.experiments.records import cell_seed, shared_seed, width_independent
+    from dpkit.experiments.protocol import run_cells
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # data-derived steps, as notebook 45
@@ -65,14 +74,14 @@ def record(dataset: str, rep: int, sigmas: list[float], methods: list[str]) -> d
         raise SystemExit(f"record_identity: data set {dataset!r} not available: {missing.get(dataset, 'unknown')}")
     X = np.asarray(datasets[dataset].X, dtype=float)
     named = board_methods(methods, epsilon=EPSILON, delta=DELTA)
-    reps = rep + 1  # child `rep` of the cell's SeedSequence is the same whatever the number of children
-    job = _CellsJob(X=X, named=named, shared={n for n, m in named.items() if width_independent(m, sigmas)},
-                    configured={s: {n: m.at_width(s) for n, m in named.items()} for s in sigmas}, sigmas=sigmas,
-                    cell_reps=[spawn_seeds(cell_seed(SEED, dataset, s), reps) for s in sigmas],
-                    shared_reps=spawn_seeds(shared_seed(SEED, dataset), reps), n_queries=N_QUERIES, J=J,
-                    supremum="cube")
+    # run_cells builds notebook 45's job; an executor (dpkit.experiments.parallel.RepetitionExecutor) that computes
+    # only repetition `rep` hands it over. Child `rep` of a cell's SeedSequence is the same whatever the number of
+    # children, so `rep + 1` repetitions give repetition `rep` of the full board.
+    only = _OneRepetition(rep)
     t0 = time.perf_counter()
-    records, _ = job.run(rep)
+    run_cells(X, methods=named, sigmas=sigmas, reps=rep + 1, seed=SEED, dataset=dataset, n_queries=N_QUERIES, J=J, workers=only,
+              supremum="cube")
+    records = only.records
     seconds = time.perf_counter() - t0
     settings = {"dataset": dataset, "rep": rep, "sigmas": list(sigmas), "methods": list(named), "n_queries": N_QUERIES,
                 "J": J, "seed": SEED, "epsilon": EPSILON, "delta": DELTA}
