@@ -20,7 +20,7 @@ def _pattern(rep: int) -> float:
 
 def records_for(rows: list[dict[str, Any]], *, reps: int = 8, spread: float = 1e-5) -> pd.DataFrame:
     """The records table of ``reps`` (a multiple of 4) repetitions per row, ``mean ± spread·mean`` for ``abs``,
-    ``rel`` and (where the row has one) ``sup_abs``; time and spends are the row's."""
+    ``rel`` and (where the row has one) ``sup_abs``; time, spends, error bound and support size are the row's."""
     assert reps % 4 == 0
     out = []
     for r in rows:
@@ -32,7 +32,9 @@ def records_for(rows: list[dict[str, Any]], *, reps: int = 8, spread: float = 1e
                         "delta_spent": float(r.get("delta_spent", 0.0)), "abs": r["abs_mean"] * f,
                         "rel": r["rel_mean"] * f,
                         "sup_abs": math.nan if sup is None or pd.isna(sup) else float(sup) * f,
-                        "centre_abs": math.nan, "time_s": float(r.get("time_s", 0.1)), "seeds": None, "run_seed": 0,
+                        "centre_abs": math.nan, "time_s": float(r.get("time_s", 0.1)),
+                        "error_bound": float(r.get("error_bound", 1e-7)),
+                        "support_size": int(r.get("support_median", 0)), "seeds": None, "run_seed": 0,
                         "n_queries": 300, "J": 10, "budget_epsilon": 1.0, "budget_delta": 1e-3})
     return check_records(pd.DataFrame(out, columns=list(COLUMNS)).astype(COLUMNS), source="records_for")
 

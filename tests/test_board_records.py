@@ -25,9 +25,10 @@ from dpkit.experiments.records import RunRecord
 PROTOCOL = dict(run_seed=0, n_queries=10_000, J=10, epsilon=1.0, delta=1e-3)
 
 
-def _record(rep=0, method="m", sigma=2.0, abs_=0.1, sup=None, **extra):
+def _record(rep=0, method="m", sigma=2.0, abs_=0.1, sup=None, *, support_size=3, error_bound=0.0, **extra):
     base = dict(rep=rep, method=method, privacy="ε-DP", sigma=sigma, abs=abs_, rel=0.5, time_s=0.2, timings={},
-                support_size=3, eps_spent=1.0, delta_spent=0.0, error_bound=0.0, params={}, ledger={}, sup_abs=sup)
+                support_size=support_size, eps_spent=1.0, delta_spent=0.0, error_bound=error_bound, params={},
+                ledger={}, sup_abs=sup)
     return SimpleNamespace(**base, **extra) if extra else RunRecord(**base)
 
 
@@ -47,6 +48,14 @@ def test_centre_abs_and_seeds_are_taken_where_a_record_has_them():
     df = records_frame([_record(centre_abs=0.07, seeds=seeds)], dataset="CTG", **PROTOCOL)
     assert df["centre_abs"].tolist() == [0.07]
     assert json.loads(df["seeds"].iloc[0]) == {"workload": [1, 2, 3], "method": [4, 5]}
+
+
+def test_each_row_carries_its_records_numerical_bound_and_support_size():
+    """``error_bound`` and ``support_size`` are the record's own (the board's method rows take their maximum and
+    median), not a constant of the table."""
+    recs = [_record(0, "a", error_bound=3e-7, support_size=1200), _record(0, "b", error_bound=0.0, support_size=0)]
+    df = records_frame(recs, dataset="WDBC", **PROTOCOL)
+    assert df["error_bound"].tolist() == [3e-7, 0.0] and df["support_size"].tolist() == [1200, 0]
 
 
 def test_a_duplicated_key_is_refused():

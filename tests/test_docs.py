@@ -60,7 +60,8 @@ def _records():
                 rows.append({"dataset": ds, "sigma": 4.0, "rep": rep, "method": method, "privacy": privacy,
                              "eps_spent": 1.0, "delta_spent": 0.0 if privacy == "ε-DP" else 1e-3,
                              "abs": 0.05 / (i + 1) + wiggle, "rel": 0.1 / (i + 1) + wiggle,
-                             "sup_abs": 0.2 / (i + 1), "centre_abs": 0.03 / (i + 1), "time_s": 1.0, "seeds": "{}",
+                             "sup_abs": 0.2 / (i + 1), "centre_abs": 0.03 / (i + 1), "time_s": 1.0, "error_bound": 1e-7,
+                             "support_size": 500 * (i + 1), "seeds": "{}",
                              "run_seed": 0, "n_queries": 10_000, "J": 10, "budget_epsilon": 1.0,
                              "budget_delta": 1e-3})
     return check_records(pd.DataFrame(rows, columns=list(COLUMNS)).astype(COLUMNS), source="test records")

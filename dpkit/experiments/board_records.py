@@ -9,7 +9,9 @@ one (:func:`dpkit.batch.board_files.gather_records`) with its provenance
 (:func:`write_records`).
 
 Besides the numbers of a release (the worst absolute and relative error, the class supremum ``sup_abs`` and the
-error at the data's centre ``centre_abs`` where recorded, the (ε, δ) spent, the release time), every row carries
+worst single centre of the workload ``centre_abs`` where recorded, the (ε, δ) spent, the release time, the proven
+bound ``error_bound`` on the numerical error of the worst errors, and the synthetic database's ``support_size``, 0
+for released answers), every row carries
 the protocol of its run (``run_seed``, ``n_queries``, ``J`` and the board's budget ``budget_epsilon``,
 ``budget_delta``): with them a new method is run on the very same workloads (``python -m dpkit.batch board-add``).
 ``seeds`` is the record's own seeds, as a JSON string (null where the record has none).
@@ -44,6 +46,8 @@ COLUMNS: dict[str, str] = {
     "sup_abs": "float64",
     "centre_abs": "float64",
     "time_s": "float64",
+    "error_bound": "float64",
+    "support_size": "int64",
     "seeds": "object",
     "run_seed": "int64",
     "n_queries": "int64",
@@ -109,7 +113,8 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
             "abs": float(_field(r, "abs")), "rel": float(_field(r, "rel")),
             "sup_abs": float("nan") if sup is None else float(sup),
             "centre_abs": float("nan") if centre is None else float(centre),
-            "time_s": float(_field(r, "time_s")), "seeds": _seeds_json(_field(r, "seeds")),
+            "time_s": float(_field(r, "time_s")), "error_bound": float(_field(r, "error_bound")),
+            "support_size": int(_field(r, "support_size")), "seeds": _seeds_json(_field(r, "seeds")),
             "run_seed": int(run_seed), "n_queries": int(n_queries), "J": int(J),
             "budget_epsilon": float(epsilon), "budget_delta": float(delta),
         })

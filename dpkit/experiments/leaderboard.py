@@ -237,8 +237,8 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
 
 #: The keys of :func:`method_rows`: the summary of a method's repetitions that the records table holds.
 METHOD_ROW_KEYS = ("dataset", "sigma", "method", "privacy", "private", "abs_mean", "abs_std", "abs_min", "abs_max",
-                   "rel_mean", "rel_std", "time_s", "time_max_s", "eps_spent", "delta_spent", "reps", "sup_abs_mean",
-                   "sup_abs_std", "sup_abs_max")
+                   "rel_mean", "rel_std", "time_s", "time_max_s", "eps_spent", "delta_spent", "error_bound", "support_median", "reps",
+                   "sup_abs_mean", "sup_abs_std", "sup_abs_max")
 
 
 def _sd(s: pd.Series) -> float:
@@ -250,7 +250,9 @@ def method_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
     (data set, σ, method) in that order (methods by name) with the :data:`METHOD_ROW_KEYS`, computed as
     :func:`dpkit.experiments.baselines.baseline_rows` computes them from the run's records (the same numbers from
     the same repetitions): mean, standard deviation, minimum and maximum of the worst absolute and relative errors,
-    mean and worst release time, the largest ledger spends, the repetitions, and the class supremum's mean, standard
+    mean and worst release time, the largest ledger spends, the largest proven numerical error bound of the worst
+    errors (``error_bound``), the median support size of the synthetic databases (``support_median``; 0 for
+    released answers), the repetitions, and the class supremum's mean, standard
     deviation and maximum over the repetitions that have one (``None`` where none has).
 
     Raises
@@ -259,7 +261,7 @@ def method_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
         For a records table without a needed column, or a method with two privacy classes in one cell (named).
     """
     need = ["dataset", "sigma", "rep", "method", "privacy", "abs", "rel", "sup_abs", "time_s", "eps_spent",
-            "delta_spent"]
+            "delta_spent", "error_bound", "support_size"]
     missing = [c for c in need if c not in records.columns]
     if missing:
         raise ValueError(f"records: missing column(s) {missing} (a leaderboard records table, "
@@ -280,6 +282,7 @@ def method_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
             "rel_mean": float(g["rel"].mean()), "rel_std": _sd(g["rel"]),
             "time_s": float(g["time_s"].mean()), "time_max_s": float(g["time_s"].max()),
             "eps_spent": float(g["eps_spent"].max()), "delta_spent": float(g["delta_spent"].max()),
+            "error_bound": float(g["error_bound"].max()), "support_median": float(g["support_size"].median()),
             "reps": int(len(g)),
             "sup_abs_mean": float(sup.mean()) if len(sup) else None, "sup_abs_std": _sd(sup) if len(sup) else None,
             "sup_abs_max": float(sup.max()) if len(sup) else None,

@@ -27,7 +27,7 @@ HEADERS: dict[str, str] = {
     "delta_spent": r"$\delta$ spent", "epsilon": r"$\varepsilon$", "delta": r"$\delta$", "param": "parameter",
     "value": "value", "win_abs": "abs.", "win_rel": "rel.", "error": "error", "runner_up": "runner-up",
     "runner_up_abs": "runner-up abs.", "reference_abs": "non-private abs.", "method_rel": "method (rel.)",
-    "support_median": "support",
+    "support_median": "support", "error_bound": "numerical bound",
     # the board's intervals and verdicts (dpkit.experiments.leaderboard.leaderboard_rows)
     "abs_est": "judged abs.", "abs_ci_low": "abs. CI low", "abs_ci_high": "abs. CI high", "abs_level": "abs. level",
     "verdict_abs": "verdict abs.", "rel_est": "judged rel.", "rel_ci_low": "rel. CI low", "rel_ci_high": "rel. CI high",
