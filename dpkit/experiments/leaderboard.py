@@ -237,8 +237,8 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
 
 #: The keys of :func:`method_rows`: the summary of a method's repetitions that the records table holds.
 METHOD_ROW_KEYS = ("dataset", "sigma", "method", "privacy", "private", "abs_mean", "abs_std", "abs_min", "abs_max",
-                   "rel_mean", "rel_std", "time_s", "time_max_s", "eps_spent", "delta_spent", "error_bound", "support_median", "reps",
-                   "sup_abs_mean", "sup_abs_std", "sup_abs_max")
+                   "rel_mean", "rel_std", "time_s", "time_max_s", "eps_spent", "delta_spent", "error_bound",
+                   "support_median", "reps", "sup_abs_mean", "sup_abs_std", "sup_abs_max")
 
 
 def _sd(s: pd.Series) -> float:
