@@ -163,6 +163,23 @@ def test_status_counts_kept_and_running_repetitions(tmp_path):
     assert "repetition task(s) running" not in format_status(batch_status(m))  # released: none running
 
 
+def test_status_pace_is_the_recorded_compute_time_not_the_gaps_an_adoption_wrote(tmp_path):
+    """An adoption writes every kept repetition again at once, so their file times no longer say how long a
+    repetition takes (the median gap is then 0): the pace is the median compute time the files record."""
+    import os
+
+    from dpkit.batch.status import _kept
+    from dpkit.experiments.checkpoint import RepetitionCheckpoint
+
+    ck = RepetitionCheckpoint(tmp_path / "WDBC", {"dataset": "WDBC"})
+    for i, seconds in enumerate((290.0, 300.0, 310.0)):
+        ck.save(i, [], seconds=seconds)
+    for p in (tmp_path / "WDBC").glob("rep-*.pkl"):
+        os.utime(p, (1_000_000.0, 1_000_000.0))  # written in the same second, as by an adoption
+    kept, last, pace = _kept(tmp_path)
+    assert kept == {"WDBC": 3} and last == 1_000_000.0 and pace == 300.0
+
+
 # --------------------------------------------------------------------------- a real cluster
 LEADERBOARD = {"QUICK": False, "SEED": 0, "REPS": 4, "N_QUERIES": 300, "SIGMAS": [2.0, 4.0],
                "METHODS": ["trig-I", "marginals-histogram", "direct-gaussian"]}

@@ -2,16 +2,17 @@
 repetitions a long run has kept so far (``python -m dpkit.batch status MANIFEST``).
 
 It only reads: run records (``run.json``), checkpoint folders (:mod:`dpkit.experiments.checkpoint`, via
-their file names and times) and the run locks, tested without waiting (a lock held by a live process is a
-run in progress; the kernel drops the lock of a dead one), and the repetition locks of the repetitions computed
-as Dask tasks (:mod:`dpkit.batch.repetitions`: a held one is a task running now). Nothing is started, moved or
-removed. Besides the runs it counts the repetitions: kept, running and in all (``REPS`` × data sets, where the
-manifest names them).
+their file names and times and the compute time each kept repetition recorded) and the run locks, tested without
+waiting (a lock held by a live process is a run in progress; the kernel drops the lock of a dead one), and the
+repetition locks of the repetitions computed as Dask tasks (:mod:`dpkit.batch.repetitions`: a held one is a task
+running now). Nothing is started, moved or removed. Besides the runs it counts the repetitions: kept, running and in
+all (``REPS`` × data sets, where the manifest names them).
 """
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,18 +84,37 @@ def _held(lock_path: Path) -> str | None:
     return lock.holder()
 
 
+def _recorded_seconds(path: Path) -> float | None:
+    """The compute time a kept repetition recorded (``None`` for a file from before times were recorded)."""
+    try:
+        with path.open("rb") as fh:
+            seconds = pickle.load(fh).get("seconds")
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+        return None
+    return None if seconds is None else float(seconds)
+
+
 def _kept(folder: Path) -> tuple[dict[str, int], float | None, float | None]:
+    """Repetitions kept per data set, the time of the last one written, and the pace: the median compute time the
+    kept repetitions recorded, else (files without it) the median gap between their write times. The recorded times
+    come first because an adoption writes every kept file again at once (the gaps are then zero)."""
     if not folder.is_dir():
         return {}, None, None
     kept: dict[str, int] = {}
     times: list[float] = []
+    seconds: list[float | None] = []
     for p in repetition_files(folder):
         name = p.parent.name if p.parent != folder else "."
         kept[name] = kept.get(name, 0) + 1
         times.append(p.stat().st_mtime)
+        seconds.append(_recorded_seconds(p))
     times.sort()
-    gaps = sorted(b - a for a, b in zip(times, times[1:]))
-    pace = gaps[len(gaps) // 2] if gaps else None
+    recorded = sorted(s for s in seconds if s is not None)
+    if recorded and len(recorded) == len(seconds):
+        pace: float | None = recorded[len(recorded) // 2]
+    else:
+        gaps = sorted(b - a for a, b in zip(times, times[1:]))
+        pace = gaps[len(gaps) // 2] if gaps else None
     return kept, (times[-1] if times else None), pace
 
 
@@ -164,10 +184,10 @@ def format_status(statuses: list[RunStatus]) -> str:
             if s.last_kept is not None:
                 text += f", the last at {time.strftime('%H:%M:%S', time.localtime(s.last_kept))}"
             if s.seconds_per_repetition is not None:
-                text += f", about {s.seconds_per_repetition / 60:.1f} min per repetition"
+                text += f", about {s.seconds_per_repetition / 60:.1f} min of compute per repetition"
                 if isinstance(reps, int) and s.state == "running":
                     left = sum(max(reps - v, 0) for v in s.kept.values())
-                    text += f" (about {left * s.seconds_per_repetition / 60:.0f} min to go for the data started)"
+                    text += f" (about {left * s.seconds_per_repetition / 60:.0f} min of compute to go for the data started)"
         if s.running:
             text += f"; {sum(s.running.values())} repetition task(s) running (" + ", ".join(
                 f"{k} {v}" for k, v in s.running.items()) + ")"
