@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-add status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish board-add status false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -127,6 +127,13 @@ leaderboard: $(STAMP) ## the leaderboard at full size (every method, AIM include
 leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its own manifest), into the leaderboard's folder, assembled
 	$(BIN)/python -m dpkit.batch run notebooks/manifests/leaderboard_aim.yaml $(AIM_BATCH) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --paper-figures
+
+# board-publish: the assembled board's records.parquet and provenance.json (results/batch/leaderboard/assembled, from
+# make leaderboard) copied to data/leaderboard/ for committing, and the README's board block rewritten from them; an
+# existing published board is replaced only with REPLACE=1 (otherwise exit 2 before anything is written)
+board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/leaderboard/ and rewrite the README's board block [REPLACE=1]
+	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --publish $(if $(filter 1,$(REPLACE)),--replace,)
+	$(BIN)/python docs/readme_board.py
 
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never

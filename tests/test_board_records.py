@@ -226,3 +226,27 @@ def test_runs_without_any_records_are_named_and_nothing_is_assembled_or_publishe
     assert not (tmp_path / "batch" / "assembled").exists()
     assert main(["leaderboard", str(tmp_path / "batch"), "--publish", str(tmp_path / "pub")]) == 2
     assert not (tmp_path / "pub").exists()
+
+
+def test_make_board_publish_publishes_the_assembled_board_then_rewrites_the_readme_block():
+    """``make board-publish``'s recipe (dry run: it would write data/leaderboard/ and README.md of this clone):
+    the assembler with ``--publish`` (``--replace`` only with REPLACE=1), then ``docs/readme_board.py``."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which("make") is None:
+        pytest.skip("GNU make is not installed")
+    root = Path(__file__).resolve().parents[1]
+
+    def recipe(*args: str) -> list[str]:
+        out = subprocess.run(["make", "-n", "-C", str(root), "-o", ".venv/.dpkit-installed",
+                              f"BIN={Path(sys.executable).parent}", "board-publish", *args],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        return [line for line in out.splitlines() if line.strip() and not line.startswith("make")]
+
+    plain, replace = recipe(), recipe("REPLACE=1")
+    assert len(plain) == 2 and "-m dpkit.batch.assemble leaderboard results/batch/leaderboard --publish" in plain[0]
+    assert "--replace" not in plain[0] and plain[1].endswith("docs/readme_board.py")
+    assert replace[0].rstrip().endswith("--publish --replace") and replace[1] == plain[1]
