@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import heapq
 import json
 import os
 import pickle
@@ -37,26 +36,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpkit.batch.projection import list_schedule, project
+
 __all__ = ["list_schedule", "project", "main"]
 
 #: Tables 3.2/3.3's parameters (notebook 20's defaults)
 TABLE_PARAMS = dict(epsilon=1.0, delta=1e-3, C=10_000, R=50, k=2, n_iter=10, kappa=7.0)
-
-
-def list_schedule(durations: Sequence[float], workers: int) -> float:
-    """The makespan of the greedy longest-first list schedule of ``durations`` on ``workers`` identical workers."""
-    loads = [0.0] * int(workers)
-    heapq.heapify(loads)
-    for d in sorted(durations, reverse=True):
-        heapq.heapreplace(loads, loads[0] + float(d))
-    return max(loads) if durations else 0.0
-
-
-def project(durations: Sequence[float], workers: Sequence[int]) -> list[dict[str, float]]:
-    """Per worker count: the lower bound, the longest-first list schedule and Graham's bound (module docstring)."""
-    total, longest = float(sum(durations)), float(max(durations, default=0.0))
-    return [{"workers": int(w), "lower_bound_s": max(longest, total / w), "list_schedule_s": list_schedule(durations, w),
-             "graham_bound_s": total / w + longest * (1 - 1 / w)} for w in workers]
 
 
 @contextlib.contextmanager

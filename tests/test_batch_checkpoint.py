@@ -73,6 +73,7 @@ def test_a_failed_run_keeps_its_repetitions_and_the_next_batch_resumes(tmp_path)
     assert not keep.exists()  # removed once the results are in place
     ck = json.loads((Path(r2["folder"]) / "run.json").read_text())["checkpoint"]
     assert ck["resumed_repetitions"] == 2 and ck["repetitions"] == 4 and ck["compute_s"] > 0
+    assert len(ck["repetition_s"]) == 4 and abs(sum(ck["repetition_s"]) - ck["compute_s"]) < 1e-2  # rounded to ms
     # the same numbers as one uninterrupted run (no marker: never fails, no checkpoint needed)
     ref_m, _ = _setup(tmp_path / "ref", marker=False)
     [ref] = batch.run_manifest(ref_m, scheduler="sync")

@@ -337,14 +337,32 @@ def test_a_repetition_task_whose_worker_dies_reruns_alone(tmp_path, processes): 
 
 
 def test_the_scaling_benchmarks_projection():
-    """benchmarks/dask_scaling.py's projection: longest-first list schedule, lower bound and Graham's bound."""
-    from benchmarks.dask_scaling import list_schedule, project
+    """The projection (dpkit.batch.projection, which benchmarks/dask_scaling.py prints): longest-first list schedule,
+    lower bound and Graham's bound."""
+    from dpkit.batch.projection import list_schedule, project
 
     assert list_schedule([3, 3, 2, 2, 2], 2) == 7  # longest-first is not optimal here (6: 3+3 | 2+2+2)
     assert list_schedule([5, 1, 1], 8) == 5 and list_schedule([], 4) == 0
     [p2, p64] = project([3, 3, 2, 2, 2], [2, 64])
     assert p2 == {"workers": 2, "lower_bound_s": 6.0, "list_schedule_s": 7.0, "graham_bound_s": 6.0 + 3 * 0.5}
     assert p64["lower_bound_s"] == p64["list_schedule_s"] == 3.0  # the longest task is the critical path
+    with pytest.raises(ValueError, match="workers must be an integer ≥ 1"):
+        list_schedule([1.0], 0)
+
+
+def test_run_durations_and_the_projection_table():
+    """Every kept repetition's recorded time is a task; a run without kept repetitions is one task of its wall
+    time; a run that kept repetitions without recording their times gives no projection (never a partial one)."""
+    from dpkit.batch.projection import projection_markdown, run_durations
+
+    runs = [{"checkpoint": {"repetitions": 2, "repetition_s": [60.0, 120.0]}, "wall_time_s": 200.0},
+            {"checkpoint": None, "wall_time_s": 30.0}]
+    assert run_durations(runs) == [60.0, 120.0, 30.0]
+    assert run_durations([{"checkpoint": {"repetitions": 2, "compute_s": 180.0}}]) is None  # older run.json
+    assert run_durations([{"checkpoint": {"repetitions": 2, "repetition_s": [60.0, None]}}]) is None
+    text = projection_markdown(run_durations(runs))
+    assert "from 3 measured tasks" in text and "| 2 | 2 min | 2 min | 3 min |" in text, text
+    assert projection_markdown(None).startswith("No projection")
 
 
 def test_each_embedding_is_fitted_once_per_sigma_before_the_repetitions_start(tmp_path, monkeypatch):

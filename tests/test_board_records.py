@@ -130,7 +130,8 @@ def _runs(root, *, with_records=("aaa", "bbb"), duplicate=False):
         (d / "run.json").write_text(json.dumps({"status": "ok", "key": None, "notebook_sha256": f"nb-{key}",
                                                 "parameters": {"SIGMAS": [sigma], "OUTPUT_DIR": str(d)},
                                                 "wall_time_s": 12.0, **({"checkpoint": {
-                                                    "repetitions": 4, "resumed_repetitions": 2, "compute_s": 100.5}}
+                                                    "repetitions": 4, "resumed_repetitions": 2, "compute_s": 100.5,
+                                                    "repetition_s": [25.0, 25.5, 25.0, 25.0]}}
                                                     if key == "aaa" else {})}))
         rows = [_row("m1", "ε-DP", 0.03, sigma=sigma), _row("m2", "(ε,δ)-DP", 0.02, sigma=sigma)]
         (d / "metrics.json").write_text(json.dumps({"checks": [], "table": [], "method_rows": rows,
@@ -156,8 +157,14 @@ def test_assembler_gathers_the_runs_records_with_their_provenance(tmp_path, caps
         ("aaa", "nb-aaa", "abc"), ("bbb", "nb-bbb", "abc")]
     assert "OUTPUT_DIR" not in prov["runs"][0]["parameters"]
     # what the board cost: the repetitions' compute over every attempt for a checkpointed run, else its wall time
-    assert prov["runs"][0]["checkpoint"] == {"repetitions": 4, "resumed_repetitions": 2, "compute_s": 100.5}
+    assert prov["runs"][0]["checkpoint"] == {"repetitions": 4, "resumed_repetitions": 2, "compute_s": 100.5,
+                                             "repetition_s": [25.0, 25.5, 25.0, 25.0]}
     assert prov["compute_s"] == 100.5 + 12.0
+    # the projection: five tasks (four repetitions and a run without a checkpoint), 112.5 s in all, the longest 25.5 s
+    p2, p8, p64 = prov["projection"]
+    assert (p2["workers"], p2["lower_bound_s"], p2["list_schedule_s"]) == (2, 56.25, 62.0)  # 25+25+12 | 25.5+25
+    assert p8["lower_bound_s"] == p64["lower_bound_s"] == p64["list_schedule_s"] == 25.5
+    assert "Projected wall time from 5 measured tasks" in (out / "leaderboard_runs.md").read_text()
     assert "16 per-repetition records" in capsys.readouterr().out
 
 

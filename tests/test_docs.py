@@ -361,12 +361,15 @@ def test_the_readme_board_block_is_the_script_s_output(tmp_path):
     assert no_prov.returncode == 2 and "provenance.json" in no_prov.stderr  # a published board has its provenance
     assert readme.read_text() == (ROOT / "README.md").read_text()
     write_provenance({"date": "2026-11-27T18:00:00+00:00", "dpkit_version": "0.9", "git": {"commit": "0123456789abcdef"},
-                      "machine": {"cpu_count": 2, "platform": "Linux-x86_64"}, "runs": [{}, {}], "compute_s": 27000.0},
+                      "machine": {"cpu_count": 2, "platform": "Linux-x86_64"}, "runs": [{}, {}], "compute_s": 27000.0,
+                      "projection": [{"workers": 2, "list_schedule_s": 13560.0}, {"workers": 8, "list_schedule_s": 3420.0},
+                                     {"workers": 64, "list_schedule_s": 460.0}]},
                      tmp_path / "provenance.json")
     assert subprocess.run(script + ["--records", str(records)], env=env, capture_output=True).returncode == 0
     text = readme.read_text()
     assert ("Assembled 2026-11-27 by dpkit 0.9 at 0123456789ab from 2 run(s): 7.5 h of compute on 2 CPU(s) "
-            "(Linux-x86_64).") in text
+            "(Linux-x86_64). Its repetitions, scheduled longest first on 2/8/64 workers: 226/57/8 min of wall time "
+            "(start-up and assembly not included).") in text
     assert "`kme-synthetic` 0.017 [0.016, 0.019] (0.026) better" in text and "better than the thesis in" in text.lower()
     assert subprocess.run(script + ["--records", str(records), "--check"], env=env).returncode == 0
     assert text.split("<!-- board:end -->")[1] == (ROOT / "README.md").read_text().split("<!-- board:end -->")[1]

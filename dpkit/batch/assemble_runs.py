@@ -5,7 +5,8 @@ The batch runner writes one folder per run (``<output>/<notebook>/<key>/``, with
 run, ``metrics.json``). :func:`rows_from_runs` gathers the rows of every finished run (one cell computed by two runs
 is an error), :func:`failed_runs` names the runs that did not finish or cannot be read, :func:`unavailable_runs` the
 runs recorded as unavailable (their data sets are documented as possibly unavailable offline), and
-:func:`run_times_markdown` tabulates the finished runs' wall times and fingerprints. :mod:`dpkit.batch.assemble`
+:func:`run_times_markdown` tabulates the finished runs' wall times and fingerprints and projects their repetitions on
+more workers. :mod:`dpkit.batch.assemble`
 builds the assembled tables and the leaderboard on them and re-exports these names.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dpkit.batch.projection import projection_markdown, run_durations
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 
 __all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown"]
@@ -113,23 +115,26 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
 
     Columns: the run's ``DATASETS`` (and its ``METHODS`` when it names them), its wall time (the attempt that
     finished), its compute time over all attempts and the repetitions it resumed (``run.json`` ``checkpoint``, for a
-    run that kept repetitions), and the notebook fingerprint it ran with; then one line per run that did not finish.
+    run that kept repetitions), and the notebook fingerprint it ran with; then the wall time projected on 2, 8 and
+    64 workers from the repetitions' recorded times (:func:`dpkit.batch.projection.projection_markdown`), and one line
+    per run that did not finish.
     Read from the run folders, so the README's run times are not copied by hand.
     """
     lines = ["| data sets | wall time | compute over all attempts | resumed repetitions | notebook |",
              "|---|---|---|---|---|"]
-    finished = 0
+    finished: list[dict[str, Any]] = []
     for rj in _run_files(output, notebook):
         info, bad = _read(rj)
         if bad is not None or not isinstance(info, dict) or info.get("status") != "ok":
             continue
-        finished += 1
+        finished.append(info)
         params, ckpt = info.get("parameters") or {}, info.get("checkpoint") or {}
         named = f" (methods: {', '.join(params['METHODS'])})" if params.get("METHODS") else ""
         lines.append(f"| {', '.join(params.get('DATASETS') or ['?'])}{named} | {_minutes(info.get('wall_time_s'))} | "
                      f"{_minutes(ckpt.get('compute_s')) if ckpt else '–'} | "
                      f"{ckpt.get('resumed_repetitions', 0) if ckpt else '–'} | {info.get('notebook_sha256', '?')} |")
-    text = "\n".join(lines) if finished else f"no finished {notebook} run under {output}"
+    text = ("\n".join(lines) + "\n\n" + projection_markdown(run_durations(finished)) if finished
+            else f"no finished {notebook} run under {output}")
     bad_runs = failed_runs(output, notebook)
     missing = unavailable_runs(output, notebook)
     return (text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")

@@ -76,7 +76,9 @@ def board_provenance(output: str | os.PathLike | None = None, *, notebook: str =
     ``compute_s`` is what the board cost: per run, the summed wall times of its repetitions over every attempt
     (``checkpoint.compute_s``, which counts a run resumed across sittings in full) where the run kept repetitions,
     else its wall time; ``None`` when a run records neither. ``wall_time_s`` of a resumed run counts its last attempt
-    only."""
+    only. ``projection`` is the wall time the board's repetitions would take on 2, 8 and 64 workers
+    (:func:`dpkit.batch.projection.project` of every run's recorded repetition times), ``None`` where a run did not
+    record them."""
     import dpkit
     from dpkit.core.paths import library_fingerprint
     from dpkit.outputs.provenance import provenance
@@ -102,7 +104,15 @@ def board_provenance(output: str | os.PathLike | None = None, *, notebook: str =
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "runs": list(runs),
         "compute_s": _compute_seconds(runs),
+        "projection": _projection(runs),
     }
+
+
+def _projection(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, float]] | None:
+    from dpkit.batch.projection import project, run_durations
+
+    durations = run_durations(runs)
+    return project(durations) if durations else None
 
 
 def _compute_seconds(runs: Sequence[Mapping[str, Any]]) -> float | None:

@@ -81,21 +81,24 @@ def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, res
 
     ``checkpoint``: ``resumed_repetitions`` (kept by earlier attempts, loaded by this one), ``repetitions``
     (all kept) and ``compute_s``, the sum of the repetitions' own wall times over all attempts (``None``
-    if a repetition did not record its time), and ``cut_off_repetitions``, the repetition tasks whose worker
-    died under them (:func:`dpkit.batch.repetitions.cut_off_attempts`), and ``adoptions``, the kept repetitions
-    carried over from other dpkit sources after computing some again (:func:`dpkit.experiments.adoption.adoptions`:
-    ``dataset``, ``from`` and ``to`` fingerprints, ``verified`` indices, ``adopted`` repetitions, ``utc``).
-    ``wall_time_s`` counts the last attempt only.
+    if a repetition did not record its time), ``repetition_s``, each repetition's own wall time (in the order of
+    the kept files; what :func:`dpkit.batch.projection.run_durations` projects from), ``cut_off_repetitions``, the
+    repetition tasks whose worker died under them (:func:`dpkit.batch.repetitions.cut_off_attempts`), and
+    ``adoptions``, the kept repetitions carried over from other dpkit sources after computing some again
+    (:func:`dpkit.experiments.adoption.adoptions`: ``dataset``, ``from`` and ``to`` fingerprints, ``verified``
+    indices, ``adopted`` repetitions, ``utc``). ``wall_time_s`` counts the last attempt only.
     """
     if kept_repetitions(folder) == 0:
         return
     from dpkit.experiments.adoption import adoptions
-    from dpkit.experiments.checkpoint import kept_seconds
+    from dpkit.experiments.checkpoint import kept_times
 
     rj = Path(run_dir) / "run.json"
     info = json.loads(rj.read_text())
-    n, total = kept_seconds(folder)
-    info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": n, "compute_s": total,
+    times = kept_times(folder)
+    total = None if None in times else sum(t for t in times if t is not None)
+    info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": len(times), "compute_s": total,
+                          "repetition_s": [None if t is None else round(t, 3) for t in times],
                           "cut_off_repetitions": list(cut_off or []), "adoptions": adoptions(folder)}
     write_json(rj, info)
 

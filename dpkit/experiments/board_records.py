@@ -225,7 +225,8 @@ def write_provenance(prov: Mapping[str, Any], path: str | os.PathLike, *, replac
 
 def provenance_line(records_path: str | os.PathLike) -> str:
     """One sentence on where the board of ``records_path`` came from, read from the ``provenance.json`` beside it
-    (:func:`write_provenance`): the date, dpkit's version and commit, the runs, their compute and the machine.
+    (:func:`write_provenance`): the date, dpkit's version and commit, the runs, their compute and the machine, and
+    (where the runs recorded their repetitions' times) the wall time projected on more workers.
 
     Raises
     ------
@@ -244,6 +245,12 @@ def provenance_line(records_path: str | os.PathLike) -> str:
     machine = prov.get("machine") or {}
     compute = prov.get("compute_s")
     cost = f"{float(compute) / 3600:.1f} h of compute" if compute is not None else "compute not recorded"
-    return (f"Assembled {str(prov.get('date', 'on an unrecorded date'))[:10]} by dpkit {prov.get('dpkit_version', '?')} "
+    line = (f"Assembled {str(prov.get('date', 'on an unrecorded date'))[:10]} by dpkit {prov.get('dpkit_version', '?')} "
             f"at {commit} from {len(prov['runs'])} run(s): {cost} on {machine.get('cpu_count', '?')} CPU(s) "
             f"({machine.get('platform', 'unknown platform')}).")
+    projection = prov.get("projection")
+    if isinstance(projection, list) and projection:
+        line += (" Its repetitions, scheduled longest first on " + "/".join(str(p["workers"]) for p in projection)
+                 + " workers: " + "/".join(f"{float(p['list_schedule_s']) / 60:.0f}" for p in projection)
+                 + " min of wall time (start-up and assembly not included).")
+    return line

@@ -50,7 +50,7 @@ from dpkit.experiments.records import SEEDING
 if TYPE_CHECKING:
     from dpkit.queries.release import Method
 
-__all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "kept_seconds"]
+__all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "kept_seconds", "kept_times"]
 
 _IDENTITY = "identity.json"
 
@@ -227,16 +227,25 @@ class RepetitionCheckpoint:
         write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def kept_times(folder: str | os.PathLike) -> list[float | None]:
+    """The compute wall time each kept repetition below ``folder`` (all its data sets) recorded, in file order;
+    ``None`` for a file written before times were recorded."""
+    times: list[float | None] = []
+    for path in repetition_files(folder):
+        with path.open("rb") as fh:
+            seconds = pickle.load(fh).get("seconds")
+        times.append(None if seconds is None else float(seconds))
+    return times
+
+
 def kept_seconds(folder: str | os.PathLike) -> tuple[int, float | None]:
     """(repetitions kept, the sum of their compute wall times) below ``folder`` (all its data sets).
 
     The sum is what the run cost across all its attempts, which a resumed run's own wall time does not
     show; ``None`` when a file does not record its time (written before times were recorded).
     """
-    n, total = 0, 0.0
-    for path in repetition_files(folder):
-        with path.open("rb") as fh:
-            seconds = pickle.load(fh).get("seconds")
-        n += 1
-        total = None if seconds is None or total is None else total + float(seconds)
-    return n, total
+    times = kept_times(folder)
+    total: float | None = 0.0
+    for seconds in times:
+        total = None if seconds is None or total is None else total + seconds
+    return len(times), total
