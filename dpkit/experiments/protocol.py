@@ -57,7 +57,6 @@ from dpkit.experiments.records import (
     RepetitionCallback,
     RunRecord,
     _check_supremum,
-    _timed_release,
     as_methods,
     cell_seed,
     method_seed,
@@ -68,6 +67,7 @@ from dpkit.experiments.records import (
     seed_record,
     shared_seed,
     supremum_seed,
+    timed_release,
     width_independent,
     workload_seed,
 )
@@ -123,7 +123,7 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     for rep in repetitions(X, sigma=sigma, names=list(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
         for name, method in configured.items():
-            records.append(record_release(name, *_timed_release(method, X, rep.generator(name), rep.workload), rep=rep,
+            records.append(record_release(name, *timed_release(method, X, rep.generator(name), rep.workload), rep=rep,
                                           sigma=sigma, X=X, supremum=supremum))
         if hook is not None:
             hook(rep.index, int(reps))
