@@ -23,7 +23,6 @@ The records do not depend on the number of workers (tests/test_batch_repetitions
 from __future__ import annotations
 
 import argparse
-import contextlib
 import heapq
 import json
 import os
@@ -33,7 +32,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,20 +56,6 @@ def project(durations: Sequence[float], workers: Sequence[int]) -> list[dict[str
     total, longest = float(sum(durations)), float(max(durations, default=0.0))
     return [{"workers": int(w), "lower_bound_s": max(longest, total / w), "list_schedule_s": list_schedule(durations, w),
              "graham_bound_s": total / w + longest * (1 - 1 / w)} for w in workers]
-
-
-@contextlib.contextmanager
-def _environ(**values: str) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _load(names: Sequence[str]) -> dict[str, Any]:
@@ -98,11 +83,11 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
     from distributed import Client
 
     from dpkit.batch.repetitions import DaskRepetitions
-    from dpkit.batch.scheduler import batch_client
+    from dpkit.batch.scheduler import batch_client, environ_restored
     from dpkit.experiments import run_cells
 
     with tempfile.TemporaryDirectory(prefix="dpkit-dask-scaling-") as tmp, \
-            _environ(DPKIT_CACHE_DIR=str(Path(tmp) / "cache")), batch_client("local", workers) as client:
+            environ_restored(DPKIT_CACHE_DIR=str(Path(tmp) / "cache")), batch_client("local", workers) as client:
         assert isinstance(client, Client)
         address = client.scheduler.address
         errors: list[BaseException] = []

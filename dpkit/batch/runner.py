@@ -124,7 +124,7 @@ from dpkit.batch.outcome import _install as _install  # re-exported
 from dpkit.batch.progress import _TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
-from dpkit.batch.scheduler import _environ_restored, batch_client, check_scheduler
+from dpkit.batch.scheduler import batch_client, check_scheduler, environ_restored
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder
 from dpkit.experiments.adoption import ADOPT_ENV
 from dpkit.queries.gemm import usable_cores
@@ -282,7 +282,7 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
     if client is None:
         threads = usable_cores()
         # run_one sets them for the kernels: not for our caller
-        with _environ_restored({**thread_environ(threads), ADOPT_ENV: ""}):
+        with environ_restored([*thread_environ(threads), ADOPT_ENV]):
             for i, s in enumerate(specs):
                 results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads, adopt=adopt))
                 if results[-1]["status"] != "busy":
