@@ -126,7 +126,6 @@ from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cu
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import batch_client, check_scheduler, environ_restored
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder
-from dpkit.experiments.adoption import ADOPT_ENV
 from dpkit.queries.gemm import usable_cores
 
 if TYPE_CHECKING:
@@ -137,15 +136,6 @@ __all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "chec
 
 
 # --------------------------------------------------------------------------- one run of a batch
-def _adopt_environ(adopt: bool) -> None:
-    """Switch adoption of kept repetitions on or off for the kernels started from now on (``--stale verify``): the
-    batch's policy decides, not an environment variable left over from elsewhere."""
-    if adopt:
-        os.environ[ADOPT_ENV] = "verify"
-    else:
-        os.environ.pop(ADOPT_ENV, None)
-
-
 def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads: int | None,
                     adopt: bool = False) -> Summary:
     if is_done(final):  # finished by another process while we waited for the lock
@@ -160,7 +150,6 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
                         f"{failure_message(exc)}", disk_full=is_enospc(exc))
     if threads:  # inherited by the notebook kernel papermill starts
         os.environ.update(thread_environ(threads))
-    _adopt_environ(adopt)
     keep = checkpoint_folder(spec, final.parent)
     resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
@@ -282,7 +271,7 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
     if client is None:
         threads = usable_cores()
         # run_one sets them for the kernels: not for our caller
-        with environ_restored([*thread_environ(threads), ADOPT_ENV]):
+        with environ_restored(thread_environ(threads)):
             for i, s in enumerate(specs):
                 results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads, adopt=adopt))
                 if results[-1]["status"] != "busy":
