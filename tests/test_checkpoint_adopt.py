@@ -326,6 +326,23 @@ def test_stale_verify_goes_on_from_kept_repetitions_that_compute_the_same(X, tmp
         [(r.rep, r.method, r.sigma, r.abs) for r in recs]
 
 
+def test_verify_reps_sets_how_many_kept_repetitions_the_kernel_computes_again(tmp_path, capsys):
+    m, keep = _batch(tmp_path)
+    _stop_after(tmp_path, 2)
+    [r] = batch.run_manifest(m, scheduler="sync")
+    assert r["status"] == "failed"
+    _as_if_kept_by(keep, OLD)  # repetitions 0, 1 and 2 kept by "older sources"
+    for bad in (["--stale", "verify", "--verify-reps", "0"], ["--verify-reps", "3"]):
+        with pytest.raises(SystemExit) as info:
+            batch.main(["run", str(m), "--scheduler", "sync", *bad])
+        assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--verify-reps must be a positive integer, got 0" in err and "--verify-reps applies to --stale verify" in err
+    assert batch.main(["run", str(m), "--scheduler", "sync", "--stale", "verify", "--verify-reps", "3"]) == 0
+    [logged] = json.loads((Path(r["folder"]) / "run.json").read_text())["checkpoint"]["adoptions"]
+    assert (logged["verified"], logged["adopted"]) == ([0, 1, 2], 3)  # the default would verify [0, 2]
+
+
 def test_stale_verify_fails_a_run_whose_kept_numbers_differ(tmp_path, capsys):
     m, keep = _stopped_run(tmp_path)
     path = keep / "mock" / "rep-00000.pkl"

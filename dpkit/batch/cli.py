@@ -42,6 +42,7 @@ from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import UNAVAILABLE, collect, is_run_key
 from dpkit.batch.runner import run_manifest
 from dpkit.batch.stale import STALE_POLICIES, _move_aside
+from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
 
 __all__ = ["main", "parse_params"]
 
@@ -169,7 +170,8 @@ def _notebook(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = run_manifest(args.manifest, scheduler=args.scheduler, workers=args.workers, output=args.output,
-                           timeout=args.timeout, progress=None, on_stale=args.stale)
+                           timeout=args.timeout, progress=None, on_stale=args.stale,
+                           verify_reps=args.verify_reps or DEFAULT_VERIFY_REPS)
     counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed", UNAVAILABLE)}
     print(f"batch: {len(results)} runs: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed"
           + (f", {counts[UNAVAILABLE]} unavailable" if counts[UNAVAILABLE] else "")
@@ -275,6 +277,9 @@ def _parser() -> argparse.ArgumentParser:
                           "name them and stop), rerun (move each to OUTPUT/.superseded/ and run it again), keep "
                           "(finished runs only) or verify (kept repetitions only: adopted if those computed again "
                           "are equal to the bit, else the run fails naming the difference)")
+    run.add_argument("--verify-reps", type=int, default=None, metavar="N",
+                     help=f"with --stale verify: kept repetitions computed again to adopt a checkpoint, evenly spread "
+                          f"from the lowest to the highest kept one (default {DEFAULT_VERIFY_REPS}: those two; at least 1)")
     run.add_argument("--require-data", action="store_true",
                      help="a run whose data sets are unavailable here (documented as possibly unavailable offline in "
                           "data/registry.yaml, e.g. PAM) fails the batch (exit 1) instead of being recorded and listed")
@@ -300,10 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (see the module docstring)."""
     ap = _parser()
     args = ap.parse_args(argv)
-    for name in ("workers", "timeout"):
+    for name in ("workers", "timeout", "verify_reps"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
-            ap.error(f"--{name} must be a positive integer, got {value}")
+            ap.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    if getattr(args, "verify_reps", None) is not None and args.stale != "verify":
+        ap.error(f"--verify-reps applies to --stale verify only (got --stale {args.stale})")
     try:
         return {"notebook": _notebook, "run": _run, "collect": _collect, "status": _status,
                 "board-add": _board_add}[args.cmd](args)

@@ -278,13 +278,16 @@ def _rename_in_notebook(executed: Path, tmp: str, final: str) -> None:
 
 
 # --------------------------------------------------------------------------- one notebook
-def kernel_environ(*, adopt: bool = False) -> dict[str, str | None]:
+def kernel_environ(*, adopt: bool = False, verify_reps: int | None = None) -> dict[str, str | None]:
     """The environment variables one kernel gets from its run's policy, on top of this process's environment
-    (``None``: removed): :data:`~dpkit.experiments.adoption.ADOPT_ENV` ``verify`` with ``adopt``, else unset, so
+    (``None``: removed): with ``adopt``, :data:`~dpkit.experiments.adoption.ADOPT_ENV` ``verify`` and
+    :data:`~dpkit.experiments.adoption.VERIFY_REPS_ENV` ``verify_reps`` (unset if ``None``: 2), else both unset, so
     that only the run's own policy reaches its kernel, never one left in this process by another run."""
-    from dpkit.experiments.adoption import ADOPT_ENV
+    from dpkit.core.validation import check_positive_int
+    from dpkit.experiments.adoption import ADOPT_ENV, VERIFY_REPS_ENV
 
-    return {ADOPT_ENV: "verify" if adopt else None}
+    reps = None if verify_reps is None else check_positive_int(verify_reps, name="verify_reps")
+    return {ADOPT_ENV: "verify" if adopt else None, VERIFY_REPS_ENV: str(reps) if adopt and reps is not None else None}
 
 
 def _kernel_manager_class(overrides: dict[str, str | None]) -> type:
@@ -312,6 +315,7 @@ def execute_notebook(
     final_dir: str | os.PathLike | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     adopt: bool = False,
+    verify_reps: int | None = None,
 ) -> Path:
     """Execute ``notebook`` headlessly into ``output_dir`` and return the executed copy's path.
 
@@ -330,9 +334,11 @@ def execute_notebook(
     one written by another version of either raises :class:`StaleCheckpointError` before anything runs, unless
     ``adopt`` (:func:`open_checkpoint`; the kernel then runs with ``DPKIT_CHECKPOINT_ADOPT=verify``).
 
-    The kernel's environment is this process's, changed by :func:`kernel_environ` (``adopt``) for this kernel
-    only: this process's environment is not changed, so that runs of other policies executed in this process at
-    the same time or later are not affected.
+    With ``adopt``, an adoption computes ``verify_reps`` kept repetitions again (default 2, the lowest and the
+    highest: :func:`~dpkit.experiments.adoption.verify_reps_switch`). The kernel's environment is this process's,
+    changed by :func:`kernel_environ` (``adopt``, ``verify_reps``) for this kernel only: this process's environment
+    is not changed, so that runs of other policies executed in this process at the same time or later are not
+    affected.
     """
     import papermill as pm
 
@@ -358,7 +364,8 @@ def execute_notebook(
         pm.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=kernel_name or "python3",
                             cwd=str(nb.resolve().parent), progress_bar=progress, execution_timeout=timeout, log_output=False,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            kernel_manager_class=_kernel_manager_class(kernel_environ(adopt=adopt)))
+                            kernel_manager_class=_kernel_manager_class(kernel_environ(adopt=adopt,
+                                                                                       verify_reps=verify_reps)))
         written = _metrics_id(metrics)
         if written is None or written == earlier:
             raise NoMetricsError("the notebook ran to its end but wrote no metrics.json into its OUTPUT_DIR"
