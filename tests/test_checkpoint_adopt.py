@@ -343,6 +343,35 @@ def test_verify_reps_sets_how_many_kept_repetitions_the_kernel_computes_again(tm
     assert (logged["verified"], logged["adopted"]) == ([0, 1, 2], 3)  # the default would verify [0, 2]
 
 
+def test_the_notebook_command_applies_the_same_stale_policies_to_its_kept_repetitions(tmp_path, capsys):
+    nb = make_notebook(tmp_path, "long.ipynb", parameters=PARAMETERS, body=BODY)
+
+    def attempt(name: str, *extra: str) -> int:
+        return batch.main(["notebook", str(nb), "--output", str(tmp_path / name), "-p", "STOP", str(tmp_path / "stop"),
+                           *extra])
+
+    _stop_after(tmp_path, 2)
+    assert attempt("one") == 1
+    keep = tmp_path / ".one.checkpoint"
+    _as_if_kept_by(keep, OLD)  # repetitions 0, 1 and 2 kept by "older sources"
+    before = _files(keep)
+    assert attempt("one") == 2 and "--stale verify" in capsys.readouterr().err  # named, nothing ran
+    assert attempt("one", "--stale", "keep") == 2 and "--stale keep keeps finished runs" in capsys.readouterr().err
+    assert _files(keep) == before and not (tmp_path / "one" / "metrics.json").exists()
+    assert attempt("one", "--stale", "verify", "--verify-reps", "3") == 0
+    assert "now count as current" in capsys.readouterr().err and not keep.exists()
+    [logged] = json.loads((tmp_path / "one" / "run.json").read_text())["checkpoint"]["adoptions"]
+    assert (logged["from"], logged["verified"], logged["adopted"]) == (OLD, [0, 1, 2], 3)
+    # rerun: the stale repetitions go to .superseded/ beside the output, and the run starts afresh
+    _stop_after(tmp_path, 0)
+    assert attempt("two") == 1
+    _as_if_kept_by(tmp_path / ".two.checkpoint", OLD)
+    assert attempt("two", "--stale", "rerun") == 0
+    [aside] = (tmp_path / ".superseded").glob("two.checkpoint-*")
+    assert sorted(p.name for p in (aside / "mock").glob("rep-*.pkl")) == ["rep-00000.pkl"]
+    assert json.loads((tmp_path / "two" / "run.json").read_text())["checkpoint"]["resumed_repetitions"] == 0
+
+
 def test_stale_verify_fails_a_run_whose_kept_numbers_differ(tmp_path, capsys):
     m, keep = _stopped_run(tmp_path)
     path = keep / "mock" / "rep-00000.pkl"

@@ -2,10 +2,11 @@
 
 Commands (:mod:`dpkit.batch.cli`)
 ---------------------------------
-``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S] [--replace]``
+``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S] [--replace] [--stale P]``
     Execute one notebook with ``INTERACTIVE=False`` and ``OUTPUT_DIR=DIR``. Every ``-p`` is
     checked against the notebook's parameters cell first (name and type). A finished run in
-    ``DIR`` is replaced only with ``--replace`` (and then moved whole to ``.superseded/``).
+    ``DIR`` is replaced only with ``--replace`` (and then moved whole to ``.superseded/``). Repetitions kept by an
+    earlier attempt (``.DIR.checkpoint``) follow ``--stale`` and ``--verify-reps`` as in a batch.
 ``python -m dpkit.batch run MANIFEST.yaml [--scheduler local|sync|ADDRESS] [--workers N]``
     Execute every (notebook × parameter grid point) of a manifest, each run into its own
     folder ``<output>/<notebook-stem>/<hash>/`` (executed notebook, ``metrics.json``,
@@ -99,7 +100,6 @@ from typing import TYPE_CHECKING, Any
 from dpkit.batch.cluster import check_workers, thread_environ
 from dpkit.batch.execute import (
     check_writable,
-    confirm_checkpoint,
     execute_notebook,
     failure_message,
     is_done,
@@ -117,7 +117,6 @@ from dpkit.batch.manifest import (
     expand_manifest,
     load_manifest,
     manifest_output,
-    notebook_fingerprint,
 )
 from dpkit.batch.outcome import Summary, _finish, _summary, _under_lock, record_failure
 from dpkit.batch.outcome import _install as _install  # re-exported
@@ -125,7 +124,7 @@ from dpkit.batch.progress import _TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import batch_client, check_scheduler, environ_restored
-from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder
+from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder, confirm_adopted
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
 from dpkit.queries.gemm import usable_cores
@@ -175,24 +174,11 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
                                          disk_full=is_enospc(exc)), interrupted, cut_off_attempts(keep))
     finally:
         if adopt and not refused:  # the kernel did not refuse the kept repetitions: they count as current now
-            _confirmed(spec, keep)
+            confirm_adopted(spec.notebook, keep)
     done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
         remove_checkpoint(keep)
     return _note_interrupted(done, interrupted, cut_off)
-
-
-def _confirmed(spec: RunSpec, keep: Path) -> None:
-    """After a run under ``--stale verify`` that its kernel did not refuse: record the current versions in its
-    checkpoint folder once every kept repetition carries the current identity (:func:`confirm_checkpoint`)."""
-    try:
-        changes = confirm_checkpoint(keep, notebook_fingerprint(spec.notebook))
-    except OSError as exc:  # the run's own outcome stands; the next batch finds the folder stale and says so
-        print(f"warning: could not record the current versions in {keep}: {failure_message(exc)}", file=sys.stderr)
-        return
-    if changes:
-        print(f"{keep}: its kept repetitions now count as current ({'; '.join(changes)}; --stale verify)",
-              file=sys.stderr)
 
 
 def _note_interrupted(summary: Summary, interrupted: list[Path], cut_off: list[dict[str, Any]] | None = None) -> Summary:
