@@ -195,3 +195,19 @@ def test_the_batch_bar_counts_repetitions_as_they_are_kept(tmp_path, monkeypatch
     assert bar.total == 2 * 2 + 1 + 1 and "tasks" in bar.desc
     assert bar.n == bar.total and [n for n, _ in bar.seen] == sorted({n for n, _ in bar.seen})
     assert {1, 2, 3} <= {n for n, finished in bar.seen if not finished}, bar.seen  # kept before the run finished
+
+
+def test_the_repetitions_a_manifest_leaves_out_are_the_notebooks_defaults(tmp_path):
+    """REPS, DATASETS and QUICK that the manifest does not set come from the notebook's parameters cell (REPS_PARAMETERS:
+    2 × ["a"], QUICK false), for the bar and for ``status``; the manifest's values override them."""
+    from dpkit.batch.progress import _TaskProgress
+    from dpkit.batch.status import batch_status, total_repetitions
+
+    make_notebook(tmp_path, "reps.ipynb", parameters=REPS_PARAMETERS.replace('["a"]', '["a", "b", "c"]'), body=REPS_BODY)
+    m = make_manifest(tmp_path, [{"notebook": "reps.ipynb", "grid": {"SEED": [0, 1]}},
+                                 {"notebook": "reps.ipynb", "parameters": {"REPS": 5, "SEED": 2}},
+                                 {"notebook": "reps.ipynb", "parameters": {"QUICK": True, "SEED": 3}}])
+    specs = expand_manifest(load_manifest(m))
+    assert [total_repetitions(s) for s in specs] == [6, 6, 15, None]  # QUICK: cut down inside the notebook
+    assert _TaskProgress(specs, tmp_path / "out").total == 6 + 6 + 15 + 1
+    assert [s.total_repetitions for s in batch_status(m)] == [6, 6, 15, None]
