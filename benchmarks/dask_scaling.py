@@ -23,7 +23,6 @@ The records do not depend on the number of workers (tests/test_batch_repetitions
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import pickle
@@ -32,7 +31,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,20 +41,6 @@ __all__ = ["list_schedule", "project", "main"]
 
 #: Tables 3.2/3.3's parameters (notebook 20's defaults)
 TABLE_PARAMS = dict(epsilon=1.0, delta=1e-3, C=10_000, R=50, k=2, n_iter=10, kappa=7.0)
-
-
-@contextlib.contextmanager
-def _environ(**values: str) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _load(names: Sequence[str]) -> dict[str, Any]:
@@ -83,11 +68,11 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
     from distributed import Client
 
     from dpkit.batch.repetitions import DaskRepetitions
-    from dpkit.batch.scheduler import batch_client
+    from dpkit.batch.scheduler import batch_client, environ_restored
     from dpkit.experiments import run_cells
 
     with tempfile.TemporaryDirectory(prefix="dpkit-dask-scaling-") as tmp, \
-            _environ(DPKIT_CACHE_DIR=str(Path(tmp) / "cache")), batch_client("local", workers) as client:
+            environ_restored(DPKIT_CACHE_DIR=str(Path(tmp) / "cache")), batch_client("local", workers) as client:
         assert isinstance(client, Client)
         address = client.scheduler.address
         errors: list[BaseException] = []

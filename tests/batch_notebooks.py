@@ -46,6 +46,51 @@ if LOG:
         f.write(f"end {SEED}\\n")"""
 
 
+CHECKPOINT_PARAMETERS = """SEED: int = 0
+QUICK: bool = False
+INTERACTIVE: bool = True
+OUTPUT_DIR: str = "out"
+CHECKPOINT_DIR: str = ""
+STOP: str = \"\""""
+
+CHECKPOINT_BODY = """from pathlib import Path
+
+from dpkit.data import load
+from dpkit.experiments import run_cells
+from dpkit.methods.references import SamplingFloor
+from dpkit.methods.registry import get
+from dpkit.outputs.report import Report
+
+
+def stop_once(i, reps):  # the attempt dies after the repetition the file STOP names (then removed), as a killed kernel would
+    if STOP and Path(STOP).is_file() and i == int(Path(STOP).read_text()):
+        Path(STOP).unlink()
+        raise RuntimeError(f"deliberate failure after repetition {i}")
+
+
+X = load("mock", n=200, d=3, rng=1).X
+recs = run_cells(X, methods={"trig-II": get("trig-II", C=100, R=6), "floor": SamplingFloor(size=10)}, sigmas=[2.0, 4.0],
+                 reps=4, seed=SEED, dataset="mock", n_queries=80, on_repetition=stop_once,
+                 checkpoint=Path(CHECKPOINT_DIR) / "mock" if CHECKPOINT_DIR else None)
+rep = Report(OUTPUT_DIR, params={"SEED": SEED})
+rep.check("positive-error", "worst errors are >= 0", min(r.abs for r in recs), 0.0, relation=">=")
+for r in recs:
+    rep.row(rep_index=r.rep, method=r.method, sigma=r.sigma, abs=r.abs, rel=r.rel)
+rep.write()"""
+
+
+def make_checkpoint_notebook(folder: Path, name: str = "long.ipynb") -> Path:
+    """A notebook whose ``run_cells`` (2 methods, σ 2 and 4, 4 repetitions of mock data) keeps each repetition in
+    ``CHECKPOINT_DIR/mock``; an attempt fails after the repetition that the file ``STOP`` names (:func:`stop_after`),
+    as a killed kernel would."""
+    return make_notebook(folder, name, parameters=CHECKPOINT_PARAMETERS, body=CHECKPOINT_BODY)
+
+
+def stop_after(stop: Path, i: int) -> None:
+    """Make the next attempt of :func:`make_checkpoint_notebook` with ``STOP=stop`` fail after its repetition ``i``."""
+    Path(stop).write_text(str(i))
+
+
 def make_notebook(folder: Path, name: str = "tiny.ipynb", *, parameters: str | None = PARAMETERS, body: str = BODY) -> Path:
     """A two-cell notebook: a cell tagged ``parameters`` (typed literals) and a body writing ``metrics.json``."""
     nb = nbformat.v4.new_notebook()

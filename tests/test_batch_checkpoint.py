@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from batch_notebooks import make_manifest, make_notebook
+from batch_notebooks import make_checkpoint_notebook, make_manifest, make_notebook, stop_after
 
 from dpkit import batch
 from dpkit.batch.manifest import expand_manifest, load_manifest
@@ -14,43 +14,12 @@ from dpkit.batch.runner import StaleRunsError, checkpoint_folder
 
 pytestmark = pytest.mark.notebook
 
-PARAMETERS = """SEED: int = 0
-QUICK: bool = False
-INTERACTIVE: bool = True
-OUTPUT_DIR: str = "out"
-CHECKPOINT_DIR: str = ""
-FAIL_MARKER: str = \"\""""
-
-BODY = """from pathlib import Path
-
-from dpkit.data import load
-from dpkit.experiments import run_cells
-from dpkit.methods.references import SamplingFloor
-from dpkit.methods.registry import get
-from dpkit.outputs.report import Report
-
-
-def stop_once(i, reps):  # the first attempt dies after two repetitions, as a killed kernel would
-    if i == 1 and FAIL_MARKER and not Path(FAIL_MARKER).exists():
-        Path(FAIL_MARKER).write_text("failed once")
-        raise RuntimeError("deliberate failure after two repetitions")
-
-
-X = load("mock", n=200, d=3, rng=1).X
-recs = run_cells(X, methods={"trig-II": get("trig-II", C=100, R=6), "floor": SamplingFloor(size=10)}, sigmas=[2.0, 4.0],
-                 reps=4, seed=SEED, dataset="mock", n_queries=80, on_repetition=stop_once,
-                 checkpoint=Path(CHECKPOINT_DIR) / "mock" if CHECKPOINT_DIR else None)
-rep = Report(OUTPUT_DIR, params={"SEED": SEED})
-rep.check("positive-error", "worst errors are >= 0", min(r.abs for r in recs), 0.0, relation=">=")
-for r in recs:
-    rep.row(rep_index=r.rep, method=r.method, sigma=r.sigma, abs=r.abs, rel=r.rel)
-rep.write()"""
-
-
 def _setup(tmp_path: Path, marker: bool = True) -> tuple[Path, Path]:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    make_notebook(tmp_path, "long.ipynb", parameters=PARAMETERS, body=BODY)
-    params = {"FAIL_MARKER": str(tmp_path / "failed-once")} if marker else {}
+    make_checkpoint_notebook(tmp_path)
+    params = {"STOP": str(tmp_path / "stop")} if marker else {}
+    if marker:  # the first attempt dies after two repetitions
+        stop_after(tmp_path / "stop", 1)
     m = make_manifest(tmp_path, [{"notebook": "long.ipynb", "parameters": params}])
     [spec] = expand_manifest(load_manifest(m))
     return m, checkpoint_folder(spec, spec.folder(tmp_path / "out").parent)
@@ -102,7 +71,7 @@ def test_kept_repetitions_of_another_notebook_version_are_stale(tmp_path, capsys
 
 def test_the_runner_owns_checkpoint_dir(tmp_path):
     m, _ = _setup(tmp_path)
-    text = m.read_text().replace("FAIL_MARKER", "CHECKPOINT_DIR")
+    text = m.read_text().replace("STOP", "CHECKPOINT_DIR")
     m.write_text(text)
     with pytest.raises(Exception, match="CHECKPOINT_DIR is set by the runner"):
         batch.run_manifest(m, scheduler="sync")
@@ -196,3 +165,19 @@ def test_the_batch_bar_counts_repetitions_as_they_are_kept(tmp_path, monkeypatch
     assert bar.total == 2 * 2 + 1 + 1 and "tasks" in bar.desc
     assert bar.n == bar.total and [n for n, _ in bar.seen] == sorted({n for n, _ in bar.seen})
     assert {1, 2, 3} <= {n for n, finished in bar.seen if not finished}, bar.seen  # kept before the run finished
+
+
+def test_the_repetitions_a_manifest_leaves_out_are_the_notebooks_defaults(tmp_path):
+    """REPS, DATASETS and QUICK that the manifest does not set come from the notebook's parameters cell (REPS_PARAMETERS:
+    2 × ["a"], QUICK false), for the bar and for ``status``; the manifest's values override them."""
+    from dpkit.batch.progress import _TaskProgress
+    from dpkit.batch.status import batch_status, total_repetitions
+
+    make_notebook(tmp_path, "reps.ipynb", parameters=REPS_PARAMETERS.replace('["a"]', '["a", "b", "c"]'), body=REPS_BODY)
+    m = make_manifest(tmp_path, [{"notebook": "reps.ipynb", "grid": {"SEED": [0, 1]}},
+                                 {"notebook": "reps.ipynb", "parameters": {"REPS": 5, "SEED": 2}},
+                                 {"notebook": "reps.ipynb", "parameters": {"QUICK": True, "SEED": 3}}])
+    specs = expand_manifest(load_manifest(m))
+    assert [total_repetitions(s) for s in specs] == [6, 6, 15, None]  # QUICK: cut down inside the notebook
+    assert _TaskProgress(specs, tmp_path / "out").total == 6 + 6 + 15 + 1
+    assert [s.total_repetitions for s in batch_status(m)] == [6, 6, 15, None]

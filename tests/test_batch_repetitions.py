@@ -365,6 +365,27 @@ def test_run_durations_and_the_projection_table():
     assert projection_markdown(None).startswith("No projection")
 
 
+def test_one_helper_sets_and_restores_environment_variables_for_the_runner_and_the_benchmark(monkeypatch):
+    """dpkit.batch.scheduler.environ_restored: set for the block (None: unset), put back on exit, also after an
+    exception; the scaling benchmark uses it instead of a copy of its own."""
+    import benchmarks.dask_scaling as bench
+    from dpkit.batch.scheduler import environ_restored
+
+    monkeypatch.setenv("DPKIT_T_SET", "before")
+    monkeypatch.setenv("DPKIT_T_GONE", "there")
+    monkeypatch.delenv("DPKIT_T_NEW", raising=False)
+    monkeypatch.delenv("DPKIT_T_NAMED", raising=False)
+    with pytest.raises(RuntimeError, match="inside"):
+        with environ_restored(["DPKIT_T_NAMED"], DPKIT_T_SET="during", DPKIT_T_NEW="new", DPKIT_T_GONE=None):
+            assert (os.environ["DPKIT_T_SET"], os.environ["DPKIT_T_NEW"]) == ("during", "new")
+            assert "DPKIT_T_GONE" not in os.environ
+            os.environ["DPKIT_T_NAMED"] = "set inside"
+            raise RuntimeError("inside")
+    assert (os.environ["DPKIT_T_SET"], os.environ["DPKIT_T_GONE"]) == ("before", "there")
+    assert "DPKIT_T_NEW" not in os.environ and "DPKIT_T_NAMED" not in os.environ
+    assert not hasattr(bench, "_environ") and "environ_restored(DPKIT_CACHE_DIR=" in Path(bench.__file__).read_text()
+
+
 def test_each_embedding_is_fitted_once_per_sigma_before_the_repetitions_start(tmp_path, monkeypatch):
     """Data large enough for the exact answers' low-rank path: with a disk cache shared by the workers, the run fits
     each σ's embedding once (a prepare task per σ) and every repetition task finds it cached, instead of every worker

@@ -91,14 +91,12 @@ def test_main_tables_prints_the_projection(capsys, monkeypatch, tmp_path):
     clear_cache()
 
 
-def test_process_tooling_uses_only_public_dpkit_names():
-    """benchmarks/ and tools/ live outside the package: they import dpkit's public API only (no ``_name``)."""
+def _private_dpkit_names(paths) -> list[str]:
+    """Every ``_name`` (a private name or module) that the files ``paths`` import from dpkit."""
     import ast
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
     private = []
-    for path in sorted([*root.glob("benchmarks/*.py"), *root.glob("tools/*.py")]):
+    for path in sorted(paths):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpkit"):
                 private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
@@ -106,4 +104,22 @@ def test_process_tooling_uses_only_public_dpkit_names():
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 private += [f"{path.name}: {m}" for m in mods if m.startswith("dpkit") and any(
                     part.startswith("_") for part in m.split("."))]
-    assert private == []
+    return private
+
+
+def test_process_tooling_uses_only_public_dpkit_names():
+    """benchmarks/ and tools/ live outside the package: they import dpkit's public API only (no ``_name``)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert _private_dpkit_names([*root.glob("benchmarks/*.py"), *root.glob("tools/*.py")]) == []
+
+
+def test_the_repetition_workers_use_only_public_names_of_the_records():
+    """dpkit.experiments.parallel computes repetitions in other processes from the records module's public
+    functions (repetition_at, timed_release), not from its private helpers."""
+    from pathlib import Path
+
+    import dpkit.experiments.parallel as parallel
+
+    assert _private_dpkit_names([Path(parallel.__file__)]) == []

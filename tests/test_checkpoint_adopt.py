@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from batch_notebooks import make_manifest, make_notebook
+from batch_notebooks import make_checkpoint_notebook, make_manifest, stop_after
 
 from dpkit import batch
 from dpkit import experiments as ex
@@ -220,38 +220,6 @@ def test_the_dask_path_goes_on_from_an_adopted_checkpoint(X, tmp_path, monkeypat
 
 
 # --------------------------------------------------------------------------- the batch: --stale verify
-PARAMETERS = """SEED: int = 0
-QUICK: bool = False
-INTERACTIVE: bool = True
-OUTPUT_DIR: str = "out"
-CHECKPOINT_DIR: str = ""
-STOP: str = \"\""""
-
-BODY = """from pathlib import Path
-
-from dpkit.data import load
-from dpkit.experiments import run_cells
-from dpkit.methods.references import SamplingFloor
-from dpkit.methods.registry import get
-from dpkit.outputs.report import Report
-
-
-def stop_once(i, reps):  # the attempt dies after the repetition the file STOP names (then removed), as a killed kernel would
-    if STOP and Path(STOP).is_file() and i == int(Path(STOP).read_text()):
-        Path(STOP).unlink()
-        raise RuntimeError(f"deliberate failure after repetition {i}")
-
-
-X = load("mock", n=200, d=3, rng=1).X
-recs = run_cells(X, methods={"trig-II": get("trig-II", C=100, R=6), "floor": SamplingFloor(size=10)}, sigmas=[2.0, 4.0],
-                 reps=4, seed=SEED, dataset="mock", n_queries=80, on_repetition=stop_once,
-                 checkpoint=Path(CHECKPOINT_DIR) / "mock")
-rep = Report(OUTPUT_DIR, params={"SEED": SEED})
-rep.check("positive-error", "worst errors are >= 0", min(r.abs for r in recs), 0.0, relation=">=")
-for r in recs:
-    rep.row(rep_index=r.rep, method=r.method, sigma=r.sigma, abs=r.abs)
-rep.write()"""
-
 OLD = "0" * 16  # "the older sources" that kept the repetitions
 
 
@@ -259,14 +227,14 @@ def _batch(tmp_path: Path) -> tuple[Path, Path]:
     from dpkit.batch.manifest import expand_manifest, load_manifest
     from dpkit.batch.runner import checkpoint_folder
 
-    make_notebook(tmp_path, "long.ipynb", parameters=PARAMETERS, body=BODY)
+    make_checkpoint_notebook(tmp_path)
     m = make_manifest(tmp_path, [{"notebook": "long.ipynb", "parameters": {"STOP": str(tmp_path / "stop")}}])
     [spec] = expand_manifest(load_manifest(m))
     return m, checkpoint_folder(spec, spec.folder(tmp_path / "out").parent)
 
 
 def _stop_after(tmp_path: Path, i: int) -> None:
-    (tmp_path / "stop").write_text(str(i))
+    stop_after(tmp_path / "stop", i)
 
 
 def _as_if_kept_by(keep: Path, fingerprint: str) -> None:
@@ -324,6 +292,52 @@ def test_stale_verify_goes_on_from_kept_repetitions_that_compute_the_same(X, tmp
     table = json.loads((Path(r2["folder"]) / "metrics.json").read_text())["table"]
     assert [(t["rep_index"], t["method"], t["sigma"], t["abs"]) for t in table] == \
         [(r.rep, r.method, r.sigma, r.abs) for r in recs]
+
+
+def test_verify_reps_sets_how_many_kept_repetitions_the_kernel_computes_again(tmp_path, capsys):
+    m, keep = _batch(tmp_path)
+    _stop_after(tmp_path, 2)
+    [r] = batch.run_manifest(m, scheduler="sync")
+    assert r["status"] == "failed"
+    _as_if_kept_by(keep, OLD)  # repetitions 0, 1 and 2 kept by "older sources"
+    for bad in (["--stale", "verify", "--verify-reps", "0"], ["--verify-reps", "3"]):
+        with pytest.raises(SystemExit) as info:
+            batch.main(["run", str(m), "--scheduler", "sync", *bad])
+        assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--verify-reps must be a positive integer, got 0" in err and "--verify-reps applies to --stale verify" in err
+    assert batch.main(["run", str(m), "--scheduler", "sync", "--stale", "verify", "--verify-reps", "3"]) == 0
+    [logged] = json.loads((Path(r["folder"]) / "run.json").read_text())["checkpoint"]["adoptions"]
+    assert (logged["verified"], logged["adopted"]) == ([0, 1, 2], 3)  # the default would verify [0, 2]
+
+
+def test_the_notebook_command_applies_the_same_stale_policies_to_its_kept_repetitions(tmp_path, capsys):
+    nb = make_checkpoint_notebook(tmp_path)
+
+    def attempt(name: str, *extra: str) -> int:
+        return batch.main(["notebook", str(nb), "--output", str(tmp_path / name), "-p", "STOP", str(tmp_path / "stop"),
+                           *extra])
+
+    _stop_after(tmp_path, 2)
+    assert attempt("one") == 1
+    keep = tmp_path / ".one.checkpoint"
+    _as_if_kept_by(keep, OLD)  # repetitions 0, 1 and 2 kept by "older sources"
+    before = _files(keep)
+    assert attempt("one") == 2 and "--stale verify" in capsys.readouterr().err  # named, nothing ran
+    assert attempt("one", "--stale", "keep") == 2 and "--stale keep keeps finished runs" in capsys.readouterr().err
+    assert _files(keep) == before and not (tmp_path / "one" / "metrics.json").exists()
+    assert attempt("one", "--stale", "verify", "--verify-reps", "3") == 0
+    assert "now count as current" in capsys.readouterr().err and not keep.exists()
+    [logged] = json.loads((tmp_path / "one" / "run.json").read_text())["checkpoint"]["adoptions"]
+    assert (logged["from"], logged["verified"], logged["adopted"]) == (OLD, [0, 1, 2], 3)
+    # rerun: the stale repetitions go to .superseded/ beside the output, and the run starts afresh
+    _stop_after(tmp_path, 0)
+    assert attempt("two") == 1
+    _as_if_kept_by(tmp_path / ".two.checkpoint", OLD)
+    assert attempt("two", "--stale", "rerun") == 0
+    [aside] = (tmp_path / ".superseded").glob("two.checkpoint-*")
+    assert sorted(p.name for p in (aside / "mock").glob("rep-*.pkl")) == ["rep-00000.pkl"]
+    assert json.loads((tmp_path / "two" / "run.json").read_text())["checkpoint"]["resumed_repetitions"] == 0
 
 
 def test_stale_verify_fails_a_run_whose_kept_numbers_differ(tmp_path, capsys):

@@ -8,7 +8,9 @@ output not writable, ``notebook --output`` holding a finished run without ``--re
 
 ``notebook`` executes into a temporary folder beside ``--output`` and renames it into place: a finished
 run there is only replaced with ``--replace`` (then moved whole to ``.superseded/``, never deleted); an
-earlier failed attempt is replaced.
+earlier failed attempt is replaced. ``run`` and ``notebook`` take the same ``--stale`` policies and ``--verify-reps``
+(:mod:`dpkit.batch.stale`); for ``notebook`` they apply to the repetitions kept by an earlier attempt beside
+``--output``.
 ``board-add`` exits 1 when the entrant's runs failed or the audit gate refuted it (listed as refuted, not ranked),
 2 when it cannot start (no stored board, an entrant that cannot be loaded or does not follow the protocol, a name
 already on the board, an output file in the way, the gate requested but absent, a data set missing).
@@ -34,6 +36,7 @@ from dpkit.batch.execute import (
     kept_repetitions,
     read_record,
     record_checkpoint,
+    refused_adoption,
     remove_checkpoint,
     unavailable_reason,
 )
@@ -41,7 +44,8 @@ from dpkit.batch.locks import RunLock, make_temporary, mark_temporary, stale_fol
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import UNAVAILABLE, collect, is_run_key
 from dpkit.batch.runner import run_manifest
-from dpkit.batch.stale import STALE_POLICIES, _move_aside
+from dpkit.batch.stale import STALE_POLICIES, _move_aside, confirm_adopted, handle_stale_checkpoint
+from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
 
 __all__ = ["main", "parse_params"]
 
@@ -116,8 +120,10 @@ def _notebook(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     keep = out.parent / f".{out.name}.checkpoint"  # finished repetitions, for a notebook that declares CHECKPOINT_DIR
+    adopt = args.stale == "verify"
     try:
         _check_output(out, args.replace)
+        handle_stale_checkpoint(out, keep, Path(args.notebook), args.stale)  # before anything runs, as for `run`
         for p in stale_folders(out.parent, out.name):  # left by an interrupted attempt (we hold the lock)
             shutil.rmtree(p, ignore_errors=True)
         tmp = make_temporary(out.parent, out.name)
@@ -125,13 +131,16 @@ def _notebook(args: argparse.Namespace) -> int:
         failure: Exception | None = None
         try:
             execute_notebook(args.notebook, tmp, parameters=params, progress=args.progress, timeout=args.timeout,
-                             final_dir=out, checkpoint_dir=keep)
+                             final_dir=out, checkpoint_dir=keep, adopt=adopt,
+                             verify_reps=args.verify_reps or DEFAULT_VERIFY_REPS)
             record_checkpoint(tmp, keep, resumed)
         except BatchError:  # could not start (a stale checkpoint): nothing ran
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         except Exception as exc:  # the notebook failed: its record is put in place all the same
             failure = exc
+        if adopt and not (failure is not None and refused_adoption(failure)):
+            confirm_adopted(Path(args.notebook), keep)  # as `run` does: they count as current now
         moved = _in_place(tmp, out)
         if failure is None:
             remove_checkpoint(keep)  # the run finished: its results are in the output
@@ -169,7 +178,8 @@ def _notebook(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = run_manifest(args.manifest, scheduler=args.scheduler, workers=args.workers, output=args.output,
-                           timeout=args.timeout, progress=None, on_stale=args.stale)
+                           timeout=args.timeout, progress=None, on_stale=args.stale,
+                           verify_reps=args.verify_reps or DEFAULT_VERIFY_REPS)
     counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed", UNAVAILABLE)}
     print(f"batch: {len(results)} runs: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed"
           + (f", {counts[UNAVAILABLE]} unavailable" if counts[UNAVAILABLE] else "")
@@ -248,6 +258,14 @@ def _board_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stale_options(parser: argparse.ArgumentParser, stale_help: str) -> None:
+    """``--stale`` and ``--verify-reps``, the same for ``run`` and ``notebook`` (checked in :func:`main`)."""
+    parser.add_argument("--stale", choices=STALE_POLICIES, default="error", help=stale_help)
+    parser.add_argument("--verify-reps", type=int, default=None, metavar="N",
+                        help=f"with --stale verify: kept repetitions computed again to adopt a checkpoint, evenly spread "
+                             f"from the lowest to the highest kept one (default {DEFAULT_VERIFY_REPS}: those two; at least 1)")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m dpkit.batch",
                                  description="Headless notebook runs (papermill) and batches (Dask).")
@@ -264,17 +282,21 @@ def _parser() -> argparse.ArgumentParser:
                           "fails (exit 1) instead of being recorded as unavailable (exit 0)")
     one.add_argument("--replace", action="store_true",
                      help="replace a finished run in --output (it is moved whole to .superseded/, never deleted)")
+    _stale_options(one, "kept repetitions of an earlier attempt (in .OUTPUT.checkpoint beside --output) whose notebook "
+                        "or dpkit changed since: error (default: name them and stop), rerun (move them to "
+                        ".superseded/ beside --output and start afresh), keep (refused: it keeps finished runs, which "
+                        "notebook always runs again) or verify (adopted if those computed again are equal to the bit, "
+                        "else the run fails naming the difference)")
     run = sub.add_parser("run", help="execute a manifest (notebooks x parameter grids)")
     run.add_argument("manifest")
     run.add_argument("--scheduler", default="local", help="local (default), sync, or a Dask scheduler address")
     run.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
     run.add_argument("--output", default=None, help="override the manifest's output folder")
     run.add_argument("--timeout", type=int, default=7200, help="per-cell timeout in seconds")
-    run.add_argument("--stale", choices=STALE_POLICIES, default="error",
-                     help="finished runs and kept repetitions whose notebook or dpkit changed since: error (default: "
-                          "name them and stop), rerun (move each to OUTPUT/.superseded/ and run it again), keep "
-                          "(finished runs only) or verify (kept repetitions only: adopted if those computed again "
-                          "are equal to the bit, else the run fails naming the difference)")
+    _stale_options(run, "finished runs and kept repetitions whose notebook or dpkit changed since: error (default: "
+                        "name them and stop), rerun (move each to OUTPUT/.superseded/ and run it again), keep "
+                        "(finished runs only) or verify (kept repetitions only: adopted if those computed again "
+                        "are equal to the bit, else the run fails naming the difference)")
     run.add_argument("--require-data", action="store_true",
                      help="a run whose data sets are unavailable here (documented as possibly unavailable offline in "
                           "data/registry.yaml, e.g. PAM) fails the batch (exit 1) instead of being recorded and listed")
@@ -300,10 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (see the module docstring)."""
     ap = _parser()
     args = ap.parse_args(argv)
-    for name in ("workers", "timeout"):
+    for name in ("workers", "timeout", "verify_reps"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
-            ap.error(f"--{name} must be a positive integer, got {value}")
+            ap.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    if getattr(args, "verify_reps", None) is not None and args.stale != "verify":
+        ap.error(f"--verify-reps applies to --stale verify only (got --stale {args.stale})")
     try:
         return {"notebook": _notebook, "run": _run, "collect": _collect, "status": _status,
                 "board-add": _board_add}[args.cmd](args)

@@ -30,7 +30,7 @@ from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
 __all__ = ["execute_notebook", "failure_message", "unavailable_reason", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
            "library_fingerprint", "record_checkpoint", "NoMetricsError", "key_problem", "unfinished_reason", "read_record",
-           "remove_checkpoint", "confirm_checkpoint", "refused_adoption"]
+           "remove_checkpoint", "confirm_checkpoint", "refused_adoption", "kernel_environ"]
 
 #: files in a run's checkpoint folder naming the notebook version and the dpkit sources that wrote it
 CHECKPOINT_NOTEBOOK = "notebook_sha256"
@@ -115,7 +115,7 @@ def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str, *, adopt: b
     """Create the checkpoint folder (recording the notebook's and dpkit's versions) or check that it was
     written by the same versions; :class:`StaleCheckpointError` otherwise, unless ``adopt``: then the notebook's
     ``run_cells`` decides, adopting its kept repetitions only if some computed again are equal to the bit
-    (:mod:`dpkit.experiments.adoption`; the kernel runs with ``DPKIT_CHECKPOINT_ADOPT=verify``), and
+    (:mod:`dpkit.experiments.adoption`; its kernel runs with ``DPKIT_CHECKPOINT_ADOPT=verify``), and
     :func:`confirm_checkpoint` records the current versions afterwards."""
     p = Path(folder).resolve()
     library = library_fingerprint()
@@ -281,6 +281,32 @@ def _rename_in_notebook(executed: Path, tmp: str, final: str) -> None:
 
 
 # --------------------------------------------------------------------------- one notebook
+def kernel_environ(*, adopt: bool = False, verify_reps: int | None = None) -> dict[str, str | None]:
+    """The environment variables one kernel gets from its run's policy, on top of this process's environment
+    (``None``: removed): with ``adopt``, :data:`~dpkit.experiments.adoption.ADOPT_ENV` ``verify`` and
+    :data:`~dpkit.experiments.adoption.VERIFY_REPS_ENV` ``verify_reps`` (unset if ``None``: 2), else both unset, so
+    that only the run's own policy reaches its kernel, never one left in this process by another run."""
+    from dpkit.core.validation import check_positive_int
+    from dpkit.experiments.adoption import ADOPT_ENV, VERIFY_REPS_ENV
+
+    reps = None if verify_reps is None else check_positive_int(verify_reps, name="verify_reps")
+    return {ADOPT_ENV: "verify" if adopt else None, VERIFY_REPS_ENV: str(reps) if adopt and reps is not None else None}
+
+
+def _kernel_manager_class(overrides: dict[str, str | None]) -> type:
+    """A kernel manager class whose kernels start with this process's environment (as it is when the kernel starts)
+    changed by ``overrides`` (``None``: removed), without changing this process's environment."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw: Any) -> None:  # restarts reuse the environment of the first start
+            if "env" not in kw:
+                kw["env"] = {k: v for k, v in {**os.environ, **overrides}.items() if v is not None}
+            await super().start_kernel(**kw)
+
+    return KernelManager
+
+
 def execute_notebook(
     notebook: str | os.PathLike,
     output_dir: str | os.PathLike,
@@ -292,6 +318,7 @@ def execute_notebook(
     final_dir: str | os.PathLike | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     adopt: bool = False,
+    verify_reps: int | None = None,
 ) -> Path:
     """Execute ``notebook`` headlessly into ``output_dir`` and return the executed copy's path.
 
@@ -308,7 +335,13 @@ def execute_notebook(
     (:mod:`dpkit.experiments.checkpoint`), so that a run interrupted by a timeout, a dead kernel or a
     killed machine resumes there. The folder records the fingerprints of the notebook and of dpkit's sources;
     one written by another version of either raises :class:`StaleCheckpointError` before anything runs, unless
-    ``adopt`` (:func:`open_checkpoint`; the caller sets ``DPKIT_CHECKPOINT_ADOPT=verify`` for the kernel).
+    ``adopt`` (:func:`open_checkpoint`; the kernel then runs with ``DPKIT_CHECKPOINT_ADOPT=verify``).
+
+    With ``adopt``, an adoption computes ``verify_reps`` kept repetitions again (default 2, the lowest and the
+    highest: :func:`~dpkit.experiments.adoption.verify_reps_switch`). The kernel's environment is this process's,
+    changed by :func:`kernel_environ` (``adopt``, ``verify_reps``) for this kernel only: this process's environment
+    is not changed, so that runs of other policies executed in this process at the same time or later are not
+    affected.
     """
     import papermill as pm
 
@@ -333,7 +366,9 @@ def execute_notebook(
         # (kernel log level ERROR), errors and tracebacks still come through
         pm.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=kernel_name or "python3",
                             cwd=str(nb.resolve().parent), progress_bar=progress, execution_timeout=timeout, log_output=False,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            kernel_manager_class=_kernel_manager_class(kernel_environ(adopt=adopt,
+                                                                                       verify_reps=verify_reps)))
         written = _metrics_id(metrics)
         if written is None or written == earlier:
             raise NoMetricsError("the notebook ran to its end but wrote no metrics.json into its OUTPUT_DIR"

@@ -183,7 +183,8 @@ def _declared_types(annotation: str, default: str) -> frozenset[str] | None:
 
 
 @functools.lru_cache(maxsize=128)
-def _inspect(path: str, mtime_ns: int) -> tuple[tuple[str, str, frozenset[str] | None], ...]:
+def _inspect(path: str, mtime_ns: int) -> tuple[tuple[str, str, frozenset[str] | None, str], ...]:
+    """``(name, annotation, allowed type names, default's source)`` of each parameter of the notebook at ``path``."""
     import papermill as pm
 
     try:
@@ -191,7 +192,7 @@ def _inspect(path: str, mtime_ns: int) -> tuple[tuple[str, str, frozenset[str] |
     except Exception as exc:  # not JSON, not a notebook, unreadable
         raise BatchError(f"notebook {path}: cannot read its parameters cell: {type(exc).__name__}: {exc}") from exc
     return tuple((n, str(p.get("inferred_type_name") or ""), _declared_types(str(p.get("inferred_type_name") or ""),
-                                                                             str(p.get("default"))))
+                                                                             str(p.get("default"))), str(p.get("default")))
                  for n, p in info.items())
 
 
@@ -200,7 +201,22 @@ def declared_parameters(notebook: str | os.PathLike) -> dict[str, tuple[str, fro
     p = Path(notebook).resolve()
     if not p.is_file():
         raise FileNotFoundError(f"notebook not found: {p}")
-    return {n: (ann, types) for n, ann, types in _inspect(str(p), p.stat().st_mtime_ns)}
+    return {n: (ann, types) for n, ann, types, _default in _inspect(str(p), p.stat().st_mtime_ns)}
+
+
+def default_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
+    """The values the notebook's ``parameters`` cell gives its parameters (via papermill), for those whose default is
+    a literal (``REPS: int = 30``); a default computed by an expression is left out."""
+    p = Path(notebook).resolve()
+    if not p.is_file():
+        raise FileNotFoundError(f"notebook not found: {p}")
+    out = {}
+    for name, _ann, _types, default in _inspect(str(p), p.stat().st_mtime_ns):
+        try:
+            out[name] = ast.literal_eval(default)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return out
 
 
 def _parameter_problem(notebook: Path, name: str, value: Any, declared: dict[str, tuple[str, frozenset[str] | None]]

@@ -2,10 +2,11 @@
 
 Commands (:mod:`dpkit.batch.cli`)
 ---------------------------------
-``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S] [--replace]``
+``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S] [--replace] [--stale P]``
     Execute one notebook with ``INTERACTIVE=False`` and ``OUTPUT_DIR=DIR``. Every ``-p`` is
     checked against the notebook's parameters cell first (name and type). A finished run in
-    ``DIR`` is replaced only with ``--replace`` (and then moved whole to ``.superseded/``).
+    ``DIR`` is replaced only with ``--replace`` (and then moved whole to ``.superseded/``). Repetitions kept by an
+    earlier attempt (``.DIR.checkpoint``) follow ``--stale`` and ``--verify-reps`` as in a batch.
 ``python -m dpkit.batch run MANIFEST.yaml [--scheduler local|sync|ADDRESS] [--workers N]``
     Execute every (notebook × parameter grid point) of a manifest, each run into its own
     folder ``<output>/<notebook-stem>/<hash>/`` (executed notebook, ``metrics.json``,
@@ -99,7 +100,6 @@ from typing import TYPE_CHECKING, Any
 from dpkit.batch.cluster import check_workers, thread_environ
 from dpkit.batch.execute import (
     check_writable,
-    confirm_checkpoint,
     execute_notebook,
     failure_message,
     is_done,
@@ -117,16 +117,16 @@ from dpkit.batch.manifest import (
     expand_manifest,
     load_manifest,
     manifest_output,
-    notebook_fingerprint,
 )
 from dpkit.batch.outcome import Summary, _finish, _summary, _under_lock, record_failure
 from dpkit.batch.outcome import _install as _install  # re-exported
 from dpkit.batch.progress import _TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
-from dpkit.batch.scheduler import _environ_restored, batch_client, check_scheduler
-from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder
-from dpkit.experiments.adoption import ADOPT_ENV
+from dpkit.batch.scheduler import batch_client, check_scheduler, environ_restored
+from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder, confirm_adopted
+from dpkit.core.validation import check_positive_int
+from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
 from dpkit.queries.gemm import usable_cores
 
 if TYPE_CHECKING:
@@ -137,17 +137,8 @@ __all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "chec
 
 
 # --------------------------------------------------------------------------- one run of a batch
-def _adopt_environ(adopt: bool) -> None:
-    """Switch adoption of kept repetitions on or off for the kernels started from now on (``--stale verify``): the
-    batch's policy decides, not an environment variable left over from elsewhere."""
-    if adopt:
-        os.environ[ADOPT_ENV] = "verify"
-    else:
-        os.environ.pop(ADOPT_ENV, None)
-
-
 def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads: int | None,
-                    adopt: bool = False) -> Summary:
+                    adopt: bool = False, verify_reps: int | None = None) -> Summary:
     if is_done(final):  # finished by another process while we waited for the lock
         return _summary(spec, final, "skipped")
     interrupted = stale_folders(final.parent, spec.key)  # left by an interrupted attempt (we hold the lock)
@@ -160,7 +151,6 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
                         f"{failure_message(exc)}", disk_full=is_enospc(exc))
     if threads:  # inherited by the notebook kernel papermill starts
         os.environ.update(thread_environ(threads))
-    _adopt_environ(adopt)
     keep = checkpoint_folder(spec, final.parent)
     resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
@@ -168,7 +158,7 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
     refused = False
     try:
         execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final,
-                         checkpoint_dir=keep, adopt=adopt)
+                         checkpoint_dir=keep, adopt=adopt, verify_reps=verify_reps)
         cut_off = cut_off_attempts(keep)
         record_checkpoint(tmp, keep, resumed, cut_off=cut_off)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
@@ -184,24 +174,11 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
                                          disk_full=is_enospc(exc)), interrupted, cut_off_attempts(keep))
     finally:
         if adopt and not refused:  # the kernel did not refuse the kept repetitions: they count as current now
-            _confirmed(spec, keep)
+            confirm_adopted(spec.notebook, keep)
     done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
         remove_checkpoint(keep)
     return _note_interrupted(done, interrupted, cut_off)
-
-
-def _confirmed(spec: RunSpec, keep: Path) -> None:
-    """After a run under ``--stale verify`` that its kernel did not refuse: record the current versions in its
-    checkpoint folder once every kept repetition carries the current identity (:func:`confirm_checkpoint`)."""
-    try:
-        changes = confirm_checkpoint(keep, notebook_fingerprint(spec.notebook))
-    except OSError as exc:  # the run's own outcome stands; the next batch finds the folder stale and says so
-        print(f"warning: could not record the current versions in {keep}: {failure_message(exc)}", file=sys.stderr)
-        return
-    if changes:
-        print(f"{keep}: its kept repetitions now count as current ({'; '.join(changes)}; --stale verify)",
-              file=sys.stderr)
 
 
 def _note_interrupted(summary: Summary, interrupted: list[Path], cut_off: list[dict[str, Any]] | None = None) -> Summary:
@@ -245,7 +222,7 @@ def _run_task(spec: RunSpec, output: str, shares: dict[str, int], **kwargs: Any)
 
 
 def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7200, threads: int | None = 1,
-            wait: bool = True, adopt: bool = False) -> Summary:
+            wait: bool = True, adopt: bool = False, verify_reps: int | None = None) -> Summary:
     """Execute one run into ``<output>/<stem>/<key>/`` (under the run's lock, via a temporary folder).
 
     Returns a summary ``{notebook, key, folder, status, wall_time_s, error}`` with status ``ok``,
@@ -255,13 +232,13 @@ def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7
     ``busy`` (another process holds the run and ``wait`` is false); ``disk_full`` is true when
     the disk ran full. Never raises for a failing notebook or an I/O error. ``adopt`` (``--stale verify``): kept
     repetitions of other versions are adopted if those computed again are equal to the bit
-    (:func:`~dpkit.batch.execute.open_checkpoint`).
+    (:func:`~dpkit.batch.execute.open_checkpoint`), ``verify_reps`` of them (default 2, the lowest and the highest).
     """
     final = spec.folder(Path(output))
     if is_done(final):
         return _summary(spec, final, "skipped")
     return _under_lock(spec, final, wait, lambda: _execute_locked(spec, final, timeout=timeout, threads=threads,
-                                                                  adopt=adopt))
+                                                                  adopt=adopt, verify_reps=verify_reps))
 
 
 # --------------------------------------------------------------------------- batches
@@ -275,16 +252,18 @@ def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
 
 
 def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
-             progress: _TaskProgress, shares: dict[str, int] | None = None, adopt: bool = False) -> list[Summary]:
+             progress: _TaskProgress, shares: dict[str, int] | None = None, adopt: bool = False,
+             verify_reps: int | None = None) -> list[Summary]:
     """Run ``specs`` in this process (``client is None``, all usable cores) or on Dask (each worker with its thread
     share of ``shares``, :func:`~dpkit.batch.cluster.check_workers`); stop starting runs when the disk is full."""
     results: list[Summary] = []
     if client is None:
         threads = usable_cores()
         # run_one sets them for the kernels: not for our caller
-        with _environ_restored({**thread_environ(threads), ADOPT_ENV: ""}):
+        with environ_restored(thread_environ(threads)):
             for i, s in enumerate(specs):
-                results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads, adopt=adopt))
+                results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads, adopt=adopt,
+                                       verify_reps=verify_reps))
                 if results[-1]["status"] != "busy":
                     progress.finished(s, out)
                 if results[-1].get("disk_full"):
@@ -293,8 +272,9 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
     from dask.distributed import as_completed
 
     tag = uuid.uuid4().hex[:6]
-    futures = {client.submit(_run_task, s, str(out), shares or {}, timeout=timeout, wait=wait, adopt=adopt, pure=False,
-                             key=f"run-{s.notebook.stem}-{s.key}-{tag}"): s for s in specs}
+    futures = {client.submit(_run_task, s, str(out), shares or {}, timeout=timeout, wait=wait, adopt=adopt,
+                             verify_reps=verify_reps, pure=False, key=f"run-{s.notebook.stem}-{s.key}-{tag}"): s
+               for s in specs}
     pending = dict(futures)
     for fut in as_completed(list(futures)):
         s = pending.pop(fut)
@@ -322,6 +302,7 @@ def run_manifest(
     progress: bool | None = None,
     timeout: int | None = 7200,
     on_stale: str = "error",
+    verify_reps: int = DEFAULT_VERIFY_REPS,
 ) -> list[Summary]:
     """Execute a manifest; return one summary per run (status ``ok``, ``skipped``, ``failed`` or ``unavailable``).
 
@@ -343,10 +324,14 @@ def run_manifest(
         ``"verify"`` refuses changed finished runs as ``"error"`` does, and lets each unfinished run adopt its kept
         repetitions if those its kernel computes again are equal to the bit (:mod:`dpkit.experiments.adoption`;
         a run whose numbers differ fails, naming the difference).
+    verify_reps : int
+        Under ``"verify"``: how many kept repetitions each adoption computes again, evenly spread from the lowest to
+        the highest kept index (default 2: those two; :func:`~dpkit.experiments.adoption.verified_indices`).
     """
     check_scheduler(scheduler)
     if on_stale not in STALE_POLICIES:
         raise ValueError(f"on_stale must be one of {STALE_POLICIES}; got {on_stale!r}")
+    verify_reps = check_positive_int(verify_reps, name="verify_reps")
     m = load_manifest(manifest) if not isinstance(manifest, dict) else manifest
     out = Path(output).resolve() if output else manifest_output(m)
     specs = expand_manifest(m)
@@ -367,13 +352,13 @@ def run_manifest(
                 # every worker reads the notebooks and writes the output at our paths (else one line naming it)
                 shares = None if client is None else check_workers(client, [s.notebook for s in todo], out)
                 first = _run_all(client, todo, out, timeout=timeout, wait=False, progress=tasks,
-                                 shares=shares, adopt=on_stale == "verify")
+                                 shares=shares, adopt=on_stale == "verify", verify_reps=verify_reps)
                 held = {(r["notebook"], r["key"]) for r in first if r["status"] == "busy"}
                 busy = [s for s in todo if (s.notebook.name, s.key) in held]
                 results += [r for r in first if r["status"] != "busy"]
                 if busy:  # held by another batch: wait for each, then skip it if finished or run it
                     results += _run_all(client, busy, out, timeout=timeout, wait=True, progress=tasks,
-                                        shares=shares, adopt=on_stale == "verify")
+                                        shares=shares, adopt=on_stale == "verify", verify_reps=verify_reps)
     try:
         write_json(out / "batch.json", {"manifest": m.get("_path"), "runs": results})
     except OSError as exc:

@@ -2,14 +2,14 @@
 
 :func:`check_scheduler` accepts ``local``, ``sync`` or a Dask scheduler address; :func:`batch_client` gives no
 client for ``sync``, else a Dask client (of a new single-threaded-worker :func:`_local_cluster` without a
-dashboard for ``local``), closed afterwards. :func:`_environ_restored` restores environment variables on exit
-(the in-process runs set the kernels' thread share).
+dashboard for ``local``), closed afterwards. :func:`environ_restored` sets environment variables for a block and
+restores them on exit (the in-process runs set the kernels' thread share; ``benchmarks/dask_scaling.py``).
 """
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from dpkit.batch.manifest import (
     BatchError,
@@ -18,7 +18,7 @@ from dpkit.batch.manifest import (
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
 
-__all__ = ["check_scheduler", "batch_client"]
+__all__ = ["check_scheduler", "batch_client", "environ_restored"]
 
 
 # --------------------------------------------------------------------------- batches
@@ -99,10 +99,20 @@ def _restore_environ(saved: dict[str, str]) -> None:
 
 
 @contextlib.contextmanager
-def _environ_restored(names: dict[str, str]) -> Iterator[None]:
-    """Restore the environment variables ``names`` (set or unset) to what they are now, on exit."""
-    saved = {n: os.environ.get(n) for n in names}
+def environ_restored(names: Iterable[str] = (), /, **values: str | None) -> Iterator[None]:
+    """Within the block, set the environment variables ``values`` (``None``: unset); on exit, put them and the
+    variables ``names`` back as they were on entry (set to their value, or unset).
+
+    ``with environ_restored(["OMP_NUM_THREADS"]):`` lets the block change ``OMP_NUM_THREADS`` for what it starts,
+    and not for the caller; ``with environ_restored(DPKIT_CACHE_DIR="off"):`` sets it for the block only.
+    """
+    saved = {n: os.environ.get(n) for n in [*names, *values]}
     try:
+        for n, v in values.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
         yield
     finally:
         for n, v in saved.items():

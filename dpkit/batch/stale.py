@@ -7,7 +7,9 @@ they ran, :func:`stale_checkpoints` the kept repetitions of a checkpointing note
 ``.superseded/`` with :func:`supersede` / :func:`supersede_checkpoint`, then run again), ``keep`` (finished runs
 only) or ``verify`` (kept repetitions only: they stay, and each run's kernel adopts them if the repetitions it
 computes again are equal to the bit, :mod:`dpkit.experiments.adoption`; finished runs are refused as by ``error``).
-:func:`checkpoint_folder` is where a run's checkpoint is kept. :mod:`dpkit.batch.runner` re-exports every name.
+:func:`checkpoint_folder` is where a run's checkpoint is kept. :func:`handle_stale_checkpoint` applies the policy to
+the kept repetitions of one run outside a batch (``notebook``), :func:`confirm_adopted` records their adoption.
+:mod:`dpkit.batch.runner` re-exports every name.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from pathlib import Path
 from dpkit.batch.execute import (
     checkpoint_changes,
     checkpoint_fingerprint,
+    confirm_checkpoint,
+    failure_message,
     is_done,
     key_problem,
     library_fingerprint,
@@ -34,7 +38,7 @@ from dpkit.batch.manifest import (
 )
 
 __all__ = ["STALE_POLICIES", "StaleRunsError", "stale_runs", "stale_checkpoints", "misplaced_runs", "supersede",
-           "supersede_checkpoint", "checkpoint_folder"]
+           "supersede_checkpoint", "checkpoint_folder", "handle_stale_checkpoint", "confirm_adopted"]
 
 
 def checkpoint_folder(spec: RunSpec, parent: Path) -> Path:
@@ -140,6 +144,78 @@ def supersede_checkpoint(spec: RunSpec, out: Path) -> Path:
         lock.release()
 
 
+def _error(lines: list[str], partial: bool) -> StaleRunsError:
+    """The refusal of the ``error`` policy, naming ``lines``."""
+    return StaleRunsError(
+        f"{len(lines)} finished run(s) or kept repetitions come from an older version of their notebook:\n"
+        + "\n".join(lines)
+        + "\nre-run them with --stale rerun (each old run is moved to <output>/.superseded/, not deleted), "
+          "or keep them as they are with --stale keep"
+        + ("; kept repetitions go on with --stale verify if those computed again are equal to the bit"
+           if partial else ""))
+
+
+def _keep_refused(lines: list[str]) -> StaleRunsError:
+    """The refusal of ``keep`` for kept repetitions of unfinished runs (``lines``)."""
+    return StaleRunsError(
+        "--stale keep keeps finished runs, but an unfinished run cannot go on from repetitions of another "
+        "notebook version:\n" + "\n".join(lines) + "\nuse --stale rerun (they are moved to "
+        "<output>/.superseded/, not deleted) or --stale verify (they are adopted if those computed again "
+        "are equal to the bit)")
+
+
+def _partial_line(keep: Path, notebook: Path, what: str) -> str:
+    return f"  {keep} (kept repetitions of an unfinished run of {notebook.name}; {what})"
+
+
+def _continuing(final: Path, what: str) -> str:
+    return (f"continuing {final} from its kept repetitions ({what}): its kernel adopts them only if "
+            "those it computes again are equal to the bit (--stale verify)")
+
+
+def _afresh(final: Path, what: str, dest: Path) -> str:
+    return f"starting {final} afresh ({what}); its kept repetitions are in {dest}"
+
+
+def handle_stale_checkpoint(final: Path, keep: Path, notebook: Path, on_stale: str) -> None:
+    """Apply ``on_stale`` to the kept repetitions ``keep`` of one run outside a batch (``python -m dpkit.batch
+    notebook``, output ``final``) as :func:`_handle_stale` does to a batch's: nothing if they are current; else
+    ``error`` and ``keep`` refuse (:class:`StaleRunsError` naming them), ``rerun`` moves them aside to
+    ``.superseded/`` beside ``final`` and ``verify`` keeps them for the kernel to adopt. The caller holds the run's
+    lock. A finished run in ``final`` is not judged: ``notebook`` always runs again (``--replace``)."""
+    if on_stale not in STALE_POLICIES:
+        raise ValueError(f"on_stale must be one of {STALE_POLICIES}; got {on_stale!r}")
+    if checkpoint_fingerprint(keep) is None:
+        return
+    changes = checkpoint_changes(keep, notebook_fingerprint(notebook), library_fingerprint())
+    if not changes:
+        return
+    what = "; ".join(changes)
+    if on_stale == "verify":
+        print(_continuing(final, what), file=sys.stderr)
+    elif on_stale == "error":
+        raise _error([_partial_line(keep, notebook, what)], partial=True)
+    elif on_stale == "keep":
+        raise _keep_refused([_partial_line(keep, notebook, what)])
+    else:
+        dest = _move_aside(keep, final.parent, "", f"{final.name}.checkpoint")
+        print(_afresh(final, what, dest), file=sys.stderr)
+
+
+def confirm_adopted(notebook: Path, keep: Path) -> None:
+    """After a run under ``--stale verify`` that its kernel did not refuse: record the current versions in its
+    checkpoint folder once every kept repetition carries the current identity
+    (:func:`~dpkit.batch.execute.confirm_checkpoint`)."""
+    try:
+        changes = confirm_checkpoint(keep, notebook_fingerprint(notebook))
+    except OSError as exc:  # the run's own outcome stands; the next attempt finds the folder stale and says so
+        print(f"warning: could not record the current versions in {keep}: {failure_message(exc)}", file=sys.stderr)
+        return
+    if changes:
+        print(f"{keep}: its kept repetitions now count as current ({'; '.join(changes)}; --stale verify)",
+              file=sys.stderr)
+
+
 def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
     """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done), and to
     run folders that hold another key's run (:func:`misplaced_runs`: an error unless ``rerun`` moves them aside)."""
@@ -157,8 +233,7 @@ def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
     if not stale and not partial:
         return
     lines = [f"  {s.folder(out)} ({s.notebook.name}: ran {old}, now {new})" for s, old, new in stale]
-    lines += [f"  {checkpoint_folder(s, s.folder(out).parent)} (kept repetitions of an unfinished run of "
-              f"{s.notebook.name}; {what})" for s, what in partial]
+    lines += [_partial_line(checkpoint_folder(s, s.folder(out).parent), s.notebook, what) for s, what in partial]
     if on_stale == "verify" and stale:
         raise StaleRunsError(
             f"{len(stale)} finished run(s) come from an older version of their notebook:\n" + "\n".join(lines[:len(stale)])
@@ -167,24 +242,13 @@ def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
               "with --stale keep")
     if on_stale == "verify":
         for s, what in partial:
-            print(f"continuing {s.folder(out)} from its kept repetitions ({what}): its kernel adopts them only if "
-                  "those it computes again are equal to the bit (--stale verify)", file=sys.stderr)
+            print(_continuing(s.folder(out), what), file=sys.stderr)
         return
     if on_stale == "error":
-        raise StaleRunsError(
-            f"{len(lines)} finished run(s) or kept repetitions come from an older version of their notebook:\n"
-            + "\n".join(lines)
-            + "\nre-run them with --stale rerun (each old run is moved to <output>/.superseded/, not deleted), "
-              "or keep them as they are with --stale keep"
-            + ("; kept repetitions go on with --stale verify if those computed again are equal to the bit"
-               if partial else ""))
+        raise _error(lines, partial=bool(partial))
     if on_stale == "keep":
         if partial:
-            raise StaleRunsError(
-                "--stale keep keeps finished runs, but an unfinished run cannot go on from repetitions of another "
-                "notebook version:\n" + "\n".join(lines[len(stale):]) + "\nuse --stale rerun (they are moved to "
-                "<output>/.superseded/, not deleted) or --stale verify (they are adopted if those computed again "
-                "are equal to the bit)")
+            raise _keep_refused(lines[len(stale):])
         print(f"warning: keeping {len(stale)} finished run(s) of notebooks that changed since (--stale keep):\n"
               + "\n".join(lines), file=sys.stderr)
         return
@@ -193,4 +257,4 @@ def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
         print(f"re-running {s.folder(out)}: its notebook changed; the old run is in {dest}", file=sys.stderr)
     for s, what in partial:
         dest = supersede_checkpoint(s, out)
-        print(f"starting {s.folder(out)} afresh ({what}); its kept repetitions are in {dest}", file=sys.stderr)
+        print(_afresh(s.folder(out), what, dest), file=sys.stderr)

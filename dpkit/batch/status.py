@@ -6,7 +6,7 @@ their file names and times and the compute time each kept repetition recorded) a
 waiting (a lock held by a live process is a run in progress; the kernel drops the lock of a dead one), and the
 repetition locks of the repetitions computed as Dask tasks (:mod:`dpkit.batch.repetitions`: a held one is a task
 running now). Nothing is started, moved or removed. Besides the runs it counts the repetitions: kept, running and in
-all (``REPS`` × data sets, where the manifest names them).
+all (``REPS`` × data sets, from the manifest's parameters or else the notebook's defaults).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dpkit.batch.locks import RunLock
-from dpkit.batch.manifest import RunSpec, expand_manifest, load_manifest, manifest_output
+from dpkit.batch.manifest import RunSpec, default_parameters, expand_manifest, load_manifest, manifest_output
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.core.paths import repetition_files
 
@@ -65,10 +65,13 @@ class RunStatus:
 
 
 def total_repetitions(spec: RunSpec) -> int | None:
-    """``REPS`` × the number of data sets, when the run's parameters name both (``None`` otherwise)."""
-    reps, names = spec.parameters.get("REPS"), spec.parameters.get("DATASETS")
+    """``REPS`` × the number of data sets, when the run's parameters or, for those it leaves out, its notebook's
+    ``parameters`` cell (:func:`~dpkit.batch.manifest.default_parameters`) give both and ``QUICK`` is false
+    (``None`` otherwise)."""
+    params = {**default_parameters(spec.notebook), **spec.parameters}
+    reps, names = params.get("REPS"), params.get("DATASETS")
     if not isinstance(reps, int) or isinstance(reps, bool) or not isinstance(names, list) \
-            or spec.parameters.get("QUICK") is not False:
+            or params.get("QUICK") is not False:
         return None  # QUICK runs cut REPS and the data sets down inside the notebook
     return reps * len(names)
 

@@ -15,6 +15,8 @@ every value must have the kept value's type.
 
 Adoption is switched on explicitly: :func:`~dpkit.experiments.protocol.run_cells`'s ``adopt``, or the environment
 variable :data:`ADOPT_ENV` set to ``verify`` (the batch runner sets it in its kernels under ``--stale verify``).
+How many kept repetitions are computed again is ``run_cells``'s ``verify_reps``, or :data:`VERIFY_REPS_ENV`
+(``--verify-reps``), default 2: the lowest and the highest kept index (:func:`verified_indices`).
 """
 from __future__ import annotations
 
@@ -28,10 +30,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ADOPT_ENV", "ADOPTIONS", "adoption_switch", "first_difference", "record_difference", "adoptions"]
+from dpkit.core.validation import check_positive_int
+
+__all__ = ["ADOPT_ENV", "ADOPTIONS", "VERIFY_REPS_ENV", "DEFAULT_VERIFY_REPS", "adoption_switch", "verify_reps_switch",
+           "verified_indices", "first_difference", "record_difference", "adoptions"]
 
 #: The environment variable that switches adoption on in :func:`~dpkit.experiments.protocol.run_cells` (``verify``).
 ADOPT_ENV = "DPKIT_CHECKPOINT_ADOPT"
+#: The environment variable that says how many kept repetitions an adoption computes again (a positive integer).
+VERIFY_REPS_ENV = "DPKIT_CHECKPOINT_VERIFY_REPS"
+#: Kept repetitions an adoption computes again by default: the lowest and the highest.
+DEFAULT_VERIFY_REPS = 2
 #: The log of a checkpoint folder's adoptions (a JSON list, one entry per adoption).
 ADOPTIONS = "adoptions.json"
 
@@ -53,6 +62,33 @@ def adoption_switch(adopt: bool | None = None) -> bool:
         raise ValueError(f"{ADOPT_ENV} must be 'verify' (adopt kept repetitions after recomputing some) or unset; "
                          f"got {value!r}")
     return value == "verify"
+
+
+def verify_reps_switch(verify_reps: int | None = None) -> int:
+    """How many kept repetitions an adoption computes again: ``verify_reps`` if given, else :data:`VERIFY_REPS_ENV`,
+    else 2 (the lowest and the highest kept index). A value that is not a positive integer raises ``ValueError``
+    naming it."""
+    if verify_reps is not None:
+        return check_positive_int(verify_reps, name="verify_reps")
+    value = os.environ.get(VERIFY_REPS_ENV, "").strip()
+    if not value:
+        return DEFAULT_VERIFY_REPS
+    try:
+        return check_positive_int(int(value), name=VERIFY_REPS_ENV)
+    except ValueError:
+        raise ValueError(f"{VERIFY_REPS_ENV} must be a positive integer (kept repetitions computed again) or unset; "
+                         f"got {value!r}") from None
+
+
+def verified_indices(kept: Sequence[int], n: int) -> list[int]:
+    """``n`` of the ``kept`` indices (ascending), evenly spread from the lowest to the highest: 1 the lowest, 2 the
+    lowest and the highest, more adds those between, every kept index once ``n`` reaches their number."""
+    kept = sorted(int(i) for i in kept)
+    if n >= len(kept):
+        return kept
+    if n == 1:
+        return kept[:1]
+    return [kept[j * (len(kept) - 1) // (n - 1)] for j in range(n)]
 
 
 def _same_float(a: float, b: float) -> bool:

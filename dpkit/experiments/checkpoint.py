@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpkit.core.paths import library_fingerprint, repetition_file, repetition_files, write_atomic
-from dpkit.experiments.adoption import ADOPTIONS, record_difference
+from dpkit.core.validation import check_positive_int
+from dpkit.experiments.adoption import ADOPTIONS, record_difference, verified_indices
 from dpkit.experiments.records import SEEDING
 
 if TYPE_CHECKING:
@@ -122,8 +123,10 @@ class RepetitionCheckpoint:
         (:func:`~dpkit.experiments.adoption.record_difference`); if all are equal to the bit (measured times
         aside) the folder passes to ``identity``, else :class:`CheckpointMismatchError` names the first difference
         and nothing is touched. Any other difference raises as without ``verify``.
-    verify_at : sequence of int, optional
-        The kept repetitions computed again to adopt a folder (default: the lowest and the highest kept index).
+    verify_at : sequence of int, or int, optional
+        The kept repetitions computed again to adopt a folder (default: the lowest and the highest kept index); an
+        int ``n``: ``n`` kept indices evenly spread from the lowest to the highest
+        (:func:`~dpkit.experiments.adoption.verified_indices`; 2 is the default).
 
     Notes
     -----
@@ -131,7 +134,7 @@ class RepetitionCheckpoint:
     """
 
     def __init__(self, folder: str | os.PathLike, identity: Mapping[str, Any], *,
-                 verify: Callable[[int], Sequence[Any]] | None = None, verify_at: Sequence[int] | None = None):
+                 verify: Callable[[int], Sequence[Any]] | None = None, verify_at: Sequence[int] | int | None = None):
         self.folder = Path(folder)
         self.identity = dict(identity)
         self.digest = _digest(self.identity)
@@ -156,13 +159,15 @@ class RepetitionCheckpoint:
             write_atomic(meta, json.dumps(self.identity, indent=1, sort_keys=True))
 
     def _adopt(self, found: dict[str, Any], verify: Callable[[int], Sequence[Any]],
-               verify_at: Sequence[int] | None) -> None:
+               verify_at: Sequence[int] | int | None) -> None:
         """Pass the folder from identity ``found`` (other dpkit sources) to ``self.identity`` if the repetitions
         ``verify_at`` computed now equal the kept ones; raise naming the first difference otherwise."""
         old, new = str(found["dpkit_sha256"]), str(self.identity["dpkit_sha256"])
         kept = self.done()
         if verify_at is None:
             indices = sorted({kept[0], kept[-1]}) if kept else []
+        elif isinstance(verify_at, (int, np.integer)):
+            indices = verified_indices(kept, check_positive_int(verify_at, name="verify_at"))
         else:
             indices = sorted({int(i) for i in verify_at})
             if not set(indices) <= set(kept):

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpkit.experiments.checkpoint import RepetitionCheckpoint
-from dpkit.experiments.records import RunRecord, _repetition, _timed_release, method_seed, name_words, record_release
+from dpkit.experiments.records import RunRecord, method_seed, name_words, record_release, repetition_at, timed_release
 from dpkit.queries.release import Method, Release
 
 
@@ -212,15 +212,15 @@ def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], sha
     memo: dict[str, tuple[Release[Any], float]] = {}
     records: list[RunRecord] = []
     for s, cseed in zip(sigmas, cell_seeds):
-        rep = _repetition(X, cseed, i, sigma=s, names={n: w for n, w in words.items() if n not in shared},
-                          n_queries=n_queries, J=J)
+        rep = repetition_at(X, cseed, i, sigma=s, names={n: w for n, w in words.items() if n not in shared},
+                            n_queries=n_queries, J=J)
         for name, method in configured[s].items():
             if name not in shared:
-                done = _timed_release(method, X, rep.generator(name), rep.workload)
+                done = timed_release(method, X, rep.generator(name), rep.workload)
             elif name in memo:
                 done = memo[name]
             else:  # σ-independent: its own stream, released at the first σ and reused at the others
-                done = memo[name] = _timed_release(method, X, np.random.default_rng(streams[name]))
+                done = memo[name] = timed_release(method, X, np.random.default_rng(streams[name]))
             records.append(record_release(name, *done, rep=rep, sigma=s, X=X, supremum=supremum,
                                           stream=streams.get(name)))
     return records

@@ -45,7 +45,7 @@ import numpy as np
 
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_int, check_real_in_range
-from dpkit.experiments.adoption import adoption_switch
+from dpkit.experiments.adoption import adoption_switch, verify_reps_switch
 from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
 from dpkit.experiments.parallel import RepetitionExecutor, _CellsJob, _parallel_repetitions
 from dpkit.experiments.records import (
@@ -57,7 +57,6 @@ from dpkit.experiments.records import (
     RepetitionCallback,
     RunRecord,
     _check_supremum,
-    _timed_release,
     as_methods,
     cell_seed,
     method_seed,
@@ -68,6 +67,7 @@ from dpkit.experiments.records import (
     seed_record,
     shared_seed,
     supremum_seed,
+    timed_release,
     width_independent,
     workload_seed,
 )
@@ -123,7 +123,7 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     for rep in repetitions(X, sigma=sigma, names=list(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
         for name, method in configured.items():
-            records.append(record_release(name, *_timed_release(method, X, rep.generator(name), rep.workload), rep=rep,
+            records.append(record_release(name, *timed_release(method, X, rep.generator(name), rep.workload), rep=rep,
                                           sigma=sigma, X=X, supremum=supremum))
         if hook is not None:
             hook(rep.index, int(reps))
@@ -134,7 +134,8 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
               on_repetition: RepetitionCallback | None = None,
               checkpoint: str | os.PathLike | None = None, workers: int | RepetitionExecutor = 1,
-              supremum: str | None = "cube", adopt: bool | None = None) -> list[RunRecord]:
+              supremum: str | None = "cube", adopt: bool | None = None,
+              verify_reps: int | None = None) -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
     Every σ-dependent method gets exactly the records of ``run_cell(X, ..., sigma=σ,
@@ -183,10 +184,14 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         As :func:`run_cell`.
     adopt : bool, optional
         Adopt a ``checkpoint`` kept by other dpkit sources (:mod:`dpkit.experiments.adoption`): its lowest and
-        highest kept repetitions are computed again here, in this process, before any other work, and the folder is
-        reused only if they equal the kept ones to the bit (measured times aside); else
+        highest kept repetitions (``verify_reps``) are computed again here, in this process, before any other work,
+        and the folder is reused only if they equal the kept ones to the bit (measured times aside); else
         :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError` names the difference. Default: on only when
         the environment variable ``DPKIT_CHECKPOINT_ADOPT`` is ``verify`` (the batch runner's ``--stale verify``).
+    verify_reps : int, optional
+        How many kept repetitions an adoption computes again, evenly spread from the lowest to the highest kept index
+        (:func:`~dpkit.experiments.adoption.verified_indices`). Default: the environment variable
+        ``DPKIT_CHECKPOINT_VERIFY_REPS`` (the batch runner's ``--verify-reps``), else 2 (the lowest and the highest).
 
     Returns
     -------
@@ -203,6 +208,8 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     if len(set(sigmas)) != len(sigmas):
         raise ValueError(f"sigmas must be distinct; got {sigmas}")
     reps = check_positive_int(reps, name="reps")
+    if verify_reps is not None:
+        verify_reps = check_positive_int(verify_reps, name="verify_reps")
     executor = workers if isinstance(workers, RepetitionExecutor) else None
     if executor is None:
         workers = check_positive_int(workers, name="workers")
@@ -219,7 +226,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     adopt = adoption_switch(adopt) and checkpoint is not None
     keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
         X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J, supremum=supremum),
-        verify=(lambda i: job.run(i)[0]) if adopt else None)
+        verify=(lambda i: job.run(i)[0]) if adopt else None, verify_at=verify_reps_switch(verify_reps) if adopt else None)
     out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
     bar = tqdm(total=reps, disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}")
 

@@ -9,7 +9,8 @@
   its name), :func:`seed_record` (a seed as plain ints, on every record), :func:`supremum_seed` (the search
   of the class supremum).
 * :func:`record_release` — evaluate one release on a repetition's workload into a
-  :class:`~dpkit.experiments.record_types.RunRecord`.
+  :class:`~dpkit.experiments.record_types.RunRecord`; :func:`repetition_at` (repetition ``i`` from its own seed) and
+  :func:`timed_release` (a release and its wall time), which the parallel and Dask repetitions use too.
 * :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
 
 :mod:`dpkit.experiments.protocol` (the runner) has the protocol and re-exports every name.
@@ -43,7 +44,7 @@ from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions",
            "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS", "method_seed",
-           "workload_seed", "name_words", "seed_record", "SEEDING"]
+           "workload_seed", "name_words", "seed_record", "SEEDING", "repetition_at", "timed_release"]
 
 #: the seeding scheme of the runner (a checkpoint's identity: repetitions of another scheme are never reused)
 SEEDING = "name-keyed-1"
@@ -188,11 +189,11 @@ def repetitions(X: np.ndarray, *, sigma: float, names: Sequence[str], reps: int,
     X = np.asarray(X, dtype=float)
     words = name_words(names)
     for i, seed in enumerate(tqdm(spawn_seeds(rng, reps), disable=not progress, desc=f"σ={sigma:g}")):
-        yield _repetition(X, seed, i, sigma=sigma, names=words, n_queries=n_queries, J=J)
+        yield repetition_at(X, seed, i, sigma=sigma, names=words, n_queries=n_queries, J=J)
 
 
-def _repetition(X: np.ndarray, seed: np.random.SeedSequence, index: int, *, sigma: float,
-                names: Mapping[str, tuple[int, ...]], n_queries: int, J: int) -> Repetition:
+def repetition_at(X: np.ndarray, seed: np.random.SeedSequence, index: int, *, sigma: float,
+                  names: Mapping[str, tuple[int, ...]], n_queries: int, J: int) -> Repetition:
     """Repetition ``index`` from its own seed (child ``index`` of the cell's sequence): it depends on no other.
 
     ``names`` maps each method's name to its :func:`name_words`.
@@ -353,8 +354,8 @@ def _record_seeds(rep: Repetition, stream: np.random.SeedSequence | None) -> dic
             "method": None if stream is None else seed_record(stream)}
 
 
-def _timed_release(method: Method, X: np.ndarray, g: np.random.Generator,
-                   workload: GaussianKernelWorkload | None = None) -> tuple[Release[Any], float]:
+def timed_release(method: Method, X: np.ndarray, g: np.random.Generator,
+                  workload: GaussianKernelWorkload | None = None) -> tuple[Release[Any], float]:
     """``method.release`` and its wall time (the ``time_s`` of a record)."""
     t0 = time.perf_counter()
     rel = method.release(X, rng=g, workload=workload)
