@@ -94,8 +94,9 @@ reproduce: $(STAMP) ## the thesis's tables and figures and every check at full s
 # Finished runs of a notebook that changed since they ran stop a batch (named); STALE=rerun moves them to
 # OUTPUT/.superseded/ and runs them again, STALE=keep keeps them: make reproduce STALE=rerun. STALE=verify continues
 # an unfinished long run from repetitions kept by older code, if those computed again are equal to the bit (else
-# the run fails naming the difference): make leaderboard STALE=verify
-STALE_ARG := $(if $(STALE),--stale $(STALE),)
+# the run fails naming the difference): make leaderboard STALE=verify; VERIFY_REPS=N computes N kept repetitions
+# again instead of the lowest and the highest (evenly spread between them)
+STALE_ARG := $(if $(STALE),--stale $(STALE),) $(if $(VERIFY_REPS),--verify-reps $(VERIFY_REPS),)
 # A data set documented as possibly unavailable offline (data/registry.yaml `unavailable_offline`, e.g. PAM) that is
 # not on this machine makes its runs `unavailable`: recorded with the reason, listed, no rows, not a failure.
 # REQUIRE_DATA=1 makes them fail the batch: make reproduce REQUIRE_DATA=1
