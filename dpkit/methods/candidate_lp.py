@@ -138,7 +138,7 @@ class CandidateLP(MethodBase):
     def audit_steps(self) -> dict[str, Callable[[np.ndarray, np.random.Generator], Any]]:
         """The private measurements that :mod:`dpkit.evaluation.gate` audits: the noisy moments b̂ and, for the
         Gaussian candidates, their fit (μ̃, Σ̃ and its noisy moments) at its share of the budget
-        (:meth:`CandidateSource.audit_step`; the LP and the sampling are post-processing)."""
+        (:meth:`~dpkit.methods.candidates.CandidateSource.audit_step`; the LP and the sampling are post-processing)."""
         steps: dict[str, Callable[[np.ndarray, np.random.Generator], Any]] = {
             "moments": lambda X, rng: self.noisy_moments(X, rng=rng).b_hat}
         _, _, eps_c, d_c = self._split()

@@ -120,7 +120,7 @@ class GaussianCandidates(CandidateSource):
         return sample_gaussian(rel.mean, rel.cov, C, rng=g_smp)
 
     def check_budget(self, n: int, d: int, *, epsilon: float, delta: float) -> None:
-        """The fit's own check (:meth:`GaussianFit._check_noise`)."""
+        """The fit's own check (``GaussianFit._check_noise``)."""
         self.fit_at(epsilon, delta)._check_noise(n, d)
 
     def audit_step(self, *, epsilon: float, delta: float) -> Callable[[np.ndarray, np.random.Generator], Any]:

@@ -181,8 +181,8 @@ class MWEM(MethodBase):
 
     def audit_steps(self) -> dict[str, Callable[[np.ndarray, np.random.Generator], Any]]:
         """The private measurements that :mod:`dpkit.evaluation.gate` audits: the Gaussian-fit candidates' (μ̃, Σ̃)
-        and its noisy moments (:meth:`CandidateSource.audit_step`; none for the data-independent uniform
-        candidates, whose rounds the gate audits through the whole release)."""
+        and its noisy moments (:meth:`~dpkit.methods.candidates.CandidateSource.audit_step`; none for the
+        data-independent uniform candidates, whose rounds the gate audits through the whole release)."""
         eps_c, d_c = self._candidate_budget()
         step = self.candidates.audit_step(epsilon=eps_c, delta=d_c)
         return {} if step is None else {"candidate fit": step}
