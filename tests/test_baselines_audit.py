@@ -14,7 +14,15 @@ import pytest
 from neighbour_pairs import replace_one as neighbours
 
 from dpkit.evaluation.audit import audit
-from dpkit.methods import MWEM, CandidateLP, DirectAnswering, GaussianFit, IndependentMarginals, SmallDB
+from dpkit.methods import (
+    MWEM,
+    CandidateLP,
+    DirectAnswering,
+    GaussianFit,
+    IndependentMarginals,
+    SmallDB,
+    UniformCandidates,
+)
 from dpkit.queries.workload import GaussianKernelWorkload
 
 EPS, DELTA = 1.0, 1e-3
@@ -94,7 +102,7 @@ def test_smalldb_not_refuted():
 @pytest.mark.parametrize("delta", [0.0, DELTA])
 def test_candidate_lp_moments_not_refuted(delta):
     # the only data-dependent release of the uniform-candidate variant is b̂ (the LP is post-processing)
-    m = CandidateLP(epsilon=EPS, delta=delta, K=1.0, C=20, R=3, source="uniform")
+    m = CandidateLP(epsilon=EPS, delta=delta, K=1.0, C=20, R=3, candidates=UniformCandidates())
     d0, d1 = neighbours([1.0, 1.0], [-1.0, -1.0], n=4)
     res = run_audit(lambda db, rng: float(m.noisy_moments(db, rng=rng).b_hat[1]), d0, d1, delta=delta)
     assert not res.flags(EPS), res.to_dict()

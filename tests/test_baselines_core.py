@@ -17,10 +17,13 @@ from dpkit.methods import (
     MWEM,
     CandidateLP,
     DirectAnswering,
+    GaussianCandidates,
     GaussianFit,
     IndependentMarginals,
+    MarginalCandidates,
     SamplingFloor,
     SmallDB,
+    UniformCandidates,
     kernel_query_ranges,
     kernel_values,
 )
@@ -52,13 +55,14 @@ def synthetic_methods(eps=EPS, delta=DELTA):
         GaussianFit(epsilon=eps, delta=delta, method="analyze_gauss", m=200),
         GaussianFit(epsilon=eps, delta=0.0, method="analyze_gauss", m=200),
         GaussianFit(epsilon=eps, delta=delta, method="psi", k=2, m=200),
-        MWEM(epsilon=eps, delta=delta, sigma=2.0, T=4, C=300, candidates="uniform", n_class=20, m=200),
-        MWEM(epsilon=eps, delta=delta, sigma=2.0, T=4, C=300, candidates="gaussian", n_class=20, m=200),
+        MWEM(epsilon=eps, delta=delta, sigma=2.0, T=4, C=300, candidates=UniformCandidates(), n_class=20, m=200),
+        MWEM(epsilon=eps, delta=delta, sigma=2.0, T=4, C=300, candidates=GaussianCandidates(), n_class=20, m=200),
         MWEM(epsilon=eps, delta=0.0, sigma=2.0, T=4, C=300, query_class="basis", R=10, m=None),
-        CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10, source="gaussian"),
-        CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10, source="gaussian", fit_method="psi"),
-        CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10, source="marginals"),
-        CandidateLP(epsilon=eps, delta=0.0, K=4.0, C=300, R=10, source="uniform"),
+        CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10, candidates=GaussianCandidates()),
+        CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10,
+                    candidates=GaussianCandidates(fit=GaussianFit(epsilon=math.inf, method="psi"))),
+        CandidateLP(epsilon=eps, delta=delta, K=4.0, C=300, R=10, candidates=MarginalCandidates()),
+        CandidateLP(epsilon=eps, delta=0.0, K=4.0, C=300, R=10, candidates=UniformCandidates()),
         ImprovedTrigonometricMechanism(epsilon=eps, delta=delta, K=4.0, C=300, R=10),
     ]
 
@@ -98,13 +102,14 @@ def test_direct_ledger_and_shared_ledger(data, workload, noise, delta):
 
 
 def test_mwem_splits_budget_over_2T_steps_and_charges_candidates(data):
-    res = MWEM(epsilon=EPS, delta=DELTA, sigma=2.0, T=5, C=200, candidates="gaussian", n_class=10).release(data, rng=0)
+    res = MWEM(epsilon=EPS, delta=DELTA, sigma=2.0, T=5, C=200, candidates=GaussianCandidates(),
+               n_class=10).release(data, rng=0)
     names = [e["name"] for e in res.ledger["entries"]]
     assert names[:2] == ["mean", "second_moment_matrix"]  # the candidate fit is charged
     steps = [e for e in res.ledger["entries"] if e["name"].startswith(("select_", "measure_"))]
     assert len(steps) == 10
     assert all(e["epsilon"] == pytest.approx(EPS * (2 / 3) / 10) for e in steps)
-    uni = MWEM(epsilon=EPS, sigma=2.0, T=5, C=200, candidates="uniform", n_class=10).release(data, rng=0)
+    uni = MWEM(epsilon=EPS, sigma=2.0, T=5, C=200, candidates=UniformCandidates(), n_class=10).release(data, rng=0)
     assert uni.params["data_independent_candidates"] and uni.ledger["spent"]["delta"] == 0.0
     assert len(uni.ledger["entries"]) == 10
 
@@ -171,7 +176,8 @@ def test_eps_inf_marginals_and_gaussian_are_exact(data):
 
 
 def test_eps_inf_candidate_lp_uses_exact_moments(data):
-    res = CandidateLP(epsilon=math.inf, delta=DELTA, K=4.0, C=300, R=10, source="gaussian").release(data, rng=0)
+    res = CandidateLP(epsilon=math.inf, delta=DELTA, K=4.0, C=300, R=10,
+                      candidates=GaussianCandidates()).release(data, rng=0)
     from dpkit.mechanisms.trig import basis_indices, basis_moments, discretise
 
     p = res.params

@@ -130,12 +130,14 @@ def test_trig_runs_just_inside_its_range_and_an_lp_failure_near_the_limit_names_
             _trig(1e-16, 0.0).release(X, rng=0)  # 3e15: one binary order below 2^52, HiGHS loses the weights
 
 
-@pytest.mark.parametrize("source", ["uniform", "gaussian"])
+@pytest.mark.parametrize("source", ["UniformCandidates", "GaussianCandidates"])
 def test_candidate_lp_refuses_a_budget_too_small_for_its_lp_before_spending(source):
     """Was HiGHS status 2 (model error) at ε = 1e-100 (the same LP as the improved mechanism's)."""
+    import dpkit.methods
     from dpkit.methods import CandidateLP
 
     led = Ledger(1e-100, 0.0)
     with pytest.raises(ValueError, match=r"epsilon = 1e-100 \(delta = 0\) is too small.*noise scale .* reaches 2\^52"):
-        CandidateLP(epsilon=1e-100, delta=0.0, source=source, C=200, R=8).release(X, rng=0, ledger=led)
+        CandidateLP(epsilon=1e-100, delta=0.0, candidates=getattr(dpkit.methods, source)(), C=200,
+                    R=8).release(X, rng=0, ledger=led)
     assert led.to_dict()["entries"] == []

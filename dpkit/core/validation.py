@@ -195,6 +195,14 @@ def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def check_instance(value: Any, *, name: str, types: tuple[type, ...]) -> Any:
+    """Validate that ``value`` is an instance of one of ``types`` (a component given as a parameter)."""
+    if not isinstance(value, types):
+        allowed = " or ".join(t.__name__ for t in types)
+        raise TypeError(f"{name} must be a {allowed} instance; got {type(value).__name__} {value!r}")
+    return value
+
+
 def budget_limit_message(owner: str, epsilon: float, delta: float, *, what: str, limit: str, why: str,
                          least: float | None = None) -> str:
     """The message refusing a budget whose noise is too large for a computation on this data (a ValueError's).

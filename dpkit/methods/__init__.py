@@ -16,6 +16,7 @@ MWEM                   B4 over uniform (free) or DP-Gaussian (charged) candidate
 SmallDB                B2 net mechanism on a toy grid domain                         ε
 SamplingFloor          random subsample of the data (non-private)                    none
 CandidateLP            Alg 9/10 with DP-Gaussian / marginal / uniform candidates     as Alg 9/10
+…Candidates            the candidate sources of MWEM and CandidateLP (components)    (charged)
 MST                    max-spanning-tree marginals + Private-PGM on a public grid    ε or (ε, δ)
 RelaxedProjection      RAP: noisy trig moments, m points fitted by L-BFGS-B          ε or (ε, δ)
 KMEAnswers             noisy random-Fourier mean embedding, answers from it          ε or (ε, δ)
@@ -24,6 +25,7 @@ KMESynthetic           m points fitted to the noisy mean embedding              
 """
 from dpkit.methods._kernels import kernel_query_ranges, kernel_values
 from dpkit.methods.candidate_lp import CandidateLP
+from dpkit.methods.candidates import GaussianCandidates, MarginalCandidates, UniformCandidates
 from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit, psd_project
 from dpkit.methods.kme import KMEAnswers, KMESynthetic
@@ -50,6 +52,9 @@ __all__ = [
     "SmallDB",
     "SamplingFloor",
     "CandidateLP",
+    "UniformCandidates",
+    "GaussianCandidates",
+    "MarginalCandidates",
     "configure",
     "get",
     "names",

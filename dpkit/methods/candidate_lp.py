@@ -6,14 +6,16 @@ At the thesis's n, d and ε the PSI noise often dominates the covariance (σ > 1
 data set but CSN; docs/science/trig.md), so the ellipsoid may be no better than a blind guess. :class:`CandidateLP`
 keeps everything else of Alg 9/10 — schedule (Thm 2.4/2.5), discretisation to A^d, the first R
 basis functions, the moment noise (:func:`dpkit.mechanisms.trig.moment_noise`, correct constants), the LP
-(:func:`dpkit.mechanisms.trig.solve_l1_lp`) and the sampling of m rows — and swaps the candidate source:
+(:func:`dpkit.mechanisms.trig.solve_l1_lp`) and the sampling of m rows — and swaps the candidate source
+(``candidates``, a :mod:`dpkit.methods.candidates` source, as MWEM's):
 
-* ``"gaussian"`` — C draws from a DP Gaussian fit (:class:`~dpkit.methods.GaussianFit`,
-  ``fit_method="analyze_gauss"`` or ``"psi"``), charged 2ε/3 and δ/2: the same share Alg 9/10
-  give the mean + PCA;
-* ``"marginals"`` — C draws from the independent per-attribute histograms, charged the same;
-* ``"uniform"`` — C uniform points of the cube (data-independent, free): the moments get the
-  whole (ε, δ).
+* :class:`~dpkit.methods.candidates.GaussianCandidates` — C draws from a DP Gaussian fit
+  (:class:`~dpkit.methods.GaussianFit`, Analyze Gauss or PSI), charged 2ε/3 and δ/2: the same share
+  Alg 9/10 give the mean + PCA;
+* :class:`~dpkit.methods.candidates.MarginalCandidates` — C draws from the independent per-attribute
+  histograms, charged the same;
+* :class:`~dpkit.methods.candidates.UniformCandidates` — C uniform points of the cube (data-independent,
+  free): the moments get the whole (ε, δ).
 
 The moments always spend (ε/3, δ/2) for the two charged sources — the same noise as Alg 9/10,
 so the comparison with the ellipsoid isolates the candidate set.
@@ -21,8 +23,8 @@ so the comparison with the ellipsoid isolates the candidate set.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import InitVar, dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -33,6 +35,7 @@ from dpkit.core.validation import (
     check_budget_fields,
     check_choice,
     check_in_unit_cube,
+    check_instance,
     check_positive_finite,
     check_positive_ints,
 )
@@ -51,12 +54,10 @@ from dpkit.mechanisms.trig.grid import discretise_indices
 from dpkit.mechanisms.trig.lp import solve_l1_lp
 from dpkit.mechanisms.trig.moments import spend_moments
 from dpkit.mechanisms.trig.schedules import Schedule
+from dpkit.methods.candidates import CandidateSource, GaussianCandidates, deprecated_options
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
-
-if TYPE_CHECKING:
-    from dpkit.methods.gaussian_fit import GaussianFit
 
 __all__ = ["CandidateLP", "CandidateDiagnostics", "NoisyMoments"]
 
@@ -91,11 +92,13 @@ class CandidateLP(MethodBase):
         Smoothness order (K = σ²).
     C, R : int
         Candidates and basis functions.
-    source : {"gaussian", "marginals", "uniform"}
-    fit_method : {"analyze_gauss", "psi"}
-        Gaussian route for ``source="gaussian"``.
-    k, n_iter : int
-        PSI parameters for ``fit_method="psi"``.
+    candidates : CandidateSource
+        Where the C candidates come from (:mod:`dpkit.methods.candidates`; default: Analyze Gauss,
+        ``GaussianCandidates()``).
+    source, fit_method, k, n_iter
+        Deprecated: ``source="gaussian"`` with ``fit_method``, ``k``, ``n_iter`` is
+        ``candidates=GaussianCandidates(fit=GaussianFit(epsilon=math.inf, method=fit_method, k=k, n_iter=n_iter))``,
+        ``source="marginals"`` is ``MarginalCandidates()``, ``source="uniform"`` is ``UniformCandidates()``.
     """
 
     epsilon: float
@@ -103,17 +106,26 @@ class CandidateLP(MethodBase):
     K: float = 4.0
     C: int = 10_000
     R: int = 50
-    source: str = "gaussian"
-    fit_method: str = "analyze_gauss"
-    k: int = 2
-    n_iter: int = 10
+    candidates: CandidateSource = GaussianCandidates()
+    source: InitVar[str | None] = None
+    fit_method: InitVar[str | None] = None
+    k: InitVar[int | None] = None
+    n_iter: InitVar[int | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, source: str | None, fit_method: str | None, k: int | None, n_iter: int | None) -> None:
         check_budget_fields(self, allow_inf=True)
-        check_positive_ints(self, "C", "R", "k", "n_iter")
-        check_choice(self.source, name="source", choices=("gaussian", "marginals", "uniform"))
-        check_choice(self.fit_method, name="fit_method", choices=("analyze_gauss", "psi"))
+        check_positive_ints(self, "C", "R")
         check_positive_finite(self.K, name="K")
+        old = {n: v for n, v in (("source", source), ("fit_method", fit_method), ("k", k), ("n_iter", n_iter))
+               if v is not None}
+        if old:
+            if fit_method is not None:
+                check_choice(fit_method, name="fit_method", choices=("analyze_gauss", "psi"))
+            fit = {}
+            if old.get("source", "gaussian") == "gaussian":  # the other sources ignored the fit's parameters
+                fit = {("method" if n == "fit_method" else n): v for n, v in old.items() if n != "source"}
+            object.__setattr__(self, "candidates", deprecated_options("CandidateLP", old, name="source", **fit))
+        check_instance(self.candidates, name="candidates", types=(CandidateSource,))
 
     def at_width(self, sigma: float) -> CandidateLP:
         """This variant for kernel width σ: smoothness K = σ² (as the trigonometric mechanisms)."""
@@ -121,44 +133,23 @@ class CandidateLP(MethodBase):
 
     @property
     def name(self) -> str:
-        src = self.source if self.source != "gaussian" else f"gauss-{self.fit_method.replace('_', '-')}"
-        return f"lp-{src}-cands"
-
-    def _candidates(self, X: np.ndarray, led: Ledger, eps: float, dl: float, g: np.random.Generator) -> np.ndarray:
-        if self.source == "uniform":
-            return g.uniform(-1.0, 1.0, size=(self.C, X.shape[1]))
-        g_fit, g_smp = spawn(g, 2)
-        if self.source == "gaussian":
-            from dpkit.methods.gaussian_fit import sample_gaussian
-
-            rel = self.candidate_fit(eps, dl).measure(X, rng=g_fit, ledger=led)
-            return sample_gaussian(rel.mean, rel.cov, self.C, rng=g_smp)
-        from dpkit.methods.marginals import IndependentMarginals
-
-        res = IndependentMarginals(epsilon=eps, delta=dl, kind="histogram", m=self.C).release(X, rng=g_fit, ledger=led)
-        return np.asarray(res.synthetic.points)
-
-    def candidate_fit(self, eps: float, dl: float) -> GaussianFit:
-        """The DP Gaussian fit of the ``"gaussian"`` candidates at (ε, δ) = (``eps``, ``dl``)."""
-        from dpkit.methods.gaussian_fit import GaussianFit
-
-        return GaussianFit(epsilon=eps, delta=dl, method=self.fit_method, k=self.k, n_iter=self.n_iter)
+        return f"lp-{self.candidates.name}-cands"
 
     def audit_steps(self) -> dict[str, Callable[[np.ndarray, np.random.Generator], Any]]:
         """The private measurements that :mod:`dpkit.evaluation.gate` audits: the noisy moments b̂ and, for the
-        ``"gaussian"`` source, the candidates' Gaussian fit (μ̃, Σ̃ and its noisy moments) at its share of the budget
-        (the LP and the sampling are post-processing)."""
+        Gaussian candidates, their fit (μ̃, Σ̃ and its noisy moments) at its share of the budget
+        (:meth:`~dpkit.methods.candidates.CandidateSource.audit_step`; the LP and the sampling are post-processing)."""
         steps: dict[str, Callable[[np.ndarray, np.random.Generator], Any]] = {
             "moments": lambda X, rng: self.noisy_moments(X, rng=rng).b_hat}
-        if self.source == "gaussian":
-            _, _, eps_c, d_c = self._split()
-            fit = self.candidate_fit(eps_c, d_c)
-            steps["candidate fit"] = lambda X, rng: fit.measure(X, rng=rng)
+        _, _, eps_c, d_c = self._split()
+        step = self.candidates.audit_step(epsilon=eps_c, delta=d_c)
+        if step is not None:
+            steps["candidate fit"] = step
         return steps
 
     def _split(self) -> tuple[float, float, float, float]:
         """(ε, δ) of the moments and of the candidates."""
-        if self.source == "uniform":
+        if not self.candidates.charged:
             return self.epsilon, self.delta, 0.0, 0.0
         return self.epsilon / 3.0, self.delta / 2.0, 2.0 * self.epsilon / 3.0, self.delta - self.delta / 2.0
 
@@ -200,7 +191,7 @@ class CandidateLP(MethodBase):
         idx, b_hat, noise = mom.indices, mom.b_hat, mom.noise
         t, N, m = mom.schedule.t, mom.schedule.N, mom.schedule.m
         with tm("candidates"):
-            G = self._candidates(X, led, eps_c, d_c, g_cand)
+            G = self.candidates.draw(X, self.C, epsilon=eps_c, delta=d_c, ledger=led, rng=g_cand)
             cells = np.unique(discretise_indices(np.clip(G, -1.0, 1.0), N), axis=0)
             points = (2.0 * cells + 1.0 - N) / N
             W = np.ascontiguousarray(evaluate_basis(points, idx).T)
@@ -212,8 +203,9 @@ class CandidateLP(MethodBase):
             synth = lp_db.realise(g_smp)
         params = {
             "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "K": float(self.K), "t": t, "N": N,
-            "m": m, "R": self.R, "C": self.C, "n_candidates_distinct": int(points.shape[0]), "source": self.source,
-            "fit_method": self.fit_method if self.source == "gaussian" else None,
+            "m": m, "R": self.R, "C": self.C, "n_candidates_distinct": int(points.shape[0]),
+            "source": self.candidates.kind,
+            "fit_method": self.candidates.fit.method if isinstance(self.candidates, GaussianCandidates) else None,
             "budget_split": {"moments": (eps_m, d_m), "candidates": (eps_c, d_c)},
             "moment_noise": noise.to_dict(), "support_size": sol.support_size,
         }

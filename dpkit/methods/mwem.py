@@ -2,14 +2,16 @@
 baseline B4 of docs/science/baselines.md, the MW rule of D&R Alg 5 / §4.2).
 
 Universe: a finite candidate set P ⊂ [-1, 1]^d of C points, like the improved trigonometric
-mechanism's candidates (Alg 9 step 6). Two choices (``candidates``):
+mechanism's candidates (Alg 9 step 6), from a source of :mod:`dpkit.methods.candidates` (``candidates``,
+as :class:`~dpkit.methods.CandidateLP`'s):
 
-* ``"uniform"`` — C i.i.d. uniform points of the cube, drawn from the run's randomness and
-  **independent of the data**: no privacy cost. In high d they cover the data poorly (that is
-  the point of the comparison with the thesis's data-adapted ellipsoid).
-* ``"gaussian"`` — C draws from a DP Gaussian fit (:class:`~dpkit.methods.GaussianFit`,
-  Analyze Gauss) that is **charged to this baseline**: ``candidate_share`` of (ε, δ) goes to the
-  fit, the rest to MWEM.
+* :class:`~dpkit.methods.candidates.UniformCandidates` — C i.i.d. uniform points of the cube, drawn from
+  the run's randomness and **independent of the data**: no privacy cost. In high d they cover the data
+  poorly (that is the point of the comparison with the thesis's data-adapted ellipsoid).
+* :class:`~dpkit.methods.candidates.GaussianCandidates` — C draws from a DP Gaussian fit
+  (:class:`~dpkit.methods.GaussianFit`, Analyze Gauss by default) that is **charged to this baseline**:
+  ``candidate_share`` of (ε, δ) goes to the fit, the rest to MWEM (likewise
+  :class:`~dpkit.methods.candidates.MarginalCandidates`).
 
 Query class (``query_class``) — never the evaluation queries:
 
@@ -38,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -49,6 +51,7 @@ from dpkit.core.validation import (
     check_budget_fields,
     check_choice,
     check_in_unit_cube,
+    check_instance,
     check_int_in_range,
     check_positive_finite,
     check_positive_ints,
@@ -57,13 +60,11 @@ from dpkit.core.validation import (
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.mechanisms.laplace import Laplace
 from dpkit.methods._kernels import kernel_query_ranges, kernel_values
+from dpkit.methods.candidates import CandidateSource, UniformCandidates, deprecated_options
 from dpkit.queries.evaluate import answer_data
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
-
-if TYPE_CHECKING:
-    from dpkit.methods.gaussian_fit import GaussianFit
 
 __all__ = ["MWEM", "MWEMDiagnostics", "mw_update"]
 
@@ -111,9 +112,11 @@ class MWEM(MethodBase):
         Rounds.
     C : int
         Candidate points.
-    candidates : {"uniform", "gaussian"}
+    candidates : CandidateSource
+        Where the C candidates come from (:mod:`dpkit.methods.candidates`; default ``UniformCandidates()``). The
+        strings ``"uniform"`` and ``"gaussian"`` (``GaussianCandidates()``, Analyze Gauss) are deprecated.
     candidate_share : float
-        Share of (ε, δ) charged to the Gaussian-fit candidates (``candidates="gaussian"``).
+        Share of (ε, δ) charged to the candidates when drawing them spends budget (not the uniform ones).
     query_class : {"kernel", "basis"}
     n_class : int
         Kernel class size.
@@ -134,7 +137,7 @@ class MWEM(MethodBase):
     sigma: float = 4.0
     T: int = 20
     C: int = 10_000
-    candidates: str = "uniform"
+    candidates: CandidateSource = UniformCandidates()
     candidate_share: float = 1.0 / 3.0
     query_class: str = "kernel"
     n_class: int = 200
@@ -148,7 +151,11 @@ class MWEM(MethodBase):
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_inf=True)
         check_positive_ints(self, "T", "C", "n_class", "J", "R", "t_basis", "replays")
-        check_choice(self.candidates, name="candidates", choices=("uniform", "gaussian"))
+        if isinstance(self.candidates, str):  # the deprecated options (MWEM had no other sources)
+            check_choice(self.candidates, name="candidates", choices=("uniform", "gaussian"))
+            object.__setattr__(self, "candidates",
+                               deprecated_options("MWEM", {"candidates": self.candidates}, name="candidates"))
+        check_instance(self.candidates, name="candidates", types=(CandidateSource,))
         check_choice(self.query_class, name="query_class", choices=("kernel", "basis"))
         check_choice(self.output, name="output", choices=("last", "average"))
         if self.m is not None:
@@ -158,39 +165,27 @@ class MWEM(MethodBase):
 
     @property
     def name(self) -> str:
-        return f"mwem-{self.candidates}"
+        src = self.candidates.name  # the Analyze Gauss candidates keep the name "gaussian" (streams are keyed by it)
+        return f"mwem-{'gaussian' if src == 'gauss-analyze-gauss' else src}"
 
     def at_width(self, sigma: float) -> MWEM:
         """MWEM whose kernel query class has the evaluation width σ."""
         return replace(self, sigma=float(sigma))
 
     # ------------------------------------------------------------------ pieces
-    def _candidates(self, X: np.ndarray, led: Ledger, g: np.random.Generator) -> tuple[np.ndarray, float]:
-        """(C, d) candidate points and the ε left for MWEM."""
-        d = X.shape[1]
-        if self.candidates == "uniform":
-            return g.uniform(-1.0, 1.0, size=(self.C, d)), self.epsilon
-        from dpkit.methods.gaussian_fit import sample_gaussian
-
-        s = float(self.candidate_share)
-        g_fit, g_smp = spawn(g, 2)
-        rel = self.candidate_fit().measure(X, rng=g_fit, ledger=led)
-        return sample_gaussian(rel.mean, rel.cov, self.C, rng=g_smp), self.epsilon * (1.0 - s)
-
-    def candidate_fit(self) -> GaussianFit:
-        """The DP Gaussian fit of the ``"gaussian"`` candidates (Analyze Gauss at ``candidate_share`` of ε and all of δ)."""
-        from dpkit.methods.gaussian_fit import GaussianFit
-
-        return GaussianFit(epsilon=self.epsilon * float(self.candidate_share), delta=self.delta, method="analyze_gauss")
+    def _candidate_budget(self) -> tuple[float, float]:
+        """(ε, δ) of the candidates: ``candidate_share`` of ε and all of δ (nothing for data-independent ones)."""
+        if not self.candidates.charged:
+            return 0.0, 0.0
+        return self.epsilon * float(self.candidate_share), self.delta
 
     def audit_steps(self) -> dict[str, Callable[[np.ndarray, np.random.Generator], Any]]:
         """The private measurements that :mod:`dpkit.evaluation.gate` audits: the Gaussian-fit candidates' (μ̃, Σ̃)
-        and its noisy moments (``"gaussian"``; none for the data-independent ``"uniform"`` candidates, whose
-        rounds the gate audits through the whole release)."""
-        if self.candidates != "gaussian":
-            return {}
-        fit = self.candidate_fit()
-        return {"candidate fit": lambda X, rng: fit.measure(X, rng=rng)}
+        and its noisy moments (:meth:`~dpkit.methods.candidates.CandidateSource.audit_step`; none for the
+        data-independent uniform candidates, whose rounds the gate audits through the whole release)."""
+        eps_c, d_c = self._candidate_budget()
+        step = self.candidates.audit_step(epsilon=eps_c, delta=d_c)
+        return {} if step is None else {"candidate fit": step}
 
     def _query_class(self, X: np.ndarray, P: np.ndarray, g: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(F on candidates (Q', C), true answers (Q',), ranges (Q',))."""
@@ -216,21 +211,20 @@ class MWEM(MethodBase):
         tm = Timer()
         X = check_in_unit_cube(X, name="X")
         n = X.shape[0]
-        spent_delta = self.delta if self.candidates == "gaussian" else 0.0
+        charged = self.candidates.charged
+        spent_delta = self.delta if charged else 0.0
         led = ledger_for(ledger, self.epsilon, spent_delta, self.name)
-        if self.candidates == "gaussian":  # the fit's limit on ε (before anything is spent), named by MWEM's budget
-            from dpkit.methods.gaussian_fit import GaussianFit
-
-            try:
-                GaussianFit(epsilon=self.epsilon * float(self.candidate_share), delta=self.delta,
-                            method="analyze_gauss")._check_noise(n, X.shape[1])
-            except ValueError as exc:
-                raise ValueError(f"epsilon = {self.epsilon:g} (delta = {self.delta:g}) is too small for {self.name}'s "
-                                 f"Gaussian-fit candidates (candidate_share = {self.candidate_share:g} of it): "
-                                 f"{exc}") from None
+        eps_c, d_c = self._candidate_budget()
+        try:  # the candidates' limit on ε (before anything is spent), named by MWEM's budget
+            self.candidates.check_budget(n, X.shape[1], epsilon=eps_c, delta=d_c)
+        except ValueError as exc:
+            raise ValueError(f"epsilon = {self.epsilon:g} (delta = {self.delta:g}) is too small for {self.name}'s "
+                             f"{type(self.candidates).__name__} (candidate_share = {self.candidate_share:g} of it): "
+                             f"{exc}") from None
         g_cand, g_class, g_sel, g_meas, g_out = spawn(rng, 5)
         with tm("candidates"):
-            P, eps_mw = self._candidates(X, led, g_cand)
+            P = self.candidates.draw(X, self.C, epsilon=eps_c, delta=d_c, ledger=led, rng=g_cand)
+            eps_mw = self.epsilon * (1.0 - float(self.candidate_share)) if charged else self.epsilon
         with tm("query_class"):
             F, truth, ranges = self._query_class(X, P, g_class)
         sens = ranges / n
@@ -265,10 +259,10 @@ class MWEM(MethodBase):
             synth = synth.realise(g_out)
         params = {
             "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "T": self.T, "C": self.C,
-            "candidates": self.candidates, "candidate_share": self.candidate_share if self.candidates == "gaussian" else 0.0,
+            "candidates": self.candidates.kind, "candidate_share": self.candidate_share if charged else 0.0,
             "query_class": self.query_class, "n_class": int(F.shape[0]), "replays": self.replays,
             "output": self.output, "m": self.m, "epsilon_step": eps_step, "score_sensitivity": float(sens.max()),
-            "data_independent_candidates": self.candidates == "uniform",
+            "data_independent_candidates": not charged,
         }
         return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
                        synthetic=synth, diagnostics=MWEMDiagnostics(measurements=measured))

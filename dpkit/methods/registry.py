@@ -30,6 +30,7 @@ from typing import Any
 from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
 from dpkit.methods.aim import AIM
 from dpkit.methods.candidate_lp import CandidateLP
+from dpkit.methods.candidates import GaussianCandidates, UniformCandidates
 from dpkit.methods.direct import DirectAnswering
 from dpkit.methods.gaussian_fit import GaussianFit
 from dpkit.methods.kme import KMEAnswers, KMESynthetic
@@ -79,10 +80,10 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("marginals-moments", IndependentMarginals(epsilon=EPS, delta=DELTA, kind="moments"), _B),
     Entry("gauss-analyze-gauss", GaussianFit(epsilon=EPS, delta=DELTA, method="analyze_gauss"), _B),
     Entry("gauss-psi", GaussianFit(epsilon=EPS, delta=DELTA, method="psi"), _B),
-    Entry("mwem-uniform", MWEM(epsilon=EPS, delta=0.0, candidates="uniform"), _B),
-    Entry("mwem-gaussian", MWEM(epsilon=EPS, delta=DELTA, candidates="gaussian"), _B),
-    Entry("lp-gauss-analyze-gauss-cands", CandidateLP(epsilon=EPS, delta=DELTA, source="gaussian"), _B),
-    Entry("lp-uniform-cands", CandidateLP(epsilon=EPS, delta=DELTA, source="uniform"), _B),
+    Entry("mwem-uniform", MWEM(epsilon=EPS, delta=0.0, candidates=UniformCandidates()), _B),
+    Entry("mwem-gaussian", MWEM(epsilon=EPS, delta=DELTA, candidates=GaussianCandidates()), _B),
+    Entry("lp-gauss-analyze-gauss-cands", CandidateLP(epsilon=EPS, delta=DELTA, candidates=GaussianCandidates()), _B),
+    Entry("lp-uniform-cands", CandidateLP(epsilon=EPS, delta=DELTA, candidates=UniformCandidates()), _B),
     # ε-DP variants of the baselines that have one (Table 3.2 is compared at δ = 0)
     Entry("marginals-histogram-eps", IndependentMarginals(epsilon=EPS, delta=0.0, kind="histogram"), _B),
     Entry("marginals-moments-eps", IndependentMarginals(epsilon=EPS, delta=0.0, kind="moments"), _B),
@@ -107,9 +108,9 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("kme-synthetic", KMESynthetic(epsilon=EPS, delta=DELTA), _BL),
     Entry("kme-synthetic-eps", KMESynthetic(epsilon=EPS, delta=0.0), _BL),
     # ε-DP variants of the Gaussian-candidate MWEM and the candidate LPs (Table 3.2 is compared at δ = 0)
-    Entry("mwem-gaussian-eps", MWEM(epsilon=EPS, delta=0.0, candidates="gaussian"), _BL),
-    Entry("lp-gauss-analyze-gauss-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, source="gaussian"), _BL),
-    Entry("lp-uniform-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, source="uniform"), _BL),
+    Entry("mwem-gaussian-eps", MWEM(epsilon=EPS, delta=0.0, candidates=GaussianCandidates()), _BL),
+    Entry("lp-gauss-analyze-gauss-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, candidates=GaussianCandidates()), _BL),
+    Entry("lp-uniform-cands-eps", CandidateLP(epsilon=EPS, delta=0.0, candidates=UniformCandidates()), _BL),
     # the 2-d toy panel of notebook 40 (SmallDB is exponential in the domain)
     Entry("smalldb", SmallDB(epsilon=EPS, levels=4, m=4), ("toy",)),
 )
