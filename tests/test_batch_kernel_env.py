@@ -72,3 +72,23 @@ def test_runs_of_two_policies_at_once_in_one_process(tmp_path, spec, monkeypatch
         t.join(timeout=300)
     assert seen == {True: "verify", False: "unset"}
     assert ADOPT_ENV not in os.environ
+
+
+THREADS_BODY = """import os
+
+from dpkit.outputs.report import Report
+
+rep = Report(OUTPUT_DIR, params={"SEED": SEED})
+rep.row(seed=SEED, threads=os.environ.get("DPKIT_THREADS", "unset"), omp=os.environ.get("OMP_NUM_THREADS", "unset"))
+rep.write()"""
+
+
+def test_a_runs_thread_share_reaches_its_kernel_and_not_the_workers_environment(tmp_path, monkeypatch):
+    """The runner's thread share (``threads``) is the kernel's environment only: the process that ran it (a Dask
+    worker, which also computes repetition tasks with its own limits) keeps its own values."""
+    nb = make_notebook(tmp_path, "threads.ipynb", parameters=PARAMETERS, body=THREADS_BODY)
+    monkeypatch.setenv("DPKIT_THREADS", "7")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    r = run_one(RunSpec(nb, {"SEED": 5}), tmp_path / "out", threads=1)
+    assert (_seen(r, "threads"), _seen(r, "omp")) == ("1", "1")
+    assert os.environ["DPKIT_THREADS"] == "7" and "OMP_NUM_THREADS" not in os.environ

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -319,6 +320,7 @@ def execute_notebook(
     checkpoint_dir: str | os.PathLike | None = None,
     adopt: bool = False,
     verify_reps: int | None = None,
+    environ: Mapping[str, str | None] | None = None,
 ) -> Path:
     """Execute ``notebook`` headlessly into ``output_dir`` and return the executed copy's path.
 
@@ -339,9 +341,10 @@ def execute_notebook(
 
     With ``adopt``, an adoption computes ``verify_reps`` kept repetitions again (default 2, the lowest and the
     highest: :func:`~dpkit.experiments.adoption.verify_reps_switch`). The kernel's environment is this process's,
-    changed by :func:`kernel_environ` (``adopt``, ``verify_reps``) for this kernel only: this process's environment
-    is not changed, so that runs of other policies executed in this process at the same time or later are not
-    affected.
+    changed by :func:`kernel_environ` (``adopt``, ``verify_reps``) and by ``environ`` (variables to set, ``None``:
+    to remove; the batch runner's thread share, :func:`~dpkit.batch.cluster.thread_environ`) for this kernel only:
+    this process's environment is not changed, so that runs executed in this process at the same time or later are
+    not affected.
     """
     import papermill as pm
 
@@ -367,8 +370,9 @@ def execute_notebook(
         pm.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=kernel_name or "python3",
                             cwd=str(nb.resolve().parent), progress_bar=progress, execution_timeout=timeout, log_output=False,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            kernel_manager_class=_kernel_manager_class(kernel_environ(adopt=adopt,
-                                                                                       verify_reps=verify_reps)))
+                            kernel_manager_class=_kernel_manager_class({**dict(environ or {}),
+                                                                        **kernel_environ(adopt=adopt,
+                                                                                         verify_reps=verify_reps)}))
         written = _metrics_id(metrics)
         if written is None or written == earlier:
             raise NoMetricsError("the notebook ran to its end but wrote no metrics.json into its OUTPUT_DIR"

@@ -123,7 +123,7 @@ from dpkit.batch.outcome import _install as _install  # re-exported
 from dpkit.batch.progress import _TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
-from dpkit.batch.scheduler import batch_client, check_scheduler, environ_restored
+from dpkit.batch.scheduler import batch_client, check_scheduler
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder, confirm_adopted
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
@@ -149,8 +149,6 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
     except OSError as exc:
         return _summary(spec, final, "failed", error=f"cannot make a temporary folder in {final.parent}: "
                         f"{failure_message(exc)}", disk_full=is_enospc(exc))
-    if threads:  # inherited by the notebook kernel papermill starts
-        os.environ.update(thread_environ(threads))
     keep = checkpoint_folder(spec, final.parent)
     resumed = kept_repetitions(keep)
     t0 = time.perf_counter()
@@ -158,7 +156,8 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
     refused = False
     try:
         execute_notebook(spec.notebook, tmp, parameters=spec.parameters, timeout=timeout, final_dir=final,
-                         checkpoint_dir=keep, adopt=adopt, verify_reps=verify_reps)
+                         checkpoint_dir=keep, adopt=adopt, verify_reps=verify_reps,
+                         environ=thread_environ(threads) if threads else None)
         cut_off = cut_off_attempts(keep)
         record_checkpoint(tmp, keep, resumed, cut_off=cut_off)
     except Exception as exc:  # a failing run is recorded in its folder, the batch goes on
@@ -258,16 +257,14 @@ def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout:
     share of ``shares``, :func:`~dpkit.batch.cluster.check_workers`); stop starting runs when the disk is full."""
     results: list[Summary] = []
     if client is None:
-        threads = usable_cores()
-        # run_one sets them for the kernels: not for our caller
-        with environ_restored(thread_environ(threads)):
-            for i, s in enumerate(specs):
-                results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads, adopt=adopt,
-                                       verify_reps=verify_reps))
-                if results[-1]["status"] != "busy":
-                    progress.finished(s, out)
-                if results[-1].get("disk_full"):
-                    return results + [_not_started(x, out, results[-1]) for x in specs[i + 1:]]
+        threads = usable_cores()  # for each kernel's environment (run_one), not this process's
+        for i, s in enumerate(specs):
+            results.append(run_one(s, out, timeout=timeout, wait=wait, threads=threads, adopt=adopt,
+                                   verify_reps=verify_reps))
+            if results[-1]["status"] != "busy":
+                progress.finished(s, out)
+            if results[-1].get("disk_full"):
+                return results + [_not_started(x, out, results[-1]) for x in specs[i + 1:]]
         return results
     from dask.distributed import as_completed
 
