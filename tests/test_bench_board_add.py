@@ -1,0 +1,51 @@
+"""The board-add benchmark on a small stored board (QUICK): it runs the entrant cold and warm, and the two runs give
+the same entrant records (the disk cache holds exact answers and never changes a number)."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+import pytest
+
+from benchmarks.board_add import _entrant_frame, main
+from dpkit.data import load
+from dpkit.experiments import run_cells
+from dpkit.experiments.board_records import records_frame, write_records
+from dpkit.experiments.leaderboard import board_methods
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def stored_board(tmp_path_factory):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        X = load("WDBC").X
+    methods = board_methods(["trig-I", "marginals-histogram"], epsilon=1.0, delta=1e-3)
+    recs = run_cells(X, methods=methods, sigmas=[2.0], reps=4, n_queries=300, J=10, seed=0, dataset="WDBC")
+    path = tmp_path_factory.mktemp("board") / "records.parquet"
+    write_records(records_frame(recs, dataset="WDBC", run_seed=0, n_queries=300, J=10, epsilon=1.0, delta=1e-3),
+                  path, replace=True)
+    return path
+
+
+def test_cold_and_warm_board_add_give_the_same_entrant_records(stored_board, tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["--board", str(stored_board), "--quick", "--workers", "1", "--scratch", str(tmp_path / "s"),
+                 "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["cold_status"] == res["warm_status"] == "ranked" and res["same_records"] is True
+    assert res["cold_s"] > 0 and res["warm_s"] > 0 and res["cold_cells"] == res["warm_cells"] >= 1
+    cold = _entrant_frame(tmp_path / "s" / "cold")
+    assert len(cold) == 4 and set(cold["method"]) == {"benchmarks.board_add:ENTRANT"}
+    assert "time_s" not in cold  # measured times are not compared
+
+
+def test_the_comparison_sees_a_changed_record(stored_board, tmp_path):
+    """The benchmark's equality is not vacuous: one changed error makes two entrant frames differ."""
+    main(["--board", str(stored_board), "--quick", "--workers", "1", "--scratch", str(tmp_path / "s")])
+    frame = _entrant_frame(tmp_path / "s" / "cold")
+    changed = frame.copy()
+    changed.loc[0, "abs"] = pd.Series(changed["abs"]).iloc[0] * (1 + 1e-15) + 1e-300
+    assert frame.equals(_entrant_frame(tmp_path / "s" / "warm")) and not frame.equals(changed)
