@@ -23,7 +23,27 @@ from dpkit.queries.release import Method, Release
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class CellsJob:
-    """Everything a repetition of :func:`run_cells` needs (picklable, sent once to each worker process)."""
+    """Everything a repetition of :func:`run_cells` needs (picklable, sent once to each worker process).
+
+    Attributes
+    ----------
+    X : numpy.ndarray
+        The data.
+    named : mapping of str to Method
+        The methods by name.
+    shared : set of str
+        The methods whose release does not depend on σ (released once per repetition, from the data set's stream).
+    configured : mapping of float to mapping of str to Method
+        Each method at each width σ.
+    sigmas : sequence of float
+        The widths, in order.
+    cell_reps, shared_reps : sequences of numpy.random.SeedSequence
+        Each σ's repetition seeds, and the data set's (for the σ-independent methods).
+    n_queries, J : int
+        Workload size and centres per query, as :func:`run_cells` takes them.
+    supremum : str or None
+        Where the class supremum searches centres (``None``: none).
+    """
 
     X: np.ndarray
     named: Mapping[str, Method]
