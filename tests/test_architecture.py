@@ -1,4 +1,5 @@
-"""dpkit's layers: every import points down a layer (or stays in its own), and no import closes a circle.
+"""dpkit's layers: every import points down a layer (or stays in its own), and no import closes a circle; and no
+module of dpkit imports a private (``_name``) name of another: what two modules share is public in its home module.
 
 The layers, bottom to top, are ``dpkit._LAYERS`` (ARCHITECTURE.md explains them). The test reads every
 module's imports from its syntax tree (module-level, function-level and ``TYPE_CHECKING`` imports alike: each
@@ -76,6 +77,30 @@ def layer_violations(g: nx.DiGraph) -> list[str]:
     return sorted(out)
 
 
+def private_imports(root: Path = ROOT) -> list[str]:
+    """``file:line module.name`` of every import of an underscore name (not a dunder) from another dpkit module.
+
+    ``from dpkit.m import _x`` and ``from .m import _x`` count wherever they are (module level, function level,
+    ``TYPE_CHECKING``); ``from dpkit.m import x as _x`` (a public name under a private local name) does not.
+    """
+    out = []
+    for mod, path in _modules(root).items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            if not (base == "dpkit" or base.startswith("dpkit.")) or base == mod:
+                continue
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{path.relative_to(root.parent)}:{node.lineno} {base}.{a.name}")
+    return sorted(out)
+
+
 def circles(g: nx.DiGraph) -> list[list[str]]:
     """The import circles: strongly connected sets of more than one module."""
     return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
@@ -93,6 +118,11 @@ def test_imports_point_down_the_layers():
 def test_no_import_closes_a_circle():
     g = import_graph()
     assert circles(g) == [], [g.edges[e]["line"] for c in circles(g) for e in g.subgraph(c).edges]
+
+
+def test_no_module_imports_a_private_name_of_another():
+    found = private_imports()
+    assert found == [], "private names imported across modules (make them public in their home module):\n" + "\n".join(found)
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -115,3 +145,17 @@ def test_the_checks_find_a_planted_upward_import_and_circle(tmp_path, files, kin
         assert layer_violations(g) == ["dpkit/core/a.py:2: dpkit.core.a (core) imports dpkit.batch.b (batch), a higher layer"]
     else:
         assert circles(g) == [["dpkit.queries.a", "dpkit.queries.b"]]
+
+
+def test_the_check_finds_planted_private_imports(tmp_path):
+    root = _write(tmp_path, {
+        "__init__.py": "", "core/__init__.py": "",
+        "core/a.py": "_x = 1\ny = 2\n__version__ = '0'\n",
+        "core/b.py": ("from dpkit.core.a import _x\n"              # flagged
+                      "from dpkit.core.a import y as _y\n"         # a public name aliased: fine
+                      "from dpkit.core.a import __version__\n"     # a dunder: fine
+                      "from dpkit.core import a as _a\n"           # a module aliased: fine
+                      "def f():\n    from .a import _x\n"),       # relative, inside a function: flagged
+        "core/c.py": "_z = 0\nfrom dpkit.core.c import _z\n",    # its own name: fine
+    })
+    assert private_imports(root) == ["dpkit/core/b.py:1 dpkit.core.a._x", "dpkit/core/b.py:6 dpkit.core.a._x"]

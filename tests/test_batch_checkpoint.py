@@ -170,7 +170,7 @@ def test_the_batch_bar_counts_repetitions_as_they_are_kept(tmp_path, monkeypatch
 def test_the_repetitions_a_manifest_leaves_out_are_the_notebooks_defaults(tmp_path):
     """REPS, DATASETS and QUICK that the manifest does not set come from the notebook's parameters cell (REPS_PARAMETERS:
     2 × ["a"], QUICK false), for the bar and for ``status``; the manifest's values override them."""
-    from dpkit.batch.progress import _TaskProgress
+    from dpkit.batch.progress import TaskProgress
     from dpkit.batch.status import batch_status, total_repetitions
 
     make_notebook(tmp_path, "reps.ipynb", parameters=REPS_PARAMETERS.replace('["a"]', '["a", "b", "c"]'), body=REPS_BODY)
@@ -179,5 +179,5 @@ def test_the_repetitions_a_manifest_leaves_out_are_the_notebooks_defaults(tmp_pa
                                  {"notebook": "reps.ipynb", "parameters": {"QUICK": True, "SEED": 3}}])
     specs = expand_manifest(load_manifest(m))
     assert [total_repetitions(s) for s in specs] == [6, 6, 15, None]  # QUICK: cut down inside the notebook
-    assert _TaskProgress(specs, tmp_path / "out").total == 6 + 6 + 15 + 1
+    assert TaskProgress(specs, tmp_path / "out").total == 6 + 6 + 15 + 1
     assert [s.total_repetitions for s in batch_status(m)] == [6, 6, 15, None]

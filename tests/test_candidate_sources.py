@@ -139,3 +139,19 @@ def _same_release(a, b, X):
     assert ra.method == rb.method and ra.params == rb.params and ra.ledger == rb.ledger
     assert np.array_equal(ra.synthetic.points, rb.synthetic.points)
     assert np.array_equal(ra.synthetic.weights, rb.synthetic.weights)
+
+
+@pytest.mark.parametrize("method, delta, what", [
+    ("analyze_gauss", 0.0, r"gauss-analyze-gauss .* the mean's noise std .* times sqrt\(2d\) reaches"),
+    ("psi", 1e-5, r"the private PCA of gauss-psi .* noise scale .* times sqrt\(d\) reaches"),
+])
+def test_gaussian_candidates_check_their_budget_with_the_fits_public_check(method, delta, what):
+    """GaussianCandidates.check_budget is GaussianFit.check_noise on the fit at that share: same refusal, same text."""
+    src = GaussianCandidates(fit=GaussianFit(epsilon=math.inf, method=method))
+    src.check_budget(500, 4, epsilon=EPS, delta=delta)
+    dataclasses.replace(src.fit, epsilon=EPS, delta=delta).check_noise(500, 4)
+    with pytest.raises(ValueError, match=what) as by_source:
+        src.check_budget(500, 4, epsilon=1e-300, delta=delta)
+    with pytest.raises(ValueError, match=what) as by_fit:
+        dataclasses.replace(src.fit, epsilon=1e-300, delta=delta).check_noise(500, 4)
+    assert str(by_source.value) == str(by_fit.value)

@@ -163,8 +163,10 @@ def test_closed_form_abs_error_cases_and_a_wrong_formula_is_rejected():
         g = 1 / (1 + np.exp(e / 2))
         assert ls.staircase_abs_error_closed_form(g, e) == pytest.approx(np.exp(e / 2) / np.expm1(e), rel=1e-14)
     # the Laplace value Δf/ε in place of the staircase closed form is far outside the tolerance
-    row = cl._abs_error_row("V4 wrong", cl.CONFIGURATIONS["V4"], 1.0, 300.0, 1001.0 / 1.0)
-    assert cl._worst_ratio_check("x", "wrong formula", [row]).verdict == "FAIL"
+    from dpkit.claims import linear_findings as lf
+
+    row = lf._abs_error_row("V4 wrong", cl.CONFIGURATIONS["V4"], 1.0, 300.0, 1001.0 / 1.0)
+    assert lf._worst_ratio_check("x", "wrong formula", [row]).verdict == "FAIL"
     assert row.abs_diff / row.tolerance > 1e6
 
 

@@ -115,7 +115,7 @@ def test_tables_without_rows_compile(tmp_path):
 
 def test_symbols_in_cells_and_captions_compile(tmp_path):
     """Greek letters, math symbols and superscripts (δ = 10⁻³, K = σ²) in cells and captions become math mode."""
-    from dpkit.outputs.tables import _SUPERSCRIPTS, _SYMBOLS
+    from dpkit.outputs.latex_text import _SUPERSCRIPTS, _SYMBOLS
 
     text = " ".join(_SYMBOLS) + " δ = 10⁻³, K = σ², n ≥ 10⁴ " + "".join(_SUPERSCRIPTS)
     df = pd.DataFrame([{"note": text, "value": 1.5}])
@@ -129,12 +129,12 @@ def test_claim_texts_of_the_checks_summary_compile(tmp_path):
     """The characters the checks' claims use (found in a full make reproduce: ⌈D̄⌉, μ̂, σ̃, x₁₀, ∈, Σ, ⊕, ⇒, §, é …)
     compile; combining accents become math accents, subscripts math subscripts, and a character with no mapping
     prints its code point instead of stopping pdflatex (checks_summary.tex did, on ⌈ ⌉ and a combining macron)."""
-    from dpkit.outputs.tables import _latex_text
+    from dpkit.outputs.latex_text import to_latex_text
 
     text = ("‖A(D) − A(D')‖₂ ≤ c(n, d, ‖D̄‖), t = ⌈log₂ T⌉, ⌊x⌋, μ̂ ≥ σ̃, ∈ Σ ⊕ ⊆ ∖ ∘ χ ⇒ § é, "
             "Dwork–Roth §3.5, x₁₀, ✓")
-    assert _latex_text("D̄") == r"$\bar{D}$" and _latex_text("μ̂") == r"$\hat{\mu}$"
-    assert _latex_text("x₁₀") == "x$_{10}$" and _latex_text("✓") == r"\texttt{[U+2713]}"
+    assert to_latex_text("D̄") == r"$\bar{D}$" and to_latex_text("μ̂") == r"$\hat{\mu}$"
+    assert to_latex_text("x₁₀") == "x$_{10}$" and to_latex_text("✓") == r"\texttt{[U+2713]}"
     df = pd.DataFrame([{"id": "Lemma 2.7", "claim": text, "statistic": 0.5, "verdict": "PASS"}])
     paths = export_table(df, "claims", tmp_path, caption=text)
     tex = (tmp_path / "claims.tex").read_text()

@@ -26,7 +26,7 @@ from dpkit.evaluation.audit import audit  # noqa: E402
 from dpkit.mechanisms.exponential import Exponential  # noqa: E402
 from dpkit.methods import aim as aim_module  # noqa: E402
 from dpkit.methods._contraction import normalised_contraction  # noqa: E402
-from dpkit.methods._discrete import _mbi, attr_names, fit_model, model_marginals  # noqa: E402
+from dpkit.methods._discrete import attr_names, fit_model, load_mbi, model_marginals  # noqa: E402
 from dpkit.methods.aim import AIM, JunctionTreeSizes, candidates, initial_scales, jt_size_mb  # noqa: E402
 
 EPS, DELTA = 1.0, 1e-3
@@ -200,7 +200,7 @@ def test_contraction_of_many_conflicting_factors_does_not_underflow():
 
 
 def test_jt_size_grows_with_a_cycle():
-    _mbi()
+    load_mbi()
     tree = [(0,), (1,), (2,), (0, 1), (1, 2)]
     assert jt_size_mb(tree, 3, 10) == pytest.approx(2 * 100 * 8 / 2 ** 20)
     assert jt_size_mb(tree + [(0, 2)], 3, 10) == pytest.approx(1000 * 8 / 2 ** 20)
@@ -209,7 +209,7 @@ def test_jt_size_grows_with_a_cycle():
 def test_junction_tree_sizes_are_mbis_for_every_candidate():
     """The component-wise sizes of the selection loop equal mbi's junction tree, candidate by candidate: random
     graphs (forests, single cycles, dense ones; a whole-graph tree, which mbi orders differently) and bins."""
-    _mbi()
+    load_mbi()
     g = np.random.default_rng(0)
     graphs = [(5, [(0, 1), (1, 2), (2, 3), (3, 4)]), (5, [(0, 1), (1, 2), (2, 0), (3, 4)])]
     for _ in range(25):
@@ -355,10 +355,10 @@ def test_model_marginals_equal_mbis_variable_elimination_even_when_the_mass_bare
     """Pair marginals outside the model's cliques equal mbi's log-domain variable elimination, for mild potentials
     and for potentials spanning hundreds of nats (as in AIM's late rounds on CRM), where the scaled contraction
     alone is far off (negative control) and its loss bound says so."""
-    _mbi()
+    load_mbi()
     from mbi.marginal_oracles import variable_elimination
 
-    from dpkit.methods._contraction import _LOG_LOSS_LIMIT, _scaled_contraction
+    from dpkit.methods._contraction import LOG_LOSS_LIMIT, scaled_contraction
     from dpkit.methods._discrete import model_marginals
 
     model, pv, attrs = _wide_range_model(spread)
@@ -371,13 +371,13 @@ def test_model_marginals_equal_mbis_variable_elimination_even_when_the_mass_bare
         ref = np.asarray(variable_elimination(pv, (attrs[q[0]], attrs[q[1]])).datavector(flatten=False), float)
         assert np.all(np.isfinite(p)) and np.isclose(p.sum(), 1.0)
         assert np.abs(p - ref).max() < 1e-4, (q, p, ref)  # mbi computes in float32
-        scaled, log_bound = _scaled_contraction(pots, list(q))
+        scaled, log_bound = scaled_contraction(pots, list(q))
         lin = scaled / scaled.sum() if scaled.sum() > 0 else np.full_like(scaled, np.nan)
         worst_scaled = max(worst_scaled, float(np.nan_to_num(np.abs(lin - ref).max(), nan=1.0)))
         if spread < 10:  # both exact in float64 here: the calibrated tree and the scaled contraction agree
-            assert log_bound <= _LOG_LOSS_LIMIT and np.abs(p - scaled / scaled.sum()).max() < 1e-12
+            assert log_bound <= LOG_LOSS_LIMIT and np.abs(p - scaled / scaled.sum()).max() < 1e-12
         else:
-            assert log_bound > _LOG_LOSS_LIMIT
+            assert log_bound > LOG_LOSS_LIMIT
     if spread > 10:
         assert worst_scaled > 0.01  # without the log domain these marginals would be wrong
 

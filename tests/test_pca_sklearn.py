@@ -4,9 +4,13 @@ The checks feed data far outside [-1, 1]^d (up to ~100), so they run with public
 (-1000, 1000) that cover every check's data (nothing is clipped). Two checks are inherently
 incompatible with a differentially private release and are listed with the reason; a test below
 shows that they do fail, so the list cannot go stale. Every other check must pass.
+
+The checks are parametrized from scikit-learn's ``estimator_checks_generator`` as a list: its
+``parametrize_with_checks`` hands pytest a generator, which pytest deprecates (``PytestRemovedIn10Warning``).
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -29,12 +33,16 @@ INCOMPATIBLE_WITH_DP = {
 }
 
 
-def _expected_failures(estimator):
-    return INCOMPATIBLE_WITH_DP
+def _check_id(obj):
+    """A test id: a check's name with its keyword arguments, or the estimator's class."""
+    if isinstance(obj, functools.partial):
+        kw = ",".join(f"{k}={v}" for k, v in obj.keywords.items())
+        return obj.func.__name__ + (f"({kw})" if kw else "")
+    return getattr(obj, "__name__", type(obj).__name__)
 
 
-@sklearn_checks.parametrize_with_checks([PrivateSubspaceIteration(bounds=BOUNDS)],
-                                        expected_failed_checks=_expected_failures)
+@pytest.mark.parametrize("estimator, check", list(sklearn_checks.estimator_checks_generator(
+    PrivateSubspaceIteration(bounds=BOUNDS), expected_failed_checks=INCOMPATIBLE_WITH_DP, mark="xfail")), ids=_check_id)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ClippingWarning)  # the bounds cover the checks' data

@@ -20,7 +20,7 @@ from dpkit.queries.evaluate import answer_reference, worst_case_errors
 from dpkit.queries.rounding import UNIT_ROUNDOFF_F64, gamma
 from dpkit.queries.supremum import (
     BoxData,
-    _Error,
+    ErrorFunction,
     certify_supremum,
     class_supremum,
     interval_box_bound,
@@ -73,7 +73,7 @@ def test_gradient_matches_central_differences():
     omega = g.standard_normal((40, 3))
     mu = g.uniform(-0.2, 0.2, size=80)
     for released in (db, random_feature_answers(omega, mu)):
-        err = _Error(X, released, 0.7)
+        err = ErrorFunction(X, released, 0.7)
         _, G = err.values_gradients(C)
         fd = np.stack([(err.values(C + h * e) - err.values(C - h * e)) / (2 * h) for e in np.eye(3)], axis=1)
         # central differences err by h²/6·|E'''| + rounding/h: ≪ 1e-7 here

@@ -38,10 +38,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from dpkit.batch.assemble_runs import (
-    _run_files,
-    _run_state,
     failed_runs,
     rows_from_runs,
+    run_files,
+    run_state,
     run_times_markdown,
     unavailable_runs,
 )
@@ -226,7 +226,7 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
     RecordsMissingError
         No finished run has records (naming the runs).
     """
-    runs = [rj.parent for rj in _run_files(output, "45_leaderboard") if _run_state(rj)[0] is not None]
+    runs = [rj.parent for rj in run_files(output, "45_leaderboard") if run_state(rj)[0] is not None]
     if not runs:
         raise FileNotFoundError(f"no finished 45_leaderboard runs under {output}")
     records, missing = gather_records(output, folders=runs)

@@ -19,15 +19,28 @@ from typing import Any
 from dpkit.batch.projection import projection_markdown, run_durations
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 
-__all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown"]
+__all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown", "run_files", "run_state"]
 
 
 def _table_key(r: dict[str, Any]) -> tuple[Any, ...]:
     return (r["dataset"], r["sigma"], r["mechanism"], r.get("constants", "correct"))
 
 
-def _run_files(output: str, notebook: str) -> list[Path]:
-    """``run.json`` of every run folder of ``notebook`` (temporary ``.<key>.tmp-*`` folders excluded)."""
+def run_files(output: str, notebook: str) -> list[Path]:
+    """``run.json`` of every run folder of ``notebook`` (temporary ``.<key>.tmp-*`` folders excluded).
+
+    Parameters
+    ----------
+    output : str
+        A batch's output folder.
+    notebook : str
+        A notebook's stem (its runs are ``<output>/<notebook>/<key>/``).
+
+    Returns
+    -------
+    list of Path
+        The ``run.json`` files, sorted.
+    """
     return sorted(p for p in Path(output).glob(f"{notebook}/*/run.json") if not p.parent.name.startswith("."))
 
 
@@ -39,8 +52,20 @@ def _read(path: Path) -> tuple[Any, str | None]:
         return None, f"{path}: unreadable {path.name}: {type(exc).__name__}: {exc}"
 
 
-def _run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """``(metrics, None)`` for a finished run with a readable ``metrics.json``, else ``(None, why)`` naming the path."""
+def run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(metrics, None)`` for a finished run with a readable ``metrics.json``, else ``(None, why)`` naming the path.
+
+    Parameters
+    ----------
+    rj : Path
+        A run's ``run.json`` (:func:`run_files`).
+
+    Returns
+    -------
+    tuple
+        ``(metrics, None)``, or ``(None, why)`` for a run not finished ok, without ``metrics.json``, recorded for
+        another key, or with a file that cannot be read.
+    """
     info, bad = _read(rj)
     if bad is not None or not isinstance(info, dict):
         return None, bad or f"{rj}: run.json is not a JSON object"
@@ -63,14 +88,14 @@ def _run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
 def failed_runs(output: str, notebook: str) -> list[str]:
     """The runs of ``notebook`` that did not finish ok, lack ``metrics.json`` or whose files cannot be read: one line
     each, naming the folder or the unreadable file. Runs recorded as unavailable are not failures (:func:`unavailable_runs`)."""
-    return [why for rj in _run_files(output, notebook) if (why := _run_state(rj)[1]) is not None
+    return [why for rj in run_files(output, notebook) if (why := run_state(rj)[1]) is not None
             and not why.endswith(f": run {UNAVAILABLE}")]
 
 
 def unavailable_runs(output: str, notebook: str) -> list[Unavailable]:
     """The runs of ``notebook`` recorded as unavailable: folder, data sets and the reason (from ``run.json``)."""
     found = []
-    for rj in _run_files(output, notebook):
+    for rj in run_files(output, notebook):
         info, _ = _read(rj)
         u = as_unavailable(rj.parent, info) if isinstance(info, dict) else None
         if u is not None:
@@ -87,8 +112,8 @@ def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "ta
     overwritten.
     """
     rows, seen = [], {}
-    for rj in _run_files(output, notebook):
-        metrics, _ = _run_state(rj)
+    for rj in run_files(output, notebook):
+        metrics, _ = run_state(rj)
         if metrics is None:
             continue
         found = metrics.get(field) or []
@@ -123,7 +148,7 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
     lines = ["| data sets | wall time | compute over all attempts | resumed repetitions | notebook |",
              "|---|---|---|---|---|"]
     finished: list[dict[str, Any]] = []
-    for rj in _run_files(output, notebook):
+    for rj in run_files(output, notebook):
         info, bad = _read(rj)
         if bad is not None or not isinstance(info, dict) or info.get("status") != "ok":
             continue

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpkit.experiments.board_records import COLUMNS, KEY, RECORDS_NAME, _typed, check_records, read_records
+from dpkit.experiments.board_records import COLUMNS, KEY, RECORDS_NAME, check_records, read_records, typed_records
 
 __all__ = ["gather_records", "board_provenance"]
 
@@ -61,7 +61,7 @@ def gather_records(output: str | os.PathLike, *, notebook: str = "45_leaderboard
             seen[k] = folder
         frames.append(df)
     if not frames:
-        return _typed(pd.DataFrame(columns=list(COLUMNS))), missing
+        return typed_records(pd.DataFrame(columns=list(COLUMNS))), missing
     out = pd.concat(frames, ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
     return check_records(out, source=f"records of {output}"), missing
 

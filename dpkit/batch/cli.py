@@ -44,7 +44,7 @@ from dpkit.batch.locks import RunLock, make_temporary, mark_temporary, stale_fol
 from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import UNAVAILABLE, collect, is_run_key
 from dpkit.batch.runner import run_manifest
-from dpkit.batch.stale import STALE_POLICIES, _move_aside, confirm_adopted, handle_stale_checkpoint
+from dpkit.batch.stale import STALE_POLICIES, confirm_adopted, handle_stale_checkpoint, move_aside
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
 
 __all__ = ["main", "parse_params"]
@@ -71,8 +71,8 @@ def _superseded(out: Path) -> Path:
     """Move the run in ``out`` whole to ``.superseded/`` (of the batch output for a batch run folder
     ``<output>/<stem>/<key>``, else of ``out``'s parent); return where it went."""
     if is_run_key(out.name):
-        return _move_aside(out, out.parent.parent, out.parent.name, out.name)
-    return _move_aside(out, out.parent, "", out.name)
+        return move_aside(out, out.parent.parent, out.parent.name, out.name)
+    return move_aside(out, out.parent, "", out.name)
 
 
 def _in_place(tmp: Path, out: Path) -> Path | None:

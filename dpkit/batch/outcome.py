@@ -1,12 +1,12 @@
 """A run's outcome, recorded in the run's own folder under the run's lock.
 
-:func:`_under_lock` runs a body holding the run's lock (:class:`~dpkit.batch.locks.RunLock`; ``busy`` when another
-process holds it). :func:`_finish` writes the run's records into its temporary folder (``run.json`` and
+:func:`under_run_lock` runs a body holding the run's lock (:class:`~dpkit.batch.locks.RunLock`; ``busy`` when another
+process holds it). :func:`finish_run` writes the run's records into its temporary folder (``run.json`` and
 ``error.txt`` for a run that did not succeed, ``log.txt`` always) and renames that folder into place with
-:func:`_install`, never over a finished run (an unfinished attempt is replaced; a record of another run is moved
+:func:`install_run`, never over a finished run (an unfinished attempt is replaced; a record of another run is moved
 to ``.superseded/``). :func:`record_failure` records a run that failed outside its notebook (its worker died).
-All three return the run's summary in the batch (:data:`Summary`, made by :func:`_summary`).
-:mod:`dpkit.batch.runner` re-exports every name.
+All three return the run's summary in the batch (:data:`Summary`, made by :func:`run_summary`).
+:mod:`dpkit.batch.runner` re-exports :func:`record_failure`.
 """
 from __future__ import annotations
 
@@ -21,26 +21,58 @@ from typing import Any, Callable
 from dpkit.batch.execute import failure_message, is_done, is_enospc, kept_repetitions, key_problem, read_record, write_json
 from dpkit.batch.locks import RunLock, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import RunSpec
-from dpkit.batch.stale import _move_aside, checkpoint_folder
+from dpkit.batch.stale import checkpoint_folder, move_aside
 
-__all__ = ["record_failure"]
+__all__ = ["Summary", "run_summary", "install_run", "finish_run", "under_run_lock", "record_failure"]
 
 #: A run's summary in a batch: ``notebook``, ``key``, ``folder``, ``status``, ``wall_time_s``, ``error``, and what
 #: else the run reports.
 Summary = dict[str, Any]
 
 
-def _summary(spec: RunSpec, final: Path, status: str, **extra: Any) -> Summary:
+def run_summary(spec: RunSpec, final: Path, status: str, **extra: Any) -> Summary:
+    """The summary of run ``spec`` in a batch: no wall time and no error unless ``extra`` says otherwise.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run.
+    final : Path
+        The run's folder.
+    status : str
+        Its status (``ok``, ``failed``, ``skipped``, ``busy``, ...).
+    **extra
+        Further entries, which replace the defaults (``wall_time_s``, ``error``) of the same name.
+
+    Returns
+    -------
+    Summary
+        ``notebook`` (its file name), ``key``, ``folder``, ``status``, ``wall_time_s``, ``error`` and ``extra``.
+    """
     return {"notebook": spec.notebook.name, "key": spec.key, "folder": str(final), "status": status,
             "wall_time_s": 0.0, "error": None, **extra}
 
 
-def _install(tmp: Path, final: Path, key: str) -> bool:
+def install_run(tmp: Path, final: Path, key: str) -> bool:
     """Rename ``tmp`` to ``final``; ``False`` (and ``tmp`` removed) if ``final`` is a finished run.
 
     What ``final`` held before is removed when it was an unfinished attempt of this run; a record of another
     run (other parameters, :func:`~dpkit.batch.execute.key_problem`) is moved whole to ``.superseded/``, never
     deleted.
+
+    Parameters
+    ----------
+    tmp : Path
+        The run's temporary folder, holding its records.
+    final : Path
+        The run's folder.
+    key : str
+        The run's key (names what is moved aside).
+
+    Returns
+    -------
+    bool
+        Whether ``tmp`` is now ``final``.
     """
     if is_done(final):  # checked again just before the rename: a finished run is never replaced
         shutil.rmtree(tmp, ignore_errors=True)
@@ -48,7 +80,7 @@ def _install(tmp: Path, final: Path, key: str) -> bool:
     unmark(tmp)
     info = read_record(final)
     if info is not None and info.get("status") == "ok" and key_problem(final, info):
-        dest = _move_aside(final, final.parent.parent, final.parent.name, key)
+        dest = move_aside(final, final.parent.parent, final.parent.name, key)
         print(f"{final} held a run of other parameters: moved to {dest}", file=sys.stderr)
     if final.exists():  # an earlier failed attempt: moved aside, replaced, then removed
         old = final.parent / f".{key}.old-{uuid.uuid4().hex[:8]}"
@@ -61,9 +93,33 @@ def _install(tmp: Path, final: Path, key: str) -> bool:
     return True
 
 
-def _finish(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | None = None, tb: str | None = None,
-            wall: float = 0.0, disk_full: bool = False) -> Summary:
-    """Write the run's records into ``tmp`` and rename it into place (under the run's lock)."""
+def finish_run(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | None = None, tb: str | None = None,
+               wall: float = 0.0, disk_full: bool = False) -> Summary:
+    """Write the run's records into ``tmp`` and rename it into place (under the run's lock, :func:`install_run`).
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run.
+    final : Path
+        The run's folder.
+    tmp : Path
+        Its temporary folder (made if missing; removed if the records cannot be written).
+    status : str
+        The run's status; any other than ``ok`` also writes ``error.txt`` and the status into ``run.json``.
+    error, tb : str or None
+        The failure's one-line message and traceback.
+    wall : float
+        The run's wall time in seconds.
+    disk_full : bool
+        Whether the run failed because the disk was full.
+
+    Returns
+    -------
+    Summary
+        The run's summary: ``status``, or ``failed`` if the records could not be written, or ``skipped`` if another
+        process finished the run meanwhile.
+    """
     try:
         tmp.mkdir(parents=True, exist_ok=True)
         mark_temporary(tmp)
@@ -82,26 +138,43 @@ def _finish(spec: RunSpec, final: Path, tmp: Path, status: str, *, error: str | 
         (tmp / "log.txt").write_text(
             f"notebook: {spec.notebook}\nkey: {spec.key}\nparameters: {json.dumps(spec.parameters, default=str)}\n"
             f"status: {status}\nwall_time_s: {wall:.3f}\n" + (f"error: {error}\n\n{tb or ''}" if error else ""))
-        installed = _install(tmp, final, spec.key)
+        installed = install_run(tmp, final, spec.key)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)  # frees what it took; the finished runs stay
         msg = f"could not record the run in {final}: {failure_message(exc)}" + (f" (the run: {error})" if error else "")
-        return _summary(spec, final, "failed", error=msg, disk_full=disk_full or is_enospc(exc))
+        return run_summary(spec, final, "failed", error=msg, disk_full=disk_full or is_enospc(exc))
     if not installed:
-        return _summary(spec, final, "skipped", error="finished meanwhile by another process; this attempt was discarded")
-    return _summary(spec, final, status, error=error, wall_time_s=wall, disk_full=disk_full)
+        return run_summary(spec, final, "skipped", error="finished meanwhile by another process; this attempt was discarded")
+    return run_summary(spec, final, status, error=error, wall_time_s=wall, disk_full=disk_full)
 
 
-def _under_lock(spec: RunSpec, final: Path, wait: bool, body: Callable[[], Summary]) -> Summary:
-    """Run ``body`` holding the run's lock; ``busy`` if another process holds it and ``wait`` is false."""
+def under_run_lock(spec: RunSpec, final: Path, wait: bool, body: Callable[[], Summary]) -> Summary:
+    """Run ``body`` holding the run's lock; ``busy`` if another process holds it and ``wait`` is false.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run.
+    final : Path
+        The run's folder (its lock is ``.<key>.lock`` beside it).
+    wait : bool
+        Wait for the lock instead of returning ``busy``.
+    body : callable
+        What to run holding the lock.
+
+    Returns
+    -------
+    Summary
+        ``body``'s summary, or ``busy``, or ``failed`` when the lock could not be made.
+    """
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         lock = RunLock(final.parent / f".{spec.key}.lock")
         if not lock.acquire(wait=wait):
-            return _summary(spec, final, "busy", error=f"running in another process ({lock.holder()})")
+            return run_summary(spec, final, "busy", error=f"running in another process ({lock.holder()})")
     except OSError as exc:
-        return _summary(spec, final, "failed", error=f"cannot lock the run in {final.parent}: {failure_message(exc)}",
-                        disk_full=is_enospc(exc))
+        return run_summary(spec, final, "failed", error=f"cannot lock the run in {final.parent}: {failure_message(exc)}",
+                           disk_full=is_enospc(exc))
     try:
         return body()
     finally:
@@ -118,12 +191,12 @@ def record_failure(spec: RunSpec, output: str | os.PathLike, error: str) -> Summ
 
     def body() -> Summary:
         if is_done(final):
-            return _summary(spec, final, "ok")
+            return run_summary(spec, final, "ok")
         for p in stale_folders(final.parent, spec.key):
             shutil.rmtree(p, ignore_errors=True)
         kept = kept_repetitions(checkpoint_folder(spec, final.parent))
         why = error + (f" ({kept} finished repetition(s) are kept in {checkpoint_folder(spec, final.parent)}; "
                        "re-running the batch resumes from them)" if kept else "")
-        return _finish(spec, final, final.parent / f".{spec.key}.tmp-{uuid.uuid4().hex[:8]}", "failed", error=why, tb=why)
+        return finish_run(spec, final, final.parent / f".{spec.key}.tmp-{uuid.uuid4().hex[:8]}", "failed", error=why, tb=why)
 
-    return _under_lock(spec, final, True, body)
+    return under_run_lock(spec, final, True, body)

@@ -1,7 +1,7 @@
 """The progress of a batch in tasks, shown on its progress bar.
 
-:class:`_TaskProgress` counts a run that keeps its repetitions as that many tasks and the others as one, and moves
-the bar as repetitions are kept, before their run finishes. :mod:`dpkit.batch.runner` re-exports it and sets how
+:class:`TaskProgress` counts a run that keeps its repetitions as that many tasks and the others as one, and moves
+the bar as repetitions are kept, before their run finishes. :mod:`dpkit.batch.runner` uses it and sets how
 often the kept repetitions are counted (:data:`dpkit.batch.runner.PROGRESS_POLL_S`).
 """
 from __future__ import annotations
@@ -19,8 +19,10 @@ from dpkit.batch.status import total_repetitions
 if TYPE_CHECKING:
     from tqdm import tqdm
 
+__all__ = ["TaskProgress"]
 
-class _TaskProgress:
+
+class TaskProgress:
     """The progress of a batch in tasks, shown on its progress bar.
 
     A run that keeps its repetitions (its notebook declares ``CHECKPOINT_DIR``) and whose parameters give their
@@ -82,7 +84,7 @@ class _TaskProgress:
             self._show()
 
     @contextmanager
-    def shown_on(self, bar: tqdm, *, poll_s: float) -> Iterator[_TaskProgress]:
+    def shown_on(self, bar: tqdm, *, poll_s: float) -> Iterator[TaskProgress]:
         """Show the progress on ``bar``; while in the block, a daemon thread counts the kept repetitions every
         ``poll_s`` seconds (stopped and joined on the way out)."""
         self._bar = bar

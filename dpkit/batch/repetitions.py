@@ -7,7 +7,7 @@ repetitions too; the notebook passes ``workers=repetition_workers(REP_BACKEND, R
 :class:`DaskRepetitions` then
 
 * loads the repetitions its checkpoint folder already keeps;
-* sends the run's job (:class:`~dpkit.experiments.parallel._CellsJob`: data, methods, seeds) once to every worker
+* sends the run's job (:class:`~dpkit.experiments.parallel.CellsJob`: data, methods, seeds) once to every worker
   (``Client.scatter(broadcast=True)``: each worker holds one copy, shared by all its tasks, and a copy survives
   the loss of a worker);
 * submits one task per remaining repetition (:func:`repetition_task`), which computes ``job.run(i)`` with the
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from distributed import Client
 
     from dpkit.experiments.checkpoint import RepetitionCheckpoint
-    from dpkit.experiments.parallel import _CellsJob
+    from dpkit.experiments.parallel import CellsJob
     from dpkit.experiments.records import RunRecord
 
 __all__ = ["SCHEDULER_ENV", "REP_BACKENDS", "DaskRepetitions", "repetition_workers", "repetition_task",
@@ -71,7 +71,7 @@ def repetition_workers(backend: str, workers: int = 1) -> int | DaskRepetitions:
     ``"auto"``: one Dask task per repetition when the batch runner executes the notebook on Dask
     (:data:`SCHEDULER_ENV` is set), else ``workers`` processes; ``"dask"``: Dask tasks on the scheduler of
     :data:`SCHEDULER_ENV`, or on the cluster of the current ``distributed.Client`` when it is unset;
-    ``"processes"``: ``workers`` processes (:func:`~dpkit.experiments.parallel._parallel_repetitions`).
+    ``"processes"``: ``workers`` processes (:func:`~dpkit.experiments.parallel.parallel_repetitions`).
     """
     if backend not in REP_BACKENDS:
         raise ValueError(f"REP_BACKEND must be one of {', '.join(map(repr, REP_BACKENDS))}; got {backend!r}")
@@ -180,7 +180,7 @@ def _thread_limits(threads: int) -> Iterator[None]:
         yield
 
 
-def prepare_task(job: _CellsJob, sigma: float, *, shares: Mapping[str, int]) -> bool:
+def prepare_task(job: CellsJob, sigma: float, *, shares: Mapping[str, int]) -> bool:
     """On a Dask worker: fit (or load) the exact answers' embedding of ``job``'s data at ``sigma`` into the disk cache
     (:func:`dpkit.queries.exact.prepare_embedding`), once per run and σ, before its repetitions start."""
     from distributed import get_worker
@@ -192,7 +192,7 @@ def prepare_task(job: _CellsJob, sigma: float, *, shares: Mapping[str, int]) -> 
         return prepare_embedding(job.X, sigma, n_queries=job.n_queries, J=job.J, n_threads=threads)
 
 
-def repetition_task(i: int, job: _CellsJob, *, folder: str | None, identity: Mapping[str, Any] | None,
+def repetition_task(i: int, job: CellsJob, *, folder: str | None, identity: Mapping[str, Any] | None,
                     shares: Mapping[str, int], after: Sequence[Any] = ()) -> tuple[list[RunRecord], float | None]:
     """On a Dask worker: repetition ``i`` of ``job``, kept in the checkpoint ``folder`` (if any) before it returns.
 
@@ -233,7 +233,7 @@ def repetition_task(i: int, job: _CellsJob, *, folder: str | None, identity: Map
             lock.release()
 
 
-def _prepare(client: Client, job: _CellsJob, shipped: Any, *, shares: Mapping[str, int], label: str,
+def _prepare(client: Client, job: CellsJob, shipped: Any, *, shares: Mapping[str, int], label: str,
              tag: str) -> list[Any]:
     """One :func:`prepare_task` per σ whose exact answers use a fitted embedding, when the workers share a disk cache
     (:func:`dpkit.queries.disk_cache.cache_dir`): the repetitions wait for them, so each embedding is fitted once
@@ -278,7 +278,7 @@ class DaskRepetitions:
                                "address or create a distributed.Client first") from exc
         yield client
 
-    def __call__(self, job: _CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
+    def __call__(self, job: CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
                  finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None:
         """Compute ``job``'s repetitions ``0 … reps-1`` (loading the kept ones), calling ``arrived(i)`` as each one
         arrives and ``finished(i, records)`` in repetition order. On the first failure the tasks not yet started

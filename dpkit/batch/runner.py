@@ -118,13 +118,15 @@ from dpkit.batch.manifest import (
     load_manifest,
     manifest_output,
 )
-from dpkit.batch.outcome import Summary, _finish, _summary, _under_lock, record_failure
-from dpkit.batch.outcome import _install as _install  # re-exported
-from dpkit.batch.progress import _TaskProgress
+from dpkit.batch.outcome import Summary, record_failure
+from dpkit.batch.outcome import finish_run as _finish
+from dpkit.batch.outcome import run_summary as _summary
+from dpkit.batch.outcome import under_run_lock as _under_lock
+from dpkit.batch.progress import TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import batch_client, check_scheduler
-from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, _handle_stale, checkpoint_folder, confirm_adopted
+from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, checkpoint_folder, confirm_adopted, handle_stale
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
 from dpkit.queries.gemm import usable_cores
@@ -242,7 +244,7 @@ def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7
 
 # --------------------------------------------------------------------------- batches
 #: Seconds between two counts of the repetitions kept by the runs in progress (the batch's progress bar,
-#: :class:`~dpkit.batch.progress._TaskProgress`).
+#: :class:`~dpkit.batch.progress.TaskProgress`).
 PROGRESS_POLL_S = 5.0
 
 
@@ -251,7 +253,7 @@ def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
 
 
 def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
-             progress: _TaskProgress, shares: dict[str, int] | None = None, adopt: bool = False,
+             progress: TaskProgress, shares: dict[str, int] | None = None, adopt: bool = False,
              verify_reps: int | None = None) -> list[Summary]:
     """Run ``specs`` in this process (``client is None``, all usable cores) or on Dask (each worker with its thread
     share of ``shares``, :func:`~dpkit.batch.cluster.check_workers`); stop starting runs when the disk is full."""
@@ -334,14 +336,14 @@ def run_manifest(
     specs = expand_manifest(m)
     check_writable(out)
     clean_stale(out)
-    _handle_stale(specs, out, on_stale)
+    handle_stale(specs, out, on_stale)
     todo = [s for s in specs if not is_done(s.folder(out))]
     results = [_summary(s, s.folder(out), "skipped") for s in specs if s not in todo]
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     from tqdm.auto import tqdm
 
-    tasks = _TaskProgress(todo, out)  # a run that keeps its repetitions counts each: its bar moves as they finish
+    tasks = TaskProgress(todo, out)  # a run that keeps its repetitions counts each: its bar moves as they finish
     with tqdm(total=tasks.total, desc=f"batch {m.get('name', '')} tasks", unit="task", disable=not progress) as bar, \
             tasks.shown_on(bar, poll_s=PROGRESS_POLL_S):
         if todo:

@@ -38,7 +38,8 @@ from dpkit.batch.manifest import (
 )
 
 __all__ = ["STALE_POLICIES", "StaleRunsError", "stale_runs", "stale_checkpoints", "misplaced_runs", "supersede",
-           "supersede_checkpoint", "checkpoint_folder", "handle_stale_checkpoint", "confirm_adopted"]
+           "supersede_checkpoint", "checkpoint_folder", "handle_stale_checkpoint", "confirm_adopted", "move_aside",
+           "handle_stale"]
 
 
 def checkpoint_folder(spec: RunSpec, parent: Path) -> Path:
@@ -110,7 +111,25 @@ def misplaced_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]
     return found
 
 
-def _move_aside(path: Path, out: Path, stem: str, name: str) -> Path:
+def move_aside(path: Path, out: Path, stem: str, name: str) -> Path:
+    """Move ``path`` to ``<out>/.superseded/<stem>/<name>-<UTC time>`` (kept, never deleted); return where it went.
+
+    Parameters
+    ----------
+    path : Path
+        The folder to move aside.
+    out : Path
+        The output folder whose ``.superseded`` folder receives it.
+    stem : str
+        The sub-folder of ``.superseded`` (a notebook's stem, or ``""``).
+    name : str
+        The name it is kept under, before the time stamp (a suffix is added if that name is taken).
+
+    Returns
+    -------
+    Path
+        Its new place.
+    """
     dest = out / ".superseded" / stem / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     dest.parent.mkdir(parents=True, exist_ok=True)
     if dest.exists():
@@ -127,7 +146,7 @@ def supersede(spec: RunSpec, out: Path) -> Path:
     if not lock.acquire(wait=False):
         raise BatchError(f"cannot move aside {final}: another batch holds its lock")
     try:
-        return _move_aside(final, out, spec.notebook.stem, spec.key)
+        return move_aside(final, out, spec.notebook.stem, spec.key)
     finally:
         lock.release()
 
@@ -139,7 +158,7 @@ def supersede_checkpoint(spec: RunSpec, out: Path) -> Path:
     if not lock.acquire(wait=False):
         raise BatchError(f"cannot move aside the checkpoint of {final}: another batch holds its lock")
     try:
-        return _move_aside(checkpoint_folder(spec, final.parent), out, spec.notebook.stem, f"{spec.key}.checkpoint")
+        return move_aside(checkpoint_folder(spec, final.parent), out, spec.notebook.stem, f"{spec.key}.checkpoint")
     finally:
         lock.release()
 
@@ -179,7 +198,7 @@ def _afresh(final: Path, what: str, dest: Path) -> str:
 
 def handle_stale_checkpoint(final: Path, keep: Path, notebook: Path, on_stale: str) -> None:
     """Apply ``on_stale`` to the kept repetitions ``keep`` of one run outside a batch (``python -m dpkit.batch
-    notebook``, output ``final``) as :func:`_handle_stale` does to a batch's: nothing if they are current; else
+    notebook``, output ``final``) as :func:`handle_stale` does to a batch's: nothing if they are current; else
     ``error`` and ``keep`` refuse (:class:`StaleRunsError` naming them), ``rerun`` moves them aside to
     ``.superseded/`` beside ``final`` and ``verify`` keeps them for the kernel to adopt. The caller holds the run's
     lock. A finished run in ``final`` is not judged: ``notebook`` always runs again (``--replace``)."""
@@ -198,7 +217,7 @@ def handle_stale_checkpoint(final: Path, keep: Path, notebook: Path, on_stale: s
     elif on_stale == "keep":
         raise _keep_refused([_partial_line(keep, notebook, what)])
     else:
-        dest = _move_aside(keep, final.parent, "", f"{final.name}.checkpoint")
+        dest = move_aside(keep, final.parent, "", f"{final.name}.checkpoint")
         print(_afresh(final, what, dest), file=sys.stderr)
 
 
@@ -216,9 +235,24 @@ def confirm_adopted(notebook: Path, keep: Path) -> None:
               file=sys.stderr)
 
 
-def _handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
+def handle_stale(specs: list[RunSpec], out: Path, on_stale: str) -> None:
     """Apply ``on_stale`` to the finished runs of changed notebooks (those moved aside then count as not done), and to
-    run folders that hold another key's run (:func:`misplaced_runs`: an error unless ``rerun`` moves them aside)."""
+    run folders that hold another key's run (:func:`misplaced_runs`: an error unless ``rerun`` moves them aside).
+
+    Parameters
+    ----------
+    specs : list of RunSpec
+        The batch's runs.
+    out : Path
+        The batch's output folder.
+    on_stale : str
+        One of :data:`STALE_POLICIES`.
+
+    Raises
+    ------
+    StaleRunsError
+        When ``on_stale`` refuses stale or misplaced runs.
+    """
     misplaced = misplaced_runs(specs, out)
     if misplaced and on_stale != "rerun":
         raise StaleRunsError(

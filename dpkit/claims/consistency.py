@@ -366,7 +366,7 @@ def contraction_checks(
       read as 'about' = within ``spec_gap_rel`` of the gap ``1 − λ``: it is off by 24–62 % there.
     """
     from dpkit.claims.consistency_statistics import iteration_spectrum, predicted_distances
-    from dpkit.claims.consistency_study import _instance
+    from dpkit.claims.consistency_study import restaurant_instance
     from dpkit.core.rng import spawn
     from dpkit.mechanisms.consistency.trees import algorithm1
 
@@ -376,7 +376,7 @@ def contraction_checks(
         tree = KaryTree(T=T, k=k)
         spec = iteration_spectrum(tree, COMBO_B)
         lam = spec.factor
-        data, rel = _instance(T, k, epsilon, g)
+        data, rel = restaurant_instance(T, k, epsilon, g)
         x0 = rel.X_noisy
         xs = closed_form(x0, COMBO_B, k=k)
         S2 = int(min(n_iter, math.floor(math.log(decay) / math.log(lam))))

@@ -24,7 +24,13 @@ from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_choice, check_positive_int
 from dpkit.mechanisms.consistency.general import GeneralProjector
-from dpkit.mechanisms.consistency.restaurant import COMBO_B, generate_restaurant, privatize_restaurant
+from dpkit.mechanisms.consistency.restaurant import (
+    COMBO_B,
+    RestaurantData,
+    RestaurantRelease,
+    generate_restaurant,
+    privatize_restaurant,
+)
 from dpkit.mechanisms.consistency.trees import KaryTree, algorithm1, closed_form, restaurant_residual, restaurant_system
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "loglog_slope",
     "speed_ratios",
     "machine_info",
+    "restaurant_instance",
 ]
 
 TIMING_METHODS = ("algorithm1", "algorithm1-100", "pinv", "cholesky", "splu", "lsqr", "closed-form")
@@ -95,7 +102,26 @@ def _blas_limit(threads: int | None):
     return threadpool_limits(limits=threads)
 
 
-def _instance(T: int, k: int, epsilon: float, g: np.random.Generator):
+def restaurant_instance(T: int, k: int, epsilon: float, g: np.random.Generator) -> tuple[RestaurantData, RestaurantRelease]:
+    """A seeded restaurant instance and its ε-DP release, as the studies draw them.
+
+    Parameters
+    ----------
+    T : int
+        The number of time steps (the tree's leaves).
+    k : int
+        The tree's arity.
+    epsilon : float
+        The release's privacy budget (its own :class:`~dpkit.core.accounting.Ledger`).
+    g : numpy.random.Generator
+        The stream for the data, then the noise.
+
+    Returns
+    -------
+    tuple of RestaurantData and RestaurantRelease
+        ``(data, release)`` of :func:`~dpkit.mechanisms.consistency.restaurant.generate_restaurant` and
+        :func:`~dpkit.mechanisms.consistency.restaurant.privatize_restaurant`.
+    """
     data = generate_restaurant(T, k=k, rng=g)
     rel = privatize_restaurant(data, epsilon, ledger=Ledger(epsilon, name=f"restaurant-T{T}"), rng=g)
     return data, rel
@@ -132,7 +158,7 @@ def convergence_study(
         ledger = None
         for r in range(repeats):
             g = gens[it * repeats + r]
-            data, rel = _instance(T, k, epsilon, g)
+            data, rel = restaurant_instance(T, k, epsilon, g)
             ledger = ledger or rel.ledger
             tree = data.tree
             Xn, Xt = rel.X_noisy, data.X
@@ -247,7 +273,7 @@ def timing_study(
     rows: list[TimingRow] = []
     with _blas_limit(blas_threads):
         for T, g in zip(Ts, gens):
-            data, rel = _instance(T, k, epsilon, g)
+            data, rel = restaurant_instance(T, k, epsilon, g)
             Xn = rel.X_noisy
             ref = closed_form(Xn, B, k=k)
             tree = data.tree

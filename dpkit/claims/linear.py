@@ -24,8 +24,6 @@ from dpkit.claims.linear_findings import (
     AbsErrorOracleRow,
     StepClaims,
     StepRow,
-    _abs_error_row,  # noqa: F401 - re-exported
-    _worst_ratio_check,  # noqa: F401 - re-exported
     closed_form_abs_error_checks,
     convergence_steps_checks,
     geometric_limit_check,
@@ -41,9 +39,9 @@ from dpkit.claims.linear_statistics import (
     theorem1_lp,
 )
 from dpkit.claims.linear_studies import (
-    _DF4,
-    _V4,
     CONFIGURATIONS,
+    DF4,
+    V4,
     MinRateRow,
     densities_at_radius_star,
     min_rate_curves,
@@ -122,14 +120,14 @@ def privacy_auditor_check(
 def v4_staircase_rate_check(epsilons: Sequence[float], *, tol: float = 1e-12) -> Check:
     """V4 = [0, Δf] at δ = γ*Δf is the optimal staircase: ``rate = 1`` at every ε
     (docs/science/linear_queries.md, *Calibration point*)."""
-    dev = max(abs(LevelSetDensity.from_query(_V4, epsilon=e, radius=optimal_gamma(e) * _DF4).rate - 1.0) for e in epsilons)
+    dev = max(abs(LevelSetDensity.from_query(V4, epsilon=e, radius=optimal_gamma(e) * DF4).rate - 1.0) for e in epsilons)
     return check("V4-staircase-rate", "V4 = [0, Δf] at δ = γ*Δf, γ* = 1/(1+e^{ε/2}): rate = 1 (max |rate − 1| over EPS_CURVE)",
                  dev, tol, relation="<=", confidence=None)
 
 
 def v4_never_below_1_check(grid: RateGrid, curve: Sequence[RadiusSearch], *, tol: float = 1e-12) -> Check:
     """V4: no δ beats the staircase, on the heat map nor in the δ* searches (which land on γ*Δf)."""
-    off = ", ".join(f"{r.radius / (optimal_gamma(r.epsilon) * _DF4) - 1:+.2e}" for r in curve)
+    off = ", ".join(f"{r.radius / (optimal_gamma(r.epsilon) * DF4) - 1:+.2e}" for r in curve)
     return check("V4-never-below-1", "V4: no δ beats the staircase (min of rate over the heat map and the δ* searches)",
                  min(float(np.min(grid.rate)), min(r.rate for r in curve)), 1.0 - tol, relation=">=", confidence=None,
                  note="search δ*/(γ*Δf) − 1: " + off)
@@ -137,8 +135,8 @@ def v4_never_below_1_check(grid: RateGrid, curve: Sequence[RadiusSearch], *, tol
 
 def v4_staircase_pdf_check(epsilon: float, *, rng: RNGLike, n_points: int = 20_000, tol: float = 1e-9) -> Check:
     """V4 at δ = γ*Δf: the level-set pdf equals the staircase pdf at uniform points of ``[−6000, 6000]`` (≈ ±6Δf)."""
-    d4 = LevelSetDensity.from_query(_V4, epsilon=epsilon, radius=optimal_gamma(epsilon) * _DF4)
-    st4 = Staircase(epsilon=epsilon, sensitivity=_DF4)
+    d4 = LevelSetDensity.from_query(V4, epsilon=epsilon, radius=optimal_gamma(epsilon) * DF4)
+    st4 = Staircase(epsilon=epsilon, sensitivity=DF4)
     zz = resolve_rng(rng).uniform(-6000, 6000, n_points)
     return check("V4-staircase-pdf", "V4 at δ = γ*Δf: level-set pdf = staircase pdf (max relative difference)",
                  float(np.max(np.abs(d4.pdf(zz) / st4.pdf(zz) - 1.0))), tol, relation="<=", confidence=None)
@@ -255,7 +253,7 @@ def sampler_ks_printed_support0_check(epsilon: float, *, n_samples: int, rng: RN
     """Negative control (docs/science/errata.md, *erratum-lq-geometric-support*): the printed Algorithm 2 read with a
     geometric on {0, 1, …}, on V4 at δ = 50
     where the tail carries ≈ 1/3 of the mass, must be rejected by the same KS test (expected FAIL)."""
-    d4k = LevelSetDensity.from_query(_V4, epsilon=epsilon, radius=50.0)
+    d4k = LevelSetDensity.from_query(V4, epsilon=epsilon, radius=50.0)
     p = stats.kstest(d4k.sample(n_samples, rng=rng, geometric_support=0), d4k.cdf).pvalue
     return check("sampler-ks-printed-support0",
                  "printed Algorithm 2 read with a geometric on {0,1,…} matches the CDF (KS p-value, V4, δ=50)",

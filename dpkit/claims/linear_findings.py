@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from dpkit.claims.linear_studies import _DF4, _V4, _max_abs
+from dpkit.claims.linear_studies import DF4, V4, max_abs
 from dpkit.evaluation.verdicts import Check, check
 from dpkit.mechanisms.linear.density import LevelSetDensity
 from dpkit.mechanisms.linear.levelset import build_level_sets
@@ -90,7 +90,7 @@ def convergence_steps_checks(
     rows: list[StepRow] = []
     checks: list[Check] = []
     for name, V in configs.items():
-        dfs = _max_abs(V)
+        dfs = max_abs(V)
         mine = []
         for rel in rel_radii:
             r = float(rel) * dfs
@@ -186,7 +186,7 @@ def closed_form_abs_error_checks(
     v4, cnt, trunc = [], [], []
     for e in epsilons:
         for g in (optimal_gamma(e), *gammas):
-            v4.append(_abs_error_row(f"V4 γ={g:.4g}", _V4, e, g * _DF4, staircase_abs_error_closed_form(g, e, _DF4)))
+            v4.append(_abs_error_row(f"V4 γ={g:.4g}", V4, e, g * DF4, staircase_abs_error_closed_form(g, e, DF4)))
         for r in counting_radii:
             cnt.append(_abs_error_row("counting, δ≥1/2", [[1.0, 1.0]], e, r, staircase_abs_error_closed_form(r, e)))
         for r in truncated_radii:

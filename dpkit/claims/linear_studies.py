@@ -17,7 +17,7 @@ from dpkit.mechanisms.linear.levelset import build_level_sets
 from dpkit.mechanisms.linear.tuning import RadiusSearch, RateGrid, optimal_radius, rate_grid
 
 __all__ = ["CONFIGURATIONS", "MinRateRow", "rate_maps", "min_rate_curves", "min_rate_rows", "radius_star",
-           "densities_at_radius_star"]
+           "densities_at_radius_star", "V4", "DF4", "max_abs"]
 
 
 #: The experiment configurations V1–V7 of [3, §6] (V = [0, a] ∪ [b, c], see *erratum-lq-v-set*; V4 degenerate).
@@ -32,13 +32,27 @@ CONFIGURATIONS: dict[str, list[list[float]]] = {
 }
 
 
-_V4 = CONFIGURATIONS["V4"]
+#: The configuration V4 = [0, 1001] (one interval containing 0: the staircase's case).
+V4 = CONFIGURATIONS["V4"]
 
 
-_DF4 = float(np.max(np.abs(_V4)))  # Δf of V4 = [0, 1001]
+#: Δf of V4 (its largest absolute value, 1001).
+DF4 = float(np.max(np.abs(V4)))
 
 
-def _max_abs(V: Sequence[Sequence[float]]) -> float:
+def max_abs(V: Sequence[Sequence[float]]) -> float:
+    """``max |v|`` over the intervals of ``V``: its sensitivity ``Δf``, the unit of its radii.
+
+    Parameters
+    ----------
+    V : sequence of [low, high]
+        A configuration (:data:`CONFIGURATIONS`).
+
+    Returns
+    -------
+    float
+        The largest absolute endpoint.
+    """
     return float(np.max(np.abs(V)))
 
 
@@ -47,7 +61,7 @@ def rate_maps(
     configs: Mapping[str, Sequence[Sequence[float]]], rel_deltas: np.ndarray, epsilons: np.ndarray
 ) -> dict[str, RateGrid]:
     """Figs 1–2: the ``rate`` heat map of every configuration over ``δ = rel_deltas·max|V|`` and ε."""
-    return {name: rate_grid(V, rel_deltas * _max_abs(V), epsilons) for name, V in configs.items()}
+    return {name: rate_grid(V, rel_deltas * max_abs(V), epsilons) for name, V in configs.items()}
 
 
 def min_rate_curves(

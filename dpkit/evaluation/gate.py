@@ -73,9 +73,9 @@ from dpkit.evaluation.gate_pilot import (
     NEIGHBOURING,
     PROBES,
     NeighbourPair,
-    _pilot,
-    _Statistic,
+    PilotStatistic,
     neighbour_pairs,
+    pilot_statistic,
     probes,
 )
 
@@ -232,12 +232,12 @@ def audit_gate(
 
 
 def _run(name: str, method: Any, pairs: list[NeighbourPair], steps: str | None, n_pilot: int, n_samples: int,
-         conf: float, dl: float, rng: RNGLike) -> tuple[Any, str, NeighbourPair, _Statistic, list[dict[str, Any]]]:
+         conf: float, dl: float, rng: RNGLike) -> tuple[Any, str, NeighbourPair, PilotStatistic, list[dict[str, Any]]]:
     """The pilot over (probe, pair), then the audit of the best; see :func:`audit_gate`."""
     s_pilot, s_audit = spawn_seeds(rng, 2)
     pilot_seeds = s_pilot.spawn(len(pairs))
     tried: list[dict[str, Any]] = []
-    best: tuple[float, str, NeighbourPair, _Statistic, Callable[..., Any]] | None = None
+    best: tuple[float, str, NeighbourPair, PilotStatistic, Callable[..., Any]] | None = None
     for pair, seed in zip(pairs, pilot_seeds):
         available = probes(method, pair)
         if steps is not None and steps not in available:
@@ -245,7 +245,7 @@ def _run(name: str, method: Any, pairs: list[NeighbourPair], steps: str | None, 
                              f"it has {list(available)}")
         pname = steps if steps is not None else next(iter(available))
         probe = available[pname]
-        stat = _pilot(probe, pair, n_pilot, seed)
+        stat = pilot_statistic(probe, pair, n_pilot, seed)
         sep = 0.0 if stat is None else stat.separation
         tried.append({"probe": pname, "pair": pair.description, "separation": sep,
                       "leaves": [] if stat is None else [p.lstrip(".") for p in stat.paths]})

@@ -3,10 +3,10 @@ scalar statistic of a probe's release, chosen on a pilot.
 
 :func:`neighbour_pairs` makes the gate's worst-case neighbouring data sets (replace-one or add/remove);
 :func:`probes` lists what can be audited of a method (its ``audit_steps``, its ``measure`` or its whole
-``release``); ``_pilot`` chooses, on common-random-number draws independent of the audit's, the weighted
+``release``); :func:`pilot_statistic` chooses, on common-random-number draws independent of the audit's, the weighted
 projection of the release's numeric leaves that separates a pair best. :mod:`dpkit.evaluation.gate` describes
 all three, runs the pilot over every (probe, pair) and audits the best (:func:`~dpkit.evaluation.gate.audit_gate`);
-it re-exports the public names.
+it re-exports :class:`NeighbourPair`, :func:`neighbour_pairs` and :func:`probes`.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from dpkit.core.rng import spawn_seeds
 from dpkit.core.validation import check_choice, check_int_in_range
 from dpkit.queries.release import MethodBase
 
-__all__ = ["NeighbourPair", "neighbour_pairs", "probes"]
+__all__ = ["NeighbourPair", "neighbour_pairs", "probes", "PilotStatistic", "pilot_statistic"]
 
 NEIGHBOURING = ("replace-one", "add-remove")
 PROBES = ("steps", "measure", "release")
@@ -162,8 +162,25 @@ def _flat(obj: Any) -> dict[str, np.ndarray]:
 
 
 @dataclass(frozen=True, eq=False)
-class _Statistic:
-    """``s(y) = (Σ_l w_l ⟨Δ_l, y_l⟩ − c)/scale``; a leaf absent or of another shape counts 0."""
+class PilotStatistic:
+    """``s(y) = (Σ_l w_l ⟨Δ_l, y_l⟩ − c)/scale``; a leaf absent or of another shape counts 0.
+
+    Made by :func:`pilot_statistic`; calling it on a release gives the scalar the gate audits.
+
+    Attributes
+    ----------
+    paths : tuple of str
+        The numeric leaves of the release it reads (each a path with its size).
+    directions : tuple of numpy.ndarray
+        ``Δ_l``: each leaf's mean shift between the pair on the pilot.
+    weights : numpy.ndarray
+        ``w_l``, one per leaf.
+    centre, scale : float
+        ``c``, the weighted projection's pilot mean on the first data set, and the divisor, its pooled pilot
+        standard deviation.
+    separation : float
+        The pilot's separation of the pair (mean shift over standard deviation).
+    """
 
     paths: tuple[str, ...]
     directions: tuple[np.ndarray, ...]
@@ -190,9 +207,26 @@ class _Statistic:
                 f"(largest weights: {parts}); pilot separation {self.separation:.3g}")
 
 
-def _pilot(probe: Callable[[np.ndarray, np.random.Generator], Any], pair: NeighbourPair, n_pilot: int,
-           seed: np.random.SeedSequence) -> _Statistic | None:
-    """The statistic of one (probe, pair) from ``n_pilot`` common-random-number draws (:mod:`dpkit.evaluation.gate`)."""
+def pilot_statistic(probe: Callable[[np.ndarray, np.random.Generator], Any], pair: NeighbourPair, n_pilot: int,
+                    seed: np.random.SeedSequence) -> PilotStatistic | None:
+    """The statistic of one (probe, pair) from ``n_pilot`` common-random-number draws (:mod:`dpkit.evaluation.gate`).
+
+    Parameters
+    ----------
+    probe : callable
+        ``probe(X, rng)``: the audited output of a method on data ``X``.
+    pair : NeighbourPair
+        The neighbouring data sets.
+    n_pilot : int
+        Draws per side; draw ``i`` of both sides uses the same stream.
+    seed : numpy.random.SeedSequence
+        The pilot's seed (independent of the audit's).
+
+    Returns
+    -------
+    PilotStatistic or None
+        The weighted projection of the leaves that shift clearly, or ``None`` when no leaf does.
+    """
     outs0, outs1 = [], []
     for s in seed.spawn(n_pilot):
         outs0.append(_flat(probe(pair.d0, np.random.default_rng(s))))
@@ -226,7 +260,7 @@ def _pilot(probe: Callable[[np.ndarray, np.random.Generator], Any], pair: Neighb
         dirs = [v for v, a in zip(dirs, additive) if a]
     if not paths:
         return None
-    stat = _Statistic(tuple(paths), tuple(dirs), np.ones(len(paths)), 0.0, 1.0, 0.0)
+    stat = PilotStatistic(tuple(paths), tuple(dirs), np.ones(len(paths)), 0.0, 1.0, 0.0)
     T0 = np.array([stat.projections(o) for o in outs0])
     T1 = np.array([stat.projections(o) for o in outs1])
     shift = (T1 - T0).mean(axis=0)
@@ -242,5 +276,5 @@ def _pilot(probe: Callable[[np.ndarray, np.random.Generator], Any], pair: Neighb
     sep = float(w @ shift) / math.sqrt(var) if var > 0 else math.inf
     scale = math.sqrt(var) if var > 0 else max(abs(float(w @ shift)), 1e-300)
     centre = float(w @ T0.mean(axis=0))
-    return _Statistic(tuple(paths), tuple(dirs), w, centre, scale, sep)
+    return PilotStatistic(tuple(paths), tuple(dirs), w, centre, scale, sep)
 

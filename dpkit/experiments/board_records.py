@@ -30,7 +30,7 @@ from dpkit.core.paths import write_atomic
 
 __all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError",
            "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
-           "provenance_line"]
+           "provenance_line", "typed_records"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
 COLUMNS: dict[str, str] = {
@@ -118,12 +118,24 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
             "run_seed": int(run_seed), "n_queries": int(n_queries), "J": int(J),
             "budget_epsilon": float(epsilon), "budget_delta": float(delta),
         })
-    df = _typed(pd.DataFrame(rows, columns=list(COLUMNS)))
+    df = typed_records(pd.DataFrame(rows, columns=list(COLUMNS)))
     check_records(df, source=f"records of {dataset}")
     return df
 
 
-def _typed(df: pd.DataFrame) -> pd.DataFrame:
+def typed_records(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the dtypes of :data:`COLUMNS` (e.g. an empty records table that keeps its dtypes).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table with the :data:`COLUMNS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with each column cast to its dtype.
+    """
     return df.astype(COLUMNS)
 
 

@@ -19,7 +19,8 @@ from dpkit.experiments.board_stats import DEFAULT_BUDGET
 from dpkit.experiments.reference import PRINTED_DECIMALS, TABLES
 
 __all__ = ["DISAGREEMENT_COLUMNS", "ranking_disagreements", "SUPREMUM_COLUMNS", "THESIS_MECHANISMS", "supremum_rows",
-           "supremum_summary_text", "VERDICTS", "Headline", "headline", "lost_cells_text", "summary_markdown"]
+           "supremum_summary_text", "VERDICTS", "Headline", "headline", "lost_cells_text", "summary_markdown",
+           "number_or_nan"]
 
 
 #: The columns of :func:`ranking_disagreements` (a table of them has these columns even when it is empty).
@@ -50,7 +51,19 @@ def supremum_rows(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: b.get(k) for k in SUPREMUM_COLUMNS} for b in board]
 
 
-def _num(x: Any) -> float:
+def number_or_nan(x: Any) -> float:
+    """``x`` as a float, NaN for ``None`` (a record's value that is null, e.g. a method without a class supremum).
+
+    Parameters
+    ----------
+    x : float, int or None
+        A value of a record.
+
+    Returns
+    -------
+    float
+        ``float(x)``, or NaN when ``x`` is ``None``.
+    """
     return math.nan if x is None else float(x)
 
 
@@ -78,9 +91,9 @@ def supremum_summary_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[s
         cand = [r for r in rows if r["dataset"] == b["dataset"] and float(r["sigma"]) == float(b["sigma"])
                 and r["privacy"] in allowed]
         own = [r for r in cand if r["method"] == name]
-        if not own or math.isnan(sup := _num(own[0].get("sup_abs_mean"))):
+        if not own or math.isnan(sup := number_or_nan(own[0].get("sup_abs_mean"))):
             continue
-        sups = [x for r in cand if not math.isnan(x := _num(r.get("sup_abs_mean")))]
+        sups = [x for r in cand if not math.isnan(x := number_or_nan(r.get("sup_abs_mean")))]
         abss = [float(r["abs_mean"]) for r in cand]
         ab = float(own[0]["abs_mean"])
         seen[b["privacy"]].append({"sup": sup, "abs": ab, "ratio": sup / ab if ab > 0 else math.inf,

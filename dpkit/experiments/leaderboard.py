@@ -26,9 +26,9 @@ from dpkit.experiments.board_report import (
     THESIS_MECHANISMS,
     VERDICTS,
     Headline,
-    _num,
     headline,
     lost_cells_text,
+    number_or_nan,
     ranking_disagreements,
     summary_markdown,
     supremum_rows,
@@ -352,10 +352,10 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
     top = _method_row(cand, has[int(t.winner[0])])
     second = _method_row(cand, has[int(t.runner_up[0])]) if t.runner_up[0] >= 0 else None
     return {
-        "method_sup": top["method"], "sup_abs_mean": _num(top.get("sup_abs_mean")),
-        "sup_abs_std": _num(top.get("sup_abs_std")), "sup_est": float(t.mean[0]), "sup_ci_low": max(0.0, float(low[0])),
+        "method_sup": top["method"], "sup_abs_mean": number_or_nan(top.get("sup_abs_mean")),
+        "sup_abs_std": number_or_nan(top.get("sup_abs_std")), "sup_est": float(t.mean[0]), "sup_ci_low": max(0.0, float(low[0])),
         "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
         "runner_up_sup": None if second is None else second["method"],
-        "runner_up_sup_abs": math.nan if second is None else _num(second.get("sup_abs_mean")),
+        "runner_up_sup_abs": math.nan if second is None else number_or_nan(second.get("sup_abs_mean")),
         "sup_of_best": none["sup_of_best"], "rankings_agree": bool(top["method"] == best["method"]),
     }

@@ -1,8 +1,8 @@
 """The repetitions of :func:`~dpkit.experiments.protocol.run_cells` in parallel worker processes.
 
-Each worker process holds the run's job (:class:`_CellsJob`: data, methods, widths, seeds) from its
+Each worker process holds the run's job (:class:`CellsJob`: data, methods, widths, seeds) from its
 start, computes whole repetitions (:func:`_cells_repetition`, the same streams as the serial loop) and
-ends with its parent (:func:`_die_with_parent`). :func:`_parallel_repetitions` hands out the
+ends with its parent (:func:`_die_with_parent`). :func:`parallel_repetitions` hands out the
 repetitions and collects their records in order. A :class:`RepetitionExecutor` computes them elsewhere
 (:class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask task per repetition, each kept by the task itself).
 """
@@ -22,8 +22,28 @@ from dpkit.queries.release import Method, Release
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class _CellsJob:
-    """Everything a repetition of :func:`run_cells` needs (picklable, sent once to each worker process)."""
+class CellsJob:
+    """Everything a repetition of :func:`run_cells` needs (picklable, sent once to each worker process).
+
+    Attributes
+    ----------
+    X : numpy.ndarray
+        The data.
+    named : mapping of str to Method
+        The methods by name.
+    shared : set of str
+        The methods whose release does not depend on σ (released once per repetition, from the data set's stream).
+    configured : mapping of float to mapping of str to Method
+        Each method at each width σ.
+    sigmas : sequence of float
+        The widths, in order.
+    cell_reps, shared_reps : sequences of numpy.random.SeedSequence
+        Each σ's repetition seeds, and the data set's (for the σ-independent methods).
+    n_queries, J : int
+        Workload size and centres per query, as :func:`run_cells` takes them.
+    supremum : str or None
+        Where the class supremum searches centres (``None``: none).
+    """
 
     X: np.ndarray
     named: Mapping[str, Method]
@@ -57,14 +77,14 @@ class RepetitionExecutor(Protocol):
     run (the data set) in task names.
     """
 
-    def __call__(self, job: _CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
+    def __call__(self, job: CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
                  finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None: ...
 
 
-_WORKER_JOB: _CellsJob | None = None
+_WORKER_JOB: CellsJob | None = None
 
 
-def _worker_start(job: _CellsJob) -> None:
+def _worker_start(job: CellsJob) -> None:
     global _WORKER_JOB
     _die_with_parent()
     _WORKER_JOB = job
@@ -150,15 +170,30 @@ class InOrder:
             self._next += 1
 
 
-def _parallel_repetitions(job: _CellsJob, reps: int, *, workers: int, keep: RepetitionCheckpoint | None,
-                          computed: Callable[[int, list[RunRecord], float], None],
-                          finished: Callable[[int, list[RunRecord]], None]) -> None:
+def parallel_repetitions(job: CellsJob, reps: int, *, workers: int, keep: RepetitionCheckpoint | None,
+                         computed: Callable[[int, list[RunRecord], float], None],
+                         finished: Callable[[int, list[RunRecord]], None]) -> None:
     """:func:`run_cells`'s repetitions in ``workers`` processes (its ``workers`` parameter).
 
     Kept repetitions are loaded here; the others are computed in a process pool (``spawn``, so nothing of
     this process's state, e.g. JAX's, is inherited). Each result is kept as soon as it arrives, and the
     repetitions are reported to ``finished`` in index order. On the first failure no new repetition
     starts, the running ones finish and are kept, and the exception propagates.
+
+    Parameters
+    ----------
+    job : CellsJob
+        The run's job, sent once to each worker process.
+    reps : int
+        The number of repetitions.
+    workers : int
+        The number of worker processes (at most one per repetition still to compute).
+    keep : RepetitionCheckpoint or None
+        Where finished repetitions are kept and loaded from.
+    computed : callable
+        ``computed(i, records, seconds)`` as each repetition arrives (any order).
+    finished : callable
+        ``finished(i, records)`` for each repetition, in index order.
     """
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait

@@ -47,18 +47,18 @@ from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_int, check_real_in_range
 from dpkit.experiments.adoption import adoption_switch, verify_reps_switch
 from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
-from dpkit.experiments.parallel import RepetitionExecutor, _CellsJob, _parallel_repetitions
+from dpkit.experiments.parallel import CellsJob, RepetitionExecutor, parallel_repetitions
 from dpkit.experiments.records import (
-    _ON_REPETITION,
+    ON_REPETITION,
     SEEDING,
     SUPREMUM_DOMAINS,
     Cancelled,
     Repetition,
     RepetitionCallback,
     RunRecord,
-    _check_supremum,
     as_methods,
     cell_seed,
+    check_supremum,
     method_seed,
     name_words,
     on_repetitions,
@@ -115,11 +115,11 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
     list of RunRecord
         One per (repetition, method), repetition-major.
     """
-    supremum = _check_supremum(supremum)
+    supremum = check_supremum(supremum)
     named = as_methods(methods)
     configured = {name: m.at_width(sigma) for name, m in named.items()}
     records: list[RunRecord] = []
-    hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
+    hook = on_repetition if on_repetition is not None else ON_REPETITION.get()
     for rep in repetitions(X, sigma=sigma, names=list(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
         for name, method in configured.items():
@@ -213,16 +213,16 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     executor = workers if isinstance(workers, RepetitionExecutor) else None
     if executor is None:
         workers = check_positive_int(workers, name="workers")
-    supremum = _check_supremum(supremum)
+    supremum = check_supremum(supremum)
     name_words(named)  # two names with the same stream words fail here, before any work
     shared = {name for name, m in named.items() if width_independent(m, sigmas)}
     configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
     X = np.asarray(X, dtype=float)
     cell_reps = [spawn_seeds(cell_seed(seed, dataset, s), reps) for s in sigmas]
     shared_reps = spawn_seeds(shared_seed(seed, dataset), reps)
-    hook = on_repetition if on_repetition is not None else _ON_REPETITION.get()
-    job = _CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
-                    shared_reps=shared_reps, n_queries=n_queries, J=J, supremum=supremum)
+    hook = on_repetition if on_repetition is not None else ON_REPETITION.get()
+    job = CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
+                   shared_reps=shared_reps, n_queries=n_queries, J=J, supremum=supremum)
     adopt = adoption_switch(adopt) and checkpoint is not None
     keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
         X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J, supremum=supremum),
@@ -253,7 +253,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
                     computed(i, kept, seconds)
                 finished(i, kept)
         else:
-            _parallel_repetitions(job, reps, workers=workers, keep=keep, computed=computed, finished=finished)
+            parallel_repetitions(job, reps, workers=workers, keep=keep, computed=computed, finished=finished)
     finally:
         bar.close()
     return [r for s in sigmas for r in out[s]]

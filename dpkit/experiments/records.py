@@ -44,14 +44,16 @@ from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions",
            "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS", "method_seed",
-           "workload_seed", "name_words", "seed_record", "SEEDING", "repetition_at", "timed_release"]
+           "workload_seed", "name_words", "seed_record", "SEEDING", "repetition_at", "timed_release", "ON_REPETITION",
+           "check_supremum"]
 
 #: the seeding scheme of the runner (a checkpoint's identity: repetitions of another scheme are never reused)
 SEEDING = "name-keyed-1"
 
 #: ``callback(rep_index, reps)`` called after each finished repetition of :func:`run_cell`
 RepetitionCallback = Callable[[int, int], None]
-_ON_REPETITION: ContextVar[RepetitionCallback | None] = ContextVar("dpkit_on_repetition", default=None)
+#: the callback :func:`on_repetitions` installs for the runs made within its block (``None`` outside one)
+ON_REPETITION: ContextVar[RepetitionCallback | None] = ContextVar("dpkit_on_repetition", default=None)
 
 
 class Cancelled(Exception):
@@ -67,11 +69,11 @@ def on_repetitions(callback: RepetitionCallback) -> Iterator[None]:
     The callback only observes (or raises :class:`Cancelled`); it never touches the random streams,
     so results are unchanged.
     """
-    token = _ON_REPETITION.set(callback)
+    token = ON_REPETITION.set(callback)
     try:
         yield
     finally:
-        _ON_REPETITION.reset(token)
+        ON_REPETITION.reset(token)
 
 
 def cell_seed(seed: int, dataset: str, sigma: float) -> np.random.SeedSequence:
@@ -227,7 +229,24 @@ SUPREMUM_WORKLOAD_QUERIES = 16
 SUPREMUM_DOMAINS = ("cube", "space")
 
 
-def _check_supremum(supremum: str | None) -> str | None:
+def check_supremum(supremum: str | None) -> str | None:
+    """``supremum`` if it is one of :data:`SUPREMUM_DOMAINS` or ``None`` (no class supremum).
+
+    Parameters
+    ----------
+    supremum : str or None
+        Where the class supremum searches centres.
+
+    Returns
+    -------
+    str or None
+        ``supremum``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``supremum`` and the allowed values.
+    """
     if supremum is not None and supremum not in SUPREMUM_DOMAINS:
         raise ValueError(f"supremum must be one of {SUPREMUM_DOMAINS} or None; got {supremum!r}")
     return supremum

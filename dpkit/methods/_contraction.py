@@ -4,9 +4,9 @@
   sum-product): all the pair marginals asked in one pass.
 * :func:`normalised_contraction` — a larger marginal by contracting the exponentiated potentials
   pairwise in ``opt_einsum``'s greedy order, every intermediate rescaled by its maximum
-  (:func:`_scaled_contraction` also bounds what underflow may have lost).
+  (:func:`scaled_contraction` also bounds what underflow may have lost).
 * :func:`log_contraction` — the same contraction exactly in the log domain, for where the rescaled one
-  could underflow (its loss bound above :data:`_LOG_LOSS_LIMIT`).
+  could underflow (its loss bound above :data:`LOG_LOSS_LIMIT`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CalibratedTree", "normalised_contraction", "log_contraction"]
+__all__ = ["CalibratedTree", "normalised_contraction", "log_contraction", "scaled_contraction", "LOG_LOSS_LIMIT"]
 
 
 def _einsum(*operands: tuple[np.ndarray, Sequence[int]], out: Sequence[int]) -> np.ndarray:
@@ -176,9 +176,9 @@ def normalised_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]], 
     removes. Contracting all factors at once instead multiplies tens of numbers ≤ 1 per cell: on CTG
     (d = 27), after 23 AIM rounds, every cell of 357 of 406 candidate marginals underflowed to 0 and the
     normalised marginal was 0/0. Where the factors' mass barely overlaps even this underflows
-    (:func:`_scaled_contraction` bounds the loss; :func:`log_contraction` is exact there).
+    (:func:`scaled_contraction` bounds the loss; :func:`log_contraction` is exact there).
     """
-    return _scaled_contraction(factors, output)[0]
+    return scaled_contraction(factors, output)[0]
 
 
 def _pairwise_steps(ops: list[tuple[np.ndarray, list[int]]], output: Sequence[int]) -> Any:
@@ -198,8 +198,8 @@ def _pairwise_steps(ops: list[tuple[np.ndarray, list[int]]], output: Sequence[in
         yield taken, set(output).union(*[set(lab) for _a, lab in ops])
 
 
-def _scaled_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]],
-                        output: Sequence[int]) -> tuple[np.ndarray, float]:
+def scaled_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]],
+                       output: Sequence[int]) -> tuple[np.ndarray, float]:
     """:func:`normalised_contraction` and ``log B``, a bound on how much it may have lost to underflow.
 
     Every intermediate of factors with maximum 1 has maximum ≤ n (the terms per cell), so a step maps
@@ -207,6 +207,19 @@ def _scaled_contraction(factors: Sequence[tuple[np.ndarray, Sequence[int]]],
     smallest normal float64) to ``(n (δ_A + δ_B) + tiny)/top`` after the division by its maximum ``top``.
     By induction the result (maximum 1) is within ``tiny · (steps + 1) · Π_steps 2n/top`` of the exact
     scaled contraction, entrywise; ``log B`` is the logarithm of that bound (``inf`` when a step was all zero).
+
+    Parameters
+    ----------
+    factors : sequence of (numpy.ndarray, sequence of int)
+        Non-negative factors with their axis labels; the loss bound assumes each has maximum 1 (exponentiated
+        potentials divided by their maximum).
+    output : sequence of int
+        The labels of the result's axes, in order.
+
+    Returns
+    -------
+    tuple of numpy.ndarray and float
+        The contraction divided by its maximum, and ``log B`` (compare with :data:`LOG_LOSS_LIMIT`).
     """
     import opt_einsum
 
@@ -258,4 +271,4 @@ def log_contraction(log_factors: Sequence[tuple[np.ndarray, Sequence[int]]], out
 
 
 #: Largest accepted bound (natural log) on the scaled contraction's underflow loss: 10⁻¹² of its maximum.
-_LOG_LOSS_LIMIT = math.log(1e-12)
+LOG_LOSS_LIMIT = math.log(1e-12)

@@ -13,7 +13,7 @@ Their zCDP accounting (``cdp_rho``, ``ZCDPLedger``) is :mod:`dpkit.core.zcdp`.
   attribute from its conditional given the attributes already drawn (the same scheme), with the
   caller's ``rng`` only.
 * **Compilation cache.** ``mbi`` compiles (XLA) one estimator per clique structure, which costs far
-  more than running it (docs/performance_notes.md). On first use :func:`_mbi` points JAX's persistent
+  more than running it (docs/performance_notes.md). On first use :func:`load_mbi` points JAX's persistent
   compilation cache at ``$DPKIT_CACHE_DIR/jax`` (default ``~/.cache/dpkit/jax``; ``DPKIT_CACHE_DIR=off``
   or ``DPKIT_JAX_CACHE=0``
   turns it off; a cache directory the caller already configured is kept), so a structure compiled
@@ -43,18 +43,18 @@ from scipy.sparse.csgraph import connected_components
 
 from dpkit.core.validation import check_int_in_range
 from dpkit.methods._contraction import (
-    _LOG_LOSS_LIMIT,
+    LOG_LOSS_LIMIT,
     CalibratedTree,
-    _scaled_contraction,
     log_contraction,
     normalised_contraction,
+    scaled_contraction,
 )
 from dpkit.queries.disk_cache import cache_dir
 from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["grid_codes", "uniform_in_cells", "cell_cdf", "pair_counts", "project_simplex", "Measurement", "fit_model",
            "sample_model", "synthetic_database", "attr_names", "model_marginals", "jax_cache_dir",
-           "normalised_contraction", "log_contraction", "CalibratedTree"]
+           "normalised_contraction", "log_contraction", "CalibratedTree", "load_mbi"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
@@ -139,7 +139,19 @@ def _configure_jax_cache() -> str | None:
     return path
 
 
-def _mbi() -> Any:
+def load_mbi() -> Any:
+    """The ``mbi`` package (Private-PGM), imported on first use, with JAX's persistent compilation cache set up.
+
+    Returns
+    -------
+    module
+        ``mbi``.
+
+    Raises
+    ------
+    ImportError
+        When ``mbi`` is not installed, naming the optional dependency ``dpkit[marginal]``.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # mbi's import-time advice about JAX's float32 / cache
@@ -170,7 +182,7 @@ def fit_model(measurements: Sequence[Measurement], *, d: int, bins: int, n: int,
               warm_start: Any = None) -> Any:
     """Private-PGM estimate (``MirrorDescent``, ``iters`` steps, optionally warm-started from a previous
     model) of the distribution on the grid from the noisy counts, each divided by the public n (total 1)."""
-    mbi = _mbi()
+    mbi = load_mbi()
     names = attr_names(d)
     domain = mbi.Domain(names, [bins] * d)
     ms = [mbi.LinearMeasurement(np.asarray(y, dtype=float) / n, tuple(names[i] for i in cl), stddev=float(s) / n)
@@ -211,7 +223,7 @@ def synthetic_database(model: Any, m: int, bins: int, rng: np.random.Generator) 
 
 def sample_model(model: Any, m: int, rng: np.random.Generator) -> np.ndarray:
     """``m`` i.i.d. rows of cell codes (m, d) from a fitted ``mbi.MarkovRandomField`` (module docstring)."""
-    mbi = _mbi()
+    mbi = load_mbi()
     domain = model.domain
     names = list(domain.attributes)
     index = {a: i for i, a in enumerate(names)}
@@ -295,8 +307,8 @@ def model_marginals(model: Any, cliques: Sequence[tuple[int, ...]]) -> list[np.n
             m = pairs[q]
         else:
             members = log_members[comp[q[0]]]
-            m, log_loss = _scaled_contraction([(np.exp(v - v.max()), lab) for v, lab in members], list(q))
-            if not log_loss <= _LOG_LOSS_LIMIT:  # the mass barely overlaps: exact in the log domain instead
+            m, log_loss = scaled_contraction([(np.exp(v - v.max()), lab) for v, lab in members], list(q))
+            if not log_loss <= LOG_LOSS_LIMIT:  # the mass barely overlaps: exact in the log domain instead
                 m = np.exp(log_contraction(members, list(q)))
         m = np.maximum(m, 0.0)
         return m / m.sum()

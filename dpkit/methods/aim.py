@@ -74,11 +74,11 @@ from dpkit.core.validation import (
 from dpkit.core.zcdp import ZCDPLedger, cdp_rho, check_zcdp_budget
 from dpkit.mechanisms.exponential import Exponential
 from dpkit.methods._discrete import (
-    _mbi,
     attr_names,
     components,
     fit_model,
     grid_codes,
+    load_mbi,
     model_marginals,
     synthetic_database,
 )
@@ -130,7 +130,7 @@ def jt_size_mb(cliques: list[tuple[int, ...]], d: int, bins: int) -> float:
     """JT-SIZE of the paper (§4): megabytes of the float64 tables of the junction tree of ``cliques``, as
     ``mbi`` builds it (``junction_tree.make_junction_tree``). The reference for :class:`JunctionTreeSizes`,
     which gives the same numbers without building a junction tree per candidate."""
-    mbi = _mbi()
+    mbi = load_mbi()
     names = attr_names(d)
     dom = mbi.Domain(names, [bins] * d)
     jtree, _ = mbi.junction_tree.make_junction_tree(dom, [tuple(names[i] for i in cl) for cl in cliques])

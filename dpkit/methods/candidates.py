@@ -120,8 +120,8 @@ class GaussianCandidates(CandidateSource):
         return sample_gaussian(rel.mean, rel.cov, C, rng=g_smp)
 
     def check_budget(self, n: int, d: int, *, epsilon: float, delta: float) -> None:
-        """The fit's own check (``GaussianFit._check_noise``)."""
-        self.fit_at(epsilon, delta)._check_noise(n, d)
+        """The fit's own check at (``epsilon``, ``delta``) (:meth:`~dpkit.methods.gaussian_fit.GaussianFit.check_noise`)."""
+        self.fit_at(epsilon, delta).check_noise(n, d)
 
     def audit_step(self, *, epsilon: float, delta: float) -> Callable[[np.ndarray, np.random.Generator], Any]:
         """The fit's released (μ̃, Σ̃) and noisy moments."""

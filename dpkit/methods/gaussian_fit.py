@@ -104,7 +104,7 @@ class GaussianFit(MethodBase):
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        self._check_noise(n, d)
+        self.check_noise(n, d)
         g1, g2, g3 = spawn(rng, 3)
         if self.method == "analyze_gauss":
             e2, d2 = self.epsilon / 2.0, self.delta / 2.0
@@ -138,7 +138,7 @@ class GaussianFit(MethodBase):
         return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_,
                              moments=s)
 
-    def _check_noise(self, n: int, d: int) -> None:
+    def check_noise(self, n: int, d: int) -> None:
         """Refuse, before anything is spent, an ε whose noise the fit cannot compute with on n rows in d dimensions.
 
         Analyze Gauss forms Σ̃ = M̃ − μ̃μ̃ᵀ and its eigen-decomposition: the entries μ̃_iμ̃_j, summed over d
@@ -146,6 +146,23 @@ class GaussianFit(MethodBase):
         (:data:`~dpkit.core.validation.SQRT_FLOAT_MAX`). The PSI route's limit is its PCA's
         (:func:`~dpkit.mechanisms.pca.check_psi_noise_scale`; it clips μ̃ before squaring). The noise scales as 1/ε
         where it reaches these limits (the Laplace route: the analytic Gaussian's σ stays bounded as ε → 0).
+        :meth:`measure` calls it first; a method that fits at a share of its budget
+        (:class:`~dpkit.methods.candidates.GaussianCandidates`) calls it on the fit at that share up front.
+        An infinite ε (no noise) always passes.
+
+        Parameters
+        ----------
+        n : int
+            The number of rows the fit will see.
+        d : int
+            Their dimension.
+
+        Raises
+        ------
+        ValueError
+            When the noise at this ε (and δ) reaches the limit above: the mean's noise std times √(2d) (Analyze
+            Gauss), or the private PCA's noise scale times √d (PSI), at √(largest double). The message names the
+            method, its budget, the limit and the least ε that passes.
         """
         if math.isinf(self.epsilon):
             return

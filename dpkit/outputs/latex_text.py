@@ -1,9 +1,10 @@
 """The text of LaTeX tables: headers, cells converted to LaTeX (pdflatex-safe), and their estimated widths.
 
-:data:`HEADERS` are the human headers of the columns the experiments write; :func:`_latex_text` turns any text
+:data:`HEADERS` are the human headers of the columns the experiments write; :func:`to_latex_text` turns any text
 (Greek letters, accents, sub- and superscripts) into LaTeX that pdflatex typesets; :func:`estimate_width_pt`
 estimates the width of a cell in points against :data:`TEXT_WIDTH_PT`, which decides how
-:func:`~dpkit.outputs.tables.to_latex` splits a wide table. :mod:`dpkit.outputs.tables` re-exports every name.
+:func:`~dpkit.outputs.tables.to_latex` splits a wide table; :func:`latex_cells`, :func:`split_header` and
+:func:`header_cell` make a table's cells and headers. :mod:`dpkit.outputs.tables` re-exports :data:`HEADERS`.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["HEADERS", "TEXT_WIDTH_PT", "LONG_ROWS", "KEY_SHARE", "estimate_width_pt"]
+__all__ = ["HEADERS", "TEXT_WIDTH_PT", "LONG_ROWS", "KEY_SHARE", "estimate_width_pt", "DROP_FROM_LATEX", "PAD_PT",
+           "to_latex_text", "split_header", "header_cell", "latex_cells"]
 
 
 #: Human headers (LaTeX) for the column names the experiments write.
@@ -68,7 +70,8 @@ _ACCENTS = {"\u0302": "hat", "\u0304": "bar", "\u0303": "tilde", "\u0307": "dot"
 _SIGNIFICANT = frozenset({"delta", "delta_spent", "error_bound"})
 
 
-_DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
+#: Columns the LaTeX tables leave out (the CSV and markdown of :func:`~dpkit.outputs.tables.export_table` keep them).
+DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
 
 
 _ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -88,7 +91,20 @@ def _accent(m: re.Match) -> str:
     return "$\\" + _ACCENTS[m.group(2)] + "{" + base + "}$"
 
 
-def _latex_text(s: str) -> str:
+def to_latex_text(s: str) -> str:
+    """``s`` as LaTeX text that pdflatex typesets: special characters escaped, Greek letters and symbols, accents,
+    sub- and superscripts as math, and any other character outside Latin-1 as its code point.
+
+    Parameters
+    ----------
+    s : str
+        Any text (a header, a cell, a caption).
+
+    Returns
+    -------
+    str
+        The LaTeX text.
+    """
     out = "".join(_ESCAPES.get(ch, ch) for ch in str(s))
     # a run of superscripts (10⁻³) is one math group: $^{-3}$
     out = re.sub("[" + "".join(_SUPERSCRIPTS) + "]+",
@@ -114,7 +130,8 @@ LONG_ROWS = 40
 KEY_SHARE = 0.6
 
 
-_PAD_PT = {6: 12.0, 4: 8.0}  # 2 × \tabcolsep per column
+#: The padding of a column in points (2 × ``\tabcolsep``), by the table's ``\tabcolsep`` in points.
+PAD_PT = {6: 12.0, 4: 8.0}
 
 
 def _char_pt(tok: str) -> float:
@@ -140,8 +157,19 @@ def estimate_width_pt(text: str) -> float:
     return sum(_char_pt(t) for t in re.findall(r"\\[A-Za-z]+|\\.|.", text))
 
 
-def _split_header(h: str) -> tuple[str, ...]:
-    """A header of several words as two lines, split at the space (outside math) that balances them."""
+def split_header(h: str) -> tuple[str, ...]:
+    """A header of several words as two lines, split at the space (outside math) that balances them.
+
+    Parameters
+    ----------
+    h : str
+        A header in LaTeX.
+
+    Returns
+    -------
+    tuple of str
+        Its two lines, or the header alone if it has no space outside math.
+    """
     spaces = [i for i, ch in enumerate(h) if ch == " " and h[:i].count("$") % 2 == 0]
     if not spaces:
         return (h,)
@@ -149,13 +177,45 @@ def _split_header(h: str) -> tuple[str, ...]:
     return (h[:i], h[i + 1:])
 
 
-def _header_cell(lines: tuple[str, ...], align: str) -> str:
+def header_cell(lines: tuple[str, ...], align: str) -> str:
+    """The LaTeX of a header cell: one line as it is, several stacked in a ``tabular``.
+
+    Parameters
+    ----------
+    lines : tuple of str
+        The header's lines (:func:`split_header`).
+    align : str
+        The column's alignment (``l``, ``r``, ``c``).
+
+    Returns
+    -------
+    str
+        The cell's LaTeX.
+    """
     if len(lines) == 1:
         return lines[0]
     return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + r"\\".join(lines) + r"\end{tabular}"
 
 
-def _cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
+def latex_cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
+    """The cells of ``df`` as LaTeX text, column by column.
+
+    A missing value is ``--``; integral columns print as integers; other numbers with 4 significant digits when
+    ``decimals`` is ``None``, else with ``decimals`` decimals (2 significant digits for a non-zero value that would
+    print as 0; 3 in the δ and error-bound columns); anything else through :func:`to_latex_text`.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table.
+    decimals : int or None
+        Decimals of the non-integral numbers.
+
+    Returns
+    -------
+    dict
+        Column name → its cells.
+    """
     integral = {c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
                 and df[c].dropna().map(lambda v: float(v).is_integer() and abs(v) < 1e15).all()}
 
@@ -163,15 +223,15 @@ def _cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
         if v is None:  # a missing value, as NaN: e.g. a method without a class supremum
             return "--"
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
-            return _latex_text(str(v))
+            return to_latex_text(str(v))
         if v != v:
             return "--"
         if c in integral:
             return str(int(v))
         if decimals is None or c in _SIGNIFICANT:
-            return _latex_text(f"{float(v):.4g}" if decimals is None else f"{float(v):.3g}")
+            return to_latex_text(f"{float(v):.4g}" if decimals is None else f"{float(v):.3g}")
         if v != 0 and abs(v) < 0.5 * 10.0 ** -decimals:  # never print a non-zero value as 0.000
-            return _latex_text(f"{float(v):.2g}")
+            return to_latex_text(f"{float(v):.2g}")
         return f"{float(v):.{decimals}f}"
 
     return {c: [cell(c, v) for v in df[c]] for c in df.columns}

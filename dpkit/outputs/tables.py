@@ -12,19 +12,17 @@ from typing import Any
 import pandas as pd
 
 from dpkit.outputs.latex_text import (
-    _DROP_FROM_LATEX,
-    _PAD_PT,
-    _SUPERSCRIPTS,  # noqa: F401 - re-exported
-    _SYMBOLS,  # noqa: F401 - re-exported
+    DROP_FROM_LATEX,
     HEADERS,
     KEY_SHARE,
     LONG_ROWS,
+    PAD_PT,
     TEXT_WIDTH_PT,
-    _cells,
-    _header_cell,
-    _latex_text,
-    _split_header,
     estimate_width_pt,
+    header_cell,
+    latex_cells,
+    split_header,
+    to_latex_text,
 )
 
 __all__ = ["rows_frame", "paper_comparison_table", "paper_tables_latex", "rows_longtable_latex", "export_table",
@@ -76,15 +74,15 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
     narrow table of at most :data:`LONG_ROWS` rows is one ``tabular``. Needs ``\\usepackage{booktabs}`` (and
     ``longtable`` for long tables) in the including document. ``fit=False``: one tabular whatever its width.
     """
-    df = df[[c for c in df.columns if c not in _DROP_FROM_LATEX]].reset_index(drop=True)
+    df = df[[c for c in df.columns if c not in DROP_FROM_LATEX]].reset_index(drop=True)
     if df.columns.empty:  # a run without rows (e.g. a data set unavailable offline): an empty column spec does not compile
-        return _float_table([(r"l", ["(no columns)"], [])], caption=_latex_text(caption), label=label, sep=None,
+        return _float_table([(r"l", ["(no columns)"], [])], caption=to_latex_text(caption), label=label, sep=None,
                             empty=True)
-    cells = _cells(df, decimals)
-    heads = {c: HEADERS.get(c, _latex_text(str(c).replace("_", " "))) for c in df.columns}
+    cells = latex_cells(df, decimals)
+    heads = {c: HEADERS.get(c, to_latex_text(str(c).replace("_", " "))) for c in df.columns}
     aligns = {c: "r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns}
     cols = list(df.columns)
-    cap = _latex_text(caption)
+    cap = to_latex_text(caption)
 
     def width(cs, sep, wrap):
         return sum(_col_width(heads[c], cells[c], sep, wrap) for c in cs)
@@ -127,9 +125,9 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
         parts_cols = [key + p for p in parts_cols]
     parts = []
     for pc in parts_cols:
-        hs = [_header_cell(_split_header(heads[c]) if estimate_width_pt(heads[c]) > max(map(estimate_width_pt, cells[c]),
-                                                                                        default=0) else (heads[c],),
-                           aligns[c]) for c in pc]
+        hs = [header_cell(split_header(heads[c]) if estimate_width_pt(heads[c]) > max(map(estimate_width_pt, cells[c]),
+                                                                                      default=0) else (heads[c],),
+                          aligns[c]) for c in pc]
         body: list[Any] = []
         for i in range(len(df)):
             if group is not None and (i == 0 or cells[group][i] != cells[group][i - 1]):
@@ -154,8 +152,8 @@ def _col_width(head: str, cells: list[str], sep: int, wrap: bool) -> float:
     body = max(map(estimate_width_pt, cells), default=0.0)
     h = estimate_width_pt(head)
     if wrap and h > body:
-        h = max(map(estimate_width_pt, _split_header(head)))
-    return max(h, body) + _PAD_PT[sep]
+        h = max(map(estimate_width_pt, split_header(head)))
+    return max(h, body) + PAD_PT[sep]
 
 
 def _key_columns(df: pd.DataFrame, cols: list[Any], cells: dict[Any, list[str]], width,
@@ -252,25 +250,25 @@ def paper_tables_latex(df: pd.DataFrame, *, caption: str, label: str) -> str:
         return to_latex(df, caption=caption, label=label)
     sig = [c for c in df.columns if str(c).startswith("σ=")]
     time_col = "worst time (s)" if "worst time (s)" in df.columns else None
-    head = ["error"] + [rf"$\sigma={_latex_text(str(c)[2:])}$" for c in sig]
+    head = ["error"] + [rf"$\sigma={to_latex_text(str(c)[2:])}$" for c in sig]
     align = "l" + "r" * len(sig)
     privacy = {"I": "ε-DP, Table 3.2", "II": "(ε, δ)-DP, Table 3.3"}
     out = []
     for (mech, constants), g in df.groupby(["mechanism", "constants"], sort=True):
         cap = f"Mechanism {mech} ({privacy.get(str(mech), 'thesis table')}), {constants} constants. {caption}"
         lines = [r"\begin{table}[htbp]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
-                 rf"\caption{{{_latex_text(cap)}}}", rf"\label{{{label}_{_latex_label(mech)}_{_latex_label(constants)}}}",
+                 rf"\caption{{{to_latex_text(cap)}}}", rf"\label{{{label}_{_latex_label(mech)}_{_latex_label(constants)}}}",
                  rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(head) + r" \\"]
         for ds, gd in g.groupby("dataset", sort=True):
             times = [_split_cell(v) for v in gd[time_col] if str(v).strip()] if time_col else []
             when = (f", worst time {times[0][0]} s" + (f" ({times[0][1]} s)" if times[0][1] else "")) if times else ""
-            lines += [r"\midrule", rf"\multicolumn{{{len(head)}}}{{l}}{{\textit{{{_latex_text(ds)}}}{_latex_text(when)}}} \\"]
+            lines += [r"\midrule", rf"\multicolumn{{{len(head)}}}{{l}}{{\textit{{{to_latex_text(ds)}}}{to_latex_text(when)}}} \\"]
             for _, row in gd.iterrows():
                 cells = [_split_cell(row[c]) for c in sig]
-                lines.append(" & ".join([_latex_text(row["error"])]
-                                        + [_latex_text(o).replace(" $\\pm$ ", r"\,$\pm$\,") for o, _ in cells])
+                lines.append(" & ".join([to_latex_text(row["error"])]
+                                        + [to_latex_text(o).replace(" $\\pm$ ", r"\,$\pm$\,") for o, _ in cells])
                              + r" \\")
-                lines.append(" & ".join([""] + [f"({_latex_text(t)})" if t else "" for _, t in cells]) + r" \\")
+                lines.append(" & ".join([""] + [f"({to_latex_text(t)})" if t else "" for _, t in cells]) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
         out.append("\n".join(lines))
     return "\n".join(out)
@@ -300,12 +298,12 @@ def rows_longtable_latex(df: pd.DataFrame, *, caption: str, label: str, decimals
     group = (r" & & & \multicolumn{5}{c}{absolute error} & \multicolumn{3}{c}{relative error} & time \\"
              "\n" r"\cmidrule(lr){4-8}\cmidrule(lr){9-11}")
     head = " & ".join(_ROWS_SHORT[c] for c in cols) + r" \\"
-    omitted = [HEADERS.get(c, _latex_text(c.replace("_", " "))) for c in df.columns
-            if c not in ROWS_LATEX_COLUMNS and c not in _DROP_FROM_LATEX]
+    omitted = [HEADERS.get(c, to_latex_text(c.replace("_", " "))) for c in df.columns
+            if c not in ROWS_LATEX_COLUMNS and c not in DROP_FROM_LATEX]
     left_out = f" Not printed here (in the CSV): {', '.join(omitted)}." if omitted else ""
     lines = [r"\begingroup", r"\footnotesize", r"\setlength{\tabcolsep}{3pt}",
              rf"\begin{{longtable}}{{rll{'r' * (len(cols) - 3)}}}",
-             rf"\caption{{{_latex_text(caption)}{left_out}}}\label{{{label}}} \\",
+             rf"\caption{{{to_latex_text(caption)}{left_out}}}\label{{{label}}} \\",
              r"\toprule", group, head, r"\midrule", r"\endfirsthead",
              r"\toprule", group, head, r"\midrule", r"\endhead",
              r"\bottomrule", r"\endfoot", *out, r"\end{longtable}", r"\endgroup", ""]

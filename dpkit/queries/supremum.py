@@ -99,16 +99,16 @@ from dpkit.queries.supremum_bound import (
     taylor_box_bound,
 )
 from dpkit.queries.supremum_error import (
-    _MAX_EXPONENT,
     DOMAINS,
+    MAX_EXPONENT,
     AnswerFunction,
     ClassSupremum,
+    ErrorFunction,
     SupremumInterval,
-    _check_inputs,
-    _Error,
-    _resolve_released,
+    check_supremum_inputs,
     random_feature_answers,
     released_answers,
+    resolve_released,
 )
 
 __all__ = [
@@ -235,7 +235,7 @@ def _class_supremum(
     lowrank_above: int | None,
 ) -> ClassSupremum:
     t0 = time.perf_counter()
-    P, sigma = _check_inputs(X, sigma, domain)
+    P, sigma = check_supremum_inputs(X, sigma, domain)
     n, d = P.shape
     counts = {}
     for name, val in (("n_workload_starts", n_workload_starts), ("n_data_starts", n_data_starts),
@@ -248,7 +248,7 @@ def _class_supremum(
     n_certify = check_int_in_range(n_certify, name="n_certify", low=1)
     if lowrank_above is not None:
         lowrank_above = check_int_in_range(lowrank_above, name="lowrank_above", low=0)
-    rel = _resolve_released(released, d)
+    rel = resolve_released(released, d)
     if isinstance(rel, str):
         return _not_applicable(rel, domain, sigma, t0)
     if isinstance(rel, AnswerFunction) and domain == "space":
@@ -262,7 +262,7 @@ def _class_supremum(
         emb, _ = embedding_for(P, sigma, options=FitOptions(tol=DEFAULT_TOL))
         surrogate = (emb.landmarks, emb.beta)
         side = {"data_side": "lowrank", "rank": emb.rank, "surrogate_bound": float(emb.mmd)}
-    err = _Error(P, rel, sigma, surrogate=surrogate)
+    err = ErrorFunction(P, rel, sigma, surrogate=surrogate)
 
     # ---- candidates
     sources: list[tuple[str, np.ndarray]] = []
@@ -297,7 +297,7 @@ def _class_supremum(
         # every centre with |E| > S lies within R of the cube (module lemma); S ≤ 0: nothing localises it
         R = sigma * math.sqrt(2.0 * math.log(1.0 / S)) if 0.0 < S < 1.0 else (0.0 if S >= 1.0 else math.inf)
         if not math.isfinite(R):
-            R = sigma * math.sqrt(2.0 * _MAX_EXPONENT)  # |E| ≤ e^{-700}: below every rounding bound
+            R = sigma * math.sqrt(2.0 * MAX_EXPONENT)  # |E| ≤ e^{-700}: below every rounding bound
         reach = 1.0 + R
 
     # ---- batched ascent from the best candidates of each source, in turn

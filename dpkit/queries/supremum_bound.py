@@ -20,15 +20,15 @@ from dpkit.core.validation import (
     check_real_in_range,
 )
 from dpkit.queries.accurate import EXP_ULP_F64, compound
+from dpkit.queries.rounding import UNIT_ROUNDOFF_F64 as _U
 from dpkit.queries.rounding import gamma
 from dpkit.queries.supremum_error import (
-    _MAX_EXPONENT,
-    _U,
+    MAX_EXPONENT,
     ClassSupremum,
+    ErrorFunction,
     SupremumInterval,
-    _check_inputs,
-    _Error,
-    _resolve_released,
+    check_supremum_inputs,
+    resolve_released,
 )
 from dpkit.queries.synthetic import WeightedDatabase
 
@@ -181,7 +181,7 @@ def _certify_supremum(
     n_groups: int, rtol: float, atol: float, box_bound: Callable[[BoxData], np.ndarray] | None,
 ) -> SupremumInterval:
     t0 = time.perf_counter()
-    P, sigma = _check_inputs(X, sigma, domain)
+    P, sigma = check_supremum_inputs(X, sigma, domain)
     n, d = P.shape
     check_int_in_range(d, name="d (columns of X)", low=1, high=8)
     max_boxes = check_int_in_range(max_boxes, name="max_boxes", low=1)
@@ -189,12 +189,12 @@ def _certify_supremum(
     n_groups = check_int_in_range(n_groups, name="n_groups", low=1)
     rtol = check_real_in_range(rtol, name="rtol", low=0.0)
     atol = check_real_in_range(atol, name="atol", low=0.0)
-    rel = _resolve_released(released, d)
+    rel = resolve_released(released, d)
     if not isinstance(rel, WeightedDatabase):
         raise ValueError("certify_supremum needs a weighted database (synthetic data) as released; got "
                          + (rel if isinstance(rel, str) else rel.name))
     bound_fn = proven_box_bound if box_bound is None else box_bound
-    err = _Error(P, rel, sigma)
+    err = ErrorFunction(P, rel, sigma)
     s2 = sigma * sigma
 
     # proven lower bound and witness to start from
@@ -212,7 +212,7 @@ def _certify_supremum(
         reach = 1.0
         if domain == "space":
             reach = 1.0 + (sigma * math.sqrt(2.0 * math.log(1.0 / lower)) if 0.0 < lower < 1.0
-                           else sigma * math.sqrt(2.0 * _MAX_EXPONENT) if lower <= 0.0 else 0.0)
+                           else sigma * math.sqrt(2.0 * MAX_EXPONENT) if lower <= 0.0 else 0.0)
 
     glo, ghi, gpos, gneg = _groups(err.points, err.v, n_groups)
     abs_v = float(np.abs(err.v).sum())

@@ -6,7 +6,8 @@ bound); :mod:`dpkit.queries.supremum` has the mathematics.
 
 * :class:`AnswerFunction`, :func:`random_feature_answers`, :func:`released_answers` — what a release
   answers for every single-kernel query (a weighted database, or a released answer function).
-* :class:`_Error` — ``E(c)`` and its gradient in the GEMM form, in blocks.
+* :class:`ErrorFunction` — ``E(c)`` and its gradient in the GEMM form, in blocks; :func:`check_supremum_inputs`
+  and :func:`resolve_released` check and read the search's inputs.
 * :class:`ClassSupremum`, :class:`SupremumInterval` — the results: the certified lower bound with its
   witness, and the certified interval.
 """
@@ -28,7 +29,7 @@ from dpkit.queries.rounding import UNIT_ROUNDOFF_F64, gamma
 from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["AnswerFunction", "ClassSupremum", "SupremumInterval", "random_feature_answers", "released_answers",
-           "DOMAINS"]
+           "DOMAINS", "MAX_EXPONENT", "ErrorFunction", "check_supremum_inputs", "resolve_released"]
 
 
 #: Search domains of the centre: the cube the workload draws from, or all of R^d (the class (2.1)).
@@ -36,7 +37,7 @@ DOMAINS = ("cube", "space")
 _U = UNIT_ROUNDOFF_F64
 _BLOCK_POINTS = 4096
 #: exp(−x) for x ≥ this is 0 in float64; kept away from the kernel-value bound's limit.
-_MAX_EXPONENT = 700.0
+MAX_EXPONENT = 700.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,13 +253,24 @@ class SupremumInterval:
 # ---------------------------------------------------------------------------------------------
 # the error function
 # ---------------------------------------------------------------------------------------------
-class _Error:
+class ErrorFunction:
     """``E(c) = a(c) − K̄_D(c)`` with batched values and gradients (float64, GEMM form).
 
     A weighted database and the data are one signed point set ``(p_i, v_i)``; an answer function
     is evaluated separately. With ``surrogate = (Z, β)`` the batched values and gradients use
     ``Σ_l β_l k(z_l, c)`` for the data side (a low-rank embedding's landmarks and coefficients) while
     :meth:`exact` still evaluates the full data.
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The data, ``(n, d)`` (:func:`check_supremum_inputs`).
+    released : WeightedDatabase or AnswerFunction
+        What the release answers (:func:`resolve_released`).
+    sigma : float
+        The kernel width.
+    surrogate : tuple of numpy.ndarray, optional
+        ``(Z, β)``: landmarks and coefficients standing in for the data in the batched values and gradients.
     """
 
     def __init__(self, X: np.ndarray, released: WeightedDatabase | AnswerFunction, sigma: float, *,
@@ -363,14 +375,14 @@ class _Error:
             diff = P - c[None, :]
             x = np.einsum("ij,ij->i", diff, diff) * s
             xmax = float(x.max())
-            if xmax * (1.0 + gamma(self.d + 5, _U)) > _MAX_EXPONENT:
+            if xmax * (1.0 + gamma(self.d + 5, _U)) > MAX_EXPONENT:
                 # terms with exponents beyond ~700 are not resolved: computed and true values are both below
                 # e^{-699} (the weights sum to at most 1), so their error is too
-                tail = math.exp(1.0 - _MAX_EXPONENT)
+                tail = math.exp(1.0 - MAX_EXPONENT)
             else:
                 tail = 0.0
             val = math.fsum(w * np.exp(-x))
-            rho = compound(math.expm1(gamma(self.d + 5, _U) * min(xmax, _MAX_EXPONENT)), 2.0 * EXP_ULP_F64 * _U,
+            rho = compound(math.expm1(gamma(self.d + 5, _U) * min(xmax, MAX_EXPONENT)), 2.0 * EXP_ULP_F64 * _U,
                            gamma(1, _U), _U)
             return val, rho * val + tail
 
@@ -384,7 +396,28 @@ class _Error:
         return E, a, t, (ba + bt + _U * abs(E)) * (1.0 + EVAL_SLACK)
 
 
-def _check_inputs(X: Any, sigma: Any, domain: str) -> tuple[np.ndarray, float]:
+def check_supremum_inputs(X: Any, sigma: Any, domain: str) -> tuple[np.ndarray, float]:
+    """The data and kernel width of a class-supremum search, checked.
+
+    Parameters
+    ----------
+    X : array_like
+        The data: a finite ``(n, d)`` array, ``n ≥ 1``, in the cube ``[-1, 1]^d``.
+    sigma : float
+        The kernel width: finite and ``> 0``.
+    domain : str
+        One of :data:`DOMAINS`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray and float
+        ``(X, sigma)`` as float64.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the parameter that is not of its type or out of its range.
+    """
     P = check_finite_array(X, name="X", ndim=2, min_rows=1)
     if np.any(np.abs(P) > 1.0):
         raise ValueError("X must lie in the cube [-1, 1]^d (every |x_ij| <= 1)")
@@ -395,7 +428,26 @@ def _check_inputs(X: Any, sigma: Any, domain: str) -> tuple[np.ndarray, float]:
     return P, sigma
 
 
-def _resolve_released(released: Any, d: int) -> WeightedDatabase | AnswerFunction | str:
+def resolve_released(released: Any, d: int) -> WeightedDatabase | AnswerFunction | str:
+    """What ``released`` answers for every single-kernel query (:func:`released_answers`), checked against ``d``.
+
+    Parameters
+    ----------
+    released : WeightedDatabase, AnswerFunction or Release
+        A release, or what it answers.
+    d : int
+        The data's number of columns.
+
+    Returns
+    -------
+    WeightedDatabase, AnswerFunction or str
+        As :func:`released_answers`: a string says why the release has no class supremum.
+
+    Raises
+    ------
+    ValueError
+        When the released points do not have ``d`` columns.
+    """
     if isinstance(released, (WeightedDatabase, AnswerFunction)):
         out: WeightedDatabase | AnswerFunction | str = released
     else:
