@@ -23,7 +23,7 @@ from dpkit.batch.locks import RunLock, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import RunSpec
 from dpkit.batch.stale import checkpoint_folder, move_aside
 
-__all__ = ["Summary", "run_summary", "install_run", "finish_run", "under_run_lock", "record_failure"]
+__all__ = ["run_summary", "install_run", "finish_run", "under_run_lock", "record_failure"]
 
 #: A run's summary in a batch: ``notebook``, ``key``, ``folder``, ``status``, ``wall_time_s``, ``error``, and what
 #: else the run reports.
