@@ -141,6 +141,19 @@ def test_summary_markdown_marks_losses_and_prints_small_numbers():
                                             "ones (4 repetitions)")
 
 
+def test_summary_markdown_shows_the_kinds_asked_for():
+    rows = [_row("a-eps", "ε-DP", 0.0004, 0.40), _row("b", "(ε,δ)-DP", 0.012, 0.30)]
+    board = leaderboard_rows(rows, records=records_for(rows))
+    head, rule, line = summary_markdown(board, kinds=("abs",)).splitlines()[:3]
+    assert head == "| data | σ | Table 3.2 (ε-DP): abs | Table 3.3 ((ε, δ)-DP): abs |" and rule == "|---|---|---|---|"
+    assert line == ("| WDBC | 2 | `a-eps` 0.0004 [0.0004, 0.0004] (0.049) better | "
+                    "`a-eps` 0.0004 [0.0004, 0.0004] (0.063) better |")
+    assert summary_markdown(board, kinds=("rel",)).splitlines()[2].endswith("`b` 0.300 [0.300, 0.300] (0.452) better |")
+    for bad in ((), ("max",)):
+        with pytest.raises(ValueError, match="kinds must be"):
+            summary_markdown(board, kinds=bad)
+
+
 @pytest.mark.notebook
 def test_leaderboard_notebook_quick(run_notebook, tmp_path):
     m = run_notebook("45_leaderboard.ipynb")

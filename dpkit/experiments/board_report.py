@@ -225,12 +225,21 @@ def _ratio(ours: float, paper: float) -> str:
     return f"×{ours / paper:.2g}" if paper > 0 else "printed 0"
 
 
-def summary_markdown(board: Sequence[dict[str, Any]]) -> str:
+def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = ("abs", "rel")) -> str:
     """The board as one compact Markdown table (the README's form): a line per (data set, σ), and for each
     table and error kind the winning method, its mean worst error on the judged repetitions with its interval,
     the thesis's printed value in parentheses and the verdict (``better``, ``tie``, **worse**); a last line
     states the procedure and the budget. Numbers are shown to the thesis's printed precision (three significant
-    digits below 0.01)."""
+    digits below 0.01). ``kinds``: the error kinds shown, ``"abs"`` and/or ``"rel"`` (the README shows ``abs``).
+
+    Raises
+    ------
+    ValueError
+        For ``kinds`` empty or naming another kind.
+    """
+    kinds = tuple(kinds)
+    if not kinds or any(k not in ("abs", "rel") for k in kinds):
+        raise ValueError(f"kinds must be a non-empty selection of 'abs' and 'rel'; got {kinds!r}")
     def fmt(x: float) -> str:
         return "n/a" if math.isnan(x) else (f"{x:.3f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}")
 
@@ -243,9 +252,11 @@ def summary_markdown(board: Sequence[dict[str, Any]]) -> str:
             text = (f"`{method}` {fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, {fmt(r[f'{kind}_ci_high'])}] "
                     f"({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
             cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
-    head = ("| data | σ | Table 3.2 (ε-DP): abs | rel | Table 3.3 ((ε, δ)-DP): abs | rel |\n"
-            "|---|---|---|---|---|---|")
-    lines = [f"| {ds} | {sigma:g} | " + " | ".join(c.get(k, "") for k in ("3.2-abs", "3.2-rel", "3.3-abs", "3.3-rel"))
+    columns = [(tag, kind) for tag in ("3.2", "3.3") for kind in ("abs", "rel") if kind in kinds]
+    titles = {"3.2": "Table 3.2 (ε-DP)", "3.3": "Table 3.3 ((ε, δ)-DP)"}
+    names = [f"{titles[tag]}: {kind}" if kind == kinds[0] or len(kinds) == 1 else kind for tag, kind in columns]
+    head = "| data | σ | " + " | ".join(names) + " |\n" + "|---" * (2 + len(columns)) + "|"
+    lines = [f"| {ds} | {sigma:g} | " + " | ".join(c.get(f"{tag}-{kind}", "") for tag, kind in columns)
              + " |" for (ds, sigma), c in sorted(cells.items())]
     if not board:
         return head
