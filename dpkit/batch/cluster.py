@@ -7,7 +7,7 @@ the worker's environment. A worker runs ``nthreads`` runs at once, so the cores 
 affinity mask, :func:`~dpkit.queries.gemm.usable_cores`) are split between every task slot of the workers that
 share that mask on that machine: ``share = max(1, cores // slots)`` (``DPKIT_THREADS`` in a worker's own
 environment does not count: the share replaces it). Before it starts a kernel the worker sets
-(:func:`thread_environ`) ``DPKIT_THREADS`` (read by :func:`~dpkit.queries.gemm.usable_cores`, hence the
+(:func:`~dpkit.core.threads.thread_environ`) ``DPKIT_THREADS`` (read by :func:`~dpkit.queries.gemm.usable_cores`, hence the
 evaluator's worker threads), ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
 ``VECLIB_MAXIMUM_THREADS`` and ``NUMEXPR_NUM_THREADS`` (BLAS and its kin read them when they load) and, for a share
 of one, ``--xla_cpu_multi_thread_eigen=false`` in ``XLA_FLAGS`` (JAX, used by ``mbi``). The evaluator's results do
@@ -37,36 +37,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpkit.batch.manifest import BatchError, notebook_fingerprint
+from dpkit.core.threads import thread_environ, thread_share
 
 if TYPE_CHECKING:
     from distributed import Client
 
 __all__ = ["thread_share", "thread_environ", "slot_key", "probe_worker", "check_workers", "worker_share", "cluster_shares"]
-
-#: The variables the BLAS libraries (OpenBLAS, MKL, Accelerate, OpenMP) and numexpr read for their thread count.
-BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-                  "NUMEXPR_NUM_THREADS")
-_EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
-
-
-def thread_share(cores: int, slots: int) -> int:
-    """Threads for each of ``slots`` concurrent runs on ``cores`` cores: ``max(1, cores // slots)``."""
-    return max(1, int(cores) // max(1, int(slots)))
-
-
-def thread_environ(threads: int, xla_flags: str | None = None) -> dict[str, str]:
-    """Environment variables that hold a notebook kernel to ``threads`` threads (see the module docstring).
-
-    ``xla_flags`` is the ``XLA_FLAGS`` to extend (default: this process's); its own
-    ``--xla_cpu_multi_thread_eigen`` setting is replaced.
-    """
-    n = str(int(threads))
-    env = {"DPKIT_THREADS": n, **{var: n for var in BLAS_VARIABLES}}
-    flags = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
-    kept = [f for f in flags.split() if not f.startswith(_EIGEN_FLAG)]
-    env["XLA_FLAGS"] = " ".join(kept + ([f"{_EIGEN_FLAG}=false"] if int(threads) == 1 else []))
-    return env
-
 
 def _mask() -> list[int]:
     try:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from dpkit.batch.manifest import (
     BatchError,
 )
+from dpkit.core.threads import environ_restored
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
@@ -96,27 +97,3 @@ def _restore_environ(saved: dict[str, str]) -> None:
     for name, value in saved.items():
         if os.environ.get(name) != value:
             os.environ[name] = value
-
-
-@contextlib.contextmanager
-def environ_restored(names: Iterable[str] = (), /, **values: str | None) -> Iterator[None]:
-    """Within the block, set the environment variables ``values`` (``None``: unset); on exit, put them and the
-    variables ``names`` back as they were on entry (set to their value, or unset).
-
-    ``with environ_restored(["OMP_NUM_THREADS"]):`` lets the block change ``OMP_NUM_THREADS`` for what it starts,
-    and not for the caller; ``with environ_restored(DPKIT_CACHE_DIR="off"):`` sets it for the block only.
-    """
-    saved = {n: os.environ.get(n) for n in [*names, *values]}
-    try:
-        for n, v in values.items():
-            if v is None:
-                os.environ.pop(n, None)
-            else:
-                os.environ[n] = v
-        yield
-    finally:
-        for n, v in saved.items():
-            if v is None:
-                os.environ.pop(n, None)
-            else:
-                os.environ[n] = v

@@ -2,7 +2,11 @@
 
 Each worker process holds the run's job (:class:`CellsJob`: data, methods, widths, seeds) from its
 start, computes whole repetitions (:func:`_cells_repetition`, the same streams as the serial loop) and
-ends with its parent (:func:`_die_with_parent`). :func:`parallel_repetitions` hands out the
+ends with its parent (:func:`_die_with_parent`). The worker processes split the cores this process may use
+(:func:`~dpkit.queries.gemm.usable_cores`): each starts with the environment of its thread share
+(:func:`~dpkit.core.threads.thread_environ` of :func:`~dpkit.core.threads.thread_share`), which the evaluator,
+BLAS and JAX honour, so ``w`` workers run ``cores // w`` threads each (at least one) instead of each taking every
+core. :func:`parallel_repetitions` hands out the
 repetitions and collects their records in order. A :class:`RepetitionExecutor` computes them elsewhere
 (:class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask task per repetition, each kept by the task itself).
 """
@@ -16,8 +20,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dpkit.core.threads import environ_restored, thread_environ, thread_share
 from dpkit.experiments.checkpoint import RepetitionCheckpoint
 from dpkit.experiments.records import RunRecord, method_seed, name_words, record_release, repetition_at, timed_release
+from dpkit.queries.gemm import usable_cores
 from dpkit.queries.release import Method, Release
 
 
@@ -176,8 +182,9 @@ def parallel_repetitions(job: CellsJob, reps: int, *, workers: int, keep: Repeti
     """:func:`run_cells`'s repetitions in ``workers`` processes (its ``workers`` parameter).
 
     Kept repetitions are loaded here; the others are computed in a process pool (``spawn``, so nothing of
-    this process's state, e.g. JAX's, is inherited). Each result is kept as soon as it arrives, and the
-    repetitions are reported to ``finished`` in index order. On the first failure no new repetition
+    this process's state, e.g. JAX's, is inherited) whose processes start with their thread share's environment
+    (module docstring; this process's environment is as before once the pool has ended). Each result is kept as
+    soon as it arrives, and the repetitions are reported to ``finished`` in index order. On the first failure no new repetition
     starts, the running ones finish and are kept, and the exception propagates.
 
     Parameters
@@ -204,8 +211,11 @@ def parallel_repetitions(job: CellsJob, reps: int, *, workers: int, keep: Repeti
     if not todo:
         return
     error: BaseException | None = None
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_worker_start, initargs=(job,)) as pool:
+    n_workers = min(workers, len(todo))
+    share = thread_share(usable_cores(), n_workers)
+    with environ_restored(**thread_environ(share)), ProcessPoolExecutor(
+            max_workers=n_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+            initargs=(job,)) as pool:  # the processes start (and inherit the environment) as the tasks are submitted
         running: dict[Future[tuple[list[RunRecord], float]], int] = {pool.submit(_worker_run, i): i for i in todo}
         while running:
             done, _ = wait(running, return_when=FIRST_COMPLETED)

@@ -1,0 +1,71 @@
+"""Thread shares: how many threads each of several concurrent processes may use, and the environment that holds a
+new process to its share.
+
+Several processes that compute at once on one machine (the Dask workers of a batch, the worker processes of
+:func:`~dpkit.experiments.protocol.run_cells`) split its cores: ``share = max(1, cores // slots)``
+(:func:`thread_share`). A process started with :func:`thread_environ`'s variables keeps to its share in every
+library that reads them when it loads:
+
+* ``DPKIT_THREADS``: the Gaussian-kernel evaluator's worker threads (:func:`dpkit.queries.gemm.usable_cores`, read at
+  every call);
+* ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``, ``VECLIB_MAXIMUM_THREADS`` and
+  ``NUMEXPR_NUM_THREADS`` (:data:`BLAS_VARIABLES`): BLAS and its kin;
+* for a share of one, ``--xla_cpu_multi_thread_eigen=false`` in ``XLA_FLAGS``: JAX (used by ``mbi``).
+
+The evaluator's results do not depend on its thread count (the same numbers to the bit).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+
+__all__ = ["BLAS_VARIABLES", "thread_share", "thread_environ", "environ_restored"]
+
+#: The variables the BLAS libraries (OpenBLAS, MKL, Accelerate, OpenMP) and numexpr read for their thread count.
+BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                  "NUMEXPR_NUM_THREADS")
+_EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
+
+
+def thread_share(cores: int, slots: int) -> int:
+    """Threads for each of ``slots`` concurrent processes (or runs) on ``cores`` cores: ``max(1, cores // slots)``."""
+    return max(1, int(cores) // max(1, int(slots)))
+
+
+def thread_environ(threads: int, xla_flags: str | None = None) -> dict[str, str]:
+    """Environment variables that hold a new process to ``threads`` threads (see the module docstring).
+
+    ``xla_flags`` is the ``XLA_FLAGS`` to extend (default: this process's); its own
+    ``--xla_cpu_multi_thread_eigen`` setting is replaced.
+    """
+    n = str(int(threads))
+    env = {"DPKIT_THREADS": n, **{var: n for var in BLAS_VARIABLES}}
+    flags = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
+    kept = [f for f in flags.split() if not f.startswith(_EIGEN_FLAG)]
+    env["XLA_FLAGS"] = " ".join(kept + ([f"{_EIGEN_FLAG}=false"] if int(threads) == 1 else []))
+    return env
+
+
+@contextlib.contextmanager
+def environ_restored(names: Iterable[str] = (), /, **values: str | None) -> Iterator[None]:
+    """Within the block, set the environment variables ``values`` (``None``: unset); on exit, put them and the
+    variables ``names`` back as they were on entry (set to their value, or unset).
+
+    ``with environ_restored(["OMP_NUM_THREADS"]):`` lets the block change ``OMP_NUM_THREADS`` for what it starts,
+    and not for the caller; ``with environ_restored(**thread_environ(1)):`` starts processes held to one thread.
+    """
+    saved = {n: os.environ.get(n) for n in [*names, *values]}
+    try:
+        for n, v in values.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
