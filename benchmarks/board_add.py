@@ -15,7 +15,12 @@ its seeds, the pairing, the ranks and the updated copy), with ``W`` repetitions 
 2. **warm**: with the cache the cold run filled, so the exact answers are read.
 
 It prints both wall times, their ratio, and whether the two runs gave the same entrant records (they must: the cache
-holds the exact answers and never changes them). With ``--quick`` the board-add is QUICK (one data set, one σ, four
+holds the exact answers and never changes them). For the default entrant it also prints a **null control**: the
+entrant is ``marginals-histogram-eps`` under another name, so on the same workloads with other random streams; paired
+by repetition over all of them (:func:`dpkit.experiments.board_stats.compare_paired`, Holm across the cells at
+false-alarm budget γ = 0.05), it must tie with the registered method in every cell, for the thesis metric and for
+the class supremum. A cell that differs fails the benchmark (exit 1), which happens by chance at most with
+probability γ for each error kind. With ``--quick`` the board-add is QUICK (one data set, one σ, four
 repetitions), a check of the command, not a measurement.
 """
 from __future__ import annotations
@@ -31,11 +36,13 @@ from typing import Any
 
 from dpkit.methods.marginals import IndependentMarginals
 
-__all__ = ["ENTRANT", "DEFAULT_ENTRANT", "measure", "main"]
+__all__ = ["ENTRANT", "DEFAULT_ENTRANT", "TWIN", "null_control", "measure", "main"]
 
 #: ``marginals-histogram-eps`` of the registry (ε = 1, pure DP), as an entrant: the same method under another name
 ENTRANT = IndependentMarginals(epsilon=1.0, delta=0.0, kind="histogram")
 DEFAULT_ENTRANT = "benchmarks.board_add:ENTRANT"
+#: the registered method :data:`ENTRANT` copies
+TWIN = "marginals-histogram-eps"
 
 
 def _entrant_frame(folder: Path) -> Any:
@@ -45,6 +52,25 @@ def _entrant_frame(folder: Path) -> Any:
 
     frame = pd.read_parquet(folder / ENTRANT_RECORDS_NAME)  # the board's columns: time_s is the only measured time
     return frame.drop(columns=["time_s"]).sort_values(["dataset", "sigma", "rep"]).reset_index(drop=True)
+
+
+def null_control(folder: Path, entrant: str, *, twin: str = TWIN, gamma: float = 0.05) -> dict[str, Any] | None:
+    """The entrant against ``twin`` on the updated board in ``folder`` (module docstring); ``None`` when the board
+    has no ``twin``. Per error kind: the cells compared, how many are not a tie, and the smallest p-value."""
+    import pandas as pd
+
+    from dpkit.experiments.board_records import RECORDS_NAME
+    from dpkit.experiments.board_stats import compare_paired
+
+    board = pd.read_parquet(folder / RECORDS_NAME)
+    if twin not in set(board["method"]):
+        return None
+    out: dict[str, Any] = {"twin": twin, "gamma": gamma}
+    for kind in ("abs", "sup_abs"):
+        c = compare_paired(board, entrant, twin, kind=kind, gamma=gamma, half="all")
+        out[kind] = {"cells": int(len(c)), "not_tie": int((c["verdict"] != "tie").sum()), "min_p": float(c["p"].min())}
+    out["passed"] = all(out[k]["not_tie"] == 0 for k in ("abs", "sup_abs"))
+    return out
 
 
 def measure(*, board: str | os.PathLike | None, entrant: str = DEFAULT_ENTRANT, workers: int = 2,
@@ -70,6 +96,7 @@ def measure(*, board: str | os.PathLike | None, entrant: str = DEFAULT_ENTRANT, 
             out[f"{run}_cells"] = int(len(res.ranks))
     out["warm_over_cold"] = out["warm_s"] / out["cold_s"]
     out["same_records"] = bool(_entrant_frame(root / "cold").equals(_entrant_frame(root / "warm")))
+    out["null_control"] = null_control(root / "warm", entrant) if entrant == DEFAULT_ENTRANT else None
     return out
 
 
@@ -91,9 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  warm (exact answers cached): {res['warm_s']:.1f} s ({res['warm_s'] / 60:.1f} min), "
           f"{res['warm_over_cold']:.2f}x the cold time")
     print(f"  the same entrant records cold and warm: {res['same_records']}")
+    nc = res["null_control"]
+    if nc is not None:
+        kinds = "; ".join(f"{k}: {nc[k]['not_tie']} of {nc[k]['cells']} cells differ (smallest p {nc[k]['min_p']:.3g})"
+                          for k in ("abs", "sup_abs"))
+        print(f"  null control, against {nc['twin']} (the same method, other streams) at γ = {nc['gamma']:g}: {kinds}"
+              f"{'' if nc['passed'] else ' -- FAILED: identical methods declared different'}")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
-    return 0 if res["same_records"] else 1
+    return 0 if res["same_records"] and (nc is None or nc["passed"]) else 1
 
 
 if __name__ == "__main__":
