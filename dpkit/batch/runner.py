@@ -118,10 +118,7 @@ from dpkit.batch.manifest import (
     load_manifest,
     manifest_output,
 )
-from dpkit.batch.outcome import Summary, record_failure
-from dpkit.batch.outcome import finish_run as _finish
-from dpkit.batch.outcome import run_summary as _summary
-from dpkit.batch.outcome import under_run_lock as _under_lock
+from dpkit.batch.outcome import Summary, finish_run, record_failure, run_summary, under_run_lock
 from dpkit.batch.progress import TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
@@ -142,14 +139,14 @@ __all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "chec
 def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads: int | None,
                     adopt: bool = False, verify_reps: int | None = None) -> Summary:
     if is_done(final):  # finished by another process while we waited for the lock
-        return _summary(spec, final, "skipped")
+        return run_summary(spec, final, "skipped")
     interrupted = stale_folders(final.parent, spec.key)  # left by an interrupted attempt (we hold the lock)
     for p in interrupted:
         shutil.rmtree(p, ignore_errors=True)
     try:
         tmp = make_temporary(final.parent, spec.key)
     except OSError as exc:
-        return _summary(spec, final, "failed", error=f"cannot make a temporary folder in {final.parent}: "
+        return run_summary(spec, final, "failed", error=f"cannot make a temporary folder in {final.parent}: "
                         f"{failure_message(exc)}", disk_full=is_enospc(exc))
     keep = checkpoint_folder(spec, final.parent)
     resumed = kept_repetitions(keep)
@@ -167,16 +164,16 @@ def _execute_locked(spec: RunSpec, final: Path, *, timeout: int | None, threads:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         unavailable = unavailable_reason(exc)
         if unavailable:  # its data sets are documented as possibly unavailable offline: recorded, not a failure
-            return _finish(spec, final, tmp, UNAVAILABLE, error=unavailable, tb=tb, wall=time.perf_counter() - t0)
+            return finish_run(spec, final, tmp, UNAVAILABLE, error=unavailable, tb=tb, wall=time.perf_counter() - t0)
         kept = kept_repetitions(keep)
         error = failure_message(exc, timeout) + (
             f" ({kept} finished repetition(s) are kept in {keep}; re-running the batch resumes from them)" if kept else "")
-        return _note_interrupted(_finish(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
+        return _note_interrupted(finish_run(spec, final, tmp, "failed", error=error, tb=tb, wall=time.perf_counter() - t0,
                                          disk_full=is_enospc(exc)), interrupted, cut_off_attempts(keep))
     finally:
         if adopt and not refused:  # the kernel did not refuse the kept repetitions: they count as current now
             confirm_adopted(spec.notebook, keep)
-    done = _finish(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
+    done = finish_run(spec, final, tmp, "ok", wall=time.perf_counter() - t0)
     if is_done(final):  # the results are in place: the kept repetitions have served
         remove_checkpoint(keep)
     return _note_interrupted(done, interrupted, cut_off)
@@ -237,8 +234,8 @@ def run_one(spec: RunSpec, output: str | os.PathLike, *, timeout: int | None = 7
     """
     final = spec.folder(Path(output))
     if is_done(final):
-        return _summary(spec, final, "skipped")
-    return _under_lock(spec, final, wait, lambda: _execute_locked(spec, final, timeout=timeout, threads=threads,
+        return run_summary(spec, final, "skipped")
+    return under_run_lock(spec, final, wait, lambda: _execute_locked(spec, final, timeout=timeout, threads=threads,
                                                                   adopt=adopt, verify_reps=verify_reps))
 
 
@@ -249,7 +246,7 @@ PROGRESS_POLL_S = 5.0
 
 
 def _not_started(spec: RunSpec, out: Path, cause: Summary) -> Summary:
-    return _summary(spec, spec.folder(out), "failed", error=f"not started: {cause['error']}")
+    return run_summary(spec, spec.folder(out), "failed", error=f"not started: {cause['error']}")
 
 
 def _run_all(client: Client | None, specs: list[RunSpec], out: Path, *, timeout: int | None, wait: bool,
@@ -338,7 +335,7 @@ def run_manifest(
     clean_stale(out)
     handle_stale(specs, out, on_stale)
     todo = [s for s in specs if not is_done(s.folder(out))]
-    results = [_summary(s, s.folder(out), "skipped") for s in specs if s not in todo]
+    results = [run_summary(s, s.folder(out), "skipped") for s in specs if s not in todo]
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     from tqdm.auto import tqdm
