@@ -3,6 +3,7 @@ the caller's environment is as before afterwards. (That the records equal the se
 tests/test_checkpoint.py's.)"""
 from __future__ import annotations
 
+import json
 import os
 
 from dpkit import experiments as ex
@@ -14,10 +15,10 @@ RECORDER = '''import json
 import os
 from pathlib import Path
 
+from dpkit.core.threads import BLAS_VARIABLES
 from dpkit.methods.references import SamplingFloor
 
-NAMES = ("DPKIT_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-         "NUMEXPR_NUM_THREADS", "XLA_FLAGS")
+NAMES = ("DPKIT_THREADS", "XLA_FLAGS", *BLAS_VARIABLES)
 
 
 class EnvFloor(SamplingFloor):
@@ -33,8 +34,6 @@ KW = dict(sigmas=[2.0], reps=4, seed=0, dataset="mock", n_queries=10)
 
 
 def test_each_worker_process_gets_its_thread_share(tmp_path, monkeypatch):
-    import json
-
     (tmp_path / "pool_env_recorder.py").write_text(RECORDER)
     monkeypatch.syspath_prepend(str(tmp_path))  # the spawned workers get this process's sys.path
     from pool_env_recorder import EnvFloor

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 __all__ = ["BLAS_VARIABLES", "thread_share", "thread_environ", "environ_restored"]
 
@@ -57,15 +57,16 @@ def environ_restored(names: Iterable[str] = (), /, **values: str | None) -> Iter
     """
     saved = {n: os.environ.get(n) for n in [*names, *values]}
     try:
-        for n, v in values.items():
-            if v is None:
-                os.environ.pop(n, None)
-            else:
-                os.environ[n] = v
+        _put(values)
         yield
     finally:
-        for n, v in saved.items():
-            if v is None:
-                os.environ.pop(n, None)
-            else:
-                os.environ[n] = v
+        _put(saved)
+
+
+def _put(values: Mapping[str, str | None]) -> None:
+    """Set each variable of ``values`` in this process's environment (``None``: unset it)."""
+    for n, v in values.items():
+        if v is None:
+            os.environ.pop(n, None)
+        else:
+            os.environ[n] = v

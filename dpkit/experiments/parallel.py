@@ -6,9 +6,9 @@ ends with its parent (:func:`_die_with_parent`). The worker processes split the 
 (:func:`~dpkit.queries.gemm.usable_cores`): each starts with the environment of its thread share
 (:func:`~dpkit.core.threads.thread_environ` of :func:`~dpkit.core.threads.thread_share`), which the evaluator,
 BLAS and JAX honour, so ``w`` workers run ``cores // w`` threads each (at least one) instead of each taking every
-core. :func:`parallel_repetitions` hands out the
-repetitions and collects their records in order. A :class:`RepetitionExecutor` computes them elsewhere
-(:class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask task per repetition, each kept by the task itself).
+core. :func:`parallel_repetitions` hands out the repetitions and collects their records in order. A
+:class:`RepetitionExecutor` computes them elsewhere (:class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask
+task per repetition, each kept by the task itself).
 """
 from __future__ import annotations
 
@@ -184,8 +184,8 @@ def parallel_repetitions(job: CellsJob, reps: int, *, workers: int, keep: Repeti
     Kept repetitions are loaded here; the others are computed in a process pool (``spawn``, so nothing of
     this process's state, e.g. JAX's, is inherited) whose processes start with their thread share's environment
     (module docstring; this process's environment is as before once the pool has ended). Each result is kept as
-    soon as it arrives, and the repetitions are reported to ``finished`` in index order. On the first failure no new repetition
-    starts, the running ones finish and are kept, and the exception propagates.
+    soon as it arrives, and the repetitions are reported to ``finished`` in index order. On the first failure no
+    new repetition starts, the running ones finish and are kept, and the exception propagates.
 
     Parameters
     ----------
