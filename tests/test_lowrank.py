@@ -293,3 +293,20 @@ def test_auto_takes_the_same_path_cold_and_warm():
     assert forced.method == "lowrank" and cold.method == warm.method == "exact"
     assert cold.answers.tobytes() == warm.answers.tobytes() and cold.bounds.tobytes() == warm.bounds.tobytes()
     clear_cache()
+
+
+def test_fit_is_the_same_bits_with_any_blas_threads():
+    """The fit holds BLAS and LAPACK to one thread: the caller's BLAS threads (one in a batch task, every core in a
+    notebook) change no bit of the coefficients, the certificates or the answers. With a threaded BLAS the greedy's
+    products and the Cholesky solve of ``β`` otherwise split their sums by the thread count (seen on PKS, σ = 6: kernel
+    means moved by ~1e-13)."""
+    from threadpoolctl import threadpool_limits
+
+    X = _data(6000, 8, seed=21)
+    C = np.random.default_rng(22).uniform(-1, 1, (500, 8))
+    fits = []
+    for blas, workers in ((1, 1), (2, 2), (4, 1)):
+        with threadpool_limits(limits=blas, user_api="blas"):
+            emb = KernelEmbedding.fit(X, 3.0, n_threads=workers)
+            fits.append((emb.beta.tobytes(), emb.mmd, emb.eps_prefix, emb.kernel_means(C)[0].tobytes()))
+    assert fits[0] == fits[1] == fits[2]

@@ -165,7 +165,9 @@ def _key(X: Any, sigma: float, options: FitOptions) -> tuple:
 
 def _disk_key(key: tuple) -> str:
     h, sigma, opts = key
-    return disk_cache.entry_key("embedding", {"data": h, "sigma": float(sigma).hex(), "options": repr(opts)})
+    # "fit": embeddings fitted before BLAS was held to one thread (bits that followed the cores) are not reused
+    return disk_cache.entry_key("embedding", {"data": h, "sigma": float(sigma).hex(), "options": repr(opts),
+                                              "fit": "blas-single"})
 
 
 def _remember(key: tuple, emb: KernelEmbedding) -> None:

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpkit.queries import disk_cache
-from dpkit.queries.exact import DEFAULT_TOL, exact_answers
+from dpkit.queries.exact import DEFAULT_TOL, exact_answers, lowrank_worth
+from dpkit.queries.lowrank import FitOptions
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = ["Truth", "exact_truth", "content_hash", "clear_truth_cache", "MAX_ENTRIES"]
@@ -104,6 +105,9 @@ def exact_truth(workload: GaussianKernelWorkload, X: np.ndarray, *, method: str 
     if method == "auto":  # entries from before auto's choice stopped depending on the embedding cache are not reused
         fields["auto"] = "sizes-only"
     fields["centres"] = "kept"  # entries from before the kernel means were kept are not reused
+    if method == "lowrank" or (method == "auto" and lowrank_worth(X.shape[0], workload.n_queries * workload.J,
+                                                                  FitOptions(tol=float(tol)))):
+        fields["fit"] = "blas-single"  # low-rank entries from before the fit's BLAS was held to one thread: not reused
     dkey = disk_cache.entry_key("truth", fields)
     entry = disk_cache.load("truth", dkey)
     shape = (workload.n_queries, workload.J)
