@@ -197,9 +197,10 @@ def test_threads_give_identical_results():
 
 
 def test_peak_memory_documented():
-    # 256 × 2048 float32 block + 256 × 256 float64 partial sums per worker, + augmented copies
+    # per worker: 256 augmented centre rows + a 256 × 2048 float32 block + 256 × 256 float64 partial sums; + the
+    # augmented copy of the points (the centres' rows are built per block)
     m = peak_memory_bytes(100_000, 100_000, 8, n_threads=2)
-    assert m == 200_000 * 11 * 4 + 2 * (256 * 2048 * 4 + 256 * 256 * 8)
+    assert m == 100_000 * 11 * 4 + 2 * (256 * 11 * 4 + 256 * 2048 * 4 + 256 * 256 * 8)
     _, info = kernel_sums(_cube(10, 3, 0), _cube(20, 3, 1), np.ones(20), 1.0, return_info=True)
     assert info["peak_memory_bytes"] > 0
 

@@ -116,3 +116,19 @@ def test_the_leaderboard_ranks_by_the_supremum_too_and_names_the_cells_where_the
 def test_an_unknown_supremum_domain_is_refused(data):
     with pytest.raises(ValueError, match="supremum must be one of"):
         run_cell(data, methods=_methods(["trig-I"]), sigma=2.0, reps=1, n_queries=10, supremum="ball")
+
+
+def test_largest_first_is_the_stable_argsort_prefix():
+    """The supremum's starts are the workload's worst centres, largest first, ties in index order: the partial
+    selection must give exactly the first k of the stable argsort (ties, NaNs and infinities included)."""
+    from dpkit.experiments.records import _largest_first
+
+    g = np.random.default_rng(1)
+    for trial in range(2000):
+        n, k = int(g.integers(1, 300)), int(g.integers(1, 400))
+        v = g.integers(0, 5, n).astype(float) if trial % 4 == 0 else g.normal(size=n)
+        if trial % 4 == 2:
+            v[g.integers(0, n, 3)] = np.nan
+        if trial % 4 == 3:
+            v[g.integers(0, n, 2)], v[g.integers(0, n, 2)] = np.inf, -np.inf
+        assert np.array_equal(_largest_first(v, k), np.argsort(-v, kind="stable")[:k]), (trial, n, k)

@@ -261,6 +261,19 @@ def supremum_seed(name: str, rep: int, sigma: float) -> np.random.SeedSequence:
                                    int(round(float(sigma) * 1000))])
 
 
+def _largest_first(values: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the ``k`` largest ``values``, largest first, ties in index order: the first ``k`` of
+    ``np.argsort(-values, kind="stable")``, without sorting the whole array."""
+    neg = -values
+    if k >= neg.size:
+        return np.argsort(neg, kind="stable")[:k]
+    kth = np.partition(neg, k - 1)[k - 1]
+    if not np.isfinite(kth):  # NaNs (or infinities) among the first k: sort everything, as argsort orders them
+        return np.argsort(neg, kind="stable")[:k]
+    candidates = np.flatnonzero(neg <= kth)  # every value up to the k-th, ties included, in index order
+    return candidates[np.argsort(neg[candidates], kind="stable")][:k]
+
+
 def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, rep: Repetition, sigma: float,
               domain: str, centre_errors: np.ndarray | None = None) -> dict[str, Any]:
     """The class supremum of one release (:func:`~dpkit.queries.supremum.class_supremum`), started from the
@@ -273,11 +286,11 @@ def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, r
     J, d = rep.workload.centres.shape[1:]
     if centre_errors is not None:
         flat = centre_errors.ravel()
-        worst = np.argsort(-flat, kind="stable")[:SUPREMUM_WORKLOAD_QUERIES * J]
+        worst = _largest_first(flat, SUPREMUM_WORKLOAD_QUERIES * J)
         centres, scores = rep.workload.centres.reshape(-1, d)[worst], flat[worst]
     else:
         err = np.abs(est - rep.truth.answers)
-        worst = np.argsort(-err, kind="stable")[:SUPREMUM_WORKLOAD_QUERIES]
+        worst = _largest_first(err, SUPREMUM_WORKLOAD_QUERIES)
         centres = rep.workload.centres[worst].reshape(-1, d)
         scores = np.repeat(err[worst], J)
     found = class_supremum(X, rel, sigma, rng=np.random.default_rng(supremum_seed(name, rep.index, sigma)),

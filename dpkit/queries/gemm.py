@@ -20,11 +20,11 @@ contracts the kernel means computed here with ``α``. The engine:
    own threads on many small GEMMs are several times slower, hence the default
    (``python -m benchmarks.bench``; docs/performance_notes.md).
 
-Peak memory (beyond the inputs and the (Q·J,) float64 output): the augmented copies,
-``(n_unique + Q·J)·(d + 3)`` items, plus per worker one block of
-``block_centres × block_points`` items and its float64 partial sums
-(``block_centres × block_points / 8`` doubles) — with the defaults 256 × 2048 float32 that is
-2 MiB + 0.5 MiB per worker (:func:`peak_memory_bytes`).
+Peak memory (beyond the inputs and the (Q·J,) float64 output): the augmented copy of the points,
+``n_unique·(d + 3)`` items, plus per worker the augmented rows of its block of centres
+(``block_centres·(d + 3)`` items), one block of ``block_centres × block_points`` items and its float64
+partial sums (``block_centres × block_points / 8`` doubles) — with the defaults 256 × 2048 float32 that is
+about 2.5 MiB per worker (:func:`peak_memory_bytes`).
 """
 from __future__ import annotations
 
@@ -106,18 +106,29 @@ def augmented_rows(
     ``A @ B.T`` is ``−s‖p_i − c‖² + log ω_i`` (up to rounding, bounded in
     :mod:`dpkit.queries.rounding`); ``sqp``/``sqc`` are the squared row norms.
     """
+    return _point_rows(P, sqp, logw, dtype), _centre_rows(C, sqc, s, dtype)
+
+
+def _point_rows(P: np.ndarray, sqp: np.ndarray, logw: np.ndarray, dtype: Any) -> np.ndarray:
     n, d = P.shape
     A = np.empty((n, d + 3), dtype=dtype)
     A[:, :d] = P
     A[:, d] = sqp
     A[:, d + 1] = logw
     A[:, d + 2] = 1.0
-    B = np.empty((C.shape[0], d + 3), dtype=dtype)
+    return A
+
+
+def _centre_rows(C: np.ndarray, sqc: np.ndarray, s: float, dtype: Any) -> np.ndarray:
+    """Rows ``b_c`` of :func:`augmented_rows`; each row from its centre alone, so any slice of centres gives those
+    rows of the whole, bit for bit."""
+    m, d = C.shape
+    B = np.empty((m, d + 3), dtype=dtype)
     B[:, :d] = (2.0 * s) * C
     B[:, d] = -s
     B[:, d + 1] = 1.0
     B[:, d + 2] = -s * sqc
-    return A, B
+    return B
 
 
 def run_blocks(task: Callable[[int], None], starts: list[int], work_threads: int, *, blas_single: bool = True) -> None:
@@ -155,19 +166,20 @@ def peak_memory_bytes(
 ) -> int:
     """Working memory of :func:`kernel_sums` beyond its inputs and float64 output (bytes).
 
-    Augmented copies ``(n_points + n_centres)(d + 3)`` items of ``dtype`` (the GEMM's), plus
-    per worker thread one ``block_centres × min(block_points, n_points)`` block of
-    ``exp_dtype`` (and one of ``dtype`` if they differ) and its float64 partial sums.
+    The augmented copy of the points, ``n_points (d + 3)`` items of ``dtype`` (the GEMM's), plus per worker
+    thread the augmented rows of its block of centres (``block_centres (d + 3)`` items), one
+    ``block_centres × min(block_points, n_points)`` block of ``exp_dtype`` (and one of ``dtype`` if they differ) and
+    its float64 partial sums.
     """
     item = np.dtype(dtype).itemsize
     exp_item = item if exp_dtype is None else np.dtype(exp_dtype).itemsize
     threads = usable_cores() if n_threads is None else int(n_threads)
     nb = min(block_points, n_points)
     mb = min(block_centres, n_centres)
-    per_worker = mb * nb * exp_item + mb * (-(-nb // SUM_GROUP)) * 8
+    per_worker = mb * (d + 3) * item + mb * nb * exp_item + mb * (-(-nb // SUM_GROUP)) * 8
     if exp_item != item:  # "mixed": a float64 GEMM block next to the float32 one
         per_worker += mb * nb * item
-    return int((n_points + n_centres) * (d + 3) * item + threads * per_worker)
+    return int(n_points * (d + 3) * item + threads * per_worker)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +317,7 @@ def kernel_sums(
                       f"outside the cube [-1, 1]^d (max |p| = {math.sqrt(float(sqp.max())):.3g}, max |c| = "
                       f"{math.sqrt(float(sqc.max())):.3g} at sigma = {sigma:g}); kernel values at such distances are 0",
                       RuntimeWarning, stacklevel=2)
-    A, B = augmented_rows(P, sqp, logw, C, sqc, s, prec.gemm_dtype)
+    A = _point_rows(P, sqp, logw, prec.gemm_dtype)  # the centres' rows are built per block, in the worker threads
     L = np.ascontiguousarray(A[:, d + 1])
     starts = list(range(0, M, block_centres))
     work_threads = 1 if (M * n < _SERIAL_BELOW or len(starts) == 1) else min(threads, len(starts))
@@ -314,7 +326,8 @@ def kernel_sums(
 
     def task(i0: int) -> None:
         i1 = min(i0 + block_centres, M)
-        _block_sums(B[i0:i1], A, L, block_points, out[i0:i1], prec.exp_dtype)
+        _block_sums(_centre_rows(C[i0:i1], sqc[i0:i1], s, prec.gemm_dtype), A, L, block_points, out[i0:i1],
+                    prec.exp_dtype)
 
     run_blocks(task, starts, work_threads, blas_single=parallel == "threads")
     out *= wmax

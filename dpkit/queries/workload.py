@@ -99,7 +99,7 @@ class GaussianKernelWorkload:
             worst = int(np.argmax(np.abs(s - 1.0)))
             raise ValueError(f"alphas must sum to 1 per query; query {worst} sums to {s[worst]:.12g}")
         sigma = _check_sigma(self.sigma)
-        reach = float(np.abs(C).max())
+        reach = max(float(C.max()), -float(C.min()))  # max |c|, without an |C| temporary
         if not np.isfinite(reach * reach * C.shape[2]):
             raise ValueError(f"centres must lie near the cube [-1, 1]^d: max |c| = {reach:.3g} overflows a squared distance")
         # squared distance to the cube (0 when every |c| <= 1, as for generated workloads: skip the passes)
