@@ -388,7 +388,15 @@ def _record_seeds(rep: Repetition, stream: np.random.SeedSequence | None) -> dic
 
 def timed_release(method: Method, X: np.ndarray, g: np.random.Generator,
                   workload: GaussianKernelWorkload | None = None) -> tuple[Release[Any], float]:
-    """``method.release`` and its wall time (the ``time_s`` of a record)."""
-    t0 = time.perf_counter()
-    rel = method.release(X, rng=g, workload=workload)
-    return rel, time.perf_counter() - t0
+    """``method.release`` and its wall time (the ``time_s`` of a record).
+
+    BLAS and LAPACK run on one thread meanwhile (threadpoolctl), as they do in a batch task's thread share of one: a
+    threaded BLAS splits its sums by its thread count (a Gaussian fit's covariance and samples, MWEM's answers on
+    CRM), so a notebook using every core would otherwise release other bits than the batch for the same seed.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        t0 = time.perf_counter()
+        rel = method.release(X, rng=g, workload=workload)
+        return rel, time.perf_counter() - t0

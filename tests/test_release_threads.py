@@ -1,0 +1,26 @@
+"""A record does not depend on how many threads BLAS may use: the runner releases with BLAS held to one thread, as a
+batch task's thread share does, so a notebook using every core gives the batch's bits for the same seed.
+
+Without it, a Gaussian fit's covariance and samples (``gauss-analyze-gauss``, the Gaussian candidates of MWEM and the
+LPs) and the random-feature answers of ``kme-answers-eps`` moved in their last bits with OpenBLAS's thread count at
+CRM's size (d = 101, n ≈ 2,000), and with them every error of the record.
+"""
+from __future__ import annotations
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from dpkit.experiments import run_cell
+from dpkit.experiments.leaderboard import board_methods
+
+
+def _records(blas_threads: int) -> list[tuple[float, float]]:
+    X = np.round(np.random.default_rng(5).uniform(-1.0, 1.0, (2000, 101)) * 10) / 10
+    methods = board_methods(["gauss-analyze-gauss"], epsilon=1.0, delta=1e-3)
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        recs = run_cell(X, methods=methods, sigma=4.0, reps=1, n_queries=50, rng=3, supremum=None)
+    return [(r.abs, r.rel) for r in recs]
+
+
+def test_records_are_the_same_bits_with_one_or_four_blas_threads():
+    assert _records(1) == _records(4)
