@@ -24,3 +24,19 @@ def _records(blas_threads: int) -> list[tuple[float, float]]:
 
 def test_records_are_the_same_bits_with_one_or_four_blas_threads():
     assert _records(1) == _records(4)
+
+
+def _direct(name: str, blas_threads: int) -> tuple[bytes, bytes]:
+    X = np.round(np.random.default_rng(5).uniform(-1.0, 1.0, (2000, 101)) * 10) / 10
+    method = board_methods([name], epsilon=1.0, delta=1e-3)[name]
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        rel = method.release(X, rng=7)
+    return rel.synthetic.points.tobytes(), rel.synthetic.weights.tobytes()
+
+
+def test_a_direct_release_is_the_same_bits_with_one_or_four_blas_threads():
+    """Every dpkit method's ``release`` holds BLAS to one thread itself (:func:`dpkit.core.threads.one_blas_thread`),
+    so a release called outside the runner gives the runner's bits too: a Gaussian fit (the template release) and
+    MWEM with Gaussian candidates (its own release)."""
+    for name in ("gauss-analyze-gauss", "mwem-gaussian"):
+        assert _direct(name, 1) == _direct(name, 4), name

@@ -65,6 +65,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import (
     check_budget_fields,
     check_in_unit_cube,
@@ -364,6 +365,7 @@ class AIM(MethodBase):
         return np.array([w * (np.abs(x - n * p).sum() - SQRT_2_OVER_PI * sigma * x.size)
                          for x, p, w in zip(exact, model, weights)])
 
+    @one_blas_thread
     def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[AIMStats]:
         """Alg 2 (module docstring): initialise, select/measure/estimate until ρ is spent, sample ``m`` rows."""

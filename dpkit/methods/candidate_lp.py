@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import (
     check_budget_fields,
     check_choice,
@@ -178,6 +179,7 @@ class CandidateLP(MethodBase):
                                                   f"a noisy moment of {top:.3g} (noise scale {noise.scale:.3g}) reaches"))
         return NoisyMoments(b_hat=b_hat, indices=idx, schedule=sch, noise=noise)
 
+    @one_blas_thread
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[CandidateDiagnostics]:
         """Run the variant on ``X`` ⊂ [-1, 1]^d (child streams: moments, candidates, sample)."""

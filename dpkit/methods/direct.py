@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import check_budget_fields, check_choice, check_in_unit_cube
 from dpkit.methods._kernels import kernel_query_ranges
 from dpkit.queries.release import MethodBase, Release, Timer
@@ -100,6 +101,7 @@ class DirectAnswering(MethodBase):
         g = Gaussian(epsilon=self.epsilon, delta=self.delta, sensitivity=float(np.linalg.norm(sens)))
         return np.full(Q, g.sigma), "gaussian", self.epsilon, self.delta
 
+    @one_blas_thread
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[None]:
         """Noisy answers to every query of ``workload`` on data ``X`` ⊂ [-1, 1]^d.

@@ -47,6 +47,7 @@ import numpy as np
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import (
     check_budget_fields,
     check_choice,
@@ -236,6 +237,7 @@ class KMEAnswers(_KMEBase):
         super().__post_init__()
         check_choice(self.precision, name="precision", choices=PRECISIONS)
 
+    @one_blas_thread
     def release(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[KMEStats]:
         """Release μ̂ and answer every query of ``workload`` from it."""

@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import (
     check_budget_fields,
     check_choice,
@@ -205,6 +206,7 @@ class MWEM(MethodBase):
         return F, truth, np.ones(idx.shape[0])
 
     # ------------------------------------------------------------------ fit
+    @one_blas_thread
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[MWEMDiagnostics]:
         """Run MWEM on ``X`` ⊂ [-1, 1]^d; the synthetic database is the final (or average) A over P."""

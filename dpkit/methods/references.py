@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import check_in_unit_cube, check_int_in_range
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.synthetic import WeightedDatabase
@@ -48,6 +49,7 @@ class SamplingFloor(MethodBase):
     def name(self) -> str:
         return "subsample"
 
+    @one_blas_thread
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[None]:
         """A uniform subsample without replacement of ``size`` rows (no privacy)."""

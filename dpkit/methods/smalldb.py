@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.exceptions import FeasibilityError
 from dpkit.core.rng import RNGLike
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import check_budget_fields, check_in_unit_cube, check_int_in_range, check_positive_ints
 from dpkit.mechanisms.net import MAX_CANDIDATES, NetMechanism, count_databases, enumerate_databases
 from dpkit.mechanisms.trig.grid import discretise_indices, grid_points
@@ -73,6 +74,7 @@ class SmallDB(MethodBase):
         mesh = np.meshgrid(*([a] * d), indexing="ij")
         return np.stack([g.ravel() for g in mesh], axis=1)
 
+    @one_blas_thread
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[None]:
         """Release one candidate database of the net (selected with the workload's queries as the

@@ -34,18 +34,16 @@ docs/performance_notes.md. The fit is shared by a table cell's 30 repetitions.
 """
 from __future__ import annotations
 
-import functools
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import check_finite_array, check_positive_int, check_real_in_range
 from dpkit.queries.accurate import (
     EVAL_SLACK,
@@ -120,26 +118,6 @@ def _unique_weighted(X: Any, weights: Any | None) -> tuple[np.ndarray, np.ndarra
     return deduplicate(P, w)
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _blas_single(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run ``fn`` with BLAS and LAPACK held to one thread (threadpoolctl).
-
-    A threaded BLAS splits its sums differently with each thread count, so the greedy's products, the
-    Cholesky solve of ``β`` and the certificates would move in the last bits with the machine's cores; one thread
-    makes an embedding (and every answer drawn from it) the same bits on a laptop, in a batch task and on a cluster.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with threadpool_limits(limits=1, user_api="blas"):
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
 def _pool(P: np.ndarray, opts: FitOptions, rng: RNGLike) -> np.ndarray:
     g = resolve_rng(rng)
     n, d = P.shape
@@ -189,7 +167,7 @@ class KernelEmbedding:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    @_blas_single
+    @one_blas_thread
     def fit(
         cls,
         X: Any,
@@ -257,7 +235,7 @@ class KernelEmbedding:
         return emb
 
     @classmethod
-    @_blas_single
+    @one_blas_thread
     def from_landmarks(
         cls,
         X: Any,

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.threads import one_blas_thread
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -175,6 +176,7 @@ class MethodBase:
         """The method's parameters (its dataclass fields) as a plain dict."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
+    @one_blas_thread
     def release(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
                 workload: GaussianKernelWorkload | None = None) -> Release[Any]:
         """Measure privately, then synthesize an equally weighted database (the template).
