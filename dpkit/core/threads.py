@@ -80,7 +80,7 @@ def _put(values: Mapping[str, str | None]) -> None:
 
 
 def one_blas_thread(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Decorate ``fn`` to run with BLAS and LAPACK held to one thread (``threadpoolctl``; about 0.4 ms a call).
+    """Decorate ``fn`` to run with BLAS and LAPACK held to one thread (``threadpoolctl``).
 
     A threaded BLAS splits a product's or a factorisation's sums by its thread count, so the same call gives other
     last bits with one thread (a batch task's share) than with every core (a notebook). Held to one thread, ``fn``
