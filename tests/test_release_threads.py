@@ -12,11 +12,17 @@ from threadpoolctl import threadpool_limits
 
 from dpkit.experiments import run_cell
 from dpkit.experiments.leaderboard import board_methods
+from dpkit.queries.release import MethodBase
 
 
 def _records(blas_threads: int) -> list[tuple[float, float]]:
     X = np.round(np.random.default_rng(5).uniform(-1.0, 1.0, (2000, 101)) * 10) / 10
-    methods = board_methods(["gauss-analyze-gauss"], epsilon=1.0, delta=1e-3)
+    fit = board_methods(["gauss-analyze-gauss"], epsilon=1.0, delta=1e-3)["gauss-analyze-gauss"]
+
+    class Unheld(type(fit)):  # an entrant's release that does not hold BLAS itself: only the runner does
+        release = MethodBase.release.__wrapped__
+
+    methods = {"gauss-analyze-gauss": Unheld(**fit.fields())}
     with threadpool_limits(limits=blas_threads, user_api="blas"):
         recs = run_cell(X, methods=methods, sigma=4.0, reps=1, n_queries=50, rng=3, supremum=None)
     return [(r.abs, r.rel) for r in recs]

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.rng import RNGLike, spawn_seeds
+from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import check_positive_int, check_real_in_range
 from dpkit.experiments.record_types import Repetition, RunRecord
 from dpkit.queries.evaluate import answer_synthetic
@@ -390,13 +391,10 @@ def timed_release(method: Method, X: np.ndarray, g: np.random.Generator,
                   workload: GaussianKernelWorkload | None = None) -> tuple[Release[Any], float]:
     """``method.release`` and its wall time (the ``time_s`` of a record).
 
-    BLAS and LAPACK run on one thread meanwhile (threadpoolctl), as they do in a batch task's thread share of one: a
-    threaded BLAS splits its sums by its thread count (a Gaussian fit's covariance and samples, MWEM's answers on
-    CRM), so a notebook using every core would otherwise release other bits than the batch for the same seed.
+    BLAS and LAPACK run on one thread meanwhile (:func:`~dpkit.core.threads.one_blas_thread`), as in a batch task's
+    thread share of one, also for an entrant whose own ``release`` does not hold them: a threaded BLAS splits its sums
+    by its thread count, so a notebook using every core would otherwise release other bits than the batch.
     """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        t0 = time.perf_counter()
-        rel = method.release(X, rng=g, workload=workload)
-        return rel, time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rel = one_blas_thread(method.release)(X, rng=g, workload=workload)
+    return rel, time.perf_counter() - t0
