@@ -46,3 +46,45 @@ def test_a_direct_release_is_the_same_bits_with_one_or_four_blas_threads():
     MWEM with Gaussian candidates (its own release)."""
     for name in ("gauss-analyze-gauss", "mwem-gaussian"):
         assert _direct(name, 1) == _direct(name, 4), name
+
+
+# ----------------------------------------------------------------------------- the limit itself
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def test_limit_threads_holds_blas_to_its_limit_and_restores_the_caller_s():
+    from dpkit.core.threads import limit_threads
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert set(_blas_threads()) == {2}
+        with limit_threads(1):
+            assert set(_blas_threads()) == {1}
+        assert set(_blas_threads()) == {2}
+
+
+def test_limit_threads_keeps_its_controller_until_a_module_is_imported(monkeypatch):
+    """The point of the kept controller (no scan of the loaded libraries per limit), and its safety: after an
+    import, which may load a BLAS, the libraries are scanned again."""
+    import sys
+    import types
+
+    from dpkit.core import threads
+
+    first = threads._controller()
+    assert threads._controller() is first
+    monkeypatch.setitem(sys.modules, "_dpkit_test_newly_imported", types.ModuleType("_dpkit_test_newly_imported"))
+    assert threads._controller() is not first
+
+
+def test_limit_threads_names_a_wrong_argument():
+    import pytest
+
+    from dpkit.core.threads import limit_threads
+
+    with pytest.raises(ValueError, match=r"limits must be an integer in \[1, inf\]; got 0"):
+        limit_threads(0)
+    with pytest.raises(ValueError, match=r"user_api must be one of \('blas', 'openmp'\)"):
+        limit_threads(1, user_api="cuda")

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from dpkit.batch.cluster import thread_environ, worker_share
 from dpkit.batch.locks import RunLock
 from dpkit.core.paths import repetition_file, write_atomic
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.parallel import InOrder
 
@@ -173,10 +174,8 @@ def _thread_limits(threads: int) -> Iterator[None]:
     the libraries are loaded already, their environment variables no longer count) and JAX (``XLA_FLAGS``, read
     when JAX starts in this process). A worker's share is the same for all its tasks, so the environment it sets
     is the same for each."""
-    from threadpoolctl import threadpool_limits
-
     os.environ.update(thread_environ(threads))
-    with threadpool_limits(limits=int(threads)):
+    with limit_threads(int(threads), user_api=None):
         yield
 
 

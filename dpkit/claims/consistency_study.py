@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_choice, check_positive_int
 from dpkit.mechanisms.consistency.general import GeneralProjector
 from dpkit.mechanisms.consistency.restaurant import (
@@ -92,14 +93,8 @@ class TimingRow:
     resid_inf: float
 
 
-def _blas_limit(threads: int | None):
-    if threads is None:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=threads)
+def _blas_limit(threads: int | None) -> ContextManager[Any]:
+    return contextlib.nullcontext() if threads is None else limit_threads(threads, user_api=None)
 
 
 def restaurant_instance(T: int, k: int, epsilon: float, g: np.random.Generator) -> tuple[RestaurantData, RestaurantRelease]:

@@ -15,16 +15,25 @@ library that reads them when it loads:
 The evaluator's results do not depend on its thread count (the same numbers to the bit). A threaded BLAS's do: it
 splits its sums by its thread count. :func:`one_blas_thread` holds BLAS and LAPACK to one thread around a function
 (every release of dpkit's methods, the low-rank embedding's fit), so its bits are the same on any machine setting.
+
+:func:`limit_threads` is the one way dpkit changes the thread pools of the loaded native libraries: a
+``threadpoolctl.ThreadpoolController`` kept between calls, so that each limit does not scan the process's shared
+libraries again (``threadpool_limits`` does, at every call, which dominates the cost of a short limited block). The
+kept controller is replaced whenever a module has been imported since it was made, so a library that an import
+loads (scipy's BLAS, say) is controlled from the next call on.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import ParamSpec, TypeVar
+from typing import Any, ContextManager, ParamSpec, TypeVar
 
-__all__ = ["BLAS_VARIABLES", "thread_share", "thread_environ", "environ_restored", "one_blas_thread"]
+from dpkit.core.validation import check_choice, check_int_in_range
+
+__all__ = ["BLAS_VARIABLES", "thread_share", "thread_environ", "environ_restored", "limit_threads", "one_blas_thread"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -79,6 +88,46 @@ def _put(values: Mapping[str, str | None]) -> None:
             os.environ[n] = v
 
 
+#: The kept controller and the number of imported modules when it was made (:func:`limit_threads`).
+_CONTROLLER: tuple[int, Any] | None = None
+
+
+def _controller() -> Any:
+    """A ``threadpoolctl.ThreadpoolController`` of the libraries loaded now (made again after any new import)."""
+    global _CONTROLLER
+    from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
+
+    modules = len(sys.modules)
+    kept = _CONTROLLER
+    if kept is None or kept[0] != modules:
+        kept = _CONTROLLER = (modules, ThreadpoolController())
+    return kept[1]
+
+
+def limit_threads(limits: int = 1, *, user_api: str | None = "blas") -> ContextManager[Any]:
+    """A context manager that holds the thread pools of ``user_api`` to ``limits`` threads and restores them on exit.
+
+    Parameters
+    ----------
+    limits : int
+        The thread count, ≥ 1.
+    user_api : {"blas", "openmp"} or None
+        The pools to limit: BLAS and LAPACK (default), OpenMP, or every pool (None), as ``threadpoolctl``'s
+        ``threadpool_limits(limits, user_api)``, with the same effect.
+
+    Raises
+    ------
+    TypeError
+        ``limits`` is not an integer.
+    ValueError
+        ``limits`` is below 1, or ``user_api`` is not one of the choices.
+    """
+    n = check_int_in_range(limits, name="limits", low=1)
+    if user_api is not None:
+        check_choice(user_api, name="user_api", choices=("blas", "openmp"))
+    return _controller().limit(limits=n, user_api=user_api)
+
+
 def one_blas_thread(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorate ``fn`` to run with BLAS and LAPACK held to one thread (``threadpoolctl``).
 
@@ -89,9 +138,7 @@ def one_blas_thread(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(fn)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        from threadpoolctl import threadpool_limits  # a scikit-learn dependency
-
-        with threadpool_limits(limits=1, user_api="blas"):
+        with limit_threads(1):
             return fn(*args, **kwargs)
 
     return wrapper

@@ -64,9 +64,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.rng import RNGLike, spawn_seeds
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_choice, check_delta, check_int_in_range, check_probability
 from dpkit.evaluation.audit import audit
 from dpkit.evaluation.gate_pilot import (
@@ -222,7 +222,7 @@ def audit_gate(
     if steps is not None:
         check_choice(steps, name="steps", choices=PROBES)
     pairs = neighbour_pairs(n, d, relation, background)
-    with threadpool_limits(limits=1, user_api="blas"):  # thousands of small measurements: threads only contend
+    with limit_threads(1):  # thousands of small measurements: threads only contend
         res, pname, pair, stat, tried = _run(name, method, pairs, steps, n_pilot, n_samples, conf, dl, rng)
     return GateResult(
         name=name, passed=not res.flags(eps), epsilon_lb=float(res.epsilon_lb), epsilon=eps, delta=dl, probe=pname,

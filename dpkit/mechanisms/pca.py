@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import (
     SQRT_FLOAT_MAX,
     budget_limit_message,
@@ -284,7 +284,7 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         gen = resolve_rng(rng)
         # Single-threaded BLAS: these GEMMs are small, and threaded BLAS is far slower on them under load
         # (docs/performance_notes.md).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with limit_threads(1):
             A = covariance(X)
             Xcur = _gs(gen.standard_normal((d, k)))
             W = Xcur

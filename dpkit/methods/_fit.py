@@ -29,6 +29,7 @@ from typing import Protocol
 import numpy as np
 from scipy.optimize import Bounds, minimize
 
+from dpkit.core.threads import limit_threads
 from dpkit.mechanisms.trig.basis import evaluate_basis
 
 __all__ = ["PointStatistic", "ChebyshevStatistic", "FourierStatistic", "FitResult", "fit_points"]
@@ -183,8 +184,6 @@ def fit_points(stat: PointStatistic, target: np.ndarray, *, m: int, d: int, rng:
     BLAS's own threads only cost synchronisation, several times the fit's time beside other load, with the same
     points to the bit (docs/performance_notes.md).
     """
-    from threadpoolctl import threadpool_limits
-
     a = np.asarray(target, dtype=float)
 
     def loss_grad(flat: np.ndarray) -> tuple[float, np.ndarray]:  # m² L(Y) = ‖Σ_i S(y_i) − m â‖² and its gradient
@@ -192,7 +191,7 @@ def fit_points(stat: PointStatistic, target: np.ndarray, *, m: int, d: int, rng:
         return float(e @ e), grad.ravel()
 
     y0 = rng.uniform(-1.0, 1.0, size=m * d)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with limit_threads(1):
         res = minimize(loss_grad, y0, jac=True, method="L-BFGS-B",
                        bounds=Bounds(np.full(m * d, -1.0), np.full(m * d, 1.0)), options={"maxiter": int(max_iter)})
     pts = np.clip(res.x.reshape(m, d), -1.0, 1.0)

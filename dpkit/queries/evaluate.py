@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_finite_array, check_positive_int
 from dpkit.queries.gemm import (
     DEFAULT_BLOCK_CENTRES,
@@ -162,15 +163,13 @@ def answer_reference(workload: GaussianKernelWorkload, X: Any, weights: Any | No
     (e.g. a batch worker's thread share) in their last bits.
     Used as ground truth in the tests and as the speed baseline of the benchmark.
     """
-    from threadpoolctl import threadpool_limits
-
     wl = _check_workload(workload)
     P = _check_points(X, wl, "X")
     n = P.shape[0]
     w = np.full(n, 1.0 / n) if weights is None else _check_distribution(weights, n)
     inv = 1.0 / (2.0 * wl.sigma**2)
     out = np.empty(wl.n_queries)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with limit_threads(1):
         for q in range(wl.n_queries):
             diff = P[:, None, :] - wl.centres[q][None, :, :]  # (n, J, d)
             sq = np.einsum("njd,njd->nj", diff, diff)

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_choice, check_finite_array, check_positive_int, check_real_in_range
 from dpkit.queries.rounding import DEFAULT_RTOL, SUM_GROUP, choose_precision
 
@@ -139,9 +140,7 @@ def run_blocks(task: Callable[[int], None], starts: list[int], work_threads: int
     """
     from contextlib import nullcontext
 
-    from threadpoolctl import threadpool_limits
-
-    limit = threadpool_limits(limits=1, user_api="blas") if blas_single else nullcontext()
+    limit = limit_threads(1) if blas_single else nullcontext()
     with limit:
         if work_threads == 1:
             for i0 in starts:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpkit.core.threads import limit_threads
 from dpkit.queries.accurate import Augmented, kernel_block
 
 __all__ = ["GreedyResult", "greedy_landmarks"]
@@ -151,9 +152,7 @@ def greedy_landmarks(
     batch : int
         Candidates per batch.
     """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):  # many small GEMMs: BLAS threads only cost here
+    with limit_threads(1):  # many small GEMMs: BLAS threads only cost here
         st = _Greedy(pool, pool_means, norm_sq, min(max_rank, pool.n))
         return _run(st, max_prefix, prefix_diag, pivot_floor, tol, batch)
 

@@ -82,9 +82,9 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import fmin_l_bfgs_b
-from threadpoolctl import threadpool_limits
 
 from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import (
     check_finite_array,
     check_int_in_range,
@@ -219,7 +219,7 @@ def class_supremum(
     meanwhile (threadpoolctl): the products are small and many, where BLAS's own threads
     only cost synchronisation.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with limit_threads(1):
         return _class_supremum(X, released, sigma, rng=rng, domain=domain, workload_centres=workload_centres,
                                workload_scores=workload_scores, n_workload_starts=n_workload_starts,
                                n_data_starts=n_data_starts, n_synthetic_starts=n_synthetic_starts,

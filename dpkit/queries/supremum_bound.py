@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import (
     check_int_in_range,
     check_real_in_range,
@@ -171,7 +171,7 @@ def certify_supremum(
     ValueError
         For d > 8 or an answer-function release (the bounds need two weighted point sets).
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with limit_threads(1):
         return _certify_supremum(X, released, sigma, initial=initial, domain=domain, max_boxes=max_boxes, batch=batch,
                                  n_groups=n_groups, rtol=rtol, atol=atol, box_bound=box_bound)
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from dpkit.core.accounting import Ledger
 from dpkit.core.rng import RNGLike
+from dpkit.core.threads import limit_threads
 from dpkit.core.validation import (
     budget_limit_message,
     check_budget_fields,
@@ -177,7 +177,7 @@ class TrigBase(Mechanism, MethodBase):
             ``synthetic`` (see ``output``), ``params``, ``ledger``, stage ``timings`` and
             :class:`TrigDiagnostics`.
         """
-        with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+        with limit_threads(BLAS_THREADS):
             return self._release(check_in_unit_cube(X, name="X"), rng=rng, ledger=ledger)
 
     def _release(self, X: np.ndarray, *, rng: RNGLike, ledger: Ledger | None) -> Release[TrigDiagnostics]:
