@@ -55,6 +55,24 @@ def test_frozen_and_read_only():
         wl.sigma = 3.0  # type: ignore[misc]
 
 
+def test_generate_keeps_its_own_draws_and_the_constructor_copies():
+    """``generate`` keeps the arrays it drew (no 80 MB copy at the board's CRM size), read-only as above; the
+    constructor keeps copies, so the caller's array stays writable and unshared; both hold the same numbers."""
+    wl = GaussianKernelWorkload.generate(50, 3, sigma=1.0, rng=4)
+    assert wl.centres.flags.owndata and wl.alphas.flags.owndata
+    drawn_c, drawn_a = np.array(wl.centres), np.array(wl.alphas)
+    kept = GaussianKernelWorkload._owning(drawn_c, drawn_a, 1.0)  # generate's way in
+    assert kept.centres is drawn_c and kept.alphas is drawn_a and not drawn_c.flags.writeable
+    C, A = np.array(wl.centres), np.array(wl.alphas)
+    again = GaussianKernelWorkload(centres=C, alphas=A, sigma=1.0)
+    assert again.centres is not C and again.alphas is not A and C.flags.writeable
+    assert not again.centres.flags.writeable and not again.alphas.flags.writeable
+    assert again.centres.tobytes() == wl.centres.tobytes() and again.alphas.tobytes() == wl.alphas.tobytes()
+    # the same draws as drawing them by hand (the documented order)
+    g = np.random.default_rng(4)
+    assert wl.centres.tobytes() == g.uniform(-1.0, 1.0, size=(50, 10, 3)).tobytes()
+
+
 def test_evaluate_function_matches_formula():
     wl = GaussianKernelWorkload.generate(4, 3, J=5, sigma=1.5, rng=1)
     x = np.array([[0.1, -0.2, 0.3], [1.0, -1.0, 0.0]])

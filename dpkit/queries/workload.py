@@ -65,6 +65,13 @@ def _check_sigma(sigma: float) -> float:
     return sigma
 
 
+def _kept(a: np.ndarray, own: bool) -> np.ndarray:
+    """``a`` as the float64 C-ordered array a workload keeps: ``a`` itself if ``own`` and it is one, else a copy."""
+    if own and a.dtype == np.float64 and a.flags.c_contiguous and a.flags.owndata:
+        return a
+    return np.array(a, dtype=np.float64, order="C", copy=True)
+
+
 @dataclass(frozen=True, kw_only=True)
 class GaussianKernelWorkload:
     """Q Gaussian-kernel mixture queries (thesis (2.1)), frozen and read-only.
@@ -86,6 +93,22 @@ class GaussianKernelWorkload:
     sigma: float
 
     def __post_init__(self) -> None:
+        self._validate(own=False)
+
+    @classmethod
+    def _owning(cls, centres: np.ndarray, alphas: np.ndarray, sigma: float) -> "GaussianKernelWorkload":
+        """A workload that keeps ``centres`` and ``alphas`` themselves, made read-only, instead of copies: only for
+        new arrays that nothing else refers to (:meth:`generate`'s). The same checks as the constructor."""
+        wl = cls.__new__(cls)
+        object.__setattr__(wl, "centres", centres)
+        object.__setattr__(wl, "alphas", alphas)
+        object.__setattr__(wl, "sigma", sigma)
+        wl._validate(own=True)
+        return wl
+
+    def _validate(self, *, own: bool) -> None:
+        """Check the fields (class docstring) and keep read-only float64 C-ordered arrays: copies, or with ``own``
+        the arrays given when they are float64 and C-ordered already (a 10⁵ × 101 copy is 80 MB)."""
         C = check_finite_array(self.centres, name="centres", ndim=3)
         A = check_finite_array(self.alphas, name="alphas", ndim=2)
         if C.shape[0] < 1 or C.shape[1] < 1 or C.shape[2] < 1:
@@ -108,8 +131,8 @@ class GaussianKernelWorkload:
             warnings.warn(f"centres lie so far outside the cube [-1, 1]^d (distance {np.sqrt(excess2.max()):.3g} at "
                           f"sigma = {sigma:g}) that their kernel values underflow to 0 on any data in the cube",
                           RuntimeWarning, stacklevel=3)
-        C = np.array(C, dtype=np.float64, order="C", copy=True)
-        A = np.array(A, dtype=np.float64, order="C", copy=True)
+        C = _kept(C, own)
+        A = _kept(A, own)
         C.setflags(write=False)
         A.setflags(write=False)
         object.__setattr__(self, "centres", C)
@@ -148,7 +171,7 @@ class GaussianKernelWorkload:
         alphas = g.dirichlet(np.ones(J), size=Q)
         # Dirichlet rows sum to 1 up to rounding; renormalise so the simplex check is exact.
         alphas = alphas / alphas.sum(axis=1, keepdims=True)
-        return cls(centres=centres, alphas=alphas, sigma=sigma)
+        return cls._owning(centres, alphas, sigma)
 
     # ------------------------------------------------------------------ shape helpers
     @property
