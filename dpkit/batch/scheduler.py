@@ -36,16 +36,35 @@ def check_scheduler(scheduler: str) -> str:
                      f"got {scheduler!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
 
 
+#: what the local cluster's nannies must not put into their workers' environment (:func:`_local_cluster`)
+UNSET_WORKER_ENVIRON = ("MALLOC_TRIM_THRESHOLD_",)
+
+
 def _local_cluster(n_workers: int) -> LocalCluster:
     """A LocalCluster of ``n_workers`` single-threaded processes and no dashboard.
 
     ``dashboard_address=None`` alone still serves HTTP on port 8787 (distributed always starts the
     scheduler's HTTP server); it is bound to a free local port and stopped at once.
+
+    Its nannies spawn their workers without distributed's ``MALLOC_TRIM_THRESHOLD_=65536``
+    (``distributed.nanny.pre-spawn-environ``; a value in this process's own environment is still inherited).
+    Setting that variable at all turns off glibc's dynamic mmap threshold [1]_, so every array above
+    128 KiB is mapped and unmapped again, its pages faulted in anew: a CRM repetition of the tables then
+    spends about five times as long in the kernel and takes about 1.4 times as long (the performance page).
+    The numbers do not depend on it.
+
+    References
+    ----------
+    .. [1] The GNU C Library, ``mallopt(3)``: ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD`` (setting either
+       disables the dynamic adjustment of the mmap threshold).
     """
+    import dask
     from dask.distributed import LocalCluster
 
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                           dashboard_address="127.0.0.1:0", worker_dashboard_address=None)
+    unset = {f"distributed.nanny.pre-spawn-environ.{name}": None for name in UNSET_WORKER_ENVIRON}
+    with dask.config.set(unset):  # the nannies read it once, when made; a restarted worker gets the same
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                               dashboard_address="127.0.0.1:0", worker_dashboard_address=None)
     http = getattr(cluster.scheduler, "http_server", None)
     if http is not None:
         async def _stop() -> None:
