@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -30,6 +31,8 @@ FIXTURE = Path(__file__).parent / "fixtures" / "batch_fixture.ipynb"
 DASK = [sys.executable, "-m", "dask"]
 # a worker takes a task only when it has a free thread (no task waits behind a running one on a worker)
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
+# the Dask configuration the batch guide gives for workers started by hand ("Several machines")
+GUIDE_DASK_CONFIG = re.search(r"```yaml\n(.*?)```", (ROOT / "docs" / "guide" / "batch.md").read_text(), re.S).group(1)
 VARIABLES = ("DPKIT_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
 
 THREADS_PARAMETERS = """SEED: int = 0
@@ -273,17 +276,52 @@ def test_check_workers_names_the_worker_and_the_path(tmp_path, monkeypatch):
     assert not list(out.glob(".worker-check-*"))  # the token is removed either way
 
 
+def test_the_local_clusters_workers_start_without_malloc_trim_threshold(monkeypatch):
+    """distributed's nannies set ``MALLOC_TRIM_THRESHOLD_=65536``, which turns off glibc's dynamic mmap threshold
+    (every array above 128 KiB mapped and faulted in anew: a CRM table repetition 1.4x slower); the local cluster's
+    do not, and the caller's environment is as it was afterwards."""
+    from dpkit.batch.scheduler import batch_client
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with batch_client("local", 1) as client:
+        seen = client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_")
+    assert list(seen.values()) == [None]
+    assert "MALLOC_TRIM_THRESHOLD_" not in os.environ
+
+
+def test_check_workers_warns_of_a_worker_with_malloc_trim_threshold(tmp_path, monkeypatch):
+    nb = make_notebook(tmp_path, "threads.ipynb", parameters=THREADS_PARAMETERS, body=THREADS_BODY)
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_workers(_InProcessClient(), [nb], out)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    with pytest.warns(RuntimeWarning, match=r"1 of 1 Dask workers \(first: tcp://pretend:2\) run with "
+                                            r"MALLOC_TRIM_THRESHOLD_=65536"):
+        check_workers(_InProcessClient(), [nb], out)
+
+
 # --------------------------------------------------------------------------- a real cluster
 @pytest.mark.notebook
 @pytest.mark.slow
 def test_a_dask_cluster_gives_the_local_clusters_records(tmp_path, processes):
     """``dask scheduler`` + two ``dask worker`` processes (in other working directories): the same records, to
     the bit, as the local cluster."""
-    address, _ = _cluster(processes, tmp_path, 2)
+    # worker 1 is started as the batch guide says (a Dask configuration without MALLOC_TRIM_THRESHOLD_), worker 0
+    # as distributed does by default: the batch warns of that one
+    config = tmp_path / "dask-config"
+    config.mkdir()
+    (config / "dpkit.yaml").write_text(GUIDE_DASK_CONFIG)
+    address, _ = _cluster(processes, tmp_path, 2, prefix=lambda i: ["env", f"DASK_CONFIG={config}"] if i else [])
     (tmp_path / "batch_fixture.ipynb").write_bytes(FIXTURE.read_bytes())
     m = _write_manifest(tmp_path, [{"notebook": "batch_fixture.ipynb", "grid": {"SEED": [0, 1, 2]}}])
     remote = _batch([str(m), "--scheduler", address, "--output", str(tmp_path / "remote")])
     assert remote.returncode == 0, remote.stdout + remote.stderr
+    assert "1 of 2 Dask workers" in remote.stderr and "MALLOC_TRIM_THRESHOLD_=65536" in remote.stderr, remote.stderr
     assert "3 ok" in remote.stdout and f"threads per run (each Dask worker's share of its cores): {thread_share(_cores(), 2)}" \
         in remote.stdout, remote.stdout
     local = batch.run_manifest(m, scheduler="local", workers=2, output=tmp_path / "local")
