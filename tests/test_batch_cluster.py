@@ -24,7 +24,7 @@ import yaml
 from batch_notebooks import make_notebook
 
 from dpkit import batch
-from dpkit.batch.cluster import check_workers, probe_worker, thread_environ, thread_share
+from dpkit.batch.cluster import check_workers, cluster_shares, probe_worker, slot_key, thread_environ, thread_share
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "batch_fixture.ipynb"
@@ -299,10 +299,13 @@ def test_check_workers_warns_of_a_worker_with_malloc_trim_threshold(tmp_path, mo
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_workers(_InProcessClient(), [nb], out)
+        assert cluster_shares(_InProcessClient()) == {slot_key(): _cores()}
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
     with pytest.warns(RuntimeWarning, match=r"1 of 1 Dask workers \(first: tcp://pretend:2\) run with "
                                             r"MALLOC_TRIM_THRESHOLD_=65536"):
         check_workers(_InProcessClient(), [nb], out)
+    with pytest.warns(RuntimeWarning, match=r"MALLOC_TRIM_THRESHOLD_=65536 .* dask\.config\.set"):
+        cluster_shares(_InProcessClient())  # the notebook's own check, for a cluster it did not start
 
 
 # --------------------------------------------------------------------------- a real cluster

@@ -72,10 +72,14 @@ def _bits(records) -> list[tuple]:
 
 
 def _local_cluster(n: int = 2):
+    """Worker processes as the batch's local cluster starts them (without ``MALLOC_TRIM_THRESHOLD_``, of which
+    :func:`~dpkit.batch.cluster.cluster_shares` warns)."""
+    import dask
     from distributed import LocalCluster
 
-    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                        worker_dashboard_address=None)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                            worker_dashboard_address=None)
 
 
 def test_repetition_workers_resolves_the_notebook_parameters(monkeypatch):

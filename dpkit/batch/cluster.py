@@ -46,7 +46,8 @@ from dpkit.core.threads import thread_environ, thread_share
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["thread_share", "thread_environ", "slot_key", "probe_worker", "check_workers", "worker_share", "cluster_shares"]
+__all__ = ["thread_share", "thread_environ", "slot_key", "probe_worker", "check_workers", "worker_share", "cluster_shares",
+           "warn_malloc_trim"]
 
 def _mask() -> list[int]:
     try:
@@ -128,13 +129,21 @@ def check_workers(client: Client, notebooks: list[Path], output: Path) -> dict[s
         addr, i = bad[0]
         more = f" (and {len(bad) - 1} more worker(s))" if len(bad) > 1 else ""
         raise BatchError(f"Dask worker {addr} (working directory {i['cwd']}) {i['problem']}{more}")
+    warn_malloc_trim(infos, stacklevel=3)
+    return _shares(infos.values())
+
+
+def warn_malloc_trim(infos: dict[str, dict[str, Any]], *, stacklevel: int = 2) -> None:
+    """A ``RuntimeWarning`` if a worker's probe (``infos``: address → :func:`probe_worker`'s or the slot info) saw
+    ``MALLOC_TRIM_THRESHOLD_`` in its environment (module docstring), naming how many and the first."""
     trimmed = sorted(addr for addr, i in infos.items() if i.get("malloc_trim") is not None)
     if trimmed:
         warnings.warn(f"{len(trimmed)} of {len(infos)} Dask workers (first: {trimmed[0]}) run with MALLOC_TRIM_THRESHOLD_="
                       f"{infos[trimmed[0]]['malloc_trim']} (distributed's nanny sets it by default), which turns off glibc's "
                       "dynamic mmap threshold: their runs take about 1.4 times as long (the same numbers). Start the "
-                      "workers without it (the batch guide: 'A cluster of several machines')", RuntimeWarning, stacklevel=2)
-    return _shares(infos.values())
+                      "workers without it: the batch guide's Dask configuration (\"Several machines\"), or for a Client "
+                      "made in a notebook, dask.config.set({'distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_': "
+                      "None}) before making it", RuntimeWarning, stacklevel=stacklevel)
 
 
 def _shares(infos: Any) -> dict[str, int]:
@@ -148,13 +157,17 @@ def _shares(infos: Any) -> dict[str, int]:
 
 
 def _slot_info(dask_worker: Any = None) -> dict[str, Any]:
-    return {"slot": slot_key(), "cores": len(_mask()), "nthreads": _nthreads(dask_worker) if dask_worker is not None else 1}
+    return {"slot": slot_key(), "cores": len(_mask()), "nthreads": _nthreads(dask_worker) if dask_worker is not None else 1,
+            "malloc_trim": os.environ.get("MALLOC_TRIM_THRESHOLD_")}
 
 
 def cluster_shares(client: Client) -> dict[str, int]:
     """The thread share of each slot key of ``client``'s workers now (as :func:`check_workers`, without its file
-    checks): what each of a worker's task slots may use (:func:`worker_share`)."""
-    return _shares(client.run(_slot_info).values())
+    checks, with its warning of ``MALLOC_TRIM_THRESHOLD_``): what each of a worker's task slots may use
+    (:func:`worker_share`)."""
+    infos = client.run(_slot_info)
+    warn_malloc_trim(infos, stacklevel=3)
+    return _shares(infos.values())
 
 
 def worker_share(shares: dict[str, int], worker: Any) -> int:
