@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -294,8 +295,6 @@ def test_check_workers_warns_of_a_worker_with_malloc_trim_threshold(tmp_path, mo
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_workers(_InProcessClient(), [nb], out)

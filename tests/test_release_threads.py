@@ -8,6 +8,7 @@ CRM's size (d = 101, n ≈ 2,000), and with them every error of the record.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from threadpoolctl import threadpool_limits
 
 from dpkit.experiments import run_cell
@@ -80,8 +81,6 @@ def test_limit_threads_keeps_its_controller_until_a_module_is_imported(monkeypat
 
 
 def test_limit_threads_names_a_wrong_argument():
-    import pytest
-
     from dpkit.core.threads import limit_threads
 
     with pytest.raises(ValueError, match=r"limits must be an integer in \[1, inf\]; got 0"):

@@ -232,11 +232,16 @@ def repetition_task(i: int, job: CellsJob, *, folder: str | None, identity: Mapp
             lock.release()
 
 
+#: Dask priority of the prepare tasks (:func:`_prepare`); repetitions have Dask's default, 0
+PREPARE_PRIORITY = 1
+
+
 def _prepare(client: Client, job: CellsJob, shipped: Any, *, shares: Mapping[str, int], label: str,
              tag: str) -> list[Any]:
     """One :func:`prepare_task` per σ whose exact answers use a fitted embedding, when the workers share a disk cache
     (:func:`dpkit.queries.disk_cache.cache_dir`): the repetitions wait for them, so each embedding is fitted once
-    (the σ's in parallel) instead of once per worker that happens to start a repetition first."""
+    (the σ's in parallel) instead of once per worker that happens to start a repetition first. They run before any
+    repetition already queued (:data:`PREPARE_PRIORITY`)."""
     from dpkit.queries import disk_cache
     from dpkit.queries.exact import DEFAULT_TOL, lowrank_worth
     from dpkit.queries.lowrank import FitOptions
@@ -245,8 +250,10 @@ def _prepare(client: Client, job: CellsJob, shipped: Any, *, shares: Mapping[str
         return []
     n_centres = int(job.n_queries) * int(job.J)
     sigmas = [s for s in job.sigmas if lowrank_worth(job.X.shape[0], n_centres, FitOptions(tol=DEFAULT_TOL))]
-    return [client.submit(prepare_task, shipped, s, shares=shares, pure=False, key=f"fit-{label}-{s:g}-{tag}")
-            for s in sigmas]
+    # before any queued repetition (Dask's default priority is 0): a fit gates all of its run's repetitions, while
+    # another run's repetitions can fill the workers around it
+    return [client.submit(prepare_task, shipped, s, shares=shares, pure=False, key=f"fit-{label}-{s:g}-{tag}",
+                          priority=PREPARE_PRIORITY) for s in sigmas]
 
 
 # --------------------------------------------------------------------------- the notebook's side
