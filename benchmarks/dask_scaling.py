@@ -5,9 +5,10 @@ Run ``python -m benchmarks.dask_scaling [--quick] [--json FILE]`` on an otherwis
 The same small but real work runs twice in this one invocation, on a fresh local Dask cluster of 1 and then of
 2 single-threaded workers (:class:`dpkit.batch.repetitions.DaskRepetitions`, exactly as the batch runner's
 notebooks do): the Tables 3.2/3.3 methods (trigonometric mechanisms I and II, the thesis's parameters) on every
-σ of each data set (default WDBC and CSN) with a reduced number of repetitions, one ``run_cells`` per data set at
-once (one notebook kernel per data set in a batch). Each run has a disk cache of its own (``DPKIT_CACHE_DIR``,
-fresh), so the second run does not reuse the first one's exact answers. It prints
+σ of each data set (default WDBC and CSN) with a reduced number of repetitions, one ``run_cells`` per run of the
+tables manifest at once (one notebook kernel per run in a batch: CSN's σ in three groups, so its σ = 2 embedding's
+fit gates only that group's repetitions; ``--groups dataset``: one run of every σ per data set). Each run has a
+disk cache of its own (``DPKIT_CACHE_DIR``, fresh), so the second run does not reuse the first one's exact answers. It prints
 
 * the wall time of each run and the speed-up (1 worker / 2 workers) measured here (after each worker has
   imported dpkit and hashed its sources, once per worker process, reported apart);
@@ -62,9 +63,43 @@ def _task_seconds(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
+#: the manifest whose runs the benchmark's jobs follow by default (``--groups manifest``)
+TABLES_MANIFEST = Path(__file__).resolve().parents[1] / "notebooks" / "manifests" / "tables.yaml"
+
+
+def manifest_groups(names: Sequence[str], sigmas: Sequence[float], manifest: Path = TABLES_MANIFEST
+                    ) -> list[tuple[str, tuple[float, ...]]]:
+    """The (data set, σ's) of each run of ``manifest`` (its ``grid``s expanded), for the data sets ``names`` and
+    the σ's ``sigmas`` only, in the manifest's order; a data set the manifest does not run gets one job of every σ."""
+    import itertools
+
+    import yaml
+
+    spec = yaml.safe_load(manifest.read_text())
+    defaults = spec.get("defaults", {})
+    wanted = [float(x) for x in sigmas]
+    out: list[tuple[str, tuple[float, ...]]] = []
+    for run in spec["runs"]:
+        grid = run.get("grid", {})
+        keys = list(grid)
+        for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
+            params = {**defaults, **run.get("parameters", {}), **dict(zip(keys, values))}
+            run_sigmas = [float(x) for x in params.get("SIGMAS", wanted)]
+            for name in params.get("DATASETS", []):
+                chosen = tuple(x for x in run_sigmas if x in wanted)
+                if name in names and chosen:
+                    out.append((name, chosen))
+    for name in names:
+        if not any(n == name for n, _ in out):
+            out.append((name, tuple(wanted)))
+    return out
+
+
 def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sigmas: Sequence[float], reps: int,
-             n_queries: int, seed: int = 0) -> dict[str, Any]:
-    """Every data set's ``run_cells`` at once (one thread each) on a fresh local cluster of ``workers`` workers."""
+             n_queries: int, seed: int = 0, groups: Sequence[tuple[str, tuple[float, ...]]] | None = None
+             ) -> dict[str, Any]:
+    """Every job's ``run_cells`` at once (one thread each) on a fresh local cluster of ``workers`` workers: one job
+    per data set with every σ, or one per ``groups`` entry (data set, its σ's), as the batch runs a manifest."""
     from distributed import Client
 
     from dpkit.batch.repetitions import DaskRepetitions
@@ -77,10 +112,13 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
         address = client.scheduler.address
         errors: list[BaseException] = []
 
-        def one(name: str) -> None:
+        jobs = list(groups) if groups is not None else [(name, tuple(sigmas)) for name in data]
+
+        def one(name: str, job_sigmas: tuple[float, ...]) -> None:
+            label = name if groups is None else f"{name} σ {','.join(f'{x:g}' for x in job_sigmas)}"
             try:
-                run_cells(data[name], methods=methods, sigmas=sigmas, reps=reps, seed=seed, dataset=name,
-                          n_queries=n_queries, checkpoint=Path(tmp) / "keep" / name, workers=DaskRepetitions(address))
+                run_cells(data[name], methods=methods, sigmas=list(job_sigmas), reps=reps, seed=seed, dataset=name,
+                          n_queries=n_queries, checkpoint=Path(tmp) / "keep" / label, workers=DaskRepetitions(address))
             except BaseException as exc:  # re-raised below
                 errors.append(exc)
 
@@ -88,7 +126,7 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
         client.run(_warm_up)
         warm = time.perf_counter() - t0
         t0 = time.perf_counter()
-        threads = [threading.Thread(target=one, args=(name,)) for name in data]
+        threads = [threading.Thread(target=one, args=job) for job in jobs]
         for t in threads:
             t.start()
         for t in threads:
@@ -125,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--project", nargs="+", type=int, default=[2, 8, 64], help="worker counts of the projection")
     ap.add_argument("--quick", action="store_true", help="a tiny size (WDBC, 2 σ, 2 repetitions, 300 queries): "
                                                           "checks that the script works, measures nothing")
+    ap.add_argument("--groups", choices=("manifest", "dataset"), default="manifest",
+                    help="manifest (default): one job per run of notebooks/manifests/tables.yaml (CSN and CRM in three "
+                         "groups of σ, WDBC in one), as `make tables` runs them; dataset: one job of every σ per data set")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     if args.quick:
@@ -138,11 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     methods = table_methods(("I", "II"), ("correct",), **TABLE_PARAMS)
     data = _load(args.datasets)
     load = os.getloadavg()
-    runs = [run_once(data, methods, workers=w, sigmas=args.sigmas, reps=args.reps, n_queries=args.n_queries)
-            for w in (1, 2)]
+    groups = manifest_groups(list(data), args.sigmas) if args.groups == "manifest" else None
+    runs = [run_once(data, methods, workers=w, sigmas=args.sigmas, reps=args.reps, n_queries=args.n_queries,
+                     groups=groups) for w in (1, 2)]
     durations = [t["seconds"] for t in runs[0]["tasks"]]
     result = {
         "datasets": {k: list(v.shape) for k, v in data.items()}, "sigmas": args.sigmas, "reps": args.reps,
+        "jobs": [[name, list(x)] for name, x in groups] if groups is not None else None,
         "n_queries": args.n_queries, "runs": runs, "speedup_2_workers": runs[0]["wall_s"] / runs[1]["wall_s"],
         "shipping": shipping_cost(data, methods), "projection": project(durations, args.project),
         "meta": {"cores": len(os.sched_getaffinity(0)), "loadavg_before": load, "loadavg_after": os.getloadavg(),
@@ -150,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"data sets {', '.join(f'{k} {v[0]}x{v[1]}' for k, v in result['datasets'].items())}; σ {args.sigmas}; "
           f"{args.reps} repetitions of {args.n_queries} queries; trig-I and trig-II")
+    if groups is not None:
+        print("jobs as the tables manifest's runs: " + "; ".join(f"{n} σ {'/'.join(f'{x:g}' for x in g)}"
+                                                                  for n, g in groups))
     for r in runs:
         print(f"{r['workers']} worker(s): {r['wall_s']:.2f} s wall, {len(r['tasks'])} repetition tasks "
               f"(after {r['warm_up_s']:.2f} s of the workers' imports and source hash, not counted)")
