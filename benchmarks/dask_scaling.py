@@ -38,7 +38,7 @@ from typing import Any
 
 from dpkit.batch.projection import list_schedule, project
 
-__all__ = ["list_schedule", "project", "main"]
+__all__ = ["list_schedule", "project", "main", "manifest_groups", "job_label"]
 
 #: Tables 3.2/3.3's parameters (notebook 20's defaults)
 TABLE_PARAMS = dict(epsilon=1.0, delta=1e-3, C=10_000, R=50, k=2, n_iter=10, kappa=7.0)
@@ -69,30 +69,23 @@ TABLES_MANIFEST = Path(__file__).resolve().parents[1] / "notebooks" / "manifests
 
 def manifest_groups(names: Sequence[str], sigmas: Sequence[float], manifest: Path = TABLES_MANIFEST
                     ) -> list[tuple[str, tuple[float, ...]]]:
-    """The (data set, σ's) of each run of ``manifest`` (its ``grid``s expanded), for the data sets ``names`` and
-    the σ's ``sigmas`` only, in the manifest's order; a data set the manifest does not run gets one job of every σ."""
-    import itertools
+    """The (data set, σ's) of each run of ``manifest`` (expanded by the batch's own
+    :func:`~dpkit.batch.manifest.expand_manifest`), for the data sets ``names`` and the σ's ``sigmas`` only, in the
+    manifest's order; a data set the manifest does not run gets one job of every σ."""
+    from dpkit.batch.manifest import expand_manifest, load_manifest
 
-    import yaml
-
-    spec = yaml.safe_load(manifest.read_text())
-    defaults = spec.get("defaults", {})
     wanted = [float(x) for x in sigmas]
     out: list[tuple[str, tuple[float, ...]]] = []
-    for run in spec["runs"]:
-        grid = run.get("grid", {})
-        keys = list(grid)
-        for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
-            params = {**defaults, **run.get("parameters", {}), **dict(zip(keys, values))}
-            run_sigmas = [float(x) for x in params.get("SIGMAS", wanted)]
-            for name in params.get("DATASETS", []):
-                chosen = tuple(x for x in run_sigmas if x in wanted)
-                if name in names and chosen:
-                    out.append((name, chosen))
-    for name in names:
-        if not any(n == name for n, _ in out):
-            out.append((name, tuple(wanted)))
+    for spec in expand_manifest(load_manifest(manifest)):
+        chosen = tuple(float(x) for x in spec.parameters.get("SIGMAS", wanted) if float(x) in wanted)
+        out += [(name, chosen) for name in spec.parameters.get("DATASETS", []) if name in names and chosen]
+    out += [(name, tuple(wanted)) for name in names if not any(n == name for n, _ in out)]
     return out
+
+
+def job_label(name: str, sigmas: Sequence[float]) -> str:
+    """A job's name in the output and its checkpoint folder: the data set and its σ's."""
+    return f"{name} σ {','.join(f'{x:g}' for x in sigmas)}"
 
 
 def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sigmas: Sequence[float], reps: int,
@@ -115,7 +108,7 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
         jobs = list(groups) if groups is not None else [(name, tuple(sigmas)) for name in data]
 
         def one(name: str, job_sigmas: tuple[float, ...]) -> None:
-            label = name if groups is None else f"{name} σ {','.join(f'{x:g}' for x in job_sigmas)}"
+            label = name if groups is None else job_label(name, job_sigmas)
             try:
                 run_cells(data[name], methods=methods, sigmas=list(job_sigmas), reps=reps, seed=seed, dataset=name,
                           n_queries=n_queries, checkpoint=Path(tmp) / "keep" / label, workers=DaskRepetitions(address))
@@ -194,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data sets {', '.join(f'{k} {v[0]}x{v[1]}' for k, v in result['datasets'].items())}; σ {args.sigmas}; "
           f"{args.reps} repetitions of {args.n_queries} queries; trig-I and trig-II")
     if groups is not None:
-        print("jobs as the tables manifest's runs: " + "; ".join(f"{n} σ {'/'.join(f'{x:g}' for x in g)}"
-                                                                  for n, g in groups))
+        print("jobs as the tables manifest's runs: " + "; ".join(job_label(n, g) for n, g in groups))
     for r in runs:
         print(f"{r['workers']} worker(s): {r['wall_s']:.2f} s wall, {len(r['tasks'])} repetition tasks "
               f"(after {r['warm_up_s']:.2f} s of the workers' imports and source hash, not counted)")

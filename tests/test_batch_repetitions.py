@@ -77,7 +77,9 @@ def _local_cluster(n: int = 2):
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    from dpkit.batch.scheduler import LOCAL_WORKER_CONFIG
+
+    with dask.config.set(LOCAL_WORKER_CONFIG):
         return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                             worker_dashboard_address=None)
 
@@ -367,6 +369,18 @@ def test_run_durations_and_the_projection_table():
     text = projection_markdown(run_durations(runs))
     assert "from 3 measured tasks" in text and "| 2 | 2 min | 2 min | 3 min |" in text, text
     assert projection_markdown(None).startswith("No projection")
+
+
+def test_the_scaling_benchmark_runs_the_tables_manifests_groups():
+    """benchmarks/dask_scaling.py's jobs are the tables manifest's runs (expanded by the batch), restricted to the
+    data sets and σ's asked for; a data set the manifest does not run gets every σ in one job."""
+    import benchmarks.dask_scaling as bench
+
+    assert bench.manifest_groups(["WDBC", "CSN"], [2, 4, 6, 8, 10]) == [
+        ("CSN", (4.0, 6.0)), ("CSN", (8.0, 10.0)), ("CSN", (2.0,)), ("WDBC", (2.0, 4.0, 6.0, 8.0, 10.0))]
+    assert bench.manifest_groups(["CSN"], [2, 6]) == [("CSN", (6.0,)), ("CSN", (2.0,))]
+    assert bench.manifest_groups(["NEW"], [4]) == [("NEW", (4.0,))]
+    assert bench.job_label("CSN", (4.0, 6.0)) == "CSN σ 4,6"
 
 
 def test_one_helper_sets_and_restores_environment_variables_for_the_runner_and_the_benchmark(monkeypatch):

@@ -73,9 +73,7 @@ def probe_worker(output: str, token_name: str, token: str, notebooks: dict[str, 
     ``problem`` is ``None`` when the worker reads ``token`` from ``<output>/<token_name>``, can create a file
     in ``output`` and reads every notebook of ``notebooks`` (path → fingerprint) with the same fingerprint.
     """
-    info: dict[str, Any] = {"slot": slot_key(), "cores": len(_mask()), "cwd": os.getcwd(),
-                            "nthreads": _nthreads(dask_worker) if dask_worker is not None else 1, "problem": None,
-                            "malloc_trim": os.environ.get("MALLOC_TRIM_THRESHOLD_")}
+    info: dict[str, Any] = {**_slot_info(dask_worker), "cwd": os.getcwd(), "problem": None}
     out = Path(output)
     try:
         seen = (out / token_name).read_text()

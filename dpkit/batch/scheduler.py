@@ -19,7 +19,7 @@ from dpkit.core.threads import environ_restored
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
 
-__all__ = ["check_scheduler", "batch_client", "environ_restored"]
+__all__ = ["check_scheduler", "batch_client", "environ_restored", "LOCAL_WORKER_CONFIG"]
 
 
 # --------------------------------------------------------------------------- batches
@@ -36,8 +36,9 @@ def check_scheduler(scheduler: str) -> str:
                      f"got {scheduler!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
 
 
-#: what the local cluster's nannies must not put into their workers' environment (:func:`_local_cluster`)
-UNSET_WORKER_ENVIRON = ("MALLOC_TRIM_THRESHOLD_",)
+#: the Dask configuration the local cluster is made under (:func:`_local_cluster`): its nannies do not put
+#: ``MALLOC_TRIM_THRESHOLD_`` into their workers' environment
+LOCAL_WORKER_CONFIG: dict[str, None] = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 
 
 def _local_cluster(n_workers: int) -> LocalCluster:
@@ -61,8 +62,7 @@ def _local_cluster(n_workers: int) -> LocalCluster:
     import dask
     from dask.distributed import LocalCluster
 
-    unset = {f"distributed.nanny.pre-spawn-environ.{name}": None for name in UNSET_WORKER_ENVIRON}
-    with dask.config.set(unset):  # the nannies read it once, when made; a restarted worker gets the same
+    with dask.config.set(LOCAL_WORKER_CONFIG):  # the nannies read it once, when made; a restarted worker gets the same
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                dashboard_address="127.0.0.1:0", worker_dashboard_address=None)
     http = getattr(cluster.scheduler, "http_server", None)
