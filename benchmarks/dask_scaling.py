@@ -2,17 +2,21 @@
 
 Run ``python -m benchmarks.dask_scaling [--quick] [--json FILE]`` on an otherwise idle machine.
 
-The same small but real work runs twice in this one invocation, on a fresh local Dask cluster of 1 and then of
-2 single-threaded workers (:class:`dpkit.batch.repetitions.DaskRepetitions`, exactly as the batch runner's
-notebooks do): the Tables 3.2/3.3 methods (trigonometric mechanisms I and II, the thesis's parameters) on every
+The same small but real work runs three times in this one invocation, each on a fresh local Dask cluster of
+single-threaded workers (:class:`dpkit.batch.repetitions.DaskRepetitions`, exactly as the batch runner's notebooks
+do): 1 worker held to one core of the machine, 1 worker on every core, 2 workers. A worker's tasks use its thread
+share, its cores over its task slots (:func:`dpkit.batch.cluster.worker_share`), so the lone worker on two cores
+computes each repetition and each fit with two threads: against it, two workers measure processes against threads
+on the same cores, not the scaling with workers. The scaling is 2 workers against the worker on one core. The work:
+the Tables 3.2/3.3 methods (trigonometric mechanisms I and II, the thesis's parameters) on every
 σ of each data set (default WDBC and CSN) with a reduced number of repetitions, one ``run_cells`` per run of the
 tables manifest at once (one notebook kernel per run in a batch: CSN's σ in three groups, so its σ = 2 embedding's
 fit gates only that group's repetitions; ``--groups dataset``: one run of every σ per data set). Each run has a
-disk cache of its own (``DPKIT_CACHE_DIR``, fresh), so the second run does not reuse the first one's exact answers. It prints
+disk cache of its own (``DPKIT_CACHE_DIR``, fresh), so no run reuses another one's exact answers or fits. It prints
 
-* the wall time of each run and the speed-up (1 worker / 2 workers) measured here (after each worker has
-  imported dpkit and hashed its sources, once per worker process, reported apart);
-* the duration of every repetition task (its own wall time, kept in its checkpoint file) on 1 worker;
+* the wall time of each run and both speed-ups measured here (after each worker has imported dpkit and hashed its
+  sources, once per worker process, reported apart);
+* the duration of every repetition task (its own wall time, kept in its checkpoint file) on the worker on one core;
 * the cost of sending a data set's job to the workers once (pickled size and time);
 * a projection of the wall time on W = 2, 8, 64 workers from the measured task durations: the lower bound
   ``max(longest task, total / W)`` (the critical path is the longest task: a repetition is not split), the
@@ -24,6 +28,7 @@ The records do not depend on the number of workers (tests/test_batch_repetitions
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -38,7 +43,7 @@ from typing import Any
 
 from dpkit.batch.projection import list_schedule, project
 
-__all__ = ["list_schedule", "project", "main", "manifest_groups", "job_label"]
+__all__ = ["list_schedule", "project", "main", "manifest_groups", "job_label", "pin_process", "run_once"]
 
 #: Tables 3.2/3.3's parameters (notebook 20's defaults)
 TABLE_PARAMS = dict(epsilon=1.0, delta=1e-3, C=10_000, R=50, k=2, n_iter=10, kappa=7.0)
@@ -88,11 +93,25 @@ def job_label(name: str, sigmas: Sequence[float]) -> str:
     return f"{name} σ {','.join(f'{x:g}' for x in sigmas)}"
 
 
+def pin_process(cores: int) -> list[int]:
+    """Hold this process, every one of its threads, to the first ``cores`` CPUs of its affinity mask (Linux); the
+    threads it starts later inherit the mask. Returns the CPUs."""
+    chosen = sorted(os.sched_getaffinity(0))[:int(cores)]
+    if len(chosen) < int(cores) or int(cores) < 1:
+        raise ValueError(f"cores must be between 1 and {len(os.sched_getaffinity(0))} (this process's CPUs); got {cores}")
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(tid), chosen)
+    return chosen
+
+
 def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sigmas: Sequence[float], reps: int,
-             n_queries: int, seed: int = 0, groups: Sequence[tuple[str, tuple[float, ...]]] | None = None
-             ) -> dict[str, Any]:
+             n_queries: int, seed: int = 0, groups: Sequence[tuple[str, tuple[float, ...]]] | None = None,
+             cores: int | None = None) -> dict[str, Any]:
     """Every job's ``run_cells`` at once (one thread each) on a fresh local cluster of ``workers`` workers: one job
-    per data set with every σ, or one per ``groups`` entry (data set, its σ's), as the batch runs a manifest."""
+    per data set with every σ, or one per ``groups`` entry (data set, its σ's), as the batch runs a manifest.
+    ``cores``: each worker process is held to that many CPUs first (:func:`pin_process`; its thread share follows
+    from its mask); the scheduler and the jobs' threads in this process are not."""
     from distributed import Client
 
     from dpkit.batch.repetitions import DaskRepetitions
@@ -115,6 +134,7 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
             except BaseException as exc:  # re-raised below
                 errors.append(exc)
 
+        pinned = client.run(pin_process, cores) if cores is not None else None
         t0 = time.perf_counter()  # each worker imports dpkit and hashes its sources once (a batch pays this once too)
         client.run(_warm_up)
         warm = time.perf_counter() - t0
@@ -127,7 +147,8 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
         wall = time.perf_counter() - t0
         if errors:
             raise errors[0]
-        return {"workers": workers, "wall_s": wall, "warm_up_s": warm, "tasks": _task_seconds(Path(tmp) / "keep")}
+        return {"workers": workers, "cores": cores, "pinned": pinned, "wall_s": wall, "warm_up_s": warm,
+                "tasks": _task_seconds(Path(tmp) / "keep")}
 
 
 def _warm_up() -> str:
@@ -173,13 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     data = _load(args.datasets)
     load = os.getloadavg()
     groups = manifest_groups(list(data), args.sigmas) if args.groups == "manifest" else None
+    # 1 worker on one core (the scaling's baseline), 1 worker on every core (a thread share of 2), 2 workers
     runs = [run_once(data, methods, workers=w, sigmas=args.sigmas, reps=args.reps, n_queries=args.n_queries,
-                     groups=groups) for w in (1, 2)]
+                     groups=groups, cores=c) for w, c in ((1, 1), (1, None), (2, None))]
     durations = [t["seconds"] for t in runs[0]["tasks"]]
     result = {
         "datasets": {k: list(v.shape) for k, v in data.items()}, "sigmas": args.sigmas, "reps": args.reps,
         "jobs": [[name, list(x)] for name, x in groups] if groups is not None else None,
-        "n_queries": args.n_queries, "runs": runs, "speedup_2_workers": runs[0]["wall_s"] / runs[1]["wall_s"],
+        "n_queries": args.n_queries, "runs": runs,
+        "speedup_2_workers_vs_1_core": runs[0]["wall_s"] / runs[2]["wall_s"],
+        "speedup_2_workers_vs_1_worker_all_cores": runs[1]["wall_s"] / runs[2]["wall_s"],
         "shipping": shipping_cost(data, methods), "projection": project(durations, args.project),
         "meta": {"cores": len(os.sched_getaffinity(0)), "loadavg_before": load, "loadavg_after": os.getloadavg(),
                  "python": sys.version.split()[0]},
@@ -189,11 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     if groups is not None:
         print("jobs as the tables manifest's runs: " + "; ".join(job_label(n, g) for n, g in groups))
     for r in runs:
-        print(f"{r['workers']} worker(s): {r['wall_s']:.2f} s wall, {len(r['tasks'])} repetition tasks "
+        cpus = sorted({c for pinned in (r["pinned"] or {}).values() for c in pinned})
+        where = f"on CPU {','.join(map(str, cpus))}" if cpus else f"on {result['meta']['cores']} cores"
+        print(f"{r['workers']} worker(s) {where}: {r['wall_s']:.2f} s wall, {len(r['tasks'])} repetition tasks "
               f"(after {r['warm_up_s']:.2f} s of the workers' imports and source hash, not counted)")
-    print(f"speed-up on 2 workers (measured): {result['speedup_2_workers']:.2f}x")
-    print("repetition tasks on 1 worker (s): " + ", ".join(f"{t['dataset']} {t['rep']}: {t['seconds']:.2f}"
-                                                           for t in runs[0]["tasks"]))
+    print(f"speed-up of 2 workers over 1 worker on one core (the scaling): "
+          f"{result['speedup_2_workers_vs_1_core']:.2f}x")
+    print(f"speed-up of 2 workers over 1 worker on every core (processes against threads): "
+          f"{result['speedup_2_workers_vs_1_worker_all_cores']:.2f}x")
+    print("repetition tasks on 1 worker on one core (s): " + ", ".join(
+        f"{t['dataset']} {t['rep']}: {t['seconds']:.2f}" for t in runs[0]["tasks"]))
     for name, s in result["shipping"].items():
         print(f"job of {name} sent once per worker: {s['bytes'] / 1e6:.2f} MB pickled in {s['pickle_s'] * 1e3:.1f} ms")
     print(f"projection from {len(durations)} tasks, {sum(durations):.2f} s in all, longest {max(durations):.2f} s:")

@@ -410,6 +410,7 @@ def test_each_embedding_is_fitted_once_per_sigma_before_the_repetitions_start(tm
     that starts a repetition fitting its own copy; the records are a serial run's to the bit."""
     from distributed import Client, LocalCluster
 
+    from dpkit.core.threads import environ_restored, thread_environ
     from dpkit.queries import exact, lowrank
     from dpkit.queries.truth_cache import clear_truth_cache
 
@@ -428,7 +429,9 @@ def test_each_embedding_is_fitted_once_per_sigma_before_the_repetitions_start(tm
     methods = {"marginals-histogram": get("marginals-histogram"), "floor": SamplingFloor(size=15)}
     exact.clear_cache()
     clear_truth_cache()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+    # in-process workers: their tasks set the thread variables (their share) in this process; put them back after
+    with environ_restored(list(thread_environ(1))), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
             Client(c, set_as_default=False):
         dask = ex.run_cells(big, methods=methods, workers=DaskRepetitions(c.scheduler_address), **kw)
     assert sorted(fits) == sorted(SIGMAS), fits  # once per σ, by the prepare tasks
@@ -437,3 +440,36 @@ def test_each_embedding_is_fitted_once_per_sigma_before_the_repetitions_start(tm
     monkeypatch.setenv("DPKIT_CACHE_DIR", str(tmp_path / "cache-serial"))
     serial = ex.run_cells(big, methods=methods, workers=1, **kw)
     assert _bits(dask) == _bits(serial)
+
+
+def test_the_scaling_benchmark_holds_a_whole_process_to_one_core():
+    """benchmarks/dask_scaling.pin_process holds every thread of a process to the first CPUs of its mask (the
+    baseline worker on one core, whose thread share is then 1); a thread started earlier is held too. Run in a
+    child process, so the test's own process keeps its mask."""
+    import subprocess
+    import sys
+
+    code = """
+import os, threading
+from benchmarks.dask_scaling import pin_process
+from dpkit.batch.cluster import slot_key
+from dpkit.core.threads import thread_share
+stop = threading.Event()
+t = threading.Thread(target=stop.wait); t.start()
+first = min(os.sched_getaffinity(0))
+assert pin_process(1) == [first]
+masks = {tid: sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir('/proc/self/task')}
+stop.set(); t.join()
+assert len(masks) >= 2 and all(m == [first] for m in masks.values()), masks
+assert slot_key().endswith(f':{first}') and thread_share(len(os.sched_getaffinity(0)), 1) == 1
+for bad in (0, len(os.sched_getaffinity(0)) + 1):
+    try:
+        pin_process(bad)
+    except ValueError as exc:
+        assert 'cores must be between 1 and' in str(exc)
+    else:
+        raise AssertionError(bad)
+print('ok')
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -36,7 +36,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -192,10 +192,9 @@ def prepare_task(job: CellsJob, sigma: float, *, shares: Mapping[str, int]) -> b
 
 
 def repetition_task(i: int, job: CellsJob, *, folder: str | None, identity: Mapping[str, Any] | None,
-                    shares: Mapping[str, int], after: Sequence[Any] = ()) -> tuple[list[RunRecord], float | None]:
+                    shares: Mapping[str, int]) -> tuple[list[RunRecord], float | None]:
     """On a Dask worker: repetition ``i`` of ``job``, kept in the checkpoint ``folder`` (if any) before it returns.
 
-    ``after``: the results of tasks it waits for (:func:`prepare_task`'s; Dask passes them once they are done).
     Returns the records and the wall time of their computation (``None``: loaded, an earlier attempt kept it).
     """
     from distributed import get_worker
@@ -239,9 +238,17 @@ PREPARE_PRIORITY = 1
 def _prepare(client: Client, job: CellsJob, shipped: Any, *, shares: Mapping[str, int], label: str,
              tag: str) -> list[Any]:
     """One :func:`prepare_task` per σ whose exact answers use a fitted embedding, when the workers share a disk cache
-    (:func:`dpkit.queries.disk_cache.cache_dir`): the repetitions wait for them, so each embedding is fitted once
-    (the σ's in parallel) instead of once per worker that happens to start a repetition first. They run before any
-    repetition already queued (:data:`PREPARE_PRIORITY`)."""
+    (:func:`dpkit.queries.disk_cache.cache_dir`): the run's repetitions are submitted once they are done, so each
+    embedding is fitted once (the σ's in parallel) instead of once per worker that happens to start a repetition
+    first. They run before the repetitions of other runs that wait in the scheduler's queue
+    (:data:`PREPARE_PRIORITY`).
+
+    Why the repetitions are submitted after the fits instead of depending on them in Dask: a task whose task group
+    depends on five or more tasks (the fits and the shipped jobs; ``distributed.scheduler.rootish-taskgroup-dependencies``)
+    is not *root-ish* to Dask's scheduler, so it is assigned to a worker the moment its dependencies are done, and
+    a worker holding such a backlog takes no task from the scheduler's queue, whatever its priority. In the scaling
+    benchmark another run's fit (CSN, σ = 2) then waited behind 60 repetitions of two other runs and started at
+    49 s; submitted after the fits, the repetitions are queued like any other run's and all five fits ran first."""
     from dpkit.queries import disk_cache
     from dpkit.queries.exact import DEFAULT_TOL, lowrank_worth
     from dpkit.queries.lowrank import FitOptions
@@ -303,9 +310,15 @@ class DaskRepetitions:
             [shipped] = client.scatter([job], broadcast=True, hash=False)
             tag = uuid.uuid4().hex[:6]
             prepared = _prepare(client, job, shipped, shares=shares, label=label, tag=tag)
+            try:
+                for fit in prepared:  # the repetitions read the fitted embeddings from the disk cache (_prepare)
+                    fit.result()  # a fit's exception is raised here, before any repetition is submitted
+            except BaseException:
+                client.cancel([shipped, *prepared])
+                raise
             futures = client.map(repetition_task, todo, job=shipped, pure=False,
                                  folder=None if keep is None else str(keep.folder),
-                                 identity=None if keep is None else keep.identity, shares=shares, after=prepared,
+                                 identity=None if keep is None else keep.identity, shares=shares,
                                  key=[f"rep-{label}-{i:05d}-{tag}" for i in todo])
             index = {f.key: i for f, i in zip(futures, todo)}
             try:
