@@ -11,7 +11,6 @@ unavailable offline and are not on this machine (:class:`dpkit.data.DataUnavaila
 """
 from __future__ import annotations
 
-import ast
 import errno
 import json
 import os
@@ -27,6 +26,7 @@ from typing import Any
 from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint, run_key
 from dpkit.batch.results import UNAVAILABLE, key_problem
 from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
+from dpkit.core.pysource import literal_eval
 
 __all__ = ["execute_notebook", "failure_message", "unavailable_reason", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
@@ -186,7 +186,7 @@ def failure_message(exc: BaseException, timeout: float | None = None) -> str:
         first = lines[dashes[0] + 1].strip() if dashes and dashes[0] + 1 < len(lines) else "?"
         if first.startswith("["):  # a source stored as a list of lines is previewed as that list's repr
             try:
-                first = next((ln.strip() for ln in ast.literal_eval(first) if ln.strip()), first)
+                first = next((ln.strip() for ln in literal_eval(first) if ln.strip()), first)
             except (ValueError, SyntaxError, TypeError, AttributeError):
                 pass
         limit = f"{timeout:g} s" if timeout else "the limit"

@@ -11,7 +11,6 @@ a float, and a key given twice in one mapping is an error.
 """
 from __future__ import annotations
 
-import ast
 import difflib
 import functools
 import hashlib
@@ -28,6 +27,7 @@ import yaml
 
 from dpkit.core.exceptions import DPKitError
 from dpkit.core.paths import results_dir
+from dpkit.core.pysource import literal_eval
 
 __all__ = [
     "BatchError",
@@ -171,7 +171,7 @@ def _declared_types(annotation: str, default: str) -> frozenset[str] | None:
     ann = annotation.replace("typing.", "").replace(" ", "")
     if ann in ("", "None"):  # no annotation: the type of the default literal
         try:
-            value = ast.literal_eval(default)
+            value = literal_eval(default)
         except (ValueError, SyntaxError):
             return None
         name = type(value).__name__
@@ -213,7 +213,7 @@ def default_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
     out = {}
     for name, _ann, _types, default in _inspect(str(p), p.stat().st_mtime_ns):
         try:
-            out[name] = ast.literal_eval(default)
+            out[name] = literal_eval(default)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
     return out

@@ -29,7 +29,6 @@ naming its worker, removed when the attempt ends. A note left behind is an attem
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import os
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from dpkit.batch.cluster import thread_environ, worker_share
 from dpkit.batch.locks import RunLock
 from dpkit.core.paths import repetition_file, write_atomic
+from dpkit.core.pysource import literal_eval
 from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.parallel import InOrder
@@ -94,7 +94,7 @@ def uses_repetition_tasks(notebook: str | os.PathLike, parameters: Mapping[str, 
     if value is None:
         import papermill as pm
 
-        value = ast.literal_eval(str(pm.inspect_notebook(str(notebook))["REP_BACKEND"]["default"]))
+        value = literal_eval(str(pm.inspect_notebook(str(notebook))["REP_BACKEND"]["default"]))
     return value in ("auto", "dask")
 
 

@@ -7,7 +7,6 @@ copies) lives where ``$DPKIT_SHARED_DIR`` points, else in the ``shared`` folder 
 from __future__ import annotations
 
 import os
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -89,8 +88,9 @@ def library_fingerprint(root: str | os.PathLike | None = None) -> str:
     that does not parse enters with its bytes. ``root``: another package folder (default: the one this
     module belongs to).
     """
-    import ast
     import hashlib
+
+    from dpkit.core.pysource import parse
 
     base = Path(root) if root is not None else _HERE.parents[1]
     h = hashlib.sha256()
@@ -99,21 +99,14 @@ def library_fingerprint(root: str | os.PathLike | None = None) -> str:
         key = hashlib.sha256(raw).digest()
         body = _CODE_DIGESTS.get(key)
         if body is None:
-            with _PARSE_LOCK:  # CPython 3.11's parser is not safe to run in several threads at once (below)
-                try:
-                    body = hashlib.sha256(_code_only(ast.parse(raw)).encode()).digest()
-                except (SyntaxError, ValueError):
-                    body = hashlib.sha256(raw).digest()
+            try:  # under dpkit.core.pysource's lock: CPython 3.11's parser is not safe in several threads at once
+                body = hashlib.sha256(_code_only(parse(raw)).encode()).digest()
+            except (SyntaxError, ValueError):
+                body = hashlib.sha256(raw).digest()
             _CODE_DIGESTS[key] = body
         h.update(f.relative_to(base).as_posix().encode() + b"\0" + body + b"\0")
     return h.hexdigest()[:16]
 
-
-#: Serialises :func:`library_fingerprint`'s ``ast.parse`` calls within a process. Several batch runs execute in the
-#: threads of one Dask worker (a notebook's task secedes while its repetitions run), and CPython 3.11's parser
-#: raised ``SystemError: AST constructor recursion depth mismatch`` when two threads parsed at once
-#: (python/cpython gh-106905, fixed in later releases).
-_PARSE_LOCK = threading.Lock()
 
 #: Per-process memo of :func:`library_fingerprint`'s per-file code digests, keyed by the file's bytes' sha256.
 _CODE_DIGESTS: dict[bytes, bytes] = {}
