@@ -3,8 +3,9 @@
 On data above the threshold the screening and the ascent use the kernel mean embedding's
 surrogate ``Σ_l β_l k(z_l, c)``; the witness is still certified on the full data: its reported
 error is the exact error (checked with the reference evaluator, to the proven rounding bounds);
-at or below the threshold the result is today's exact-side search, bit for bit (values recorded
-from the search before the surrogate existed); a planted defect is found on the surrogate path.
+at or below the threshold the result is the exact-side search (to the bit in one process; the values recorded from
+the search before the surrogate existed, to the bit on the recording machine and within rounding bounds elsewhere);
+a planted defect is found on the surrogate path.
 """
 from __future__ import annotations
 
@@ -53,18 +54,29 @@ def test_lowrank_search_reports_the_exact_error_of_its_witness(data):
     assert abs(abs(a - t) - r.sup_abs) <= tol and abs(r.truth - t) <= tol
 
 
-# sup_abs and witness of class_supremum(X, db, SIGMA, rng=5) from the exact-side search before the low-rank path
+# sup_abs and witness of class_supremum(X, db, SIGMA, rng=5) from the exact-side search before the low-rank path,
+# recorded on the development machine (AVX2)
 _RECORDED_SUP = "0x1.25c021cddabcep-3"
 _RECORDED_WITNESS = ("-0x1.48b8558c38f60p-1", "-0x1.1e3f69b524d78p-1", "0x1.4da7f0c483252p-2")
 
 
-@pytest.mark.parametrize("above", [N, None])
-def test_at_or_below_the_threshold_the_search_is_unchanged_bit_for_bit(data, above):
+def test_at_or_below_the_threshold_the_search_is_unchanged(data):
+    """At the threshold the search is the exact-side one, to the bit (the same process, ``lowrank_above=None``), and it
+    finds the maximiser and the value recorded before the low-rank path existed. To the bit on the recording machine;
+    on another processor numpy's vectorised exp and the sums round differently in the last bits (measured on an
+    AVX-512 machine: 1 ulp in ``sup_abs``, 1.3·10⁻¹⁴ in the witness), so there ``sup_abs`` must agree within both
+    evaluations' proven rounding bounds plus the polish's stopping rule (a relative change of ``factr·eps = 10·eps``),
+    and the witness within 10⁻⁶: another local maximum or another search lies orders of magnitude further."""
     X, db = data
-    r = class_supremum(X, db, SIGMA, rng=5, lowrank_above=above)
-    assert r.data_side == "exact" and r.rank == 0 and r.surrogate_bound is None
-    assert r.sup_abs.hex() == _RECORDED_SUP
-    assert tuple(float(v).hex() for v in r.witness) == _RECORDED_WITNESS
+    at, off = (class_supremum(X, db, SIGMA, rng=5, lowrank_above=above) for above in (N, None))
+    for r in (at, off):
+        assert r.data_side == "exact" and r.rank == 0 and r.surrogate_bound is None
+    assert (at.sup_abs.hex(), [float(v).hex() for v in at.witness]) == \
+        (off.sup_abs.hex(), [float(v).hex() for v in off.witness])
+    sup = float.fromhex(_RECORDED_SUP)
+    tol = 2 * at.numerical_bound + 2 * 10 * np.finfo(float).eps * sup
+    assert abs(at.sup_abs - sup) <= tol, (at.sup_abs.hex(), _RECORDED_SUP, tol)
+    assert np.max(np.abs(at.witness - np.array([float.fromhex(v) for v in _RECORDED_WITNESS]))) <= 1e-6
 
 
 def test_lowrank_search_finds_a_planted_defect():

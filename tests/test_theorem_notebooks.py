@@ -116,22 +116,42 @@ def _slope_statistic(rates: list, column: str, d: int, mechanism: str, level: fl
     return fit.slope - stats.t.ppf(1 - level, df=len(grp) - 2) * fit.stderr
 
 
+#: Relative difference allowed between a float recorded on the development machine and one computed on another
+#: processor: numpy's vectorised kernels (AVX2 or AVX-512) and BLAS give other last bits there (the batch guide, "The
+#: bits are a machine's"); measured 4·10⁻¹³ on notebook 55's worst errors. A changed computation (another seed, workload
+#: or algorithm) moves these numbers by orders of magnitude more.
+CROSS_MACHINE_REL = 1e-9
+
+
+def _same_values(new: object, old: object) -> bool:
+    """``new`` equals ``old``: floats within :data:`CROSS_MACHINE_REL` (equal to the bit on the machine that recorded
+    them), everything else exactly; dicts and lists recursively."""
+    if isinstance(old, dict):
+        return isinstance(new, dict) and new.keys() == old.keys() and all(_same_values(new[k], old[k]) for k in old)
+    if isinstance(old, list):
+        return isinstance(new, list) and len(new) == len(old) and all(map(_same_values, new, old))
+    if isinstance(old, float) and isinstance(new, float):
+        return (np.isnan(old) and np.isnan(new)) or abs(new - old) <= CROSS_MACHINE_REL * abs(old)
+    return type(new) is type(old) and new == old
+
+
 def _assert_trig_rates_unchanged(metrics: dict) -> None:
     """Notebook 55 at SEED = 0 (QUICK, defaults): every check and table value recorded before the class supremum was
-    added is unchanged, bit for bit (the LP's wall-clock time and its fitted slope excepted), but for the level of the
-    three slope tests: the six slope tests (the three ``rate-sup-*`` checks on the class supremum's certified upper
-    end added) share the one budget FALSE_ALARM, level FALSE_ALARM/6 each, where the three ran at FALSE_ALARM/3."""
+    added is unchanged (the LP's wall-clock time and its fitted slope excepted; floats to :data:`CROSS_MACHINE_REL`,
+    to the bit on the recording machine), but for the level of the three slope tests: the six slope tests (the three
+    ``rate-sup-*`` checks on the class supremum's certified upper end added) share the one budget FALSE_ALARM, level
+    FALSE_ALARM/6 each, where the three ran at FALSE_ALARM/3."""
     old = json.loads((Path(__file__).parent / "fixtures" / "trig_rates_seed0_quick.json").read_text())
     assert metrics["params"] == old["params"]
     checks = {c["id"]: c for c in metrics["checks"]}
     moved = ("statistic", "confidence", "note")  # the slope tests' t quantile: the level's
     for c in old["checks"]:
         keep = [k for k in c if c["id"] not in TRIG_SLOPE_TESTS or k not in moved]
-        assert {k: checks[c["id"]][k] for k in keep} == {k: c[k] for k in keep}, c["id"]
+        assert _same_values({k: checks[c["id"]][k] for k in keep}, {k: c[k] for k in keep}), c["id"]
     assert sorted(set(checks) - {c["id"] for c in old["checks"]}) == ["rate-sup-I-d1", "rate-sup-I-d2", "rate-sup-II-d1"]
     assert len(metrics["table"]) == len(old["table"])
     for new, row in zip(metrics["table"], old["table"]):
-        assert {k: new[k] for k in row} == row
+        assert _same_values({k: new[k] for k in row}, row), (row, {k: new[k] for k in row})
         assert set(new) - set(row) - {"lp_time"} <= {"sup_search", "sup_lower", "sup_upper", "sup_closed", "sup_boxes"}
     b, alpha = metrics["false_alarm_budget"], metrics["params"]["FALSE_ALARM"]
     assert b["n_tests"] == 6 and [r["id"] for r in b["charged"]] == [c for c in checks if c in TRIG_SLOPE_TESTS]
@@ -143,7 +163,8 @@ def _assert_trig_rates_unchanged(metrics: dict) -> None:
         assert checks[cid]["statistic"] == pytest.approx(_slope_statistic(rates, *group, alpha / 6), rel=1e-12), cid
         assert checks[cid]["confidence"] == pytest.approx(1 - alpha / 6, rel=1e-12), cid
         if cid in old_checks:  # ... of the very fit the old record tested at FALSE_ALARM/3
-            assert old_checks[cid]["statistic"] == pytest.approx(_slope_statistic(rates, *group, alpha / 3), rel=1e-12)
+            assert old_checks[cid]["statistic"] == pytest.approx(_slope_statistic(rates, *group, alpha / 3),
+                                                                 rel=CROSS_MACHINE_REL)
 
 
 @pytest.mark.notebook
