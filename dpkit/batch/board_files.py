@@ -99,7 +99,8 @@ def board_provenance(output: str | os.PathLike | None = None, *, notebook: str =
                          "checkpoint": info.get("checkpoint"), "git": commit})
     return {
         "dpkit_version": dpkit.__version__, "git": prov["git"], "library_fingerprint": library_fingerprint(),
-        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "cpu": prov["cpu"]},
         "packages": prov["packages"],
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "runs": list(runs),

@@ -1,5 +1,7 @@
 """Where a result came from, recorded in every ``metrics.json``: the git commit (and whether the tree was dirty),
-Python and the key packages' versions, the CPU count and the BLAS in use — so a number can be traced months later."""
+Python and the key packages' versions, the CPU count, the processor and the vectorised kernels numpy dispatches to on
+it, and the BLAS in use — so a number can be traced months later. The same seeds give the same bits only on machines
+that agree in the processor's kernels and the libraries (another processor rounds some last bits differently)."""
 from __future__ import annotations
 
 import functools
@@ -11,7 +13,7 @@ from typing import Any
 
 from dpkit.core.paths import repo_root
 
-__all__ = ["provenance", "PACKAGES"]
+__all__ = ["provenance", "cpu", "PACKAGES"]
 
 #: Packages whose versions can change a number.
 PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "threadpoolctl", "matplotlib", "papermill", "diffprivlib", "mbi")
@@ -43,14 +45,35 @@ def _static() -> dict[str, Any]:
     try:
         from threadpoolctl import threadpool_info
 
-        blas = [{k: i.get(k) for k in ("internal_api", "version", "num_threads")} for i in threadpool_info()
-                if i.get("user_api") == "blas"]
+        blas = [{k: i.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+                for i in threadpool_info() if i.get("user_api") == "blas"]
     except Exception as exc:  # threadpoolctl is a dependency; its probing must not break a run
         blas = [{"error": f"{type(exc).__name__}: {exc}"}]
     return {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-            "packages": versions, "blas": blas}
+            "cpu": cpu(), "packages": versions, "blas": blas}
+
+
+@functools.lru_cache(maxsize=1)
+def cpu() -> dict[str, Any]:
+    """``{"model", "numpy_simd"}``: the processor's name (``/proc/cpuinfo`` on Linux, else
+    :func:`platform.processor`) and the targets of numpy's runtime dispatch this processor supports (e.g.
+    ``["X86_V3", "X86_V4", "AVX512_ICL"]``: AVX2 and AVX-512 kernels), ``None`` where unknown."""
+    model = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.lower().startswith("model name")), None)
+    except OSError:
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+        simd = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
+    except ImportError:  # another numpy layout: not recorded
+        simd = None
+    return {"model": model or platform.processor() or None, "numpy_simd": simd}
 
 
 def provenance() -> dict[str, Any]:
-    """``{"git": {commit, dirty}, "python", "platform", "cpu_count", "packages": {name: version}, "blas": [...]}``."""
+    """``{"git": {commit, dirty}, "python", "platform", "cpu_count", "cpu": {model, numpy_simd}, "packages": {name:
+    version}, "blas": [{internal_api, version, num_threads, architecture}]}``."""
     return {"git": _git(), **_static()}
