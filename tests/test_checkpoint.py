@@ -121,6 +121,39 @@ def test_kept_seconds_sum_every_attempt(X, tmp_path):
     assert kept_seconds(tmp_path) == (4, None)
 
 
+def test_repetitions_kept_by_another_kind_of_machine_are_loaded_with_a_warning(X, tmp_path, monkeypatch):
+    """Each kept repetition records the machine that computed it (processor and numpy's SIMD kernels: the bits can
+    differ between them). Resumed on another kind of machine, the run loads it with one RuntimeWarning naming both, and
+    gives the same records; kept_machines counts each kind (older files: "unrecorded"); a plain resume on the same
+    machine does not warn."""
+    import warnings
+
+    from dpkit.core.machine import numerics_machine
+    from dpkit.experiments import checkpoint as cp
+
+    here = numerics_machine()
+    with pytest.raises(Stop):
+        ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, on_repetition=_stop_after(2), **KW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same machine: no warning
+        ex.run_cells(X, methods=_methods(), checkpoint=tmp_path / "same", **{**KW, "reps": 1})
+        ex.run_cells(X, methods=_methods(), checkpoint=tmp_path / "same", **{**KW, "reps": 1})
+    assert cp.kept_machines(tmp_path) == {here: 2 + 1}  # the folder "same" lies below tmp_path
+    monkeypatch.setattr(cp, "numerics_machine", lambda: "another processor; numpy SIMD X86_V3")
+    with pytest.warns(RuntimeWarning, match="computed on another kind of machine") as seen:
+        resumed = ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **KW)
+    assert len([w for w in seen if "another kind of machine" in str(w.message)]) == 1
+    assert here in str(seen[0].message) and "another processor" in str(seen[0].message)
+    assert _numbers(resumed) == _numbers(ex.run_cells(X, methods=_methods(), **KW))
+    kept = cp.kept_machines(tmp_path)
+    assert kept == {here: 3, "another processor; numpy SIMD X86_V3": 2}, kept
+    path = tmp_path / "rep-00003.pkl"
+    payload = pickle.loads(path.read_bytes())
+    del payload["machine"]
+    path.write_bytes(pickle.dumps(payload))
+    assert cp.kept_machines(tmp_path)["unrecorded"] == 1
+
+
 def test_an_unreadable_kept_repetition_is_named(X, tmp_path):
     ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
     (tmp_path / "rep-00000.pkl").write_bytes(b"not a pickle")

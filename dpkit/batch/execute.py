@@ -87,12 +87,13 @@ def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, res
     repetition tasks whose worker died under them (:func:`dpkit.batch.repetitions.cut_off_attempts`), and
     ``adoptions``, the kept repetitions carried over from other dpkit sources after computing some again
     (:func:`dpkit.experiments.adoption.adoptions`: ``dataset``, ``from`` and ``to`` fingerprints, ``verified``
-    indices, ``adopted`` repetitions, ``utc``). ``wall_time_s`` counts the last attempt only.
+    indices, ``adopted`` repetitions, ``utc``), and ``machines``, how many repetitions each kind of machine computed
+    (:func:`dpkit.experiments.checkpoint.kept_machines`). ``wall_time_s`` counts the last attempt only.
     """
     if kept_repetitions(folder) == 0:
         return
     from dpkit.experiments.adoption import adoptions
-    from dpkit.experiments.checkpoint import kept_times
+    from dpkit.experiments.checkpoint import kept_machines, kept_times
 
     rj = Path(run_dir) / "run.json"
     info = json.loads(rj.read_text())
@@ -100,7 +101,8 @@ def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, res
     total = None if None in times else sum(t for t in times if t is not None)
     info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": len(times), "compute_s": total,
                           "repetition_s": [None if t is None else round(t, 3) for t in times],
-                          "cut_off_repetitions": list(cut_off or []), "adoptions": adoptions(folder)}
+                          "cut_off_repetitions": list(cut_off or []), "adoptions": adoptions(folder),
+                          "machines": kept_machines(folder)}
     write_json(rj, info)
 
 

@@ -37,12 +37,14 @@ import os
 import pickle
 import sys
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpkit.core.machine import numerics_machine
 from dpkit.core.paths import library_fingerprint, repetition_file, repetition_files, write_atomic
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.adoption import ADOPTIONS, record_difference, verified_indices
@@ -51,7 +53,8 @@ from dpkit.experiments.records import SEEDING
 if TYPE_CHECKING:
     from dpkit.queries.release import Method
 
-__all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "kept_seconds", "kept_times"]
+__all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "kept_seconds", "kept_times",
+           "kept_machines"]
 
 _IDENTITY = "identity.json"
 
@@ -138,6 +141,7 @@ class RepetitionCheckpoint:
         self.folder = Path(folder)
         self.identity = dict(identity)
         self.digest = _digest(self.identity)
+        self._warned_machine = False
         self.folder.mkdir(parents=True, exist_ok=True)
         meta = self.folder / _IDENTITY
         if meta.is_file():
@@ -183,8 +187,8 @@ class RepetitionCheckpoint:
                     f"kept by dpkit {old} ({why}); the kept repetitions are not adopted and nothing was changed: "
                     "start afresh with --stale rerun (the batch moves them to <output>/.superseded/, not deleted)")
         write_atomic(self.folder / f"identity-{old[:12]}.json", (self.folder / _IDENTITY).read_bytes())
-        for i, payload in payloads.items():
-            self._write(i, payload["records"], payload.get("seconds"))
+        for i, payload in payloads.items():  # the machine that computed it stays recorded
+            self._write(i, payload["records"], payload.get("seconds"), machine=payload.get("machine"))
         log = self.folder / ADOPTIONS
         entries = json.loads(log.read_text()) if log.is_file() else []
         entries.append({"from": old, "to": new, "verified": indices, "adopted": len(kept),
@@ -216,10 +220,22 @@ class RepetitionCheckpoint:
         return kept
 
     def load(self, index: int) -> list[Any] | None:
-        """The records of repetition ``index``, or ``None`` if it has not finished."""
+        """The records of repetition ``index``, or ``None`` if it has not finished.
+
+        A repetition kept by another kind of machine (:func:`~dpkit.core.machine.numerics_machine`: another processor
+        or other numpy kernels) is loaded with a ``RuntimeWarning``, once per checkpoint: its records are correct,
+        but their last bits need not be those the running machine computes, so the run mixes two machines' numbers."""
         if not self._path(index).is_file():
             return None
-        return list(self._read(index, (self.digest,))["records"])
+        kept = self._read(index, (self.digest,))
+        other, here = kept.get("machine"), numerics_machine()
+        if other is not None and other != here and not self._warned_machine:
+            self._warned_machine = True
+            warnings.warn(f"checkpoint {self.folder}: kept repetition {index} was computed on another kind of machine "
+                          f"({other}; the running one: {here}); its records are loaded, correct but not necessarily "
+                          "with the bits the running machine computes, so this run mixes two machines' numbers "
+                          "(run.json lists them under checkpoint.machines)", RuntimeWarning, stacklevel=2)
+        return list(kept["records"])
 
     def save(self, index: int, records: Sequence[Any], *, seconds: float | None = None) -> None:
         """Keep repetition ``index``'s records (picklable, e.g. the ``RunRecord`` of :mod:`~dpkit.experiments.protocol`;
@@ -227,8 +243,9 @@ class RepetitionCheckpoint:
         see :func:`kept_seconds`)."""
         self._write(index, records, None if seconds is None else float(seconds))
 
-    def _write(self, index: int, records: Sequence[Any], seconds: float | None) -> None:
-        payload = {"digest": self.digest, "index": int(index), "records": list(records), "seconds": seconds}
+    def _write(self, index: int, records: Sequence[Any], seconds: float | None, *, machine: str | None = None) -> None:
+        payload = {"digest": self.digest, "index": int(index), "records": list(records), "seconds": seconds,
+                   "machine": numerics_machine() if machine is None else machine}
         write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
@@ -241,6 +258,17 @@ def kept_times(folder: str | os.PathLike) -> list[float | None]:
             seconds = pickle.load(fh).get("seconds")
         times.append(None if seconds is None else float(seconds))
     return times
+
+
+def kept_machines(folder: str | os.PathLike) -> dict[str, int]:
+    """How many kept repetitions below ``folder`` each kind of machine computed
+    (:func:`~dpkit.core.machine.numerics_machine`; ``"unrecorded"``: written before machines were recorded)."""
+    out: dict[str, int] = {}
+    for path in repetition_files(folder):
+        with path.open("rb") as fh:
+            machine = pickle.load(fh).get("machine") or "unrecorded"
+        out[machine] = out.get(machine, 0) + 1
+    return out
 
 
 def kept_seconds(folder: str | os.PathLike) -> tuple[int, float | None]:

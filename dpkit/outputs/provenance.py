@@ -11,6 +11,7 @@ import subprocess
 from importlib import metadata
 from typing import Any
 
+from dpkit.core.machine import cpu
 from dpkit.core.paths import repo_root
 
 __all__ = ["provenance", "cpu", "PACKAGES"]
@@ -51,26 +52,6 @@ def _static() -> dict[str, Any]:
         blas = [{"error": f"{type(exc).__name__}: {exc}"}]
     return {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
             "cpu": cpu(), "packages": versions, "blas": blas}
-
-
-@functools.lru_cache(maxsize=1)
-def cpu() -> dict[str, Any]:
-    """``{"model", "numpy_simd"}``: the processor's name (``/proc/cpuinfo`` on Linux, else
-    :func:`platform.processor`) and the targets of numpy's runtime dispatch this processor supports (e.g.
-    ``["X86_V3", "X86_V4", "AVX512_ICL"]``: AVX2 and AVX-512 kernels), ``None`` where unknown."""
-    model = None
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.lower().startswith("model name")), None)
-    except OSError:
-        pass
-    try:
-        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-
-        simd = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
-    except ImportError:  # another numpy layout: not recorded
-        simd = None
-    return {"model": model or platform.processor() or None, "numpy_simd": simd}
 
 
 def provenance() -> dict[str, Any]:
