@@ -43,6 +43,9 @@ def test_a_failed_run_keeps_its_repetitions_and_the_next_batch_resumes(tmp_path)
     ck = json.loads((Path(r2["folder"]) / "run.json").read_text())["checkpoint"]
     assert ck["resumed_repetitions"] == 2 and ck["repetitions"] == 4 and ck["compute_s"] > 0
     assert len(ck["repetition_s"]) == 4 and abs(sum(ck["repetition_s"]) - ck["compute_s"]) < 1e-2  # rounded to ms
+    from dpkit.core.machine import numerics_machine
+
+    assert ck["machines"] == {numerics_machine(): 4}  # every repetition computed on this machine
     # the same numbers as one uninterrupted run (no marker: never fails, no checkpoint needed)
     ref_m, _ = _setup(tmp_path / "ref", marker=False)
     [ref] = batch.run_manifest(ref_m, scheduler="sync")

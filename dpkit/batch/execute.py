@@ -88,21 +88,22 @@ def record_checkpoint(run_dir: str | os.PathLike, folder: str | os.PathLike, res
     ``adoptions``, the kept repetitions carried over from other dpkit sources after computing some again
     (:func:`dpkit.experiments.adoption.adoptions`: ``dataset``, ``from`` and ``to`` fingerprints, ``verified``
     indices, ``adopted`` repetitions, ``utc``), and ``machines``, how many repetitions each kind of machine computed
-    (:func:`dpkit.experiments.checkpoint.kept_machines`). ``wall_time_s`` counts the last attempt only.
+    (:func:`dpkit.experiments.checkpoint.kept_meta`). ``wall_time_s`` counts the last attempt only.
     """
     if kept_repetitions(folder) == 0:
         return
     from dpkit.experiments.adoption import adoptions
-    from dpkit.experiments.checkpoint import kept_machines, kept_times
+    from dpkit.experiments.checkpoint import kept_meta, machine_counts
 
     rj = Path(run_dir) / "run.json"
     info = json.loads(rj.read_text())
-    times = kept_times(folder)
+    meta = kept_meta(folder)  # each kept file read once
+    times = [m["seconds"] for m in meta]
     total = None if None in times else sum(t for t in times if t is not None)
     info["checkpoint"] = {"resumed_repetitions": int(resumed), "repetitions": len(times), "compute_s": total,
                           "repetition_s": [None if t is None else round(t, 3) for t in times],
                           "cut_off_repetitions": list(cut_off or []), "adoptions": adoptions(folder),
-                          "machines": kept_machines(folder)}
+                          "machines": machine_counts(meta)}
     write_json(rj, info)
 
 

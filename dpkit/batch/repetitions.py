@@ -310,18 +310,15 @@ class DaskRepetitions:
             [shipped] = client.scatter([job], broadcast=True, hash=False)
             tag = uuid.uuid4().hex[:6]
             prepared = _prepare(client, job, shipped, shares=shares, label=label, tag=tag)
+            futures: list[Any] = []
             try:
                 for fit in prepared:  # the repetitions read the fitted embeddings from the disk cache (_prepare)
                     fit.result()  # a fit's exception is raised here, before any repetition is submitted
-            except BaseException:
-                client.cancel([shipped, *prepared])
-                raise
-            futures = client.map(repetition_task, todo, job=shipped, pure=False,
-                                 folder=None if keep is None else str(keep.folder),
-                                 identity=None if keep is None else keep.identity, shares=shares,
-                                 key=[f"rep-{label}-{i:05d}-{tag}" for i in todo])
-            index = {f.key: i for f, i in zip(futures, todo)}
-            try:
+                futures = client.map(repetition_task, todo, job=shipped, pure=False,
+                                     folder=None if keep is None else str(keep.folder),
+                                     identity=None if keep is None else keep.identity, shares=shares,
+                                     key=[f"rep-{label}-{i:05d}-{tag}" for i in todo])
+                index = {f.key: i for f, i in zip(futures, todo)}
                 for fut in as_completed(futures, loop=client.loop):  # (not the default client: there may be none)
                     records, _ = fut.result()  # a task's exception is raised here
                     i = index[fut.key]

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from dpkit.queries.release import Method
 
 __all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "kept_seconds", "kept_times",
-           "kept_machines"]
+           "kept_machines", "kept_meta", "machine_counts"]
 
 _IDENTITY = "identity.json"
 
@@ -249,26 +249,35 @@ class RepetitionCheckpoint:
         write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def kept_times(folder: str | os.PathLike) -> list[float | None]:
-    """The compute wall time each kept repetition below ``folder`` (all its data sets) recorded, in file order;
-    ``None`` for a file written before times were recorded."""
-    times: list[float | None] = []
+def kept_meta(folder: str | os.PathLike) -> list[dict[str, Any]]:
+    """``{"seconds", "machine"}`` of each kept repetition below ``folder`` (all its data sets), in file order, each
+    file read once: the compute wall time it recorded (``None``: written before times were recorded) and the machine
+    that computed it (:func:`~dpkit.core.machine.numerics_machine`; ``"unrecorded"``: written before machines were)."""
+    out: list[dict[str, Any]] = []
     for path in repetition_files(folder):
         with path.open("rb") as fh:
-            seconds = pickle.load(fh).get("seconds")
-        times.append(None if seconds is None else float(seconds))
-    return times
+            kept = pickle.load(fh)
+        seconds = kept.get("seconds")
+        out.append({"seconds": None if seconds is None else float(seconds), "machine": kept.get("machine") or "unrecorded"})
+    return out
+
+
+def kept_times(folder: str | os.PathLike) -> list[float | None]:
+    """The compute wall time each kept repetition below ``folder`` recorded, in file order (:func:`kept_meta`)."""
+    return [m["seconds"] for m in kept_meta(folder)]
+
+
+def machine_counts(meta: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many of the kept repetitions ``meta`` (:func:`kept_meta`) each kind of machine computed."""
+    out: dict[str, int] = {}
+    for m in meta:
+        out[m["machine"]] = out.get(m["machine"], 0) + 1
+    return out
 
 
 def kept_machines(folder: str | os.PathLike) -> dict[str, int]:
-    """How many kept repetitions below ``folder`` each kind of machine computed
-    (:func:`~dpkit.core.machine.numerics_machine`; ``"unrecorded"``: written before machines were recorded)."""
-    out: dict[str, int] = {}
-    for path in repetition_files(folder):
-        with path.open("rb") as fh:
-            machine = pickle.load(fh).get("machine") or "unrecorded"
-        out[machine] = out.get(machine, 0) + 1
-    return out
+    """How many kept repetitions below ``folder`` each kind of machine computed (:func:`kept_meta`)."""
+    return machine_counts(kept_meta(folder))
 
 
 def kept_seconds(folder: str | os.PathLike) -> tuple[int, float | None]:
