@@ -393,3 +393,27 @@ def test_stale_verify_leaves_kept_repetitions_of_another_computation_stale(tmp_p
     assert _files(keep) == before
     with pytest.raises(StaleRunsError, match="notebook: ran"):
         batch.run_manifest(m, scheduler="sync")
+
+
+def test_an_adoption_keeps_the_machine_that_computed_each_repetition(X, tmp_path, monkeypatch):
+    """Adopted files are written again under the new identity: a repetition computed by another kind of machine stays
+    that machine's, and one kept before machines were recorded stays unrecorded (not this machine's)."""
+    from dpkit.core.machine import numerics_machine
+
+    folder = tmp_path / "keep"
+    _kept_run(X, folder, reps=3)
+    for i, machine in ((1, "another machine"), (2, None)):
+        path = folder / f"rep-{i:05d}.pkl"
+        payload = pickle.loads(path.read_bytes())
+        if machine is None:
+            del payload["machine"]  # a file from before machines were recorded
+        else:
+            payload["machine"] = machine
+        path.write_bytes(pickle.dumps(payload))
+    monkeypatch.setattr(ck, "library_fingerprint", lambda: NEW)
+    with pytest.warns(RuntimeWarning, match="another kind of machine"):  # loading repetition 1 mixes two machines
+        ex.run_cells(X, methods=_methods(), reps=3, checkpoint=folder, adopt=True, **KW)
+    assert json.loads((folder / "identity.json").read_text())["dpkit_sha256"] == NEW  # adopted
+    machines = [pickle.loads((folder / f"rep-{i:05d}.pkl").read_bytes())["machine"] for i in range(3)]
+    assert machines == [numerics_machine(), "another machine", None]
+    assert ck.kept_machines(folder) == {numerics_machine(): 1, "another machine": 1, "unrecorded": 1}

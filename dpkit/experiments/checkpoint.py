@@ -59,6 +59,13 @@ __all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "k
 _IDENTITY = "identity.json"
 
 
+class _ThisMachine:
+    """The default of :meth:`RepetitionCheckpoint._write`'s ``machine``: the running machine computed the records."""
+
+
+_THIS_MACHINE = _ThisMachine()
+
+
 class CheckpointMismatchError(ValueError):
     """A checkpoint folder holds repetitions of a different computation."""
 
@@ -187,7 +194,7 @@ class RepetitionCheckpoint:
                     f"kept by dpkit {old} ({why}); the kept repetitions are not adopted and nothing was changed: "
                     "start afresh with --stale rerun (the batch moves them to <output>/.superseded/, not deleted)")
         write_atomic(self.folder / f"identity-{old[:12]}.json", (self.folder / _IDENTITY).read_bytes())
-        for i, payload in payloads.items():  # the machine that computed it stays recorded
+        for i, payload in payloads.items():  # the machine that computed it stays recorded (or unrecorded)
             self._write(i, payload["records"], payload.get("seconds"), machine=payload.get("machine"))
         log = self.folder / ADOPTIONS
         entries = json.loads(log.read_text()) if log.is_file() else []
@@ -243,9 +250,12 @@ class RepetitionCheckpoint:
         see :func:`kept_seconds`)."""
         self._write(index, records, None if seconds is None else float(seconds))
 
-    def _write(self, index: int, records: Sequence[Any], seconds: float | None, *, machine: str | None = None) -> None:
+    def _write(self, index: int, records: Sequence[Any], seconds: float | None, *,
+               machine: str | None | _ThisMachine = _THIS_MACHINE) -> None:
+        """Write repetition ``index``; ``machine``: the one that computed it (default: this one; ``None``: unrecorded,
+        a file from before machines were recorded, kept so by an adoption)."""
         payload = {"digest": self.digest, "index": int(index), "records": list(records), "seconds": seconds,
-                   "machine": numerics_machine() if machine is None else machine}
+                   "machine": numerics_machine() if isinstance(machine, _ThisMachine) else machine}
         write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
