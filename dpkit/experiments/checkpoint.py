@@ -59,13 +59,6 @@ __all__ = ["CheckpointMismatchError", "RepetitionCheckpoint", "run_identity", "k
 _IDENTITY = "identity.json"
 
 
-class _ThisMachine:
-    """The default of :meth:`RepetitionCheckpoint._write`'s ``machine``: the running machine computed the records."""
-
-
-_THIS_MACHINE = _ThisMachine()
-
-
 class CheckpointMismatchError(ValueError):
     """A checkpoint folder holds repetitions of a different computation."""
 
@@ -248,14 +241,13 @@ class RepetitionCheckpoint:
         """Keep repetition ``index``'s records (picklable, e.g. the ``RunRecord`` of :mod:`~dpkit.experiments.protocol`;
         atomically: a reader sees all of them or none), with the wall time it took to compute (``seconds``;
         see :func:`kept_seconds`)."""
-        self._write(index, records, None if seconds is None else float(seconds))
+        self._write(index, records, None if seconds is None else float(seconds), machine=numerics_machine())
 
-    def _write(self, index: int, records: Sequence[Any], seconds: float | None, *,
-               machine: str | None | _ThisMachine = _THIS_MACHINE) -> None:
-        """Write repetition ``index``; ``machine``: the one that computed it (default: this one; ``None``: unrecorded,
-        a file from before machines were recorded, kept so by an adoption)."""
+    def _write(self, index: int, records: Sequence[Any], seconds: float | None, *, machine: str | None) -> None:
+        """Write repetition ``index``; ``machine``: the one that computed it (``None``: unrecorded, a file from before
+        machines were recorded, kept so by an adoption)."""
         payload = {"digest": self.digest, "index": int(index), "records": list(records), "seconds": seconds,
-                   "machine": numerics_machine() if isinstance(machine, _ThisMachine) else machine}
+                   "machine": machine}
         write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
