@@ -48,7 +48,8 @@ def released(mock):
                                       ({"alpha": 0.0}, "alpha"), ({"max_model_size": 0.0}, "max_model_size"),
                                       ({"m": 0}, "m"), ({"iters": 0}, "iters"), ({"final_iters": 0}, "final_iters"),
                                       ({"epsilon": -1.0}, "epsilon"), ({"epsilon": math.inf}, "epsilon"),
-                                      ({"delta": 0.0}, "delta"), ({"delta": 1.5}, "delta")])
+                                      ({"delta": 0.0}, "delta"), ({"delta": 1.5}, "delta"),
+                                      ({"estimator": "numpy"}, "estimator")])
 def test_bad_parameters_are_named(kw, match):
     with pytest.raises((ValueError, TypeError), match=match):
         AIM(**{"epsilon": EPS, **kw})
@@ -116,6 +117,15 @@ def test_overspending_plan_is_refused(monkeypatch, mock):
     monkeypatch.setattr(aim_module, "initial_scales", lambda *a: (real(*a)[0] / 2, real(*a)[1]))
     with pytest.raises(BudgetExceededError):
         AIM(epsilon=EPS, delta=DELTA, **{**SMALL, "rounds": 3}).release(mock, rng=1)
+
+
+def test_mbis_estimator_releases_with_the_same_accounting(released, mock):
+    """``estimator="mbi"`` (mbi's own mirror descent) spends the same ρ in the same steps; params say which ran."""
+    other = AIM(epsilon=EPS, delta=DELTA, **SMALL, estimator="mbi").release(mock, rng=1)
+    assert released.params["estimator"] == "compiled" and other.params["estimator"] == "mbi"
+    assert other.params["rho_spent"] == pytest.approx(cdp_rho(EPS, DELTA), rel=1e-12)
+    # the initialisation's noise does not depend on the estimator
+    assert np.array_equal(other.diagnostics.oneway, released.diagnostics.oneway)
 
 
 def test_budget_refused_before_any_spend(mock):

@@ -124,7 +124,8 @@ def test_infinite_epsilon_selects_the_maximum_spanning_tree():
 
 # ----------------------------------------------------------------------------- parameters
 @pytest.mark.parametrize("kw,match", [({"bins": 1}, "bins"), ({"m": 0}, "m"), ({"iters": 0}, "iters"),
-                                      ({"split": (1.0, 1.0)}, "split"), ({"split": (1.0, -1.0, 1.0)}, r"split\[1\]"),
+                                      ({"estimator": "jax"}, "estimator"), ({"split": (1.0, 1.0)}, "split"),
+                                      ({"split": (1.0, -1.0, 1.0)}, r"split\[1\]"),
                                       ({"epsilon": -1.0}, "epsilon"), ({"delta": 1.5}, "delta")])
 def test_bad_parameters_are_named(kw, match):
     with pytest.raises((ValueError, TypeError), match=match):
@@ -257,7 +258,7 @@ def test_dropping_compiled_programs_keeps_the_release_bit_for_bit_and_bounds_mem
     release); the release is the same to the bit whether its program was kept, dropped or reloaded."""
     import dpkit.methods._discrete as disc
 
-    m = MST(epsilon=EPS, delta=DELTA, bins=3, **FAST)
+    m = MST(epsilon=EPS, delta=DELTA, bins=3, **FAST, estimator="mbi")
     ref = m.release(data, rng=11).synthetic.points
     cleared = []
     monkeypatch.setattr(disc, "MAX_STRUCTURES_IN_MEMORY", 0)  # drop after every fit
@@ -268,3 +269,18 @@ def test_dropping_compiled_programs_keeps_the_release_bit_for_bit_and_bounds_mem
     assert cleared and np.array_equal(ref, again)
     assert np.array_equal(again, m.release(data, rng=11).synthetic.points)  # after the drop
     assert len(disc._structures) == 0
+
+
+def test_compiled_estimator_is_the_same_bits_after_its_programs_are_dropped(data):
+    """The default estimator's program, dropped from memory and compiled again (or loaded from disk), gives the
+    same release to the bit; ``mbi``'s estimator gives a different one (the summation order), both recorded."""
+    import jax
+
+    m = MST(epsilon=EPS, delta=DELTA, bins=3, **FAST)
+    first = m.release(data, rng=11)
+    jax.clear_caches()
+    again = m.release(data, rng=11)
+    assert np.array_equal(first.synthetic.points, again.synthetic.points)
+    other = MST(epsilon=EPS, delta=DELTA, bins=3, **FAST, estimator="mbi").release(data, rng=11)
+    assert first.params["estimator"] == "compiled" and other.params["estimator"] == "mbi"
+    assert np.array_equal(first.diagnostics.oneway, other.diagnostics.oneway)  # the same measurements

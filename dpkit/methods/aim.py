@@ -43,16 +43,20 @@ round takes the remaining ρ and the annealing σ → σ/2, ε → 2ε all spend
 whose privacy is not pure. A Laplace version would be a different mechanism with its own analysis
 (the paper gives none), so dpkit does not ship one; ``delta`` must be positive.
 
-Cost: ``mbi`` compiles (XLA) its estimator for every new set of measured cliques, i.e. once per round;
-the persistent compilation cache of
-:mod:`dpkit.methods._discrete` makes a repeated run with the same seed cheap, not a new one. The
+Estimation: Private-PGM's mirror descent (1000 Armijo steps per round, warm-started). ``mbi``'s
+estimator compiles (XLA) a new program for every new set of measured cliques, i.e. once per round, and
+compiling was most of a release's time. The default ``estimator="compiled"``
+(:func:`~dpkit.methods._compiled_pgm.fit_model_compiled`) runs the same algorithm with the junction tree given
+as data, compiled once per padded problem size, so a release compiles a handful of programs and later
+repetitions none; ``estimator="mbi"`` runs ``mbi``'s own (the same algorithm in float32 with other summation
+orders: fitted marginals differ by about 10⁻⁴, so the rounds' selections, and the release, differ). The
 selection step itself is exact and cheap also for wide data: the candidates' junction-tree sizes come
 component by component (:class:`JunctionTreeSizes`, the numbers of ``mbi``'s junction tree) and the
 model's marginals from each component's own factors (:func:`~dpkit.methods._discrete.model_marginals`:
 all candidate pairs of a component from one calibrated elimination tree,
 :class:`~dpkit.methods._contraction.CalibratedTree`). Building ``mbi``'s
 junction tree, or contracting the factors, per candidate is far slower on wide data (CRM: d = 101, 5,151
-candidates); a whole release is dominated by ``mbi`` compiling its estimator (timings: docs/performance_notes.md).
+candidates); timings: docs/performance_notes.md.
 """
 from __future__ import annotations
 
@@ -68,16 +72,17 @@ from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import (
     check_budget_fields,
+    check_choice,
     check_in_unit_cube,
     check_int_in_range,
     check_real_in_range,
 )
 from dpkit.core.zcdp import ZCDPLedger, cdp_rho, check_zcdp_budget
 from dpkit.mechanisms.exponential import Exponential
+from dpkit.methods._compiled_pgm import ESTIMATORS, fitter
 from dpkit.methods._discrete import (
     attr_names,
     components,
-    fit_model,
     grid_codes,
     load_mbi,
     model_marginals,
@@ -270,6 +275,9 @@ class AIM(MethodBase):
         Rows of the synthetic database.
     iters, final_iters : int
         Mirror-descent iterations of each round's (warm-started) estimate and of the last one.
+    estimator : {"compiled", "mbi"}
+        Whose implementation of Private-PGM's mirror descent estimates the model (module docstring):
+        dpkit's, compiled once per padded size (default), or ``mbi``'s, compiled once per round.
     """
 
     label = "aim"
@@ -283,6 +291,7 @@ class AIM(MethodBase):
     m: int = 5000
     iters: int = 1000
     final_iters: int = 1000
+    estimator: str = "compiled"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_zero_delta=False)
@@ -296,6 +305,7 @@ class AIM(MethodBase):
         check_int_in_range(self.m, name="m", low=1)
         check_int_in_range(self.iters, name="iters", low=1)
         check_int_in_range(self.final_iters, name="final_iters", low=1)
+        check_choice(self.estimator, name="estimator", choices=ESTIMATORS)
 
     def budget(self, d: int) -> tuple[float, int]:
         """(ρ, T) for d attributes.
@@ -379,6 +389,7 @@ class AIM(MethodBase):
         alpha = self.alpha
         bins = self.grid(n, d)
         g_init, g_rounds, g_smp = spawn(rng, 3)
+        fit = fitter(self.estimator)
         led.spend("aim (zCDP total)", self.epsilon, self.delta, mechanism="gaussian + exponential (zCDP, CKS20 Prop 12)",
                   neighbouring="replace-one", bins=bins, rho=rho, rounds=T, alpha=alpha)
         zled = ZCDPLedger(rho)
@@ -394,7 +405,7 @@ class AIM(MethodBase):
                      .reshape(bins, bins) for r in cands]
         meas: list[tuple[tuple[int, ...], np.ndarray, float]] = [((i,), oneway[i], sigma0) for i in range(d)]
         with tm("estimate"):
-            model = fit_model(meas, d=d, bins=bins, n=n, iters=self.iters)
+            model = fit(meas, d=d, bins=bins, n=n, iters=self.iters)
         measured: list[tuple[tuple[int, ...], np.ndarray, float]] = []
         annealed: list[int] = []
         cliques = [(i,) for i in range(d)]
@@ -427,19 +438,20 @@ class AIM(MethodBase):
                 cliques.append(r)
                 sizer.update(cliques)  # the junction tree changed
             with tm("estimate"):
-                model = fit_model(meas + measured, d=d, bins=bins, n=n, iters=self.iters, warm_start=model)
+                model = fit(meas + measured, d=d, bins=bins, n=n, iters=self.iters, warm_start=model)
             after = model_marginals(model, [r])[0]
             if n * np.abs(after - before).sum() <= SQRT_2_OVER_PI * sigma * y.size and not last:
                 sigma, eps = sigma / 2.0, eps * 2.0  # Alg 2 lines 12-13: anneal
                 annealed.append(t)
         with tm("estimate"):
-            model = fit_model(meas + measured, d=d, bins=bins, n=n, iters=self.final_iters, warm_start=model)
+            model = fit(meas + measured, d=d, bins=bins, n=n, iters=self.final_iters, warm_start=model)
         with tm("sample"):
             synth = synthetic_database(model, self.m, bins, g_smp)
         st = AIMStats(bins=bins, rho=rho, oneway=oneway, measured=measured, steps=zled.to_list(), annealed=annealed)
         params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": bins, "rho": rho,
                   "rounds_max": T, "rounds": len(measured), "alpha": alpha, "max_model_size": self.max_model_size,
-                  "m": self.m, "iters": self.iters, "final_iters": self.final_iters, "neighbouring": "replace-one",
+                  "m": self.m, "iters": self.iters, "final_iters": self.final_iters, "estimator": self.estimator,
+                  "neighbouring": "replace-one",
                   "rho_spent": zled.spent, "rho_steps": [s["rho"] for s in zled.steps]}
         return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
                        synthetic=synth, diagnostics=st)
