@@ -60,18 +60,24 @@ def _mbi_hugin(domain, cliques, thetas):
     return marginal_oracles.message_passing_hugin(pot, 1.0)
 
 
-@pytest.mark.parametrize("name", sorted(STRUCTURES))
-def test_oracle_matches_mbi_hugin(name):
-    d, bins, cl = STRUCTURES[name]
-    domain = _domain(d, bins)
-    plan = plan_structure(domain, _measurements(d, bins, cl), bins)
-    rng = np.random.default_rng(7)
+def _random_potentials(plan, bins: int, seed: int = 7):
+    """Log-potentials N(0, 3²) on the plan's loss cliques: θ's flat vector and the tables, in the plan's order."""
+    rng = np.random.default_rng(seed)
     theta = np.zeros(plan.theta_size, dtype=np.float32)
     thetas = []
     for c, o in zip(plan.cliques, plan.offsets):
         t = (3.0 * rng.standard_normal((bins,) * len(c))).astype(np.float32)
         theta[o:o + t.size] = t.ravel()
         thetas.append(t)
+    return theta, thetas
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_oracle_matches_mbi_hugin(name):
+    d, bins, cl = STRUCTURES[name]
+    domain = _domain(d, bins)
+    plan = plan_structure(domain, _measurements(d, bins, cl), bins)
+    theta, thetas = _random_potentials(plan, bins)
     ours = hugin_marginals(plan, theta)
     ref = _mbi_hugin(domain, plan.cliques, thetas)
     err = max(float(np.abs(ours[o:o + bins ** len(c)] - np.asarray(ref[c].values).ravel()).max())
@@ -87,13 +93,7 @@ def test_oracle_negative_control_without_reverse_messages():
     d, bins, cl = STRUCTURES["chain"]
     domain = _domain(d, bins)
     plan = plan_structure(domain, _measurements(d, bins, cl), bins)
-    rng = np.random.default_rng(7)
-    theta = np.zeros(plan.theta_size, dtype=np.float32)
-    thetas = []
-    for c, o in zip(plan.cliques, plan.offsets):
-        t = (3.0 * rng.standard_normal((bins,) * len(c))).astype(np.float32)
-        theta[o:o + t.size] = t.ravel()
-        thetas.append(t)
+    theta, thetas = _random_potentials(plan, bins)
     arrays = dict(plan.arrays)
     arrays["e_rev"] = np.full_like(arrays["e_rev"], arrays["written"].shape[1] - 1)
     broken = np.asarray(_programs()["marginals"](theta, arrays))
