@@ -157,6 +157,8 @@ class SupremumUpper:
         ``≥ ‖μ_D − μ̃‖`` on the low-rank side (the embedding's ``mmd``), None for ``"exact"``.
     self_cached : bool
         The self-term ``C`` (or the embedding) came from the memory or disk cache.
+    terms : tuple of float or None
+        ``(Â, B̂, Ĉ)`` of the data side ``"exact"`` (``MMD² ≈ Â − 2B̂ + Ĉ``; None on the low-rank side).
     certified_upper : float or None
         The branch and bound's upper bound over ``domain`` (None when it did not run).
     certified_finished : bool
@@ -180,6 +182,7 @@ class SupremumUpper:
     rank: int = 0
     surrogate_bound: float | None = None
     self_cached: bool = False
+    terms: tuple[float, float, float] | None = None
     certified_upper: float | None = None
     certified_finished: bool = False
     domain: str = "space"
@@ -191,7 +194,7 @@ class SupremumUpper:
         """Scalars for run records."""
         return {k: getattr(self, k) for k in ("applicable", "reason", "upper", "bound", "mmd_upper", "mmd_estimate",
                                               "rounding_bound", "data_side", "rank", "surrogate_bound", "self_cached",
-                                              "certified_upper", "certified_finished", "domain", "sigma",
+                                              "terms", "certified_upper", "certified_finished", "domain", "sigma",
                                               "n_kernel_values", "seconds")}
 
 
@@ -394,7 +397,7 @@ def sup_upper(
         B = math.fsum((w * bvals).tolist())
         est, err, mmd = mmd_upper(A, rho_A, B, compound(rho_b, 2.0 * _U), C, rho_C)
         kv += s * Xu.shape[0] + (0 if cached else Xu.shape[0] * (Xu.shape[0] + 1) // 2)
-        side = {"data_side": "exact", "self_cached": cached}
+        side = {"data_side": "exact", "self_cached": cached, "terms": (A, B, C)}
 
     certified, finished = None, False
     if certify == "always" or (certify == "auto" and d <= 8 and max_boxes * (n + s) <= CERTIFY_BUDGET):
