@@ -217,6 +217,25 @@ def test_lowrank_side_is_the_exact_mmd_plus_at_most_twice_the_surrogate_bound():
     assert low.n_kernel_values < exact.n_kernel_values / 10
 
 
+def test_lowrank_side_needs_the_surrogate_bound(monkeypatch):
+    """Any certified embedding enters by the triangle inequality, even μ̃ = μ_D̂ itself (the release's points and
+    weights as landmarks and coefficients): then ‖μ_D̂ − μ̃‖ = 0 and the whole bound is the embedding's certified
+    ‖μ_D − μ̃‖; without adding it the bound would be ~0, far below the MMD and the witness."""
+    import dpkit.queries.supremum_upper as su
+    from dpkit.queries.lowrank import KernelEmbedding
+
+    n, d, sigma = 3000, 2, 1.0
+    X, db = _release(d, n, 25, seed=12)
+    emb = KernelEmbedding.from_landmarks(X, sigma, db.points, n_prefix=0, beta=db.weights)
+    monkeypatch.setattr(su, "embedding_for", lambda *a, **k: (emb, False))
+    low = sup_upper(X, db, sigma, certify="never", lowrank_above=n - 1)
+    exact = sup_upper(X, db, sigma, certify="never", lowrank_above=None, cache=False)
+    assert low.data_side == "lowrank" and low.surrogate_bound == emb.mmd and low.mmd_estimate < 1e-6
+    mmd_lower = math.sqrt(max(exact.mmd_estimate**2 - exact.rounding_bound, 0.0))
+    assert mmd_lower <= low.upper <= exact.upper + 1e-6
+    assert low.upper - low.surrogate_bound < 1e-6 < mmd_lower  # the surrogate's share is the bound
+
+
 # ---------------------------------------------------------------------------------------------
 # the self-term's cache
 # ---------------------------------------------------------------------------------------------
