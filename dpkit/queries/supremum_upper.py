@@ -34,8 +34,8 @@ compound(ρ_b, 2u)``; ``est = fsum(Â, −2B̂, Ĉ)`` is correctly rounded. With
 ``√max(0, est + err)``, rounded up (:data:`~dpkit.queries.accurate.EVAL_SLACK`). Since
 ``A + 2B + C ≤ 4`` (weights summing to 1, kernel values ≤ 1), ``err ≤ 4ρ'`` with
 ``ρ' ≈ γ_{2d+8} s(‖p‖ + ‖c‖)² + γ_h`` (tree height ``h``): the bound never falls below ``MMD``, and it
-exceeds it by at most ``√(2 err)`` — about 2·10⁻⁷ for d = 8, σ = 2 in the cube, 2·10⁻⁶ for d = 101
-(CRM), far below the errors the board reports (10⁻⁴ and more).
+exceeds it by at most ``√(2 err)`` — a priori at most 4.4·10⁻⁷ for d = 8 and 3.4·10⁻⁶ for d = 101
+(CRM) at σ = 2 in the cube, far below the errors the board reports (10⁻⁴ and more).
 
 **Large data** (``lowrank_above``). ``C`` costs ``n²/2`` kernel values (5·10⁹ for CSN's ~10⁵ rows).
 Above ``lowrank_above`` rows the data side is the low-rank kernel embedding of ``(D, σ)``
