@@ -167,7 +167,8 @@ class SupremumUpper:
         ``"space"`` (every centre of ``R^d``) or ``"cube"``: the class ``upper`` is claimed for.
     sigma : float or None
     n_kernel_values : int
-        Kernel values the MMD took (the self-term's ``n²/2`` only when it was computed here).
+        Kernel values the MMD took (the self-term's ``n²/2`` only when it was computed here; an embedding fitted
+        here is not counted: its fit is the exact answers' and the search's too).
     seconds : float
     """
 
@@ -376,7 +377,7 @@ def sup_upper(
     if lowrank_above is not None and n > lowrank_above:
         emb, cached = embedding_for(P, sigma, options=FitOptions(tol=DEFAULT_TOL), cache=cache, n_threads=n_threads)
         za = Augmented(emb.landmarks, sigma)
-        _check_exponents(d, sigma, za.max_norm, ya.max_norm)
+        _check_exponents(d, sigma, za.max_norm, max(ya.max_norm, za.max_norm))
         with limit_threads(1):
             b, rho_b = weighted_kernel_sums(za, ya, w, sigma, n_threads=n_threads)
             K = kernel_block(za.b, za.a)
