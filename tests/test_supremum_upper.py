@@ -143,6 +143,33 @@ def _rounding_cap(d: int, sigma: float) -> float:
     return 5.0 * rho / (1.0 - rho) * (1 + 1e-9)
 
 
+def test_mmd_upper_covers_the_exact_value_of_its_terms_in_rationals():
+    """mmd_upper's err against exact rational arithmetic: computed terms Â, B̂, Ĉ whose exact values A, B, C differ by
+    up to their relative bounds (|Â − A| ≤ ρ·A: here A = Â/(1 + θ), |θ| ≤ ρ), the three almost cancelling; the exact
+    A − 2B + C is always within err of est and below upper². With ρ = 0 only the correctly rounded sum's u|est| is
+    left, and it is needed where the terms differ in size (dropping it leaves exact values outside)."""
+    g = np.random.default_rng(7)
+    outside_without_u = 0
+    for i in range(400):
+        base = g.uniform(0.2, 1.0)
+        if i % 2:  # almost cancelling (the difference is then exact in float64)
+            A, B, C = base + g.uniform(-1e-9, 1e-9), base + g.uniform(-1e-9, 1e-9), base + g.uniform(-1e-9, 1e-9)
+        else:  # terms of different sizes (the sum is rounded)
+            A, B, C = base, g.uniform(0.0, 0.5 * base), g.uniform(0.0, 1e-3)
+        rho = float(g.choice([0.0, 1e-15, 1e-13]))
+        ex = []
+        for v in (A, B, C):
+            theta = Fraction(float(g.uniform(-rho, rho))) if rho else Fraction(0)
+            ex.append(Fraction(v) / (1 + theta))  # Â = A(1 + θ)
+        exact = ex[0] - 2 * ex[1] + ex[2]
+        est, err, upper = mmd_upper(A, rho, B, rho, C, rho)
+        assert abs(Fraction(est) - exact) <= Fraction(err)
+        assert Fraction(upper) ** 2 >= exact
+        if rho == 0.0:
+            outside_without_u += Fraction(est) != exact
+    assert outside_without_u > 0
+
+
 @pytest.mark.parametrize("sigma", [0.5, 2.0])
 def test_one_point_shifted_by_an_ulp(sigma):
     """D̂ = D moved by one ulp: the true MMD ≈ 5·10⁻¹⁷/σ; the computed terms cancel to 0 exactly, so without its
