@@ -9,7 +9,8 @@ or a path, so the same data under another name hits and a different array never 
 
 **Where.** ``$DPKIT_CACHE_DIR`` if set (``off``, ``0``, ``none`` or the empty string disable the
 cache), else ``<clone>/results/cache`` (gitignored, like every result). One ``.npz`` file per entry
-in a sub-folder per kind (``embeddings/``, ``truth/``).
+in a sub-folder per kind (``embeddings/``, ``truth/``, ``mmd_self/``: the data's kernel-mean self-term of
+:mod:`dpkit.queries.supremum_upper`).
 
 **Safe.** A file is written to a temporary name in the same folder and moved into place with
 :func:`os.replace` (atomic on POSIX), so a reader sees either no file or a complete one; two
