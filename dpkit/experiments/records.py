@@ -40,6 +40,7 @@ from dpkit.experiments.record_types import Repetition, RunRecord
 from dpkit.queries.evaluate import answer_synthetic
 from dpkit.queries.metrics import errors_from_answers
 from dpkit.queries.release import Method, Release
+from dpkit.queries.synthetic import check_released_database
 from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -345,7 +346,7 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
         bound = rep.truth.error_bound
         centre_note = "released answers to the workload only: no kernel mean at a single centre"
     else:
-        syn = rel.synthetic
+        syn = check_released_database(rel.synthetic, name=f"{name}'s release.synthetic")
         est, info = answer_synthetic(rep.workload, syn.points, syn.weights, return_info=True)
         bound = rep.truth.error_bound + float(info["error_bound"]) * float(np.max(np.abs(est), initial=0.0))
         centre_errors, centre_bound = _centre_errors(info["kernel_means"], float(info["error_bound"]), rep.truth)
