@@ -456,7 +456,7 @@ def resolve_released(released: Any, d: int) -> WeightedDatabase | AnswerFunction
     else:
         out = released_answers(released)
     if isinstance(out, WeightedDatabase):
-        check_released_database(out, name="released" if out is released else "the release's synthetic database")
+        check_released_database(out, name="released" if out is released else "release.synthetic")
         if out.n_features != d:
             raise ValueError(f"the released points have d = {out.n_features} columns but X has {d}")
     return out
