@@ -178,6 +178,30 @@ def test_every_claims_notebook_checks_refuses_a_bad_seed_first(module, seed, exc
     _refused(lambda: f(seed, True, 1e-3, **dummies), exc, "seed must be an integer in [0, inf)")
 
 
+@pytest.mark.parametrize("module, param, value, exc", [
+    ("exponential_net", "rr_reps", 0, ValueError), ("reconstruction", "trials", 1.5, TypeError),
+    ("reconstruction", "dp_trials", 0, ValueError), ("private_pca", "rate_reps", True, TypeError)], ids=repr)
+def test_claims_notebook_checks_refuse_bad_repetition_counts_by_name(module, param, value, exc):
+    f = _claims_calls()[module]
+    args = {n: None for n, p in inspect.signature(f).parameters.items()
+            if p.kind is p.KEYWORD_ONLY and p.default is p.empty}
+    args.update({"trials": 1, "dp_trials": 1} if module == "reconstruction" else {})
+    args[param] = value
+    if module == "private_pca":  # checked before rate_reps
+        args["datasets"] = ["WDBC"]
+    _refused(lambda: f(0, True, 1e-3, **args), exc, param)
+
+
+@pytest.mark.parametrize("param, value, exc", [("sigma", 0.0, ValueError), ("reps", 1.5, TypeError),
+                                               ("n_queries", 0, ValueError), ("J", None, TypeError)], ids=repr)
+def test_trig_runs_refuse_bad_values_by_name(param, value, exc):
+    from dpkit.claims import trig_runs
+
+    args = {**dict(reps=1, n_queries=2, J=2, epsilon=1.0, sigma=2.0, rng=0), param: value}
+    _refused(lambda: trig_runs.error_terms(n=10, **args), exc, param)
+    _refused(lambda: trig_runs.rate_runs(ns_d1=[10], ns_d2=[10], delta=1e-3, **args), exc, param)
+
+
 BASELINE_ARGS = dict(datasets=["WDBC"], sigmas=[4.0], epsilon=1.0, delta=1e-3, reps=1, n_queries=5, J=2, C=10, R=2,
                      m_rows=5, mwem_t=1, n_class=2, pca_k=1, pca_reps=1, toy_levels=2, toy_m=2, methods=[])
 

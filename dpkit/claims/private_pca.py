@@ -27,7 +27,7 @@ from dpkit.claims.streams import Streams
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.quick import quick_values
 from dpkit.core.rng import RNGLike, spawn
-from dpkit.core.validation import check_name_list, check_seed
+from dpkit.core.validation import check_name_list, check_positive_int, check_seed
 from dpkit.evaluation.audit import audit
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.laplace import Laplace
@@ -313,6 +313,7 @@ def notebook_checks(
     """
     seed = check_seed(seed)
     datasets = check_name_list(datasets, name="datasets")
+    rate_reps = check_positive_int(rate_reps, name="rate_reps")
     if quick:  # a part of the user's data sets, or a QuickReplacementWarning naming the replacement
         lemma_sizes, n_mu_draws, audit_samples = [[50, 3], [200, 5]], 50, 100000
         rate_ns, rate_reps = [10000, 40000, 160000], 4
