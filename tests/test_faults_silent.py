@@ -448,6 +448,21 @@ def test_record_release_refuses_a_synthetic_database_with_bad_weights(X):
         record_release("broken", rel, 0.0, rep=rep, sigma=1.0, X=X)
 
 
+@pytest.mark.parametrize("kind", ["nan", "all-zero", "negative"])
+def test_the_gate_pilots_release_probe_refuses_a_synthetic_database_with_bad_weights(kind):
+    """An entrant's release is a consumer too: its mean and mass near the differing row are not computed from NaNs."""
+    from types import SimpleNamespace
+
+    from dpkit.evaluation.gate_pilot import neighbour_pairs, probes
+
+    pair = neighbour_pairs(4, 2)[0]
+    method = SimpleNamespace(release=lambda X, rng=None: SimpleNamespace(
+        answers=None, diagnostics=None, synthetic=_setattr(BAD_WEIGHTS[kind])))
+    with pytest.raises(ValueError, match=EXPECT[kind]) as info:
+        probes(method, pair)["release"](pair.d0, np.random.default_rng(0))
+    assert str(info.value).startswith("release.synthetic.weights")
+
+
 # --------------------------------------------------------------------------- 5. the method registry
 NOT_METHODS = [("trig-I", "not the name 'trig-I'; use get('trig-I')"), ("trig-l", "use get('trig-I"),
                (type(get("trig-I")), "not the class"), (None, "got NoneType"), (3, "got int"),
