@@ -1,4 +1,4 @@
-"""Fault catalogue of the silent and unclear faults (issue 48, item 4), one section per class.
+"""Fault catalogue of the silent and unclear faults, one section per class.
 
 1. Runner parameters: every runner, sweep, table and claims entry point the notebooks call, and the batch
    manifests, refuse a bad seed, list of widths, count or list of data set names before any work, naming the
@@ -14,7 +14,8 @@
 6. Dask scheduler addresses: a closed local port, a local server speaking HTTP and one sending garbage frames fail
    within 30 s in one line naming the address (``--scheduler``, ``DPKIT_SCHEDULER``, the CLI).
 
-Each test fails on the code before this change (see the report of the branch ``faults``).
+Each test fails on the code before these checks existed (the cases already refused then are kept as the class's
+regression cases).
 """
 from __future__ import annotations
 
