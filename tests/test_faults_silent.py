@@ -148,6 +148,18 @@ def test_valid_parameters_give_the_same_numbers_as_before(X):
     assert cell_seed(np.int64(3), "mock", 2.0).entropy == cell_seed(3, "mock", 2.0).entropy
 
 
+@pytest.mark.parametrize("param, value, exc", [("seed", 1.5, TypeError), ("seed", True, TypeError),
+                                               ("reps", 2.5, TypeError), ("n_queries", 0, ValueError)], ids=repr)
+def test_the_widget_panels_refuse_a_bad_seed_or_count_instead_of_rounding_it(X, param, value, exc):
+    from dpkit.outputs.panels import explore, explore_sweep
+
+    cell = {**dict(reps=1, n_queries=5, J=2, seed=0), param: value}
+    _refused(lambda: explore(X=X, dataset="mock", epsilon=1.0, delta=1e-3, sigma=2.0, kappa=7.0, k=1, C=10, R=2,
+                             mechanisms=("I",), **cell), exc, param)
+    _refused(lambda: explore_sweep(X=X, dataset="mock", method=get("direct-gaussian"), param="epsilon", values=[1.0],
+                                   sigma=2.0, xlabel="ε", **cell), exc, param)
+
+
 def _claims_calls() -> dict:
     """Every claims notebook_checks (the function a theorem notebook calls with its parameters), by module."""
     from dpkit.claims import (
