@@ -9,7 +9,13 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from dpkit.core.accounting import Ledger, Spend, ledger_for
-from dpkit.core.exceptions import BudgetExceededError, DPKitError, FeasibilityError, PrivacyLeakWarning
+from dpkit.core.exceptions import (
+    BudgetExceededError,
+    DPKitError,
+    FeasibilityError,
+    PrivacyLeakWarning,
+    QuickReplacementWarning,
+)
 from dpkit.core.rng import resolve_rng, spawn, spawn_seeds
 
 __all__ = [
@@ -21,6 +27,7 @@ __all__ = [
     "DPKitError",
     "FeasibilityError",
     "PrivacyLeakWarning",
+    "QuickReplacementWarning",
     "resolve_rng",
     "spawn",
     "spawn_seeds",

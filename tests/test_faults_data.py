@@ -442,7 +442,7 @@ def _(env):
     load("PAM", path=env.tmp, subjects=[109], verify=False)
 
 
-@case("file-too-few-rows", MalformedDataError, "fewer than 2 rows left after preprocessing", "wdbc.data")
+@case("file-too-few-rows", MalformedDataError, "has 1 data rows, the registry expects 569", "wdbc.data")
 def _(env):
     row = "842302,M," + ",".join(["1.5"] * 30)
     p = env.tmp / "wdbc.data"

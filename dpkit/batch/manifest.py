@@ -28,6 +28,14 @@ import yaml
 from dpkit.core.exceptions import DPKitError
 from dpkit.core.paths import results_dir
 from dpkit.core.pysource import literal_eval
+from dpkit.core.validation import (
+    check_name,
+    check_name_list,
+    check_positive_finite,
+    check_positive_int,
+    check_seed,
+    check_sigmas,
+)
 
 __all__ = [
     "BatchError",
@@ -154,6 +162,15 @@ def notebook_fingerprint(notebook: str | os.PathLike) -> str:
 
 
 # --------------------------------------------------------------------------- notebook parameters
+#: the allowed range of the parameters every runner notebook names alike (the run seed, the repetitions, the workload's
+#: size, the kernel widths, the data sets), checked with dpkit's shared validators once a value has its declared type:
+#: a manifest or ``-p`` value out of range is refused before anything runs, naming the parameter and the range
+RANGE_CHECKS: dict[str, Callable[..., Any]] = {
+    "SEED": check_seed, "REPS": check_positive_int, "N_QUERIES": check_positive_int, "J": check_positive_int,
+    "REP_WORKERS": check_positive_int, "SIGMA": check_positive_finite, "SIGMAS": check_sigmas,
+    "DATASET": check_name, "DATASETS": check_name_list,
+}
+
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),  # an int is fine for a float
@@ -232,6 +249,11 @@ def _parameter_problem(notebook: Path, name: str, value: Any, declared: dict[str
                                       f"its parameters cell declares: {', '.join(declared)}")
     annotation, types = declared[name]
     if types is None or any(_TYPE_CHECKS[t](value) for t in types):
+        if name in RANGE_CHECKS and value is not None:
+            try:
+                RANGE_CHECKS[name](value, name=name)
+            except (TypeError, ValueError) as exc:
+                return NotebookParameterError(f"{name}={value!r} is out of range for {notebook.name}: {exc}")
         return None
     hint = ""
     if isinstance(value, str) and types & {"bool", "int", "float"}:

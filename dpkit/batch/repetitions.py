@@ -281,7 +281,11 @@ class DaskRepetitions:
         from distributed import Client, get_client
 
         if self.address:
-            with Client(self.address, set_as_default=False, timeout=60) as client:
+            from dpkit.batch.scheduler import CONNECT_TIMEOUT, probe_scheduler
+
+            # one line naming the variable and the address within CONNECT_TIMEOUT, not a hang on a wrong address
+            probe_scheduler(self.address, what=SCHEDULER_ENV)
+            with Client(self.address, set_as_default=False, timeout=max(CONNECT_TIMEOUT, 60)) as client:
                 yield client
             return
         try:

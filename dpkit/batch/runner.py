@@ -122,7 +122,7 @@ from dpkit.batch.outcome import Summary, finish_run, record_failure, run_summary
 from dpkit.batch.progress import TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
-from dpkit.batch.scheduler import batch_client, check_scheduler
+from dpkit.batch.scheduler import batch_client, check_scheduler, probe_scheduler
 from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, checkpoint_folder, confirm_adopted, handle_stale
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
@@ -325,6 +325,8 @@ def run_manifest(
         the highest kept index (default 2: those two; :func:`~dpkit.experiments.adoption.verified_indices`).
     """
     check_scheduler(scheduler)
+    if scheduler not in ("local", "sync"):
+        probe_scheduler(scheduler)  # before anything is written: an address where no Dask scheduler answers stops here
     if on_stale not in STALE_POLICIES:
         raise ValueError(f"on_stale must be one of {STALE_POLICIES}; got {on_stale!r}")
     verify_reps = check_positive_int(verify_reps, name="verify_reps")

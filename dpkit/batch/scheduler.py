@@ -19,7 +19,12 @@ from dpkit.core.threads import environ_restored
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
 
-__all__ = ["check_scheduler", "batch_client", "environ_restored", "LOCAL_WORKER_CONFIG"]
+__all__ = ["check_scheduler", "probe_scheduler", "batch_client", "environ_restored", "LOCAL_WORKER_CONFIG",
+           "CONNECT_TIMEOUT"]
+
+#: Seconds a Dask scheduler address has to accept a connection and answer Dask's ``identity`` request
+#: (:func:`probe_scheduler`) before a batch gives up on it, naming the address.
+CONNECT_TIMEOUT = 10.0
 
 
 # --------------------------------------------------------------------------- batches
@@ -30,10 +35,77 @@ def check_scheduler(scheduler: str) -> str:
 
     if scheduler in ("local", "sync") or (isinstance(scheduler, str) and (
             re.fullmatch(r"[a-z][a-z0-9+.-]*://\S+", scheduler) or re.fullmatch(r"[^\s:/]+:\d+", scheduler))):
-        return scheduler  # an address: distributed itself says if it cannot connect (exit 2, naming it)
+        return scheduler  # an address: probe_scheduler says if no Dask scheduler answers there (exit 2, naming it)
     close = difflib.get_close_matches(str(scheduler), ["local", "sync"], n=1)
     raise BatchError(f"--scheduler must be 'local', 'sync' or a Dask scheduler address such as tcp://host:8786; "
                      f"got {scheduler!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
+def probe_scheduler(address: str, *, timeout: float | None = None, what: str = "--scheduler") -> dict:
+    """Ask ``address`` for Dask's ``identity`` within ``timeout`` seconds; return it if a Dask scheduler answers.
+
+    ``distributed.Client(address)`` waits for a refused or unreachable address until its connect timeout, and on
+    an address where something else listens (an HTTP server, say) it can wait forever for a handshake that never
+    comes, or read the other protocol's bytes as a frame length and fail to allocate it. This probe bounds the
+    whole exchange (connect, handshake, reply) with :func:`asyncio.wait_for`, in a thread of its own (so it also
+    works where an event loop already runs, as in a Jupyter kernel), and turns every failure into one line.
+
+    Parameters
+    ----------
+    address : str
+        A Dask scheduler address (``tcp://host:8786`` or ``host:8786``).
+    timeout : float, optional
+        Seconds for the whole exchange; default :data:`CONNECT_TIMEOUT`.
+    what : str
+        Where the address came from, for the message (``--scheduler``, ``DPKIT_SCHEDULER``).
+
+    Returns
+    -------
+    dict
+        The scheduler's identity (``type``, ``id``, ``address``, ``workers``, ...).
+
+    Raises
+    ------
+    BatchError
+        Naming ``what`` and ``address``: nothing answered within ``timeout`` (refused, unreachable, silent), the
+        answer was not Dask's protocol, or a Dask server other than a scheduler answered.
+    """
+    import asyncio
+    import concurrent.futures
+
+    limit = CONNECT_TIMEOUT if timeout is None else float(timeout)
+
+    async def identity() -> dict:
+        from distributed.core import rpc
+
+        r = rpc(address, timeout=limit)
+        try:
+            return await r.identity()
+        finally:
+            await r.close_rpc()
+
+    def ask() -> dict:
+        return asyncio.run(asyncio.wait_for(identity(), limit))
+
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dpkit-probe-scheduler")
+    try:
+        info = pool.submit(ask).result(timeout=limit + 5.0)
+    except (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError):
+        raise BatchError(f"{what} {address}: no Dask scheduler answered within {limit:g} s (something listens there "
+                         "but does not answer Dask's handshake, or nothing at all; check the address)") from None
+    except OSError as exc:
+        raise BatchError(f"{what} {address}: cannot connect to a Dask scheduler within {limit:g} s "
+                         f"({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # another protocol's bytes read as Dask's: garbage frames, huge lengths, bad headers
+        raise BatchError(f"{what} {address}: the server there does not speak Dask's protocol "
+                         f"({type(exc).__name__}: {str(exc)[:120]})") from None
+    finally:
+        pool.shutdown(wait=False)
+    kind = info.get("type") if isinstance(info, dict) else None
+    if kind != "Scheduler":
+        raise BatchError(f"{what} {address}: a Dask {kind or 'server'} answered, not a scheduler; give the "
+                         "scheduler's address")
+    return info
 
 
 #: the Dask configuration the local cluster is made under (:func:`_local_cluster`): its nannies do not put
@@ -78,7 +150,11 @@ def _local_cluster(n_workers: int) -> LocalCluster:
 
 @contextlib.contextmanager
 def batch_client(scheduler: str, workers: int | None) -> Iterator[Client | None]:
-    """``None`` for ``sync``, else a Dask client (of a new LocalCluster for ``local``), closed afterwards."""
+    """``None`` for ``sync``, else a Dask client (of a new LocalCluster for ``local``), closed afterwards.
+
+    An address is probed first (:func:`probe_scheduler`): an unreachable address, or one where something other than
+    a Dask scheduler listens, is a :class:`BatchError` naming it within :data:`CONNECT_TIMEOUT` seconds.
+    """
     if scheduler == "sync":
         yield None
         return
@@ -91,7 +167,11 @@ def batch_client(scheduler: str, workers: int | None) -> Iterator[Client | None]
     saved = dict(os.environ)
     cluster = _local_cluster(workers or os.cpu_count() or 1) if scheduler == "local" else None
     try:
-        client = Client(cluster if cluster is not None else scheduler)
+        if cluster is None:
+            probe_scheduler(scheduler)  # one line naming the address, within CONNECT_TIMEOUT, instead of a hang
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        else:
+            client = Client(cluster)
     except BaseException:
         if cluster is not None:
             cluster.close()

@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 
 from dpkit.claims.results import NotebookRecorder, NotebookRun
+from dpkit.core.quick import quick_values
+from dpkit.core.validation import check_name_list, check_positive_int, check_seed, check_sigmas
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.experiments.baselines import gaussian_abs_max_mean
 from dpkit.experiments.protocol import RunRecord
@@ -193,6 +195,7 @@ def notebook_checks(
     (the PCA summary), ``conclusion``, and ``extra`` (the ``metrics.json`` extras in the notebook's order).
     ``progress`` shows progress bars.
     """
+    seed = check_seed(seed)
     from dpkit.core.exceptions import PrivacyLeakWarning
     from dpkit.data import load_available
     from dpkit.experiments import cell_seed, run_cell
@@ -200,8 +203,17 @@ def notebook_checks(
     from dpkit.experiments.pca_compare import compare_private_pca, pca_summary
     from dpkit.methods.registry import describe, suite
 
-    if quick:
-        datasets, sigmas, reps, n_queries = ["WDBC"], [4.0], 2, 200
+    datasets = check_name_list(datasets, name="datasets")
+    sigmas = check_sigmas(sigmas)
+    reps, n_queries, J = (check_positive_int(v, name=k) for k, v in (("reps", reps), ("n_queries", n_queries), ("J", J)))
+    if isinstance(methods, str) or not isinstance(methods, Sequence):
+        raise TypeError(f"methods must be a list of method names (empty: the whole suite); got "
+                        f"{type(methods).__name__} {methods!r}")
+    methods = check_name_list(methods, name="methods", what="method names") if methods else []
+    if quick:  # a part of the user's data sets and widths, or a QuickReplacementWarning naming the replacement
+        datasets = quick_values(datasets, ["WDBC"], name="datasets", what="data sets")
+        sigmas = quick_values(sigmas, [4.0], name="sigmas", what="kernel widths")
+        reps, n_queries = 2, 200
         C, m_rows, mwem_t, n_class, pca_reps, toy_levels, toy_m = 1000, 300, 5, 40, 2, 3, 3
     params = dict(SEED=seed, QUICK=quick, DATASETS=datasets, SIGMAS=sigmas, EPSILON=epsilon, DELTA=delta, REPS=reps,
                   N_QUERIES=n_queries, J=J, C=C, R=R, M_ROWS=m_rows, MWEM_T=mwem_t, N_CLASS=n_class, PCA_K=pca_k,

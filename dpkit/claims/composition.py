@@ -46,6 +46,7 @@ from dpkit.core.composition import (
     per_step_epsilon,
 )
 from dpkit.core.rng import spawn
+from dpkit.core.validation import check_seed
 from dpkit.evaluation.oracles import (
     AdaptiveComposition,
     rr_kfold_delta,
@@ -319,6 +320,7 @@ def notebook_checks(
     statistical checks. ``parts``: ``plds`` (the exact k-fold PLDs of the grid ε × k), ``kl``, ``adaptive``, ``bounds``,
     ``p112`` (the sections' results).
     """
+    seed = check_seed(seed)
     if quick:
         epsilons, ks, bins_per_step, mc_samples = [0.1, 0.5], [10, 100], 200, 50000
     cor321_ks = [1, 10, 100, 10**4] if quick else [1, 10, 100, 10**4, 10**6]  # steps of the exact Cor 3.21 grid

@@ -25,6 +25,7 @@ import numpy as np
 
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_seed
 from dpkit.data import SKLEARN_SOURCE, DataNotFoundError, Dataset, dataset_info, load
 from dpkit.evaluation.verdicts import Check, check
 
@@ -139,12 +140,14 @@ def wdbc_sklearn_check(loaded: LoadedDatasets) -> list[Check]:
 
 
 def mock_reproducible_check(seed: int) -> Check:
-    """``mock-reproducible``: two loads of ``mock`` with the same seed are bit-identical."""
+    """``mock-reproducible``: two loads of ``mock`` with the same seed (an integer ≥ 0) are bit-identical."""
+    seed = check_seed(seed)
     m1, m2 = load("mock", n=300, d=3, rng=seed), load("mock", n=300, d=3, rng=seed)
     return check("mock-reproducible", "mock data are bit-identical for the same seed", float(np.abs(m1.X - m2.X).max()), 0.0)
 
 
 def table_3_1_checks(loaded: LoadedDatasets, *, seed: int) -> list[Check]:
-    """Every check of notebook 10, in its report order."""
+    """Every check of notebook 10, in its report order (``seed``: an integer ≥ 0, checked before any check runs)."""
+    seed = check_seed(seed)
     return [*shape_checks(loaded), pam_check(loaded), *dataset_checks(loaded), *wdbc_sklearn_check(loaded),
             mock_reproducible_check(seed)]

@@ -27,6 +27,7 @@ from scipy import stats
 from dpkit.claims.results import NotebookRecorder, NotebookRun
 from dpkit.claims.streams import Streams
 from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_seed
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 
@@ -165,6 +166,7 @@ def notebook_checks(seed: int, quick: bool, false_alarm: float, *, n_points: int
     (:class:`EllipsoidStreams`, from ``seed``); the budget ``false_alarm`` is split over the three checks expected to
     pass. ``parts``: ``tests`` (the sampler tests).
     """
+    seed = check_seed(seed)
     if quick:
         n_points, dims = 20000, [2, 3, 5]
     params = dict(SEED=seed, QUICK=quick, N_POINTS=n_points, DIMS=dims, CAP=cap, FALSE_ALARM=false_alarm)

@@ -43,6 +43,7 @@ from dpkit.claims.net_pmw import (
 )
 from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.core.validation import check_positive_int, check_seed
 from dpkit.evaluation.audit import AuditResult, audit
 from dpkit.evaluation.oracles import report_noisy_max_probabilities
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
@@ -295,6 +296,8 @@ def notebook_checks(
     report noisy max, PMW); the budget ``false_alarm`` is split over the four statistical checks. ``parts``:
     ``util``, ``rnm_exact``, ``rr``, ``net`` (the sections' results).
     """
+    seed = check_seed(seed)
+    rr_reps = check_positive_int(rr_reps, name="rr_reps")
     if quick:
         n_instances, range_sizes, audit_samples, rr_n, rr_reps, svt_k, svt_instances, svt_samples = (
             40, [2, 10, 1000], 100000, 1000, 500, 10, 12, 50000)

@@ -26,6 +26,7 @@ from dpkit.claims.results import NotebookRecorder, NotebookRun, RowsResult
 from dpkit.claims.streams import Streams
 from dpkit.core.composition import laplace_composition_delta
 from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_seed
 from dpkit.evaluation.audit import audit
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.gaussian import gaussian_exact_delta
@@ -284,6 +285,7 @@ def notebook_checks(
     sections in order; the budget ``false_alarm`` is charged to the one statistical check (the moments auditor).
     ``parts``: ``runs``, ``exact``, ``audits`` (the sections' results).
     """
+    seed = check_seed(seed)
     if quick:
         # 6·10⁵ audit draws keep the printed-constants control powerful (2·10⁵ missed it in 30 % of seeds)
         audit_samples, C = 600000, 500

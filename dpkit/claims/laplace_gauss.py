@@ -32,6 +32,7 @@ from scipy import stats
 
 from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.core.validation import check_seed
 from dpkit.evaluation.audit import AuditResult, audit, scalar_releaser
 from dpkit.evaluation.oracles import (
     clopper_pearson,
@@ -351,6 +352,7 @@ def notebook_checks(
     the budget ``false_alarm`` is split over the six statistical checks. ``parts``: ``laplace`` (the three
     Laplace checks), ``post``, ``gauss``, ``classic``, ``acc``, ``acc_exact`` (the sections' results).
     """
+    seed = check_seed(seed)
     if quick:
         audit_samples, ks, acc_trials = 100000, [1, 10], 4000
     loss_samples = 20000 if quick else 200000  # draws of the Gaussian privacy loss (KS test)

@@ -51,6 +51,7 @@ from dpkit.claims.linear_studies import (
 )
 from dpkit.claims.results import NotebookRecorder, NotebookRun, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.core.validation import check_seed
 from dpkit.evaluation.audit import audit
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.laplace import Laplace
@@ -300,6 +301,7 @@ def notebook_checks(
     ``curves``, ``min_rate`` (the min-rate rows as a table), ``density_v5`` (the V5 density at δ* for
     ``eps_density``), ``dens`` (the densities at δ* for ``eps_check``), ``sections`` (each section's checks by name).
     """
+    seed = check_seed(seed)
     import pandas as pd
 
     if quick:

@@ -25,7 +25,9 @@ from dpkit import data
 from dpkit.claims.results import NotebookRecorder, NotebookRun, RowsResult
 from dpkit.claims.streams import Streams
 from dpkit.core.exceptions import PrivacyLeakWarning
+from dpkit.core.quick import quick_values
 from dpkit.core.rng import RNGLike, spawn
+from dpkit.core.validation import check_name_list, check_positive_int, check_seed
 from dpkit.evaluation.audit import audit
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.laplace import Laplace
@@ -309,9 +311,13 @@ def notebook_checks(
     ``false_alarm`` is charged to the one statistical check (the one-step auditor). ``parts``: ``lemma``, ``audit``,
     ``rates``, ``sigma`` (the sections' results).
     """
-    if quick:
+    seed = check_seed(seed)
+    datasets = check_name_list(datasets, name="datasets")
+    rate_reps = check_positive_int(rate_reps, name="rate_reps")
+    if quick:  # a part of the user's data sets, or a QuickReplacementWarning naming the replacement
         lemma_sizes, n_mu_draws, audit_samples = [[50, 3], [200, 5]], 50, 100000
-        rate_ns, rate_reps, datasets = [10000, 40000, 160000], 4, ["WDBC", "CTG"]
+        rate_ns, rate_reps = [10000, 40000, 160000], 4
+        datasets = quick_values(datasets, ["WDBC", "CTG"], name="datasets", what="data sets")
     params = dict(SEED=seed, QUICK=quick, EPSILON=epsilon, DELTA=delta, K=k, N_ITER=n_iter, LEMMA_SIZES=lemma_sizes,
                   N_MU_DRAWS=n_mu_draws, AUDIT_SAMPLES=audit_samples, RATE_NS=rate_ns, RATE_D=rate_d, RATE_REPS=rate_reps,
                   DATASETS=datasets, FALSE_ALARM=false_alarm)

@@ -23,6 +23,7 @@ import pandas as pd
 
 from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
+from dpkit.core.validation import check_positive_int, check_seed
 from dpkit.evaluation.oracles import hoeffding_upper
 from dpkit.evaluation.reconstruction import (
     adversarial_answers,
@@ -158,6 +159,8 @@ def notebook_checks(
     charged to the one statistical check (the fundamental law). ``parts``: ``exh``, ``pt``, ``laws`` (the sections'
     results).
     """
+    seed = check_seed(seed)
+    trials, dp_trials = check_positive_int(trials, name="trials"), check_positive_int(dp_trials, name="dp_trials")
     if quick:
         n_exhaustive, ns, kappas, trials, dp_n, dp_trials = 8, [32, 64, 128], [0.05, 0.2, 0.5, 1.0], 2, 32, 120
     params = dict(SEED=seed, QUICK=quick, N_EXHAUSTIVE=n_exhaustive, ALPHAS=alphas, NS=ns, KAPPAS=kappas,

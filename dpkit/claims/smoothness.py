@@ -22,6 +22,7 @@ import pandas as pd
 
 from dpkit.claims.results import TableResult
 from dpkit.core.rng import RNGLike, resolve_rng
+from dpkit.core.validation import check_sigmas
 from dpkit.evaluation.verdicts import Check, check
 from dpkit.queries.smoothness import (
     critical_order,
@@ -86,6 +87,7 @@ def hermite_derivatives(
     ``n_cases`` random 2-D mixtures of ``J`` kernels (σ drawn from ``sigmas``), orders ≤ 4 with at
     least one derivative in x₁, at a random point; statistic: the max relative error.
     """
+    sigmas = check_sigmas(sigmas)
     g = resolve_rng(rng)
     worst = 0.0
     for _ in range(n_cases):
@@ -106,6 +108,7 @@ def hermite_derivatives(
 
 def proof_chain(*, sigmas: Sequence[float] = (1.0, 1.5, 2.0, 3.0, 4.0)) -> Check:
     """The proof's chain: ``max_{k ≤ σ²} √(k!)/σ^k ≤ 1``, which bounds every ``|D^k f|`` with ``‖α‖₁ ≤ 1``."""
+    sigmas = check_sigmas(sigmas)
     chain = max(prop22_bound(s, int(math.floor(s * s))) for s in sigmas)
     return check("Prop 2.2 (proof chain)", "max_{k ≤ σ²} √(k!)/σ^k ≤ 1 (bounds every |D^k f| with ‖α‖₁ ≤ 1)", chain, 1.0,
                  relation="<=")
@@ -120,6 +123,7 @@ def workload_norms(
     The norm is a maximum over a grid plus the centres — a lower bound of the sup, so a violation
     would be real. Table columns: ``sigma, K, d, workload, norm_K, argmax, max_derivative_order_ge1``.
     """
+    sigmas = check_sigmas(sigmas)
     g = resolve_rng(rng)
     rows = []
     for sigma in sigmas:
@@ -142,6 +146,7 @@ def critical_orders(*, sigmas: Sequence[float] = (1.0, 1.5, 2.0, 3.0, 4.0)) -> C
 
     Prop 2.2 is conservative by a factor ≈ 2.7 (column ``ratio``).
     """
+    sigmas = check_sigmas(sigmas)
     rows, orders, sups = [], [], []
     for sigma in sigmas:
         kc = critical_order(sigma)
@@ -161,6 +166,7 @@ def beyond_sigma_squared(*, sigmas: Sequence[float] = (1.0, 1.5, 2.0, 3.0, 4.0),
 
     Table columns: ``sigma, K, norm_K, argmax``.
     """
+    sigmas = check_sigmas(sigmas)
     worst_beyond, rows = 0.0, []
     for sigma in sigmas:
         Kb = int(math.ceil(3 * sigma**2))

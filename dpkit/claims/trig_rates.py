@@ -49,6 +49,7 @@ from dpkit.claims.trig_sensitivity import (  # noqa: F401 - re-exported
     grid_pair_scan,
     sensitivity_scan,
 )
+from dpkit.core.validation import check_positive_finite, check_positive_int, check_seed
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.trig.basis import basis_indices
 from dpkit.mechanisms.trig.grid import grid_points
@@ -260,6 +261,9 @@ def notebook_checks(
     alarm in one run of the notebook is at most ``false_alarm``.
     ``parts``: ``runs``, ``fits``, ``sup_fits``, ``privacy``, ``scan``, ``terms`` (the sections' results).
     """
+    seed = check_seed(seed)
+    sigma = check_positive_finite(sigma, name="sigma")
+    reps, n_queries, J = (check_positive_int(v, name=k) for k, v in (("reps", reps), ("n_queries", n_queries), ("J", J)))
     if quick:
         ns_d1, ns_d2, reps, n_queries = [1000, 4000, 16000], [1000, 4000], 3, 30
     K = sigma**2

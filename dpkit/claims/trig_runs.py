@@ -20,6 +20,7 @@ from dpkit.claims.trig_sensitivity import (  # noqa: F401 - re-exported
     sensitivity_scan,
 )
 from dpkit.core.rng import RNGLike
+from dpkit.core.validation import check_positive_finite, check_positive_int
 from dpkit.mechanisms.trig.mechanisms import TrigDiagnostics, TrigonometricMechanism
 from dpkit.queries.evaluate import answer_reference
 from dpkit.queries.release import Release
@@ -209,6 +210,8 @@ def rate_runs(
     ``SeedSequence([crc32("supremum"), supremum_seed, d, n, 1 or 2 (mechanism I or II), rep])``, never from ``rng``:
     every other number is the same with or without it.
     """
+    sigma = check_positive_finite(sigma, name="sigma")
+    reps, n_queries, J = (check_positive_int(v, name=k) for k, v in (("reps", reps), ("n_queries", n_queries), ("J", J)))
     s = TrigStreams.resolve(rng)
     K = sigma**2
     runs: list[RateRun] = []
@@ -243,6 +246,8 @@ def error_terms(
     then a finer grid (4N), lattice rounding of the weights, a richer basis (2t). Median over
     ``reps`` runs of the worst-case error over the workload.
     """
+    sigma = check_positive_finite(sigma, name="sigma")
+    reps, n_queries, J = (check_positive_int(v, name=k) for k, v in (("reps", reps), ("n_queries", n_queries), ("J", J)))
     s = TrigStreams.resolve(rng)
     d, K = 1, sigma**2
     X = _data(n, d, s.data)

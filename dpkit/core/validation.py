@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable, Mapping, Set
 from numbers import Integral, Real
 from typing import Any
 
@@ -22,6 +23,11 @@ __all__ = [
     "check_finite_array",
     "check_in_unit_cube",
     "check_choice",
+    "check_seed",
+    "check_sequence",
+    "check_sigmas",
+    "check_name",
+    "check_name_list",
     "SQRT_FLOAT_MAX",
     "budget_limit_message",
 ]
@@ -193,6 +199,104 @@ def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}; got {value!r}")
     return value
+
+
+def check_seed(seed: Any, *, name: str = "seed") -> int:
+    """Validate a run seed: an integer ≥ 0 (the entropy of a :class:`numpy.random.SeedSequence`).
+
+    Parameters
+    ----------
+    seed : int
+        The seed. A bool, a float (even a whole one such as ``3.0``), a string, ``None`` or a negative
+        integer is refused: each would be read as another seed (``int(1.5) == 1``, ``True == 1``) or fail deep
+        inside numpy without naming the parameter.
+    name : str
+        The parameter's name in the message.
+
+    Returns
+    -------
+    int
+        ``seed`` as a Python int.
+
+    Raises
+    ------
+    TypeError
+        For a value that is not an integer, naming ``name`` and the allowed range.
+    ValueError
+        For a negative integer, naming ``name`` and the allowed range.
+    """
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer in [0, inf) (a run seed); got {type(seed).__name__} {seed!r}")
+    if seed < 0:
+        raise ValueError(f"{name} must be an integer in [0, inf) (a run seed); got {int(seed)}")
+    return int(seed)
+
+
+def check_sequence(values: Any, *, name: str, item: Callable[..., Any] | None = None, distinct: bool = True,
+                   what: str = "values") -> list[Any]:
+    """Validate a non-empty list of values (a list, tuple or 1-d array), each checked by ``item``.
+
+    A bare scalar, a string (it would be read as its characters), a mapping or a set (no order) is refused, as are
+    an empty list and, with ``distinct``, a repeated value (a cell or a sweep point would be run twice or
+    silently merged).
+
+    Parameters
+    ----------
+    values : sequence
+        The values.
+    name : str
+        The parameter's name in the message; an entry is named ``name[i]``.
+    item : callable, optional
+        ``item(value, name=f"{name}[{i}]")`` validates and returns one entry (e.g. :func:`check_positive_finite`).
+    distinct : bool
+        Refuse repeated entries.
+    what : str
+        What the entries are, for the message (``"kernel widths"``, ``"data set names"``).
+
+    Returns
+    -------
+    list
+        The entries as ``item`` returns them.
+
+    Raises
+    ------
+    TypeError
+        For a value that is not a list of entries, or an entry of the wrong type (from ``item``).
+    ValueError
+        For an empty list, a repeated entry or an entry out of its range (from ``item``).
+    """
+    if (isinstance(values, (str, bytes, Mapping, Set)) or not hasattr(values, "__iter__")
+            or (isinstance(values, np.ndarray) and values.ndim != 1)):
+        raise TypeError(f"{name} must be a non-empty list of {what}; got {type(values).__name__} {values!r}"
+                        + (f" (did you mean [{values!r}]?)" if not isinstance(values, (Mapping, Set)) else ""))
+    out = [v if item is None else item(v, name=f"{name}[{i}]") for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name} must not be empty: a non-empty list of {what} is allowed; got []")
+    if distinct:
+        seen: list[Any] = []
+        for v in out:
+            if v in seen:
+                raise ValueError(f"{name} must hold distinct {what}; {v!r} is given twice in {list(out)!r}")
+            seen.append(v)
+    return out
+
+
+def check_sigmas(sigmas: Any, *, name: str = "sigmas") -> list[float]:
+    """Validate a list of kernel widths: non-empty, distinct, each finite and > 0 (:func:`check_sequence`)."""
+    return check_sequence(sigmas, name=name, item=check_positive_finite, what="kernel widths (finite and > 0)")
+
+
+def check_name(value: Any, *, name: str) -> str:
+    """Validate a name (a data set's, a method's): a non-empty string."""
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be a non-empty string (a name); got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_name_list(values: Any, *, name: str = "datasets", what: str = "data set names") -> list[str]:
+    """Validate a list of names (data sets, methods): non-empty, distinct, each a non-empty string
+    (:func:`check_sequence`); a bare string is refused, not read as its characters."""
+    return check_sequence(values, name=name, item=check_name, what=what)
 
 
 def check_instance(value: Any, *, name: str, types: tuple[type, ...]) -> Any:

@@ -134,12 +134,27 @@ def _to_float(df, cols: Sequence, *, code: str, path: Path, header: bool, missin
 
 
 def _expect_rows(code: str, spec: DatasetSpec, role: str, path: Path, n: int, checked: bool) -> list[str]:
+    """The registry's row count of ``role``'s file against the ``n`` rows read from ``path``.
+
+    A file with *fewer* rows than the registry documents is refused on every path, ``verify=False`` included
+    (which skips the checksum, not the structure): loading it would silently run on a part of the data set. A
+    file with more rows is refused when its content is checked (``checked``) and otherwise kept with a note in
+    the provenance.
+
+    Raises
+    ------
+    MalformedDataError
+        Naming the file, the rows read and the rows documented.
+    """
     rows = spec.file(role).rows
     if rows is None or n == rows:
         return []
     msg = f"{path} has {n} data rows, the registry expects {rows}"
     if checked:
         raise MalformedDataError(f"[{code}] {msg}: the file is truncated or edited; replace it with the original.")
+    if n < rows:
+        raise MalformedDataError(f"[{code}] {msg} ({rows - n} fewer): the file is truncated (verify=False skips the "
+                                 "checksum, not the row count); replace it with the original.")
     return [msg + " (checksum not verified)"]
 
 

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 from dpkit.core.rng import spawn_seeds
 from dpkit.core.validation import check_choice, check_int_in_range
 from dpkit.queries.release import MethodBase
+from dpkit.queries.synthetic import check_released_database
 
 __all__ = ["NeighbourPair", "neighbour_pairs", "probes", "PilotStatistic", "pilot_statistic"]
 
@@ -110,7 +111,8 @@ def _release_probe(method: Any, pair: NeighbourPair) -> Callable[[np.ndarray, np
         rel = method.release(X, rng=rng, workload=workload) if workload is not None else method.release(X, rng=rng)
         out: dict[str, Any] = {"answers": rel.answers, "diagnostics": rel.diagnostics}
         if rel.synthetic is not None:
-            P, w = np.asarray(rel.synthetic.points, dtype=float), np.asarray(rel.synthetic.weights, dtype=float)
+            syn = check_released_database(rel.synthetic, name="release.synthetic")  # no NaN/negative/zero mass
+            P, w = np.asarray(syn.points, dtype=float), np.asarray(syn.weights, dtype=float)
             w = w / w.sum()
             sq = ((P[:, None, :] - ref[None, :, :]) ** 2).sum(axis=2) / P.shape[1]
             out["synthetic"] = {"mean": w @ P, "mass_near_differing_row": w @ np.exp(-2.0 * sq)}

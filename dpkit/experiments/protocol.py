@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from dpkit.core.rng import RNGLike, spawn_seeds
-from dpkit.core.validation import check_positive_int, check_real_in_range
+from dpkit.core.validation import check_name, check_positive_int, check_seed, check_sigmas
 from dpkit.experiments.adoption import adoption_switch, verify_reps_switch
 from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
 from dpkit.experiments.parallel import CellsJob, RepetitionExecutor, parallel_repetitions
@@ -198,16 +198,24 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     list of RunRecord
         σ-major (in the order of ``sigmas``), then repetition, then method: the concatenation of the
         :func:`run_cell` records of each σ.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Before any work, naming the parameter and its allowed range: ``seed`` not an integer ≥ 0
+        (:func:`~dpkit.core.validation.check_seed`), ``sigmas`` not a non-empty list of distinct finite widths > 0
+        (:func:`~dpkit.core.validation.check_sigmas`), ``dataset`` not a non-empty string, ``reps``,
+        ``n_queries``, ``J``, ``workers`` or ``verify_reps`` not an integer ≥ 1.
     """
     from tqdm.auto import tqdm
 
     named = as_methods(methods)
-    sigmas = [check_real_in_range(s, name="sigmas", low=0.0, low_inclusive=False) for s in sigmas]
-    if not sigmas:
-        raise ValueError("sigmas must not be empty")
-    if len(set(sigmas)) != len(sigmas):
-        raise ValueError(f"sigmas must be distinct; got {sigmas}")
+    seed = check_seed(seed)
+    sigmas = check_sigmas(sigmas)
+    dataset = check_name(dataset, name="dataset")
     reps = check_positive_int(reps, name="reps")
+    n_queries = check_positive_int(n_queries, name="n_queries")
+    J = check_positive_int(J, name="J")
     if verify_reps is not None:
         verify_reps = check_positive_int(verify_reps, name="verify_reps")
     executor = workers if isinstance(workers, RepetitionExecutor) else None

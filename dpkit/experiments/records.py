@@ -35,11 +35,12 @@ import numpy as np
 
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.threads import one_blas_thread
-from dpkit.core.validation import check_positive_int, check_real_in_range
+from dpkit.core.validation import check_positive_finite, check_positive_int, check_seed
 from dpkit.experiments.record_types import Repetition, RunRecord
 from dpkit.queries.evaluate import answer_synthetic
 from dpkit.queries.metrics import errors_from_answers
 from dpkit.queries.release import Method, Release
+from dpkit.queries.synthetic import check_released_database
 from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -83,7 +84,8 @@ def cell_seed(seed: int, dataset: str, sigma: float) -> np.random.SeedSequence:
     Because it does not depend on where the cell sits in a list of data sets or σ's, a table
     computed in one run and the same table split over many batch runs give identical numbers.
     """
-    return np.random.SeedSequence([int(seed), zlib.crc32(str(dataset).upper().encode()), int(round(float(sigma) * 1000))])
+    seed = check_seed(seed)
+    return np.random.SeedSequence([seed, zlib.crc32(str(dataset).upper().encode()), int(round(float(sigma) * 1000))])
 
 
 def shared_seed(seed: int, dataset: str) -> np.random.SeedSequence:
@@ -93,7 +95,7 @@ def shared_seed(seed: int, dataset: str) -> np.random.SeedSequence:
     every :func:`cell_seed` (three words, the second a hash of the data set's name alone) and from
     their descendants.
     """
-    return np.random.SeedSequence([int(seed), zlib.crc32(("shared:" + str(dataset).upper()).encode())])
+    return np.random.SeedSequence([check_seed(seed), zlib.crc32(("shared:" + str(dataset).upper()).encode())])
 
 
 def width_independent(method: Method, sigmas: Sequence[float]) -> bool:
@@ -187,8 +189,10 @@ def repetitions(X: np.ndarray, *, sigma: float, names: Sequence[str], reps: int,
     ``names``."""
     from tqdm.auto import tqdm
 
-    sigma = check_real_in_range(sigma, name="sigma", low=0.0, low_inclusive=False)
+    sigma = check_positive_finite(sigma, name="sigma")
     reps = check_positive_int(reps, name="reps")
+    n_queries = check_positive_int(n_queries, name="n_queries")
+    J = check_positive_int(J, name="J")
     X = np.asarray(X, dtype=float)
     words = name_words(names)
     for i, seed in enumerate(tqdm(spawn_seeds(rng, reps), disable=not progress, desc=f"σ={sigma:g}")):
@@ -342,7 +346,7 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
         bound = rep.truth.error_bound
         centre_note = "released answers to the workload only: no kernel mean at a single centre"
     else:
-        syn = rel.synthetic
+        syn = check_released_database(rel.synthetic, name=f"{name}'s release.synthetic")
         est, info = answer_synthetic(rep.workload, syn.points, syn.weights, return_info=True)
         bound = rep.truth.error_bound + float(info["error_bound"]) * float(np.max(np.abs(est), initial=0.0))
         centre_errors, centre_bound = _centre_errors(info["kernel_means"], float(info["error_bound"]), rep.truth)

@@ -14,6 +14,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpkit.core.rng import RNGLike, spawn_seeds
+from dpkit.core.validation import check_positive_finite, check_positive_int, check_sequence
 from dpkit.experiments.protocol import RunRecord, run_cell
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.queries.release import Method
@@ -29,12 +30,22 @@ def sweep(X: np.ndarray, *, method: Method, param: str, values: Sequence[Any], s
     -------
     dict
         ``value -> records`` in the order of ``values``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Before any work, naming the parameter: ``param`` not a field of the method, ``values`` not a non-empty list
+        of distinct values (a bare value or string, or a repeated value that would be merged in the result),
+        ``sigma`` not finite and > 0, ``reps``, ``n_queries`` or ``J`` not an integer ≥ 1.
     """
     fields = {f.name for f in dataclasses.fields(method)}
     if param not in fields:
         raise ValueError(f"param must be a field of {type(method).__name__} {sorted(fields)}; got {param!r}")
-    if len(values) == 0:
-        raise ValueError("values must be non-empty")
+    values = check_sequence(values, name="values", what=f"values of {param}")
+    sigma = check_positive_finite(sigma, name="sigma")
+    reps = check_positive_int(reps, name="reps")
+    n_queries = check_positive_int(n_queries, name="n_queries")
+    J = check_positive_int(J, name="J")
     seed_root = spawn_seeds(rng, 1)[0]
     out: dict[Any, list[RunRecord]] = {}
     for v in tqdm(list(values), disable=not progress, desc=f"{param} sweep"):

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core.validation import check_name
 from dpkit.experiments.protocol import RunRecord, cell_seed, run_cell
 from dpkit.experiments.reference import PAPER_WORST_TIME, paper_value
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
@@ -44,7 +45,12 @@ def table_methods(mechanisms: Sequence[str] = ("I", "II"), constants: Sequence[s
 
 def run_table_cell(X: np.ndarray, *, dataset: str, sigma: float, methods: dict[str, Method], reps: int, seed: int,
                    n_queries: int = 10_000, J: int = 10, progress: bool = False) -> list[RunRecord]:
-    """One (data set, σ) cell of Tables 3.2/3.3, seeded by :func:`cell_seed` from the cell's values."""
+    """One (data set, σ) cell of Tables 3.2/3.3, seeded by :func:`cell_seed` from the cell's values.
+
+    ``seed`` must be an integer ≥ 0 and ``dataset`` a non-empty string (else a TypeError or ValueError naming
+    them); ``sigma``, ``reps``, ``n_queries`` and ``J`` are checked by :func:`run_cell`.
+    """
+    dataset = check_name(dataset, name="dataset")
     return run_cell(X, methods=methods, sigma=sigma, reps=reps, n_queries=n_queries, J=J,
                     rng=cell_seed(seed, dataset, sigma), progress=progress)
 

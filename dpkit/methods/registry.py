@@ -42,7 +42,8 @@ from dpkit.methods.references import SamplingFloor
 from dpkit.methods.smalldb import SmallDB
 from dpkit.queries.release import Method
 
-__all__ = ["Entry", "CATALOGUE", "REGISTRY", "get", "with_budget", "names", "suite", "configure", "describe", "check_names"]
+__all__ = ["Entry", "CATALOGUE", "REGISTRY", "PRIVACY_CLASSES", "get", "with_budget", "names", "suites", "suite", "configure",
+           "describe", "check_names", "check_method"]
 
 EPS, DELTA = 1.0, 1e-3  # the thesis's budget (Sec 3.1)
 
@@ -120,8 +121,54 @@ if len(REGISTRY) != len(CATALOGUE):  # pragma: no cover - a catalogue typo
     raise RuntimeError("duplicate method names in dpkit.methods.registry.CATALOGUE")
 
 
+#: the privacy classes of the registered methods (:attr:`Entry.privacy`)
+PRIVACY_CLASSES = ("(ε,δ)-DP", "ε-DP", "non-private")
+
+
+def suites() -> list[str]:
+    """The suites of the catalogue, sorted."""
+    return sorted({s for e in CATALOGUE for s in e.suites})
+
+
+def check_method(method: Any, *, name: str = "method") -> Method:
+    """``method`` if it is a method *instance* (a dataclass following :class:`~dpkit.queries.release.Method`).
+
+    A registered name (a string), a method class (``TrigonometricMechanism`` instead of an instance) or any other
+    object is refused naming the argument and what it was given, with the call that gives a method.
+
+    Raises
+    ------
+    TypeError
+        Naming ``name`` and the type given.
+    """
+    if isinstance(method, str):
+        close = method if method in REGISTRY else next(iter(difflib.get_close_matches(method, list(REGISTRY), n=1)), None)
+        hint = f"; use get({close!r}) for the registered method" if close else ""
+        raise TypeError(f"{name} must be a method instance, not the name {method!r}{hint}")
+    if isinstance(method, type):
+        raise TypeError(f"{name} must be a method instance, not the class {method.__name__} (did you mean "
+                        f"{method.__name__}(...)?)")
+    if not (dataclasses.is_dataclass(method) and isinstance(method, Method)):
+        raise TypeError(f"{name} must be a method instance (a dataclass with epsilon, delta, name, privacy, at_width "
+                        f"and release, e.g. get('trig-I')); got {type(method).__name__} {method!r:.80}")
+    return method
+
+
 def names(suite_name: str | None = None, *, privacy: str | None = None) -> list[str]:
-    """Registered names, in catalogue order, optionally of one suite and/or privacy class."""
+    """Registered names, in catalogue order, optionally of one suite and/or privacy class.
+
+    Raises
+    ------
+    ValueError
+        For a suite or a privacy class that the catalogue does not have (naming the ones it has), instead of an
+        empty list.
+    """
+    if suite_name is not None and suite_name not in suites():
+        close = difflib.get_close_matches(str(suite_name), suites(), n=1)
+        raise ValueError(f"unknown suite {suite_name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                         + f"; suites: {suites()}")
+    if privacy is not None and privacy not in PRIVACY_CLASSES:
+        raise ValueError(f"unknown privacy class {privacy!r}; privacy classes: {list(PRIVACY_CLASSES)}")
     return [e.name for e in CATALOGUE
             if (suite_name is None or suite_name in e.suites) and (privacy is None or e.privacy == privacy)]
 
@@ -135,9 +182,14 @@ def check_names(requested: Sequence[str], *, allowed: Sequence[str] | None = Non
 
     Raises
     ------
+    TypeError
+        For ``requested`` given as one string instead of a list of names.
     ValueError
         For a name that is not a string or not allowed.
     """
+    if isinstance(requested, str):  # a bare name would be read as its characters
+        raise TypeError(f"requested must be a list of method names, not a str; got {requested!r} "
+                        f"(did you mean [{requested!r}]?)")
     pool = list(REGISTRY) if allowed is None else list(allowed)
     bad = [n for n in requested if not isinstance(n, str) or n not in pool]
     if not bad:
@@ -190,9 +242,7 @@ def suite(suite_name: str, *, include: Sequence[str] | None = None, **params: An
     ValueError
         For an unknown suite, a name outside the suite, or a parameter no member has.
     """
-    members = names(suite_name)
-    if not members:
-        raise ValueError(f"unknown suite {suite_name!r}; suites: {sorted({s for e in CATALOGUE for s in e.suites})}")
+    members = names(suite_name)  # an unknown suite is refused there
     if isinstance(include, str):  # a bare name would be taken as its characters
         raise TypeError(f"include must be a list of method names, not a str; got include={include!r} "
                         f"(did you mean include=[{include!r}]?)")
@@ -217,9 +267,12 @@ def configure(method: Method, **params: Any) -> Method:
 
     Raises
     ------
+    TypeError
+        For ``method`` that is not a method instance (a name, a class; :func:`check_method`).
     ValueError
         For a parameter the method does not have, or a budget outside its privacy class.
     """
+    method = check_method(method)
     return _configure(method, method.name, params)
 
 
@@ -266,7 +319,13 @@ def with_budget(method: Method, *, epsilon: float | None = None, delta: float | 
     0.0
     >>> with_budget(get("trig-II"), epsilon=0.5, delta=1e-5).delta
     1e-05
+
+    Raises
+    ------
+    TypeError
+        For ``method`` that is not a method instance (a name, a class; :func:`check_method`).
     """
+    method = check_method(method)
     return _broadcast(method, {k: v for k, v in (("epsilon", epsilon), ("delta", delta)) if v is not None})
 
 
@@ -287,6 +346,15 @@ def _broadcast(method: Method, params: Mapping[str, Any]) -> Method:
 
 
 def describe(methods: Mapping[str, Method]) -> list[dict[str, Any]]:
-    """One row per method: name, class, privacy class and every parameter (for tables and manifests)."""
+    """One row per method: name, class, privacy class and every parameter (for tables and manifests).
+
+    ``methods`` is a mapping ``{name: method}`` (e.g. :func:`suite`'s); anything else, or a value that is not a
+    method instance, is refused with a TypeError naming it (:func:`check_method`).
+    """
+    if not isinstance(methods, Mapping):
+        raise TypeError(f"methods must be a mapping {{name: method}} (e.g. suite('baselines')); got "
+                        f"{type(methods).__name__} {methods!r:.80}")
+    for n, m in methods.items():
+        check_method(m, name=f"methods[{n!r}]")
     return [{"method": n, "class": type(m).__name__, "privacy": m.privacy,
              **{f.name: getattr(m, f.name) for f in dataclasses.fields(m)}} for n, m in methods.items()]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from dpkit.core.validation import check_seed
 from dpkit.experiments.protocol import run_cell
 from dpkit.experiments.reference import paper_value
 from dpkit.experiments.sweeps import sweep, sweep_rows
@@ -26,7 +27,8 @@ def explore(*, X: np.ndarray, dataset: str, epsilon: float, delta: float, sigma:
             R: int, reps: int, mechanisms: Sequence[str] = ("I", "II"), n_queries: int = 2_000, J: int = 10,
             n_iter: int = 10, constants: str = "correct", seed: int = 0) -> tuple[Figure, pd.DataFrame]:
     """One Tables 3.2/3.3 cell, few repetitions: worst absolute error per repetition and mechanism
-    (the thesis's number as a line of its own style) and the summary rows.
+    (the thesis's number as a line of its own style) and the summary rows. ``seed``, ``reps``, ``n_queries`` and
+    ``J`` are checked by name (an integer ≥ 0, resp. ≥ 1: a fractional value is refused, not rounded).
 
     Mechanisms are told apart by marker and line style, not by colour alone (the figure reads in grayscale).
     """
@@ -34,7 +36,7 @@ def explore(*, X: np.ndarray, dataset: str, epsilon: float, delta: float, sigma:
 
     methods = table_methods(mechanisms, (constants,), epsilon=epsilon, delta=delta, kappa=kappa,
                             k=min(int(k), X.shape[1]), C=int(C), R=int(R), n_iter=int(n_iter))
-    recs = run_cell(X, methods=methods, sigma=sigma, reps=int(reps), n_queries=int(n_queries), J=int(J), rng=int(seed))
+    recs = run_cell(X, methods=methods, sigma=sigma, reps=reps, n_queries=n_queries, J=J, rng=check_seed(seed))
     rows = table_rows(recs, dataset=dataset)
     fig, ax = new_figure()
     for i, (m, label) in enumerate(zip(mechanisms, methods)):
@@ -60,10 +62,11 @@ def explore_sweep(*, X: np.ndarray, dataset: str, method: Method, param: str, va
                   reps: int, xlabel: str, logx: bool = False, n_queries: int = 2_000, J: int = 10,
                   seed: int = 0, metric: str = "thesis") -> tuple[Figure, pd.DataFrame]:
     """A sweep of ``param`` over ``values`` (few repetitions): the figure of ``metric`` (the thesis metric or the
-    class supremum: :func:`~dpkit.outputs.figures.tables.plot_sweep`) and the rows (both metrics)."""
+    class supremum: :func:`~dpkit.outputs.figures.tables.plot_sweep`) and the rows (both metrics). ``seed``, ``values``,
+    ``reps``, ``n_queries`` and ``J`` are checked by name (:func:`~dpkit.experiments.sweeps.sweep`)."""
     check_metric(metric)  # before anything runs
-    res = sweep(X, method=method, param=param, values=values, sigma=sigma, reps=int(reps), n_queries=int(n_queries),
-                J=J, rng=int(seed))
+    res = sweep(X, method=method, param=param, values=values, sigma=sigma, reps=reps, n_queries=n_queries, J=J,
+                rng=check_seed(seed))
     rows = sweep_rows(res, dataset=dataset, param=param)
     return plot_sweep(rows, xlabel=xlabel, logx=logx, metric=metric), pd.DataFrame(rows)
 

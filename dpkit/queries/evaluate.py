@@ -108,7 +108,8 @@ def answer_weighted(
     """``q_f = Σ_i w_i f(p_i)`` for every query, via kernel means at all ``Q·J`` centres.
 
     ``options`` go to :func:`kernel_sums` (precision, rtol, block sizes, n_threads, dedup).
-    Weights are used as given (non-negative; see :func:`answer_synthetic` for distributions).
+    Weights are used as given (non-negative and not all zero, else a ValueError naming ``weights``; see
+    :func:`answer_synthetic` for distributions).
     With ``return_info`` the info of :func:`kernel_sums` also holds ``"kernel_means"``: the (Q, J) kernel
     means ``k(c_{q,j})`` the answers contract (a view, no copy), each within the relative bound
     ``info["error_bound"]``.
@@ -116,6 +117,8 @@ def answer_weighted(
     wl = _check_workload(workload)
     P = _check_points(points, wl, "points")
     w = check_finite_array(weights, name="weights", ndim=1)
+    if w.size and not np.any(w > 0):  # kernel_sums refuses negative weights; all zero would answer 0 everywhere
+        raise ValueError(f"weights are all zero ({w.size} points): no point carries mass, so they answer no query")
     k, info = kernel_sums(wl.flat_centres, P, w, wl.sigma, J=wl.J, return_info=True, **options)
     means = k.reshape(wl.n_queries, wl.J)
     ans = np.einsum("qj,qj->q", wl.alphas, means)

@@ -26,7 +26,7 @@ from dpkit.core.validation import (
 )
 from dpkit.queries.accurate import EVAL_SLACK, EXP_ULP_F64, Augmented, compound, kernel_block
 from dpkit.queries.rounding import UNIT_ROUNDOFF_F64, gamma
-from dpkit.queries.synthetic import WeightedDatabase
+from dpkit.queries.synthetic import WeightedDatabase, check_released_database
 
 __all__ = ["AnswerFunction", "ClassSupremum", "SupremumInterval", "random_feature_answers", "released_answers",
            "DOMAINS", "MAX_EXPONENT", "ErrorFunction", "check_supremum_inputs", "resolve_released"]
@@ -290,6 +290,7 @@ class ErrorFunction:
             Dp, Dw = surrogate
         self.answer: AnswerFunction | None = None
         if isinstance(released, WeightedDatabase):
+            check_released_database(released)  # a NaN or negative weight would be dropped below, not refused
             keep = released.weights > 0
             self.syn_points = np.ascontiguousarray(released.points[keep], dtype=np.float64)
             self.syn_weights = np.asarray(released.weights[keep], dtype=np.float64)
@@ -446,12 +447,16 @@ def resolve_released(released: Any, d: int) -> WeightedDatabase | AnswerFunction
     Raises
     ------
     ValueError
-        When the released points do not have ``d`` columns.
+        When the released points do not have ``d`` columns, or the released database's weights are not a
+        distribution (non-finite, negative, all zero, not summing to 1), however it was constructed
+        (:func:`~dpkit.queries.synthetic.check_released_database`).
     """
     if isinstance(released, (WeightedDatabase, AnswerFunction)):
         out: WeightedDatabase | AnswerFunction | str = released
     else:
         out = released_answers(released)
-    if isinstance(out, WeightedDatabase) and out.n_features != d:
-        raise ValueError(f"the released points have d = {out.n_features} columns but X has {d}")
+    if isinstance(out, WeightedDatabase):
+        check_released_database(out, name="released" if out is released else "release.synthetic")
+        if out.n_features != d:
+            raise ValueError(f"the released points have d = {out.n_features} columns but X has {d}")
     return out

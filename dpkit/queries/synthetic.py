@@ -8,7 +8,7 @@ and — when it *is* the realised sample — the multiplicities of each point.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from dpkit.core.exceptions import FeasibilityError
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.validation import check_finite_array, check_positive_int
 
-__all__ = ["WeightedDatabase", "MAX_SAMPLE_ENTRIES", "MAX_M"]
+__all__ = ["WeightedDatabase", "check_released_database", "MAX_SAMPLE_ENTRIES", "MAX_M"]
 
 #: :meth:`WeightedDatabase.sample` refuses to build more than this many entries (rows × d),
 #: i.e. 160 MB of float64.
@@ -180,3 +180,67 @@ class WeightedDatabase:
     def __repr__(self) -> str:
         kind = "sample" if self.counts is not None else "distribution"
         return f"WeightedDatabase({kind}, support={self.support_size}, d={self.n_features}, m={self.m})"
+
+
+#: the largest deviation from 1 of a released database's weight sum that :func:`check_released_database` accepts
+#: (construction renormalises to 1 within rounding; the evaluators of :mod:`dpkit.queries.evaluate` allow 1e-6)
+WEIGHT_SUM_TOL = 1e-6
+
+
+def check_released_database(db: Any, *, name: str = "released") -> WeightedDatabase:
+    """``db`` if it is a :class:`WeightedDatabase` whose fields hold a distribution *now*, however it was made.
+
+    Construction validates the fields, but an object made with ``object.__setattr__``, ``copy``/``pickle`` of an
+    edited object, ``WeightedDatabase.__new__`` or an array whose write flag was turned back on can hold anything;
+    every consumer of a released database's weights (the class supremum, the evaluators) checks it here first, so
+    that a weight that is not finite, is negative, or weights that are all zero or do not sum to 1 are refused
+    instead of being dropped (a supremum search keeps only the points of positive weight) or averaged in.
+
+    Parameters
+    ----------
+    db : WeightedDatabase
+        The released database.
+    name : str
+        What it is called in the message (``"released"``, ``"release.synthetic"``).
+
+    Returns
+    -------
+    WeightedDatabase
+        ``db`` itself.
+
+    Raises
+    ------
+    TypeError
+        If ``db`` is not a :class:`WeightedDatabase` or a field is missing.
+    ValueError
+        Naming ``name``'s field and what is wrong: points not a finite (s, d) array, weights not finite, negative,
+        all zero, not one per point, or not summing to 1 (within :data:`WEIGHT_SUM_TOL`).
+    """
+    if not isinstance(db, WeightedDatabase):
+        raise TypeError(f"{name} must be a WeightedDatabase; got {type(db).__name__}")
+    missing = [f.name for f in fields(WeightedDatabase) if f.name not in vars(db)]
+    if missing:
+        raise TypeError(f"{name} is a WeightedDatabase without the field(s) {missing} (made without its constructor)")
+    P = check_finite_array(db.points, name=f"{name}.points", ndim=2, min_rows=1)
+    w = np.asarray(db.weights)
+    if w.ndim != 1 or w.shape[0] != P.shape[0]:
+        raise ValueError(f"{name}.weights must hold one weight per point ({P.shape[0]}); got shape {w.shape}")
+    try:
+        w = np.asarray(w, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}.weights must be numeric; {exc}") from None
+    bad = ~np.isfinite(w)
+    if bad.any():
+        raise ValueError(f"{name}.weights must be finite; {int(bad.sum())} of {w.size} are not "
+                         f"(first at index {int(np.flatnonzero(bad)[0])}: {float(w[bad][0])!r})")
+    if (w < 0).any():
+        i = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"{name}.weights must be non-negative (a distribution); {int((w < 0).sum())} are negative "
+                         f"(first at index {i}: {float(w[i])!r})")
+    total = float(w.sum())
+    if total == 0.0:
+        raise ValueError(f"{name}.weights are all zero: no point carries mass, so it answers no query")
+    if abs(total - 1.0) > WEIGHT_SUM_TOL:
+        raise ValueError(f"{name}.weights must sum to 1 (a distribution, tolerance {WEIGHT_SUM_TOL:g}); "
+                         f"they sum to {total:.12g}")
+    return db
