@@ -140,27 +140,36 @@ VERDICTS = ("better", "tie", "worse")
 @dataclass(frozen=True)
 class Headline:
     """Cells (data set × σ × error kind, abs and rel) better than, tied with and worse than the thesis, per table,
-    at the false-alarm budget ``budget``."""
+    at the false-alarm budget ``budget``, and the cells with one certain winner (a winner set of one;
+    :mod:`dpkit.experiments.board_robust`; ``None`` for a board without winner sets)."""
 
     better: dict[str, int]
     ties: dict[str, int]
     worse: dict[str, int]
     cells: dict[str, int]
     budget: float
+    certain: dict[str, int] | None = None
+    ranked: dict[str, int] | None = None
 
     def text(self) -> str:
-        """``better than the thesis in X/50 (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05
-        (family-wise per table and error kind); Z ties; W worse``."""
+        """``one certain winner in A/50 (Table 3.2) and B/50 (Table 3.3) cells; better than the thesis in X/50
+        (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05 (family-wise per table and error
+        kind); Z ties; W worse`` (without winner sets, the part before the first semicolon is left out)."""
         parts = [f"{self.better[t]}/{self.cells[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
-        return (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
+        text = (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
                 f"(family-wise per table and error kind); {sum(self.ties.values())} ties; "
                 f"{sum(self.worse.values())} worse")
+        if self.certain is None or self.ranked is None:
+            return text
+        won = [f"{self.certain[t]}/{self.ranked[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
+        return f"one certain winner in {' and '.join(won)} cells; {text}"
 
 
 def headline(board: Sequence[dict[str, Any]]) -> Headline:
     """Count the cells (abs and rel per row) better than, tied with and worse than the thesis's printed number
     (``verdict_abs``, ``verdict_rel`` of :func:`~dpkit.experiments.leaderboard.leaderboard_rows`), per table; cells
-    without a printed number are skipped.
+    without a printed number are skipped. The cells with one certain winner (``abs_certain``, ``rel_certain``) are
+    counted among all cells of a table, printed number or not, when every row has them.
 
     Raises
     ------
@@ -170,23 +179,33 @@ def headline(board: Sequence[dict[str, Any]]) -> Headline:
     """
     counts = {v: {t: 0 for t in TABLES} for v in VERDICTS}
     cells = {t: 0 for t in TABLES}
+    certain: dict[str, int] | None = {t: 0 for t in TABLES}
+    ranked = {t: 0 for t in TABLES}
     budgets = {r.get("budget") for r in board}
     if None in budgets or len(budgets) > 1:
         raise ValueError(f"headline: the board's rows carry the budgets {sorted(map(str, budgets))}; one budget "
                          "(leaderboard_rows) is needed")
     for r in board:
-        for key in ("verdict_abs", "verdict_rel"):
-            if r[key] == "n/a":
+        for kind in ("abs", "rel"):
+            one = r.get(f"{kind}_certain")
+            if one is None:
+                certain = None
+            elif certain is not None:
+                ranked[r["privacy"]] += 1
+                certain[r["privacy"]] += bool(one)
+            if r[f"verdict_{kind}"] == "n/a":
                 continue
             cells[r["privacy"]] += 1
-            counts[r[key]][r["privacy"]] += 1
+            counts[r[f"verdict_{kind}"]][r["privacy"]] += 1
     return Headline(better=counts["better"], ties=counts["tie"], worse=counts["worse"], cells=cells,
-                    budget=float(budgets.pop()) if budgets else DEFAULT_BUDGET)
+                    budget=float(budgets.pop()) if budgets else DEFAULT_BUDGET,
+                    certain=certain if board else None, ranked=ranked if certain is not None and board else None)
 
 
 def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
-    """A written account of the cells lost (verdict ``"worse"``: the whole interval above the printed number, at the
-    board's budget): which method came closest, its interval, by how much, whether even
+    """A written account of the cells lost (verdict ``"worse"``: the median significantly above the printed number,
+    at the board's budget): which method came closest, its estimate (mean or median, as shown) and interval, by how
+    much, whether even
     the non-private references reach the printed number (if they do not, the gap is not the noise), and what
     the thesis's own mechanism gets with the correct constants (if it loses too, the printed number is not
     reproduced by the method that printed it)."""
@@ -213,8 +232,9 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
                 why += (f"; the thesis's own mechanism ({mech}) with the correct noise constants gets {own[0]:.3g}"
                         + (", so it does not reach the printed number either" if own[0] > paper
                            and round(own[0], PRINTED_DECIMALS) > paper else ""))
-            lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at "
-                         f"{ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
+            param = r.get(f"{kind}_param", "mean")
+            lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at a "
+                         f"{param} of {ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
                          f"{r[f'{kind}_ci_high']:.3g}) against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
     if not lines:
         return "No cell with a printed number is worse than the thesis."
@@ -225,12 +245,26 @@ def _ratio(ours: float, paper: float) -> str:
     return f"×{ours / paper:.2g}" if paper > 0 else "printed 0"
 
 
+def _set_text(r: dict[str, Any], kind: str) -> str:
+    """`` (1 of 3: `b`, `c`)`` after the winner's name for a winner set of more than one (:func:`summary_markdown`)."""
+    members = r.get(f"{kind}_set")
+    if not members or len(members) < 2:
+        return ""
+    winner = r["method"] if kind == "abs" else r["method_rel"]
+    others = [m for m in members if m != winner]
+    if len(others) <= 2:
+        return f" (1 of {len(members)}: " + ", ".join(f"`{m}`" for m in others) + ")"
+    return f" (1 of {len(members)})"
+
+
 def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = ("abs", "rel")) -> str:
     """The board as one compact Markdown table (the README's form): a line per (data set, σ), and for each
-    table and error kind the winning method, its mean worst error on the judged repetitions with its interval,
-    the thesis's printed value in parentheses and the verdict (``better``, ``tie``, **worse**); a last line
-    states the procedure and the budget. Numbers are shown to the thesis's printed precision (three significant
-    digits below 0.01). ``kinds``: the error kinds shown, ``"abs"`` and/or ``"rel"`` (the README shows ``abs``).
+    table and error kind the winning method, its winner set where it has more than one member (``(1 of 3: `b`,
+    `c`)``, or only its size above three), its estimate on the judged repetitions (the mean, or ``median`` where the
+    coverage study did not keep the mean's interval) with its interval, the thesis's printed value in parentheses
+    and the verdict (``better``, ``tie``, **worse**); a last line states the procedure and the budget. Numbers are
+    shown to the thesis's printed precision (three significant digits below 0.01). ``kinds``: the error kinds
+    shown, ``"abs"`` and/or ``"rel"`` (the README shows ``abs``).
 
     Raises
     ------
@@ -249,8 +283,9 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
         for kind in ("abs", "rel"):
             method = r["method"] if kind == "abs" else r["method_rel"]
             v = r[f"verdict_{kind}"]
-            text = (f"`{method}` {fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, {fmt(r[f'{kind}_ci_high'])}] "
-                    f"({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
+            param = "median " if r.get(f"{kind}_param") == "median" else ""
+            text = (f"`{method}`{_set_text(r, kind)} {param}{fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, "
+                    f"{fmt(r[f'{kind}_ci_high'])}] ({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
             cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
     columns = [(tag, kind) for tag in ("3.2", "3.3") for kind in ("abs", "rel") if kind in kinds]
     titles = {"3.2": "Table 3.2 (ε-DP)", "3.3": "Table 3.3 ((ε, δ)-DP)"}
@@ -261,9 +296,18 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
     if not board:
         return head
     b = board[0]
-    how = ("chosen on the even repetitions, its mean and interval on the odd ones" if b["selection"] == "split"
-           else "chosen and judged on all repetitions, its interval widened for the choice (Bonferroni)")
-    note = (f"Winner {how} ({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts "
-            f"against the printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table "
-            "and error kind.")
+    if b["selection"] == "split":
+        note = (f"Winner chosen on the even repetitions, judged on the odd ones ({b['judged_reps']} repetitions). "
+                "(1 of n): the winner set, the methods not significantly worse than the winner on most judged "
+                "repetitions (exact paired sign tests, Holm over every comparison of a table and error kind); a "
+                "cell without it has one certain winner. Verdicts: an exact sign test of the winner's median error "
+                "against the printed number ± half its last digit, valid whatever the errors' distribution, at "
+                f"false-alarm budget γ = {b['budget']:g} per table and error kind (Holm). Intervals at the Holm "
+                "level of their cell: the mean's where resampling the cell's own records kept its coverage, "
+                "otherwise (marked median) the median's, distribution-free.")
+    else:
+        note = ("Winner chosen and judged on all repetitions, its interval widened for the choice (Bonferroni) "
+                f"({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts against the "
+                f"printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table and "
+                "error kind.")
     return "\n".join([head, *lines, "", note])
