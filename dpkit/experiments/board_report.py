@@ -18,9 +18,56 @@ from typing import Any
 from dpkit.experiments.board_stats import DEFAULT_BUDGET
 from dpkit.experiments.reference import PRINTED_DECIMALS, TABLES
 
-__all__ = ["DISAGREEMENT_COLUMNS", "ranking_disagreements", "SUPREMUM_COLUMNS", "THESIS_MECHANISMS", "supremum_rows",
+__all__ = ["SET_COLUMNS", "winner_set_rows", "COVERAGE_COLUMNS", "coverage_rows",
+           "DISAGREEMENT_COLUMNS", "ranking_disagreements", "SUPREMUM_COLUMNS", "THESIS_MECHANISMS", "supremum_rows",
            "supremum_summary_text", "VERDICTS", "Headline", "headline", "lost_cells_text", "summary_markdown",
            "number_or_nan"]
+
+
+#: The columns of :func:`winner_set_rows`.
+SET_COLUMNS = ("table", "kind", "dataset", "sigma", "winner", "set_size", "members")
+
+
+def winner_set_rows(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every cell's winner set (:mod:`dpkit.experiments.board_robust`, step 4), one row per table, error kind and
+    cell with the :data:`SET_COLUMNS` (``members``: the set's methods, the winner first, comma-separated); cells of
+    a board without winner sets (``selection="simultaneous"``) are left out."""
+    out = []
+    for kind in ("abs", "rel"):
+        for b in board:
+            members = b.get(f"{kind}_set")
+            if members is None:
+                continue
+            out.append({"table": f"Table {_TABLE_NAMES[b['privacy']]}", "kind": kind, "dataset": b["dataset"],
+                        "sigma": b["sigma"], "winner": b["method"] if kind == "abs" else b["method_rel"],
+                        "set_size": len(members), "members": ", ".join(members)})
+    return sorted(out, key=lambda r: (r["table"], r["kind"], r["dataset"], r["sigma"]))
+
+
+#: The columns of :func:`coverage_rows`.
+COVERAGE_COLUMNS = ("table", "kind", "dataset", "sigma", "winner", "skewness", "nominal_miss", "mean_ci_miss",
+                    "upper_end_misses", "miss_limit", "median_ci_miss", "shown")
+
+
+def coverage_rows(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The coverage study of the board's intervals (:func:`dpkit.experiments.board_robust.coverage_study`), one row
+    per table, error kind and cell with the :data:`COVERAGE_COLUMNS`: the winner, the skewness of its records, the
+    nominal miss rate (the cell's Holm level), the measured miss rate of the mean's interval (and of its upper end
+    alone), the most misses allowed, the measured miss rate of the median's interval and the interval shown
+    (``mean`` or ``median``). Cells without a study are left out."""
+    out = []
+    for kind in ("abs", "rel"):
+        for b in board:
+            miss = b.get(f"{kind}_coverage_miss")
+            if miss is None or math.isnan(miss):
+                continue
+            out.append({"table": f"Table {_TABLE_NAMES[b['privacy']]}", "kind": kind, "dataset": b["dataset"],
+                        "sigma": b["sigma"], "winner": b["method"] if kind == "abs" else b["method_rel"],
+                        "skewness": b[f"{kind}_skewness"], "nominal_miss": b[f"{kind}_level"], "mean_ci_miss": miss,
+                        "upper_end_misses": b[f"{kind}_coverage_miss_low"],
+                        "miss_limit": b[f"{kind}_coverage_limit"], "median_ci_miss": b[f"{kind}_coverage_median_miss"],
+                        "shown": b[f"{kind}_param"]})
+    return sorted(out, key=lambda r: (r["table"], r["kind"], r["dataset"], r["sigma"]))
 
 
 #: The columns of :func:`ranking_disagreements` (a table of them has these columns even when it is empty).

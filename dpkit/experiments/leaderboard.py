@@ -24,11 +24,14 @@ import numpy as np
 import pandas as pd
 
 from dpkit.experiments.board_report import (
+    COVERAGE_COLUMNS,
     DISAGREEMENT_COLUMNS,
+    SET_COLUMNS,
     SUPREMUM_COLUMNS,
     THESIS_MECHANISMS,
     VERDICTS,
     Headline,
+    coverage_rows,
     headline,
     lost_cells_text,
     number_or_nan,
@@ -36,6 +39,7 @@ from dpkit.experiments.board_report import (
     summary_markdown,
     supremum_rows,
     supremum_summary_text,
+    winner_set_rows,
 )
 from dpkit.experiments.board_robust import median_interval, robust_family
 from dpkit.experiments.board_stats import (
@@ -52,7 +56,8 @@ from dpkit.experiments.reference import PRINTED_DECIMALS, SIGMAS, TABLES, paper_
 __all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "method_rows",
            "METHOD_ROW_KEYS", "board_from_records", "BOARD_CAPTION", "headline",
            "Headline", "VERDICTS", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
-           "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS"]
+           "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS", "SET_COLUMNS",
+           "winner_set_rows", "COVERAGE_COLUMNS", "coverage_rows"]
 
 #: The board table's caption (the protocol follows it): what its numbers and verdicts are.
 BOARD_CAPTION = ("Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute and "
@@ -170,30 +175,30 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
         Keys: ``dataset, sigma, privacy`` (the table's class), ``method`` (the winner by the worst absolute error,
         chosen per ``selection``) with its ``abs_mean, abs_std, time_s, eps_spent, delta_spent`` (of its summary row,
         all repetitions); per error kind ``k`` (``abs``; ``rel`` for ``method_rel``, the winner by the relative error,
-        with ``rel_mean, rel_std``), on the judged repetitions (:mod:`dpkit.experiments.board_robust`):
-        ``k_judged_mean, k_median``; ``verdict_k`` (``"better"``, ``"tie"``, ``"worse"``: the exact sign test of the
-        winner's *median* error against ``paper_k``, Holm across the table's cells; ``"n/a"`` without a printed
-        number) with its p-value ``k_p`` and Holm level ``k_level``; ``k_median_ci_low, k_median_ci_high`` (the
-        median's distribution-free interval at that level, dual to the verdict), ``k_mean_ci_low, k_mean_ci_high``
-        (the Gumbel-calibrated interval of the mean at that level), ``k_coverage_miss`` and ``k_coverage_limit``
-        (the mean interval's miss rate measured by resampling the winner's records of the cell, and the most
-        allowed), ``k_skewness`` (of those records); ``k_param`` (``"mean"`` where the measured coverage keeps the
-        mean's interval, else ``"median"``) with ``k_est, k_ci_low, k_ci_high`` (the shown parameter's estimate and
-        interval; lower ends at least 0); ``k_set`` (the winner set: the winner and every method not significantly
-        worse than it on most judged repetitions, by selection-half mean), ``k_set_size`` and ``k_certain`` (a set
-        of one). ``runner_up`` (by the absolute error) with its ``runner_up_abs`` (summary mean) and the winner's
-        paired comparison with it: ``abs_vs_runner_up`` (median paired difference, winner minus runner-up),
-        ``abs_vs_runner_up_ci_low, abs_vs_runner_up_ci_high`` (its distribution-free interval at the Bonferroni
-        level of the family's set comparisons) and ``verdict_runner_up`` (``"better"``: the runner-up is out of
-        the winner set); ``paper_abs, paper_rel``; ``win_abs, win_rel`` (the
-        winner's summary mean against the printed number at the printed precision, :func:`verdict`: descriptive,
-        without confidence); ``reference_abs`` (the best non-private reference); ``budget``, ``selection`` and
-        ``judged_reps``; and the ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the
-        thesis's theorems bound) among the methods that have one on every repetition, chosen the same way: no
-        printed number, so a rank and an interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``,
-        ``sup_est, sup_ci_low, sup_ci_high`` (level ``1 − budget``, no multiplicity) and its thesis metric
-        ``abs_of_sup``, ``runner_up_sup`` with its ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of
-        ``method``) and ``rankings_agree`` (``method_sup == method``; ``None`` where no method has a supremum).
+        with ``rel_mean, rel_std``), on the judged repetitions (:mod:`dpkit.experiments.board_robust`): ``k_judged_mean,
+        k_median``; ``verdict_k`` (``"better"``, ``"tie"``, ``"worse"``: the exact sign test of the winner's *median*
+        error against ``paper_k``, Holm across the table's cells; ``"n/a"`` without a printed number) with its p-value
+        ``k_p`` and Holm level ``k_level``; ``k_median_ci_low, k_median_ci_high`` (the median's distribution-free
+        interval at that level, dual to the verdict), ``k_mean_ci_low, k_mean_ci_high`` (the Gumbel-calibrated interval
+        of the mean at that level), ``k_coverage_miss`` and ``k_coverage_limit`` (the mean interval's miss rate measured
+        by resampling the winner's records of the cell, and the most allowed; ``k_coverage_miss_low``: the misses of its
+        upper end), ``k_coverage_median_miss`` (the median interval's, measured alike), ``k_skewness`` (of those
+        records); ``k_param`` (``"mean"`` where the measured coverage keeps the mean's interval, else ``"median"``) with
+        ``k_est, k_ci_low, k_ci_high`` (the shown parameter's estimate and interval; lower ends at least 0); ``k_set``
+        (the winner set: the winner and every method not significantly worse than it on most judged repetitions, by
+        selection-half mean), ``k_set_size`` and ``k_certain`` (a set of one). ``runner_up`` (by the absolute error)
+        with its ``runner_up_abs`` (summary mean) and the winner's paired comparison with it: ``abs_vs_runner_up``
+        (median paired difference, winner minus runner-up), ``abs_vs_runner_up_ci_low, abs_vs_runner_up_ci_high`` (its
+        distribution-free interval at the Bonferroni level of the family's set comparisons) and ``verdict_runner_up``
+        (``"better"``: the runner-up is out of the winner set); ``paper_abs, paper_rel``; ``win_abs, win_rel`` (the
+        winner's summary mean against the printed number at the printed precision, :func:`verdict`: descriptive, without
+        confidence); ``reference_abs`` (the best non-private reference); ``budget``, ``selection`` and ``judged_reps``;
+        and the ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the thesis's theorems bound)
+        among the methods that have one on every repetition, chosen the same way: no printed number, so a rank and an
+        interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``, ``sup_est, sup_ci_low, sup_ci_high``
+        (level ``1 − budget``, no multiplicity) and its thesis metric ``abs_of_sup``, ``runner_up_sup`` with its
+        ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of ``method``) and ``rankings_agree`` (``method_sup
+        == method``; ``None`` where no method has a supremum).
 
     Raises
     ------
@@ -251,8 +256,8 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
 
 #: The per-kind keys of a board row (``abs_…``, ``rel_…``) from its family (:func:`leaderboard_rows`).
 _FAMILY_KEYS = ("est", "param", "ci_low", "ci_high", "level", "p", "judged_mean", "median", "median_ci_low",
-                "median_ci_high", "mean_ci_low", "mean_ci_high", "coverage_miss", "coverage_limit", "skewness", "set",
-                "set_size", "certain")
+                "median_ci_high", "mean_ci_low", "mean_ci_high", "coverage_miss", "coverage_miss_low",
+                "coverage_median_miss", "coverage_limit", "skewness", "set", "set_size", "certain")
 
 #: The keys of :func:`method_rows`: the summary of a method's repetitions that the records table holds.
 METHOD_ROW_KEYS = ("dataset", "sigma", "method", "privacy", "private", "abs_mean", "abs_std", "abs_min", "abs_max",
@@ -364,6 +369,8 @@ def _family(records: pd.DataFrame, cells: list[tuple[str, float, str, pd.DataFra
                     "median_ci_high": float(v["median_ci_high"][i]),
                     "mean_ci_low": max(0.0, float(v["mean_ci_low"][i])), "mean_ci_high": float(v["mean_ci_high"][i]),
                     "p": float(v["p"][i]), "coverage_miss": float(v["coverage_mean_miss"][i]),
+                    "coverage_miss_low": float(v["coverage_mean_miss_low"][i]),
+                    "coverage_median_miss": float(v["coverage_median_miss"][i]),
                     "coverage_limit": float(v["coverage_limit"][i]), "skewness": float(v["coverage_skewness"][i]),
                     "set": members, "set_size": len(members), "certain": bool(v["certain"][i]),
                     "diff": diff, "diff_ci_low": diff_low, "diff_ci_high": diff_high, "diff_verdict": diff_verdict,
@@ -387,6 +394,7 @@ def _family_simultaneous(methods: dict[tuple[str, float], list[str]], errors: np
                     "level": float(v["level"][i]), "verdict": str(v["verdict"][i]), "judged_mean": mean,
                     "median": math.nan, "median_ci_low": math.nan, "median_ci_high": math.nan, "mean_ci_low": low,
                     "mean_ci_high": high, "p": float(v["p"][i]), "coverage_miss": math.nan,
+                    "coverage_miss_low": math.nan, "coverage_median_miss": math.nan,
                     "coverage_limit": math.nan, "skewness": math.nan, "set": None, "set_size": math.nan,
                     "certain": None, "diff": float(v["diff_mean"][i]), "diff_ci_low": float(v["diff_ci_low"][i]),
                     "diff_ci_high": float(v["diff_ci_high"][i]), "diff_verdict": str(v["diff_verdict"][i]),

@@ -42,6 +42,8 @@ HEADERS: dict[str, str] = {
         ("param", "shown"), ("p", "p-value"), ("judged_mean", "judged mean"), ("median", "judged median"),
         ("median_ci_low", "median CI low"), ("median_ci_high", "median CI high"), ("mean_ci_low", "mean CI low"),
         ("mean_ci_high", "mean CI high"), ("coverage_miss", "mean CI miss rate"),
+        ("coverage_miss_low", "mean CI upper end misses"),
+        ("coverage_median_miss", "median CI miss rate"),
         ("coverage_limit", "miss rate limit"), ("skewness", "skewness"), ("set", "winner set"),
         ("set_size", "winner set size"), ("certain", "one certain winner"))},
     # the ranking by the class supremum and the per-method rows of the board's records
