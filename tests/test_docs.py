@@ -372,9 +372,9 @@ def test_the_readme_board_block_is_the_script_s_output(tmp_path):
     assert subprocess.run(script + ["--records", str(records)], env=env, capture_output=True).returncode == 0
     text = readme.read_text()
     assert ("Assembled 2026-11-27 by dpkit 0.9 at 0123456789ab from 2 run(s): 7.5 h of compute on 2 CPU(s) "
-            "(Linux-x86_64). Its repetitions, scheduled longest first on 2/8/64 workers: 226/57/8 min of wall time "
-            "(start-up and assembly not included).") in text
-    assert "`kme-synthetic` 0.017 [0.016, 0.019] (0.026) better" in text and "better than the thesis in" in text.lower()
+            "(Linux-x86_64). The runs' commits: not recorded for 2 run(s). Its repetitions, scheduled longest first on "
+            "2/8/64 workers: 226/57/8 min of wall time (start-up and assembly not included).") in text
+    assert "`kme-synthetic` 0.017 [0.016, 0.018] (0.026) better" in text and "better than the thesis in" in text.lower()
     assert subprocess.run(script + ["--records", str(records), "--check"], env=env).returncode == 0
     assert text.split("<!-- board:end -->")[1] == (ROOT / "README.md").read_text().split("<!-- board:end -->")[1]
 
