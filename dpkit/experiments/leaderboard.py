@@ -41,7 +41,7 @@ from dpkit.experiments.board_report import (
     supremum_summary_text,
     winner_set_rows,
 )
-from dpkit.experiments.board_robust import median_interval, robust_family
+from dpkit.experiments.board_robust import coverage_study, median_interval, robust_family
 from dpkit.experiments.board_stats import (
     DEFAULT_BUDGET,
     SELECTIONS,
@@ -196,7 +196,8 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
         and the ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the thesis's theorems bound)
         among the methods that have one on every repetition, chosen the same way: no printed number, so a rank and an
         interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``, ``sup_est, sup_ci_low, sup_ci_high``
-        (level ``1 − budget``, no multiplicity) and its thesis metric ``abs_of_sup``, ``runner_up_sup`` with its
+        (level ``1 − budget``, no multiplicity; the mean's interval where its coverage study keeps it, else the
+        median's, ``sup_param``) and its thesis metric ``abs_of_sup``, ``runner_up_sup`` with its
         ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of ``method``) and ``rankings_agree`` (``method_sup
         == method``; ``None`` where no method has a supremum).
 
@@ -406,7 +407,7 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
                  budget: float, selection: str) -> dict[str, Any]:
     """The cell's ranking by the class supremum among the methods with one on every repetition, chosen as the
     board's winners are, with the winner's interval at level ``1 − budget`` (no verdict: no printed number)."""
-    none = {"method_sup": None, "sup_abs_mean": math.nan, "sup_abs_std": math.nan, "sup_est": math.nan,
+    none = {"method_sup": None, "sup_abs_mean": math.nan, "sup_abs_std": math.nan, "sup_est": math.nan, "sup_param": None,
             "sup_ci_low": math.nan, "sup_ci_high": math.nan, "abs_of_sup": math.nan, "runner_up_sup": None,
             "runner_up_sup_abs": math.nan, "sup_of_best": math.nan, "rankings_agree": None}
     sup_of_best = best.get("sup_abs_mean") if "sup_abs_mean" in best else None
@@ -420,13 +421,20 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
         return none
     errors, reps = cell_arrays(records, {(ds, sigma): has}, "sup_abs")
     t = winner_tests(errors, reps, selection=selection)
-    low, high = mean_interval(t.mean, t.se, t.n, budget / t.multiplicity)
+    alpha = budget / t.multiplicity
+    low, high = mean_interval(t.mean, t.se, t.n, alpha)
+    est, param = float(t.mean[0]), "mean"
+    if selection == "split":  # as the board's cells: the mean's interval only where its measured coverage keeps it
+        population = errors[0, int(t.winner[0])]
+        judged = population[~split_mask(reps)]
+        if not coverage_study(population[None, :], t.n, alpha[0])["keep_mean"][0]:
+            (low, high), est, param = median_interval(judged[None, :], alpha), float(np.median(judged)), "median"
     top = _method_row(cand, has[int(t.winner[0])])
     second = _method_row(cand, has[int(t.runner_up[0])]) if t.runner_up[0] >= 0 else None
     return {
         "method_sup": top["method"], "sup_abs_mean": number_or_nan(top.get("sup_abs_mean")),
-        "sup_abs_std": number_or_nan(top.get("sup_abs_std")), "sup_est": float(t.mean[0]), "sup_ci_low": max(0.0, float(low[0])),
-        "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
+        "sup_abs_std": number_or_nan(top.get("sup_abs_std")), "sup_est": est, "sup_param": param,
+        "sup_ci_low": max(0.0, float(low[0])), "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
         "runner_up_sup": None if second is None else second["method"],
         "runner_up_sup_abs": math.nan if second is None else number_or_nan(second.get("sup_abs_mean")),
         "sup_of_best": none["sup_of_best"], "rankings_agree": bool(top["method"] == best["method"]),

@@ -37,6 +37,7 @@ HEADERS: dict[str, str] = {
     "abs_vs_runner_up_ci_low": "minus runner-up CI low", "abs_vs_runner_up_ci_high": "minus runner-up CI high",
     "verdict_runner_up": "vs runner-up", "budget": r"budget $\gamma$", "selection": "winner chosen",
     "judged_reps": "judged reps", "sup_est": "judged sup.", "sup_ci_low": "sup. CI low", "sup_ci_high": "sup. CI high",
+    "sup_param": "sup. shown",
     # the distribution-free verdicts, winner sets and coverage study (dpkit.experiments.board_robust)
     **{f"{k}_{key}": f"{k}. {text}" for k in ("abs", "rel") for key, text in (
         ("param", "shown"), ("p", "p-value"), ("judged_mean", "judged mean"), ("median", "judged median"),
