@@ -164,7 +164,9 @@ def test_leaderboard_notebook_quick(run_notebook, tmp_path):
             "verdict_runner_up"}
     assert m["table"] and all(keys <= set(r) for r in m["table"])
     assert {r["privacy"] for r in m["table"]} == {"ε-DP", "(ε,δ)-DP"}
-    assert m["headline"].startswith("better than the thesis in ")
+    assert m["headline"].startswith("one certain winner in ") and "better than the thesis in " in m["headline"]
+    assert all(r["abs_set"] and r["method"] == r["abs_set"][0] and r["abs_param"] in ("mean", "median")
+               for r in m["table"])  # the winner sets, the winner first
     # every private method of the board ran, and none of the non-private ones is a winner
     winners = {r["method"] for r in m["table"]}
     assert not winners & {"lp-eps-inf", "subsample"}
