@@ -1,4 +1,4 @@
-"""Every run's commit and tree state in a board's provenance (issue 49, item 4): the assembler reads them where a
+"""Every run's commit and tree state in a board's provenance: the assembler reads them where a
 run's ``metrics.json`` holds them (``meta.provenance.git``, written by ``dpkit.outputs.report.Report``), records
 ``None`` for a run that did not record them, and the provenance's line says which (the published board's runs did not
 record theirs: "not recorded for 10 run(s)")."""
