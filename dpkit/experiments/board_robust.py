@@ -18,7 +18,9 @@ method with the smallest mean error over the *selection half* (even ``rep``), ev
    ``B ~ Binomial(n, 1/2)``: if the median lies in the null interval, a repetition falls below ``p − h`` with
    probability at most 1/2 whatever the distribution (atoms included), so the level holds exactly. Holm's
    step-down across the 25 cells of a table and error kind at the false-alarm budget γ
-   (:func:`~dpkit.experiments.board_stats.holm`), as before.
+   (:func:`~dpkit.experiments.board_stats.holm`), as before. An exact test is discrete: with n judged repetitions
+   its smallest p-value is ``2^(1−n)``, so a cell needs n ≥ 6 to reject at 0.05 on its own and n ≥ 11 at γ/25
+   (the board judges on 15).
 2. **Interval for the median** (:func:`median_interval`): the order statistics ``[x_(l), x_(n+1−l)]`` with ``l``
    the largest index with ``P(B ≤ l − 1) ≤ α/2``; its coverage is at least ``1 − α`` for any distribution, and at
    the cell's Holm level it excludes the null interval exactly when the sign test rejects (the two are dual).
@@ -29,7 +31,8 @@ method with the smallest mean error over the *selection half* (even ``rep``), ev
    count of misses is at most ``binom.ppf(1 − 10⁻³, draws, α)`` (a true miss rate ``α`` passes with probability
    at least 1 − 10⁻³). Otherwise the cell shows the median and its interval (step 2), and says so. The resampled
    population has no tail beyond the 30 records, so the study can only find intervals too short, never certify
-   one: a kept interval is one the records do not contradict.
+   one: a kept interval is one the records do not contradict. (Half of those records chose the winner and lean
+   low; they stand in for the method's law all the same, since what the study probes is the shape of its tail.)
 4. **Winner sets: multiple comparisons with the chosen winner, distribution-free** (after Hsu [2]_). For every
    other method ``j`` of the cell, the one-sided exact sign test of "``j`` is worse than ``w``" on the evaluation
    half: the p-value is ``P(B ≥ c)``, ``c`` the repetitions with ``e_j > e_w``; its null ``P(e_j > e_w) ≤ 1/2``
