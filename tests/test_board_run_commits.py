@@ -1,7 +1,7 @@
 """Every run's commit and tree state in a board's provenance: the assembler reads them where a
 run's ``metrics.json`` holds them (``meta.provenance.git``, written by ``dpkit.outputs.report.Report``), records
 ``None`` for a run that did not record them, and the provenance's line says which (the published board's runs did not
-record theirs: "not recorded for 10 run(s)")."""
+record theirs: "Runs' commits not recorded.")."""
 from __future__ import annotations
 
 import json
@@ -42,4 +42,4 @@ def test_the_assembler_records_each_runs_commit_and_tree_state(tmp_path):
 def test_the_published_provenance_says_the_runs_commits_are_unknown():
     prov = json.loads((ROOT / "data" / "leaderboard" / "provenance.json").read_text())
     assert all(r["git"] == {"commit": None, "dirty": None} for r in prov["runs"]) and prov["runs_git_note"]
-    assert "not recorded for 10 run(s)" in provenance_line(ROOT / "data" / "leaderboard" / "records.parquet")
+    assert "Runs' commits not recorded." in provenance_line(ROOT / "data" / "leaderboard" / "records.parquet")

@@ -70,8 +70,8 @@ def test_assemble_leaderboard_from_split_runs(tmp_path):
     summary = (tmp_path / "assembled" / "leaderboard_summary.md").read_text().splitlines()
     assert len(summary) == 2 + 2 + 2 and summary[2].startswith(
         "| WDBC | 2 | `m1` median 0.030 [0.030, 0.030] (0.049) better | `m1` median 0.500 [0.500, 0.500] (0.355) "
-        "**worse** | `m2` median 0.020 [0.020, 0.020] (0.063) better | `m1` (1 of 2: `m2`) median 0.500")
-    assert summary[-1].startswith("Winner chosen on the even repetitions") and "(8 repetitions)" in summary[-1]
+        "**worse** | `m2` median 0.020 [0.020, 0.020] (0.063) better | `m1` (+1: `m2`) median 0.500")
+    assert summary[-1].startswith("Chosen on the even repetitions, judged on the odd 8;")
     assert (tmp_path / "assembled" / "leaderboard_runs.md").read_text().count("| – | – | ? |") == 2  # two runs
 
 
@@ -138,8 +138,8 @@ def test_summary_markdown_marks_losses_and_prints_small_numbers():
     line = text.splitlines()[2]
     assert line == ("| WDBC | 2 | `a-eps` 0.0004 [0.0004, 0.0004] (0.049) better | `a-eps` 0.400 [0.400, 0.400] (0.355) "
                     "**worse** | `a-eps` 0.0004 [0.0004, 0.0004] (0.063) better | `b` 0.300 [0.300, 0.300] (0.452) better |")
-    assert text.splitlines()[-1].startswith("Winner chosen on the even repetitions, judged on the odd ones "
-                                            "(8 repetitions)")
+    assert text.splitlines()[-1].startswith("Chosen on the even repetitions, judged on the odd 8; +k: k more not "
+                                            "significantly worse; verdict: sign test of the median")
 
 
 def test_summary_markdown_shows_the_kinds_asked_for():
@@ -164,7 +164,7 @@ def test_leaderboard_notebook_quick(run_notebook, tmp_path):
             "verdict_runner_up"}
     assert m["table"] and all(keys <= set(r) for r in m["table"])
     assert {r["privacy"] for r in m["table"]} == {"ε-DP", "(ε,δ)-DP"}
-    assert m["headline"].startswith("one certain winner in ") and "better than the thesis in " in m["headline"]
+    assert m["headline"].startswith("better than the thesis in ") and "; one certain winner in " in m["headline"]
     assert all(r["abs_set"] and r["method"] == r["abs_set"][0] and r["abs_param"] in ("mean", "median")
                for r in m["table"])  # the winner sets, the winner first
     # every private method of the board ran, and none of the non-private ones is a winner

@@ -250,6 +250,8 @@ def _runs_commits_text(runs: Any) -> str:
     state = {False: "clean", True: "uncommitted changes", None: "tree state not recorded"}
     parts = [f"{c} ({n} run(s), {state[d if d is None else bool(d)]})" for (c, d), n in sorted(seen.items(),
                                                                                                key=str)]
+    if unknown and not parts:
+        return "Runs' commits not recorded."
     if unknown:
         parts.append(f"not recorded for {unknown} run(s)")
     return "The runs' commits: " + "; ".join(parts) + "." if parts else "No runs recorded."

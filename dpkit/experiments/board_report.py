@@ -199,17 +199,16 @@ class Headline:
     ranked: dict[str, int] | None = None
 
     def text(self) -> str:
-        """``one certain winner in A/50 (Table 3.2) and B/50 (Table 3.3) cells; better than the thesis in X/50
-        (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05 (family-wise per table and error
-        kind); Z ties; W worse`` (without winner sets, the part before the first semicolon is left out)."""
+        """``better than the thesis in X/50 (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05
+        (family-wise per table and error kind); Z ties; W worse; one certain winner in A/50 and B/50`` (the cells
+        of Table 3.2 and 3.3 whose winner set is the winner alone; left out for a board without winner sets)."""
         parts = [f"{self.better[t]}/{self.cells[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
         text = (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
                 f"(family-wise per table and error kind); {sum(self.ties.values())} ties; "
                 f"{sum(self.worse.values())} worse")
         if self.certain is None or self.ranked is None:
             return text
-        won = [f"{self.certain[t]}/{self.ranked[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
-        return f"one certain winner in {' and '.join(won)} cells; {text}"
+        return f"{text}; one certain winner in {' and '.join(f'{self.certain[t]}/{self.ranked[t]}' for t in TABLES)}"
 
 
 def headline(board: Sequence[dict[str, Any]]) -> Headline:
@@ -292,23 +291,25 @@ def _ratio(ours: float, paper: float) -> str:
     return f"×{ours / paper:.2g}" if paper > 0 else "printed 0"
 
 
-def _set_text(r: dict[str, Any], kind: str) -> str:
-    """`` (1 of 3: `b`, `c`)`` after the winner's name for a winner set of more than one (:func:`summary_markdown`)."""
+def _set_text(r: dict[str, Any], kind: str, names: int) -> str:
+    """`` (+2: `b`, `c`)`` after the winner's name for a winner set of more than one, the other members named when
+    there are at most ``names`` of them, else `` +k`` (:func:`summary_markdown`)."""
     members = r.get(f"{kind}_set")
     if not members or len(members) < 2:
         return ""
     winner = r["method"] if kind == "abs" else r["method_rel"]
     others = [m for m in members if m != winner]
-    if len(others) <= 2:
-        return f" (1 of {len(members)}: " + ", ".join(f"`{m}`" for m in others) + ")"
-    return f" (1 of {len(members)})"
+    if len(others) <= names:
+        return f" (+{len(others)}: " + ", ".join(f"`{m}`" for m in others) + ")"
+    return f" +{len(others)}"
 
 
-def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = ("abs", "rel")) -> str:
+def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = ("abs", "rel"), names: int = 2) -> str:
     """The board as one compact Markdown table (the README's form): a line per (data set, σ), and for each
-    table and error kind the winning method, its winner set where it has more than one member (``(1 of 3: `b`,
-    `c`)``, or only its size above three), its estimate on the judged repetitions (the mean, or ``median`` where the
-    coverage study did not keep the mean's interval) with its interval, the thesis's printed value in parentheses
+    table and error kind the winning method, its winner set where it has more than one member (``+2``: two more
+    methods not significantly worse; ``(+2: `b`, `c`)`` names them when there are at most ``names``), its estimate
+    on the judged repetitions (the mean, or ``median`` where the coverage study did not keep the mean's interval)
+    with its interval, the thesis's printed value in parentheses
     and the verdict (``better``, ``tie``, **worse**); a last line states the procedure and the budget. Numbers are
     shown to the thesis's printed precision (three significant digits below 0.01). ``kinds``: the error kinds
     shown, ``"abs"`` and/or ``"rel"`` (the README shows ``abs``).
@@ -331,7 +332,7 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
             method = r["method"] if kind == "abs" else r["method_rel"]
             v = r[f"verdict_{kind}"]
             param = "median " if r.get(f"{kind}_param") == "median" else ""
-            text = (f"`{method}`{_set_text(r, kind)} {param}{fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, "
+            text = (f"`{method}`{_set_text(r, kind, names)} {param}{fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, "
                     f"{fmt(r[f'{kind}_ci_high'])}] ({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
             cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
     columns = [(tag, kind) for tag in ("3.2", "3.3") for kind in ("abs", "rel") if kind in kinds]
@@ -344,14 +345,9 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
         return head
     b = board[0]
     if b["selection"] == "split":
-        note = (f"Winner chosen on the even repetitions, judged on the odd ones ({b['judged_reps']} repetitions). "
-                "(1 of n): the winner set, the methods not significantly worse than the winner on most judged "
-                "repetitions (exact paired sign tests, Holm over every comparison of a table and error kind); a "
-                "cell without it has one certain winner. Verdicts: an exact sign test of the winner's median error "
-                "against the printed number ± half its last digit, valid whatever the errors' distribution, at "
-                f"false-alarm budget γ = {b['budget']:g} per table and error kind (Holm). Intervals at the Holm "
-                "level of their cell: the mean's where resampling the cell's own records kept its coverage, "
-                "otherwise (marked median) the median's, distribution-free.")
+        note = (f"Chosen on the even repetitions, judged on the odd {b['judged_reps']}; +k: k more not significantly "
+                "worse; verdict: sign test of the median vs printed ± half its last digit; median: the mean's "
+                "interval failed coverage.")
     else:
         note = ("Winner chosen and judged on all repetitions, its interval widened for the choice (Bonferroni) "
                 f"({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts against the "
