@@ -7,8 +7,9 @@
 
 The block between ``<!-- board:begin ... -->`` and ``<!-- board:end -->`` is the headline
 (:func:`dpkit.experiments.leaderboard.headline`) and the board's summary table
-(:func:`dpkit.experiments.leaderboard.summary_markdown`, the absolute errors: the README stays a front page; the
-relative errors are in the docs' results), the text the assembler writes into ``leaderboard_headline.md`` and
+(:func:`dpkit.experiments.leaderboard.summary_markdown`, the absolute errors and the winner sets' sizes: the
+README stays a front page; the relative errors and the sets' members are in the docs' results), the text the
+assembler writes into ``leaderboard_headline.md`` and
 ``leaderboard_summary.md``: never typed by hand. Exit codes: 0 written (or, with
 ``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file, the ``provenance.json`` beside
 it or the block is missing (one line naming it; nothing is written). The block ends with the provenance's line
@@ -39,7 +40,7 @@ def board_block(records: Path) -> str:
     from dpkit.experiments.leaderboard import headline, summary_markdown
 
     _rows, board = build.board_of(build.read_records(records))
-    return f"{headline(board).text()}\n\n{summary_markdown(board, kinds=('abs',))}\n\n{provenance_line(records)}\n"
+    return f"{headline(board).text()}\n\n{summary_markdown(board, kinds=('abs',), names=0)}\n\n{provenance_line(records)}\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ def _pattern(rep: int) -> float:
     return 1.0 if (rep // 2) % 2 == 0 else -1.0
 
 
-def records_for(rows: list[dict[str, Any]], *, reps: int = 8, spread: float = 1e-5) -> pd.DataFrame:
+def records_for(rows: list[dict[str, Any]], *, reps: int = 16, spread: float = 1e-5) -> pd.DataFrame:
     """The records table of ``reps`` (a multiple of 4) repetitions per row, ``mean ± spread·mean`` for ``abs``,
     ``rel`` and (where the row has one) ``sup_abs``; time, spends, error bound and support size are the row's."""
     assert reps % 4 == 0

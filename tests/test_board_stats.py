@@ -202,12 +202,13 @@ def test_leaderboard_rows_need_the_repetitions_and_carry_the_intervals():
                                                                                           "better")
     assert d["method"] == "a" and d["runner_up"] == "b" and d["verdict_runner_up"] == "better"
     assert d["abs_vs_runner_up"] == pytest.approx(0.030 - 0.0633)
-    assert e["budget"] == GAMMA and e["judged_reps"] == 4
+    assert e["budget"] == GAMMA and e["judged_reps"] == 8
     h = headline(list(board.values()))
     assert (h.better, h.ties, h.worse) == ({"ε-DP": 1, "(ε,δ)-DP": 2}, {"ε-DP": 0, "(ε,δ)-DP": 0},
                                            {"ε-DP": 1, "(ε,δ)-DP": 0})
     assert h.text() == ("better than the thesis in 1/2 (Table 3.2) and 2/2 (Table 3.3) cells at false-alarm budget "
-                        "γ = 0.05 (family-wise per table and error kind); 0 ties; 1 worse")
+                        "γ = 0.05 (family-wise per table and error kind); 0 ties; 1 worse; one certain winner in 2/2 and "
+                        "2/2")
     line = summary_markdown(list(board.values())).splitlines()[2]
     assert line.startswith("| WDBC | 2 | `a` 0.030 [0.030, 0.030] (0.049) better | `a` 0.400 [0.400, 0.400] (0.355) "
                            "**worse** |")

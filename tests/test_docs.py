@@ -47,8 +47,9 @@ BOARD_METHODS = ("trig-I", "marginals-histogram-eps", "kme-synthetic")
 
 
 def _records():
-    """A records table of the published board's form (dpkit.experiments.board_records.COLUMNS): 6 repetitions (the
-    board's split selection chooses on half of them and judges on the other half)."""
+    """A records table of the published board's form (dpkit.experiments.board_records.COLUMNS): 16 repetitions (the
+    board's split selection chooses on half of them and judges on the other half; the exact sign test of a verdict
+    needs at least 6 judged)."""
     import pandas as pd
 
     from dpkit.experiments.board_records import COLUMNS, check_records
@@ -56,7 +57,7 @@ def _records():
     rows = []
     for ds in ("WDBC", "CSN"):
         for i, (method, privacy) in enumerate(zip(BOARD_METHODS, ("ε-DP", "ε-DP", "(ε,δ)-DP"))):
-            for rep, wiggle in enumerate((-0.001, 0.0006, -0.0002, 0.001, -0.0006, 0.0002)):
+            for rep, wiggle in enumerate((-0.001, 0.0006, -0.0002, 0.001, -0.0006, 0.0002) * 2 + (0.0004, -0.0004) * 2):
                 rows.append({"dataset": ds, "sigma": 4.0, "rep": rep, "method": method, "privacy": privacy,
                              "eps_spent": 1.0, "delta_spent": 0.0 if privacy == "ε-DP" else 1e-3,
                              "abs": 0.05 / (i + 1) + wiggle, "rel": 0.1 / (i + 1) + wiggle,
@@ -207,7 +208,10 @@ def _the_leaderboard_page_shows_the_records_board(site):
         assert method in text
     # the board's headline and, for CSN σ = 4 in Table 3.3, the winner with its interval and verdict
     words = _text(site / "results" / "leaderboard.html")
-    assert "better than the thesis in" in words.lower() and "0.017 [0.016, 0.019] (0.026) better" in words
+    assert "better than the thesis in" in words.lower() and "0.017 [0.016, 0.018] (0.026) better" in words
+    # the winner sets and the coverage study, from the same records
+    assert "one certain winner in 4/4 and 4/4" in words and "Winner sets" in words
+    assert "Coverage of the intervals" in words and "median_ci_miss" in words
 
 
 def test_a_missing_records_file_says_not_generated_yet(tmp_path):
@@ -368,9 +372,9 @@ def test_the_readme_board_block_is_the_script_s_output(tmp_path):
     assert subprocess.run(script + ["--records", str(records)], env=env, capture_output=True).returncode == 0
     text = readme.read_text()
     assert ("Assembled 2026-11-27 by dpkit 0.9 at 0123456789ab from 2 run(s): 7.5 h of compute on 2 CPU(s) "
-            "(Linux-x86_64). Its repetitions, scheduled longest first on 2/8/64 workers: 226/57/8 min of wall time "
-            "(start-up and assembly not included).") in text
-    assert "`kme-synthetic` 0.017 [0.016, 0.019] (0.026) better" in text and "better than the thesis in" in text.lower()
+            "(Linux-x86_64). Runs' commits not recorded. Its repetitions, scheduled longest first on 2/8/64 "
+            "workers: 226/57/8 min of wall time (start-up and assembly not included).") in text
+    assert "`kme-synthetic` 0.017 [0.016, 0.018] (0.026) better" in text and "better than the thesis in" in text.lower()
     assert subprocess.run(script + ["--records", str(records), "--check"], env=env).returncode == 0
     assert text.split("<!-- board:end -->")[1] == (ROOT / "README.md").read_text().split("<!-- board:end -->")[1]
 

@@ -42,7 +42,7 @@ def test_privacy_classes_and_references():
     assert h.better == {"ε-DP": 1, "(ε,δ)-DP": 2} and h.worse == {"ε-DP": 1, "(ε,δ)-DP": 0}
     assert "1/2 (Table 3.2) and 2/2 (Table 3.3)" in h.text()
     text = lost_cells_text(list(board.values()), rows)
-    assert "Table 3.2 (rel): closest a-eps at 0.4 on the judged repetitions (interval 0.4 to 0.4)" in text
+    assert "Table 3.2 (rel): closest a-eps at a mean of 0.4 on the judged repetitions (interval 0.4 to 0.4)" in text
     assert "non-private reference reaches" in text
     assert text.startswith("1 cell stays lost:")
     assert "trig-I" not in text  # the thesis's mechanism did not run here
@@ -69,8 +69,9 @@ def test_assemble_leaderboard_from_split_runs(tmp_path):
     assert (tmp_path / "assembled" / "leaderboard_table_3_3_abs.pdf").is_file()
     summary = (tmp_path / "assembled" / "leaderboard_summary.md").read_text().splitlines()
     assert len(summary) == 2 + 2 + 2 and summary[2].startswith(
-        "| WDBC | 2 | `m1` 0.030 [0.030, 0.030] (0.049) better | `m1` 0.500 [0.500, 0.500] (0.355) **worse**")
-    assert summary[-1].startswith("Winner chosen on the even repetitions") and "(4 repetitions)" in summary[-1]
+        "| WDBC | 2 | `m1` median 0.030 [0.030, 0.030] (0.049) better | `m1` median 0.500 [0.500, 0.500] (0.355) "
+        "**worse** | `m2` median 0.020 [0.020, 0.020] (0.063) better | `m1` (+1: `m2`) median 0.500")
+    assert summary[-1].startswith("Chosen on the even repetitions, judged on the odd 8;")
     assert (tmp_path / "assembled" / "leaderboard_runs.md").read_text().count("| – | – | ? |") == 2  # two runs
 
 
@@ -137,8 +138,8 @@ def test_summary_markdown_marks_losses_and_prints_small_numbers():
     line = text.splitlines()[2]
     assert line == ("| WDBC | 2 | `a-eps` 0.0004 [0.0004, 0.0004] (0.049) better | `a-eps` 0.400 [0.400, 0.400] (0.355) "
                     "**worse** | `a-eps` 0.0004 [0.0004, 0.0004] (0.063) better | `b` 0.300 [0.300, 0.300] (0.452) better |")
-    assert text.splitlines()[-1].startswith("Winner chosen on the even repetitions, its mean and interval on the odd "
-                                            "ones (4 repetitions)")
+    assert text.splitlines()[-1].startswith("Chosen on the even repetitions, judged on the odd 8; +k: k more not "
+                                            "significantly worse; verdict: sign test of the median")
 
 
 def test_summary_markdown_shows_the_kinds_asked_for():
@@ -163,7 +164,9 @@ def test_leaderboard_notebook_quick(run_notebook, tmp_path):
             "verdict_runner_up"}
     assert m["table"] and all(keys <= set(r) for r in m["table"])
     assert {r["privacy"] for r in m["table"]} == {"ε-DP", "(ε,δ)-DP"}
-    assert m["headline"].startswith("better than the thesis in ")
+    assert m["headline"].startswith("better than the thesis in ") and "; one certain winner in " in m["headline"]
+    assert all(r["abs_set"] and r["method"] == r["abs_set"][0] and r["abs_param"] in ("mean", "median")
+               for r in m["table"])  # the winner sets, the winner first
     # every private method of the board ran, and none of the non-private ones is a winner
     winners = {r["method"] for r in m["table"]}
     assert not winners & {"lp-eps-inf", "subsample"}

@@ -19,7 +19,7 @@ import pandas as pd
 
 from dpkit.experiments.board_records import COLUMNS, KEY, RECORDS_NAME, check_records, read_records, typed_records
 
-__all__ = ["gather_records", "board_provenance"]
+__all__ = ["gather_records", "run_commit", "board_provenance"]
 
 
 def _finished_runs(output: str | os.PathLike, notebook: str) -> list[tuple[Path, dict[str, Any]]]:
@@ -66,12 +66,31 @@ def gather_records(output: str | os.PathLike, *, notebook: str = "45_leaderboard
     return check_records(out, source=f"records of {output}"), missing
 
 
+def run_commit(folder: str | os.PathLike) -> dict[str, Any]:
+    """The commit a run's kernel ran at and whether its tree had uncommitted changes, as its ``metrics.json``
+    recorded them (``meta.provenance.git``, where :class:`dpkit.outputs.report.Report` writes
+    :func:`dpkit.outputs.provenance.provenance`; a top-level ``provenance.git`` is read too):
+    ``{"commit", "dirty"}``, both ``None`` where the run recorded no commit (an unreadable ``metrics.json``, one
+    without a provenance, or a kernel outside a git checkout)."""
+    try:
+        metrics = json.loads((Path(folder) / "metrics.json").read_text())
+        meta = metrics.get("meta") if isinstance(metrics.get("meta"), dict) else {}
+        prov = meta.get("provenance") or metrics.get("provenance") or {}
+        git = prov.get("git") if isinstance(prov, dict) else None
+    except (OSError, ValueError, AttributeError):
+        git = None
+    if not isinstance(git, dict) or not git.get("commit"):
+        return {"commit": None, "dirty": None}
+    return {"commit": str(git["commit"]), "dirty": None if git.get("dirty") is None else bool(git["dirty"])}
+
+
 def board_provenance(output: str | os.PathLike | None = None, *, notebook: str = "45_leaderboard",
                      runs: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Where a board came from: dpkit's version and commit, the library fingerprint
     (:func:`~dpkit.core.paths.library_fingerprint`), the machine (CPU count, platform), the date, and the runs that
     produced it (each finished run's folder, key, notebook fingerprint, parameters, wall time, what its checkpoint
-    recorded and the commit its ``metrics.json`` recorded), from the batch output ``output`` (or the given ``runs``).
+    recorded and, as ``git``, the commit its kernel ran at and whether its tree was clean, :func:`run_commit`), from the
+    batch output ``output`` (or the given ``runs``).
 
     ``compute_s`` is what the board cost: per run, the summed wall times of its repetitions over every attempt
     (``checkpoint.compute_s``, which counts a run resumed across sittings in full) where the run kept repetitions,
@@ -87,11 +106,7 @@ def board_provenance(output: str | os.PathLike | None = None, *, notebook: str =
     if runs is None:
         runs = []
         for folder, info in _finished_runs(output, notebook) if output is not None else []:
-            commit = None
-            try:
-                commit = json.loads((folder / "metrics.json").read_text()).get("provenance", {}).get("git")
-            except (OSError, ValueError, AttributeError):
-                pass
+            commit = run_commit(folder)
             runs.append({"folder": folder.name, "key": info.get("key"), "notebook": Path(str(info.get("notebook"))).name,
                          "notebook_sha256": info.get("notebook_sha256"), "wall_time_s": info.get("wall_time_s"),
                          "parameters": {k: v for k, v in (info.get("parameters") or {}).items() if k != "OUTPUT_DIR"

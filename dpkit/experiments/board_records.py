@@ -235,10 +235,33 @@ def write_provenance(prov: Mapping[str, Any], path: str | os.PathLike, *, replac
     return path
 
 
+def _runs_commits_text(runs: Any) -> str:
+    """The runs' commits and whether their trees were clean (each run's ``git``: ``{commit, dirty}``), or how many
+    runs did not record theirs."""
+    seen: dict[tuple[str, bool | None], int] = {}
+    unknown = 0
+    for run in runs if isinstance(runs, list) else []:
+        git = run.get("git") if isinstance(run, dict) else None
+        if not isinstance(git, dict) or not git.get("commit"):
+            unknown += 1
+            continue
+        key = (str(git["commit"])[:12], git.get("dirty"))
+        seen[key] = seen.get(key, 0) + 1
+    state = {False: "clean", True: "uncommitted changes", None: "tree state not recorded"}
+    parts = [f"{c} ({n} run(s), {state[d if d is None else bool(d)]})" for (c, d), n in sorted(seen.items(),
+                                                                                               key=str)]
+    if unknown and not parts:
+        return "Runs' commits not recorded."
+    if unknown:
+        parts.append(f"not recorded for {unknown} run(s)")
+    return "The runs' commits: " + "; ".join(parts) + "." if parts else "No runs recorded."
+
+
 def provenance_line(records_path: str | os.PathLike) -> str:
     """One sentence on where the board of ``records_path`` came from, read from the ``provenance.json`` beside it
-    (:func:`write_provenance`): the date, dpkit's version and commit, the runs, their compute and the machine, and
-    (where the runs recorded their repetitions' times) the wall time projected on more workers.
+    (:func:`write_provenance`): the date, dpkit's version and commit, the runs, their compute and the machine, each
+    run's commit and whether its tree was clean (or that a run did not record it), and (where the runs recorded
+    their repetitions' times) the wall time projected on more workers.
 
     Raises
     ------
@@ -260,6 +283,7 @@ def provenance_line(records_path: str | os.PathLike) -> str:
     line = (f"Assembled {str(prov.get('date', 'on an unrecorded date'))[:10]} by dpkit {prov.get('dpkit_version', '?')} "
             f"at {commit} from {len(prov['runs'])} run(s): {cost} on {machine.get('cpu_count', '?')} CPU(s) "
             f"({machine.get('platform', 'unknown platform')}).")
+    line += " " + _runs_commits_text(prov["runs"])
     projection = prov.get("projection")
     if isinstance(projection, list) and projection:
         line += (" Its repetitions, scheduled longest first on " + "/".join(str(p["workers"]) for p in projection)

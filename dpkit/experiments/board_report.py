@@ -18,9 +18,56 @@ from typing import Any
 from dpkit.experiments.board_stats import DEFAULT_BUDGET
 from dpkit.experiments.reference import PRINTED_DECIMALS, TABLES
 
-__all__ = ["DISAGREEMENT_COLUMNS", "ranking_disagreements", "SUPREMUM_COLUMNS", "THESIS_MECHANISMS", "supremum_rows",
+__all__ = ["SET_COLUMNS", "winner_set_rows", "COVERAGE_COLUMNS", "coverage_rows",
+           "DISAGREEMENT_COLUMNS", "ranking_disagreements", "SUPREMUM_COLUMNS", "THESIS_MECHANISMS", "supremum_rows",
            "supremum_summary_text", "VERDICTS", "Headline", "headline", "lost_cells_text", "summary_markdown",
            "number_or_nan"]
+
+
+#: The columns of :func:`winner_set_rows`.
+SET_COLUMNS = ("table", "kind", "dataset", "sigma", "winner", "set_size", "members")
+
+
+def winner_set_rows(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every cell's winner set (:mod:`dpkit.experiments.board_robust`, step 4), one row per table, error kind and
+    cell with the :data:`SET_COLUMNS` (``members``: the set's methods, the winner first, comma-separated); cells of
+    a board without winner sets (``selection="simultaneous"``) are left out."""
+    out = []
+    for kind in ("abs", "rel"):
+        for b in board:
+            members = b.get(f"{kind}_set")
+            if members is None:
+                continue
+            out.append({"table": f"Table {_TABLE_NAMES[b['privacy']]}", "kind": kind, "dataset": b["dataset"],
+                        "sigma": b["sigma"], "winner": b["method"] if kind == "abs" else b["method_rel"],
+                        "set_size": len(members), "members": ", ".join(members)})
+    return sorted(out, key=lambda r: (r["table"], r["kind"], r["dataset"], r["sigma"]))
+
+
+#: The columns of :func:`coverage_rows`.
+COVERAGE_COLUMNS = ("table", "kind", "dataset", "sigma", "winner", "skewness", "nominal_miss", "mean_ci_miss",
+                    "upper_end_misses", "miss_limit", "median_ci_miss", "shown")
+
+
+def coverage_rows(board: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The coverage study of the board's intervals (:func:`dpkit.experiments.board_robust.coverage_study`), one row
+    per table, error kind and cell with the :data:`COVERAGE_COLUMNS`: the winner, the skewness of its records, the
+    nominal miss rate (the cell's Holm level), the measured miss rate of the mean's interval (and of its upper end
+    alone), the most misses allowed, the measured miss rate of the median's interval and the interval shown
+    (``mean`` or ``median``). Cells without a study are left out."""
+    out = []
+    for kind in ("abs", "rel"):
+        for b in board:
+            miss = b.get(f"{kind}_coverage_miss")
+            if miss is None or math.isnan(miss):
+                continue
+            out.append({"table": f"Table {_TABLE_NAMES[b['privacy']]}", "kind": kind, "dataset": b["dataset"],
+                        "sigma": b["sigma"], "winner": b["method"] if kind == "abs" else b["method_rel"],
+                        "skewness": b[f"{kind}_skewness"], "nominal_miss": b[f"{kind}_level"], "mean_ci_miss": miss,
+                        "upper_end_misses": b[f"{kind}_coverage_miss_low"],
+                        "miss_limit": b[f"{kind}_coverage_limit"], "median_ci_miss": b[f"{kind}_coverage_median_miss"],
+                        "shown": b[f"{kind}_param"]})
+    return sorted(out, key=lambda r: (r["table"], r["kind"], r["dataset"], r["sigma"]))
 
 
 #: The columns of :func:`ranking_disagreements` (a table of them has these columns even when it is empty).
@@ -140,27 +187,35 @@ VERDICTS = ("better", "tie", "worse")
 @dataclass(frozen=True)
 class Headline:
     """Cells (data set × σ × error kind, abs and rel) better than, tied with and worse than the thesis, per table,
-    at the false-alarm budget ``budget``."""
+    at the false-alarm budget ``budget``, and the cells with one certain winner (a winner set of one;
+    :mod:`dpkit.experiments.board_robust`; ``None`` for a board without winner sets)."""
 
     better: dict[str, int]
     ties: dict[str, int]
     worse: dict[str, int]
     cells: dict[str, int]
     budget: float
+    certain: dict[str, int] | None = None
+    ranked: dict[str, int] | None = None
 
     def text(self) -> str:
         """``better than the thesis in X/50 (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05
-        (family-wise per table and error kind); Z ties; W worse``."""
+        (family-wise per table and error kind); Z ties; W worse; one certain winner in A/50 and B/50`` (the cells
+        of Table 3.2 and 3.3 whose winner set is the winner alone; left out for a board without winner sets)."""
         parts = [f"{self.better[t]}/{self.cells[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
-        return (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
+        text = (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
                 f"(family-wise per table and error kind); {sum(self.ties.values())} ties; "
                 f"{sum(self.worse.values())} worse")
+        if self.certain is None or self.ranked is None:
+            return text
+        return f"{text}; one certain winner in {' and '.join(f'{self.certain[t]}/{self.ranked[t]}' for t in TABLES)}"
 
 
 def headline(board: Sequence[dict[str, Any]]) -> Headline:
     """Count the cells (abs and rel per row) better than, tied with and worse than the thesis's printed number
     (``verdict_abs``, ``verdict_rel`` of :func:`~dpkit.experiments.leaderboard.leaderboard_rows`), per table; cells
-    without a printed number are skipped.
+    without a printed number are skipped. The cells with one certain winner (``abs_certain``, ``rel_certain``) are
+    counted among all cells of a table, printed number or not, when every row has them.
 
     Raises
     ------
@@ -170,23 +225,33 @@ def headline(board: Sequence[dict[str, Any]]) -> Headline:
     """
     counts = {v: {t: 0 for t in TABLES} for v in VERDICTS}
     cells = {t: 0 for t in TABLES}
+    certain: dict[str, int] | None = {t: 0 for t in TABLES}
+    ranked = {t: 0 for t in TABLES}
     budgets = {r.get("budget") for r in board}
     if None in budgets or len(budgets) > 1:
         raise ValueError(f"headline: the board's rows carry the budgets {sorted(map(str, budgets))}; one budget "
                          "(leaderboard_rows) is needed")
     for r in board:
-        for key in ("verdict_abs", "verdict_rel"):
-            if r[key] == "n/a":
+        for kind in ("abs", "rel"):
+            one = r.get(f"{kind}_certain")
+            if one is None:
+                certain = None
+            elif certain is not None:
+                ranked[r["privacy"]] += 1
+                certain[r["privacy"]] += bool(one)
+            if r[f"verdict_{kind}"] == "n/a":
                 continue
             cells[r["privacy"]] += 1
-            counts[r[key]][r["privacy"]] += 1
+            counts[r[f"verdict_{kind}"]][r["privacy"]] += 1
     return Headline(better=counts["better"], ties=counts["tie"], worse=counts["worse"], cells=cells,
-                    budget=float(budgets.pop()) if budgets else DEFAULT_BUDGET)
+                    budget=float(budgets.pop()) if budgets else DEFAULT_BUDGET,
+                    certain=certain if board else None, ranked=ranked if certain is not None and board else None)
 
 
 def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
-    """A written account of the cells lost (verdict ``"worse"``: the whole interval above the printed number, at the
-    board's budget): which method came closest, its interval, by how much, whether even
+    """A written account of the cells lost (verdict ``"worse"``: the median significantly above the printed number,
+    at the board's budget): which method came closest, its estimate (mean or median, as shown) and interval, by how
+    much, whether even
     the non-private references reach the printed number (if they do not, the gap is not the noise), and what
     the thesis's own mechanism gets with the correct constants (if it loses too, the printed number is not
     reproduced by the method that printed it)."""
@@ -213,8 +278,9 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
                 why += (f"; the thesis's own mechanism ({mech}) with the correct noise constants gets {own[0]:.3g}"
                         + (", so it does not reach the printed number either" if own[0] > paper
                            and round(own[0], PRINTED_DECIMALS) > paper else ""))
-            lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at "
-                         f"{ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
+            param = r.get(f"{kind}_param", "mean")
+            lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at a "
+                         f"{param} of {ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
                          f"{r[f'{kind}_ci_high']:.3g}) against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
     if not lines:
         return "No cell with a printed number is worse than the thesis."
@@ -225,12 +291,28 @@ def _ratio(ours: float, paper: float) -> str:
     return f"×{ours / paper:.2g}" if paper > 0 else "printed 0"
 
 
-def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = ("abs", "rel")) -> str:
+def _set_text(r: dict[str, Any], kind: str, names: int) -> str:
+    """`` (+2: `b`, `c`)`` after the winner's name for a winner set of more than one, the other members named when
+    there are at most ``names`` of them, else `` +k`` (:func:`summary_markdown`)."""
+    members = r.get(f"{kind}_set")
+    if not members or len(members) < 2:
+        return ""
+    winner = r["method"] if kind == "abs" else r["method_rel"]
+    others = [m for m in members if m != winner]
+    if len(others) <= names:
+        return f" (+{len(others)}: " + ", ".join(f"`{m}`" for m in others) + ")"
+    return f" +{len(others)}"
+
+
+def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = ("abs", "rel"), names: int = 2) -> str:
     """The board as one compact Markdown table (the README's form): a line per (data set, σ), and for each
-    table and error kind the winning method, its mean worst error on the judged repetitions with its interval,
-    the thesis's printed value in parentheses and the verdict (``better``, ``tie``, **worse**); a last line
-    states the procedure and the budget. Numbers are shown to the thesis's printed precision (three significant
-    digits below 0.01). ``kinds``: the error kinds shown, ``"abs"`` and/or ``"rel"`` (the README shows ``abs``).
+    table and error kind the winning method, its winner set where it has more than one member (``+2``: two more
+    methods not significantly worse; ``(+2: `b`, `c`)`` names them when there are at most ``names``), its estimate
+    on the judged repetitions (the mean, or ``median`` where the coverage study did not keep the mean's interval)
+    with its interval, the thesis's printed value in parentheses
+    and the verdict (``better``, ``tie``, **worse**); a last line states the procedure and the budget. Numbers are
+    shown to the thesis's printed precision (three significant digits below 0.01). ``kinds``: the error kinds
+    shown, ``"abs"`` and/or ``"rel"`` (the README shows ``abs``).
 
     Raises
     ------
@@ -249,8 +331,9 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
         for kind in ("abs", "rel"):
             method = r["method"] if kind == "abs" else r["method_rel"]
             v = r[f"verdict_{kind}"]
-            text = (f"`{method}` {fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, {fmt(r[f'{kind}_ci_high'])}] "
-                    f"({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
+            param = "median " if r.get(f"{kind}_param") == "median" else ""
+            text = (f"`{method}`{_set_text(r, kind, names)} {param}{fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, "
+                    f"{fmt(r[f'{kind}_ci_high'])}] ({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
             cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
     columns = [(tag, kind) for tag in ("3.2", "3.3") for kind in ("abs", "rel") if kind in kinds]
     titles = {"3.2": "Table 3.2 (ε-DP)", "3.3": "Table 3.3 ((ε, δ)-DP)"}
@@ -261,9 +344,13 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
     if not board:
         return head
     b = board[0]
-    how = ("chosen on the even repetitions, its mean and interval on the odd ones" if b["selection"] == "split"
-           else "chosen and judged on all repetitions, its interval widened for the choice (Bonferroni)")
-    note = (f"Winner {how} ({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts "
-            f"against the printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table "
-            "and error kind.")
+    if b["selection"] == "split":
+        note = (f"Chosen on the even repetitions, judged on the odd {b['judged_reps']}; +k: k more not significantly "
+                "worse; verdict: sign test of the median vs printed ± half its last digit; median: the mean's "
+                "interval failed coverage.")
+    else:
+        note = ("Winner chosen and judged on all repetitions, its interval widened for the choice (Bonferroni) "
+                f"({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts against the "
+                f"printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table and "
+                "error kind.")
     return "\n".join([head, *lines, "", note])

@@ -5,9 +5,12 @@ improved mechanism I, Table 3.3 (ε, δ)-DP methods with mechanism II (an ε-DP 
 (ε, δ)-DP, so it competes in Table 3.3 too). Non-private references (the noise-free LP, a subsample
 of the data) stay on the board, marked, and never count. A cell's winner is chosen on one half of the
 repetitions (the even ones) and judged on the other (the odd ones), which removes the winner's curse; it is
-*better* than the thesis when its confidence interval lies wholly below the printed number (less half its last
-digit), *worse* when wholly above, a *tie* otherwise, with Holm's procedure across the cells of a table and error
-kind at the false-alarm budget γ (default 0.05): :mod:`dpkit.experiments.board_stats` has the procedure and its
+*better* than the thesis when an exact sign test says its *median* error lies below the printed number (less half its
+last digit), *worse* when above, a *tie* otherwise, with Holm's procedure across the cells of a table and error kind at
+the false-alarm budget γ (default 0.05); every cell also names its *winner set* (the methods not significantly worse
+than the winner), and shows the mean's interval only where a coverage study on its own records keeps it, else the
+median's: :mod:`dpkit.experiments.board_robust` has the procedure (valid whatever the tail of the errors) and
+:mod:`dpkit.experiments.board_stats` the split and Holm's procedure, with their
 references. The board's headline, written accounts and supremum tables are in :mod:`dpkit.experiments.board_report`
 (re-exported here).
 """
@@ -21,11 +24,14 @@ import numpy as np
 import pandas as pd
 
 from dpkit.experiments.board_report import (
+    COVERAGE_COLUMNS,
     DISAGREEMENT_COLUMNS,
+    SET_COLUMNS,
     SUPREMUM_COLUMNS,
     THESIS_MECHANISMS,
     VERDICTS,
     Headline,
+    coverage_rows,
     headline,
     lost_cells_text,
     number_or_nan,
@@ -33,7 +39,9 @@ from dpkit.experiments.board_report import (
     summary_markdown,
     supremum_rows,
     supremum_summary_text,
+    winner_set_rows,
 )
+from dpkit.experiments.board_robust import coverage_study, median_interval, robust_family
 from dpkit.experiments.board_stats import (
     DEFAULT_BUDGET,
     SELECTIONS,
@@ -48,14 +56,17 @@ from dpkit.experiments.reference import PRINTED_DECIMALS, SIGMAS, TABLES, paper_
 __all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "method_rows",
            "METHOD_ROW_KEYS", "board_from_records", "BOARD_CAPTION", "headline",
            "Headline", "VERDICTS", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
-           "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS"]
+           "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS", "SET_COLUMNS",
+           "winner_set_rows", "COVERAGE_COLUMNS", "coverage_rows"]
 
 #: The board table's caption (the protocol follows it): what its numbers and verdicts are.
 BOARD_CAPTION = ("Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute and "
-                 "relative error on the even repetitions, its mean (est) and confidence interval (ci_low, ci_high) on the "
-                 "odd ones, the verdict against the thesis's printed value (better/tie/worse under a false-alarm budget "
-                 "γ, Holm across the cells of a table and error kind), the runner-up and the winner's paired comparison "
-                 "with it;")
+                 "relative error on the even repetitions, its estimate (est: the mean where a coverage study on its "
+                 "records keeps the mean's interval, else the median; param) and interval (ci_low, ci_high) on the odd "
+                 "ones, the verdict against the thesis's printed value (an exact sign test of the median: better/tie/"
+                 "worse under a false-alarm budget γ, Holm across the cells of a table and error kind), the winner set "
+                 "(the methods not significantly worse than the winner), the runner-up and the winner's paired "
+                 "comparison with it;")
 #: The registry suites the board draws its methods from; the last ("slow") only when a method of it is named.
 BOARD_SUITES: tuple[str, ...] = ("baselines", "leaderboard", "slow")
 
@@ -163,23 +174,32 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
     list of dict
         Keys: ``dataset, sigma, privacy`` (the table's class), ``method`` (the winner by the worst absolute error,
         chosen per ``selection``) with its ``abs_mean, abs_std, time_s, eps_spent, delta_spent`` (of its summary row,
-        all repetitions); ``abs_est`` (its mean on the judged repetitions, free of the winner's curse with the
-        split), ``abs_ci_low, abs_ci_high`` (the interval at the cell's Holm level ``abs_level``; its lower end at
-        least 0) and
-        ``verdict_abs`` (``"better"``, ``"tie"``, ``"worse"`` against ``paper_abs``; ``"n/a"`` without a printed
-        number); ``method_rel`` (the winner by the relative error) with ``rel_mean, rel_std, rel_est, rel_ci_low,
-        rel_ci_high, rel_level, verdict_rel``; ``runner_up`` (by the absolute error) with its ``runner_up_abs``
-        (summary mean) and the winner's paired comparison with it: ``abs_vs_runner_up`` (mean difference, winner
-        minus runner-up), ``abs_vs_runner_up_ci_low, abs_vs_runner_up_ci_high`` and ``verdict_runner_up``
-        (``"better"``: the winner is significantly better); ``paper_abs, paper_rel``; ``win_abs, win_rel`` (the
-        winner's summary mean against the printed number at the printed precision, :func:`verdict`: descriptive,
-        without confidence); ``reference_abs`` (the best non-private reference); ``budget``, ``selection`` and
-        ``judged_reps``; and the ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the
-        thesis's theorems bound) among the methods that have one on every repetition, chosen the same way: no
-        printed number, so a rank and an interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``,
-        ``sup_est, sup_ci_low, sup_ci_high`` (level ``1 − budget``, no multiplicity) and its thesis metric
-        ``abs_of_sup``, ``runner_up_sup`` with its ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of
-        ``method``) and ``rankings_agree`` (``method_sup == method``; ``None`` where no method has a supremum).
+        all repetitions); per error kind ``k`` (``abs``; ``rel`` for ``method_rel``, the winner by the relative error,
+        with ``rel_mean, rel_std``), on the judged repetitions (:mod:`dpkit.experiments.board_robust`): ``k_judged_mean,
+        k_median``; ``verdict_k`` (``"better"``, ``"tie"``, ``"worse"``: the exact sign test of the winner's *median*
+        error against ``paper_k``, Holm across the table's cells; ``"n/a"`` without a printed number) with its p-value
+        ``k_p`` and Holm level ``k_level``; ``k_median_ci_low, k_median_ci_high`` (the median's distribution-free
+        interval at that level, dual to the verdict), ``k_mean_ci_low, k_mean_ci_high`` (the Gumbel-calibrated interval
+        of the mean at that level), ``k_coverage_miss`` and ``k_coverage_limit`` (the mean interval's miss rate measured
+        by resampling the winner's records of the cell, and the most allowed; ``k_coverage_miss_low``: the misses of its
+        upper end), ``k_coverage_median_miss`` (the median interval's, measured alike), ``k_skewness`` (of those
+        records); ``k_param`` (``"mean"`` where the measured coverage keeps the mean's interval, else ``"median"``) with
+        ``k_est, k_ci_low, k_ci_high`` (the shown parameter's estimate and interval; lower ends at least 0); ``k_set``
+        (the winner set: the winner and every method not significantly worse than it on most judged repetitions, by
+        selection-half mean), ``k_set_size`` and ``k_certain`` (a set of one). ``runner_up`` (by the absolute error)
+        with its ``runner_up_abs`` (summary mean) and the winner's paired comparison with it: ``abs_vs_runner_up``
+        (median paired difference, winner minus runner-up), ``abs_vs_runner_up_ci_low, abs_vs_runner_up_ci_high`` (its
+        distribution-free interval at the Bonferroni level of the family's set comparisons) and ``verdict_runner_up``
+        (``"better"``: the runner-up is out of the winner set); ``paper_abs, paper_rel``; ``win_abs, win_rel`` (the
+        winner's summary mean against the printed number at the printed precision, :func:`verdict`: descriptive, without
+        confidence); ``reference_abs`` (the best non-private reference); ``budget``, ``selection`` and ``judged_reps``;
+        and the ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the thesis's theorems bound)
+        among the methods that have one on every repetition, chosen the same way: no printed number, so a rank and an
+        interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``, ``sup_est, sup_ci_low, sup_ci_high``
+        (level ``1 − budget``, no multiplicity; the mean's interval where its coverage study keeps it, else the
+        median's, ``sup_param``) and its thesis metric ``abs_of_sup``, ``runner_up_sup`` with its
+        ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of ``method``) and ``rankings_agree`` (``method_sup
+        == method``; ``None`` where no method has a supremum).
 
     Raises
     ------
@@ -225,8 +245,8 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
             "reference_abs": float(refs["abs_mean"].min()) if len(refs) else math.nan,
             "paper_abs": pa, "paper_rel": pr,
             "win_abs": verdict(float(best["abs_mean"]), pa), "win_rel": verdict(float(best_rel["rel_mean"]), pr),
-            **{f"abs_{k}": a[k] for k in ("est", "ci_low", "ci_high", "level")}, "verdict_abs": a["verdict"],
-            **{f"rel_{k}": r[k] for k in ("est", "ci_low", "ci_high", "level")}, "verdict_rel": r["verdict"],
+            **{f"abs_{k}": a[k] for k in _FAMILY_KEYS}, "verdict_abs": a["verdict"],
+            **{f"rel_{k}": r[k] for k in _FAMILY_KEYS}, "verdict_rel": r["verdict"],
             "abs_vs_runner_up": a["diff"], "abs_vs_runner_up_ci_low": a["diff_ci_low"],
             "abs_vs_runner_up_ci_high": a["diff_ci_high"], "verdict_runner_up": a["diff_verdict"],
             "budget": float(budget), "selection": selection, "judged_reps": a["n"],
@@ -234,6 +254,11 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
         })
     return out
 
+
+#: The per-kind keys of a board row (``abs_…``, ``rel_…``) from its family (:func:`leaderboard_rows`).
+_FAMILY_KEYS = ("est", "param", "ci_low", "ci_high", "level", "p", "judged_mean", "median", "median_ci_low",
+                "median_ci_high", "mean_ci_low", "mean_ci_high", "coverage_miss", "coverage_miss_low",
+                "coverage_median_miss", "coverage_limit", "skewness", "set", "set_size", "certain")
 
 #: The keys of :func:`method_rows`: the summary of a method's repetitions that the records table holds.
 METHOD_ROW_KEYS = ("dataset", "sigma", "method", "privacy", "private", "abs_mean", "abs_std", "abs_min", "abs_max",
@@ -308,25 +333,73 @@ def board_from_records(records: pd.DataFrame, *, budget: float = DEFAULT_BUDGET,
 
 def _family(records: pd.DataFrame, cells: list[tuple[str, float, str, pd.DataFrame, pd.DataFrame]], kind: str, *,
             budget: float, selection: str, decimals: int | None) -> dict[tuple[str, float], dict[str, Any]]:
-    """The verdicts of one table and error kind (a Holm family) per cell (data set, σ)."""
+    """The verdicts, winner sets and intervals of one table and error kind (a family) per cell (data set, σ):
+    :func:`dpkit.experiments.board_robust.robust_family` with the split, the Gumbel and t procedure of
+    :func:`dpkit.experiments.board_stats.family_verdicts` with ``selection="simultaneous"``."""
     if not cells:
         return {}
     table = cells[0][2]
     methods = {(ds, sigma): list(cand["method"]) for ds, sigma, _t, cand, _r in cells}
     errors, reps = cell_arrays(records, methods, kind)
     printed = np.array([_paper(ds, sigma, table, kind) for ds, sigma, *_ in cells])
-    v = family_verdicts(errors, reps, printed, gamma=budget, decimals=decimals, selection=selection)
-    n = int(len(reps) - split_mask(reps).sum()) if selection == "split" else len(reps)
+    if selection == "simultaneous":
+        return _family_simultaneous(methods, errors, reps, printed, budget=budget, decimals=decimals)
+    v = robust_family(errors, reps, printed, gamma=budget, decimals=decimals)
+    judged = ~split_mask(reps)
+    chosen_on = np.where(np.isnan(errors[..., ~judged]).any(axis=-1), np.inf, errors[..., ~judged].mean(axis=-1))
+    n_cmp = int((~np.isnan(v["set_p"])).sum())
+    out = {}
+    for i, key in enumerate(methods):
+        ms = methods[key]
+        w, runner = int(v["winner"][i]), int(v["runner_up"][i])
+        members = [ms[j] for j in np.argsort(chosen_on[i], kind="stable") if v["in_set"][i, j]]
+        if runner >= 0:  # the winner minus the runner-up, paired, on the judged repetitions: median and its interval
+            d = errors[i, w, judged] - errors[i, runner, judged]
+            d_low, d_high = median_interval(d, budget / max(n_cmp, 1))
+            diff, diff_low, diff_high = float(np.median(d)), float(d_low), float(d_high)
+            diff_verdict = "tie" if v["in_set"][i, runner] else "better"
+        else:
+            diff = diff_low = diff_high = math.nan
+            diff_verdict = "n/a"
+        out[key] = {"method": ms[w], "runner_up": ms[runner] if runner >= 0 else None,
+                    "printed": float(printed[i]), "est": float(v["est"][i]), "param": str(v["param"][i]),
+                    "ci_low": max(0.0, float(v["ci_low"][i])),  # errors are non-negative: no verdict changes
+                    "ci_high": float(v["ci_high"][i]), "level": float(v["level"][i]), "verdict": str(v["verdict"][i]),
+                    "judged_mean": float(v["mean"][i]), "median": float(v["median"][i]),
+                    "median_ci_low": max(0.0, float(v["median_ci_low"][i])),
+                    "median_ci_high": float(v["median_ci_high"][i]),
+                    "mean_ci_low": max(0.0, float(v["mean_ci_low"][i])), "mean_ci_high": float(v["mean_ci_high"][i]),
+                    "p": float(v["p"][i]), "coverage_miss": float(v["coverage_mean_miss"][i]),
+                    "coverage_miss_low": float(v["coverage_mean_miss_low"][i]),
+                    "coverage_median_miss": float(v["coverage_median_miss"][i]),
+                    "coverage_limit": float(v["coverage_limit"][i]), "skewness": float(v["coverage_skewness"][i]),
+                    "set": members, "set_size": len(members), "certain": bool(v["certain"][i]),
+                    "diff": diff, "diff_ci_low": diff_low, "diff_ci_high": diff_high, "diff_verdict": diff_verdict,
+                    "n": int(v["n"])}
+    return out
+
+
+def _family_simultaneous(methods: dict[tuple[str, float], list[str]], errors: np.ndarray, reps: np.ndarray,
+                         printed: np.ndarray, *, budget: float, decimals: int | None
+                         ) -> dict[tuple[str, float], dict[str, Any]]:
+    """The ``selection="simultaneous"`` family: the Gumbel-calibrated mean and Bonferroni factors of
+    :func:`dpkit.experiments.board_stats.family_verdicts` (tail-dependent; no winner sets, no coverage study)."""
+    v = family_verdicts(errors, reps, printed, gamma=budget, decimals=decimals, selection="simultaneous")
     out = {}
     for i, key in enumerate(methods):
         ms = methods[key]
         runner = int(v["runner_up"][i])
+        mean, low, high = float(v["mean"][i]), max(0.0, float(v["ci_low"][i])), float(v["ci_high"][i])
         out[key] = {"method": ms[int(v["winner"][i])], "runner_up": ms[runner] if runner >= 0 else None,
-                    "printed": float(printed[i]), "est": float(v["mean"][i]),
-                    "ci_low": max(0.0, float(v["ci_low"][i])),  # errors are non-negative: no verdict changes
-                    "ci_high": float(v["ci_high"][i]), "level": float(v["level"][i]), "verdict": str(v["verdict"][i]),
-                    "diff": float(v["diff_mean"][i]), "diff_ci_low": float(v["diff_ci_low"][i]),
-                    "diff_ci_high": float(v["diff_ci_high"][i]), "diff_verdict": str(v["diff_verdict"][i]), "n": n}
+                    "printed": float(printed[i]), "est": mean, "param": "mean", "ci_low": low, "ci_high": high,
+                    "level": float(v["level"][i]), "verdict": str(v["verdict"][i]), "judged_mean": mean,
+                    "median": math.nan, "median_ci_low": math.nan, "median_ci_high": math.nan, "mean_ci_low": low,
+                    "mean_ci_high": high, "p": float(v["p"][i]), "coverage_miss": math.nan,
+                    "coverage_miss_low": math.nan, "coverage_median_miss": math.nan,
+                    "coverage_limit": math.nan, "skewness": math.nan, "set": None, "set_size": math.nan,
+                    "certain": None, "diff": float(v["diff_mean"][i]), "diff_ci_low": float(v["diff_ci_low"][i]),
+                    "diff_ci_high": float(v["diff_ci_high"][i]), "diff_verdict": str(v["diff_verdict"][i]),
+                    "n": len(reps)}
     return out
 
 
@@ -334,7 +407,7 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
                  budget: float, selection: str) -> dict[str, Any]:
     """The cell's ranking by the class supremum among the methods with one on every repetition, chosen as the
     board's winners are, with the winner's interval at level ``1 − budget`` (no verdict: no printed number)."""
-    none = {"method_sup": None, "sup_abs_mean": math.nan, "sup_abs_std": math.nan, "sup_est": math.nan,
+    none = {"method_sup": None, "sup_abs_mean": math.nan, "sup_abs_std": math.nan, "sup_est": math.nan, "sup_param": None,
             "sup_ci_low": math.nan, "sup_ci_high": math.nan, "abs_of_sup": math.nan, "runner_up_sup": None,
             "runner_up_sup_abs": math.nan, "sup_of_best": math.nan, "rankings_agree": None}
     sup_of_best = best.get("sup_abs_mean") if "sup_abs_mean" in best else None
@@ -348,13 +421,20 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
         return none
     errors, reps = cell_arrays(records, {(ds, sigma): has}, "sup_abs")
     t = winner_tests(errors, reps, selection=selection)
-    low, high = mean_interval(t.mean, t.se, t.n, budget / t.multiplicity)
+    alpha = budget / t.multiplicity
+    low, high = mean_interval(t.mean, t.se, t.n, alpha)
+    est, param = float(t.mean[0]), "mean"
+    if selection == "split":  # as the board's cells: the mean's interval only where its measured coverage keeps it
+        population = errors[0, int(t.winner[0])]
+        judged = population[~split_mask(reps)]
+        if not coverage_study(population[None, :], t.n, alpha[0])["keep_mean"][0]:
+            (low, high), est, param = median_interval(judged[None, :], alpha), float(np.median(judged)), "median"
     top = _method_row(cand, has[int(t.winner[0])])
     second = _method_row(cand, has[int(t.runner_up[0])]) if t.runner_up[0] >= 0 else None
     return {
         "method_sup": top["method"], "sup_abs_mean": number_or_nan(top.get("sup_abs_mean")),
-        "sup_abs_std": number_or_nan(top.get("sup_abs_std")), "sup_est": float(t.mean[0]), "sup_ci_low": max(0.0, float(low[0])),
-        "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
+        "sup_abs_std": number_or_nan(top.get("sup_abs_std")), "sup_est": est, "sup_param": param,
+        "sup_ci_low": max(0.0, float(low[0])), "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
         "runner_up_sup": None if second is None else second["method"],
         "runner_up_sup_abs": math.nan if second is None else number_or_nan(second.get("sup_abs_mean")),
         "sup_of_best": none["sup_of_best"], "rankings_agree": bool(top["method"] == best["method"]),

@@ -37,6 +37,16 @@ HEADERS: dict[str, str] = {
     "abs_vs_runner_up_ci_low": "minus runner-up CI low", "abs_vs_runner_up_ci_high": "minus runner-up CI high",
     "verdict_runner_up": "vs runner-up", "budget": r"budget $\gamma$", "selection": "winner chosen",
     "judged_reps": "judged reps", "sup_est": "judged sup.", "sup_ci_low": "sup. CI low", "sup_ci_high": "sup. CI high",
+    "sup_param": "sup. shown",
+    # the distribution-free verdicts, winner sets and coverage study (dpkit.experiments.board_robust)
+    **{f"{k}_{key}": f"{k}. {text}" for k in ("abs", "rel") for key, text in (
+        ("param", "shown"), ("p", "p-value"), ("judged_mean", "judged mean"), ("median", "judged median"),
+        ("median_ci_low", "median CI low"), ("median_ci_high", "median CI high"), ("mean_ci_low", "mean CI low"),
+        ("mean_ci_high", "mean CI high"), ("coverage_miss", "mean CI miss rate"),
+        ("coverage_miss_low", "mean CI upper end misses"),
+        ("coverage_median_miss", "median CI miss rate"),
+        ("coverage_limit", "miss rate limit"), ("skewness", "skewness"), ("set", "winner set"),
+        ("set_size", "winner set size"), ("certain", "one certain winner"))},
     # the ranking by the class supremum and the per-method rows of the board's records
     "method_sup": "method (sup.)", "sup_abs_mean": "mean sup.", "sup_abs_std": "sd sup.", "sup_abs_max": "max sup.",
     "abs_of_sup": "its abs.", "runner_up_sup": "runner-up (sup.)", "runner_up_sup_abs": "runner-up sup.",
@@ -71,7 +81,7 @@ _SIGNIFICANT = frozenset({"delta", "delta_spent", "error_bound"})
 
 
 #: Columns the LaTeX tables leave out (the CSV and markdown of :func:`~dpkit.outputs.tables.export_table` keep them).
-DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings")
+DROP_FROM_LATEX = ("stages_of_slowest", "error_bound", "params", "ledger", "timings", "abs_set", "rel_set")
 
 
 _ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",

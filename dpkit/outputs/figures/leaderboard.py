@@ -21,15 +21,17 @@ __all__ = ["plot_leaderboard", "LEADERBOARD_CAPTION", "plot_leaderboard_supremum
 #: the figure's caption for a paper (``{kind}``, ``{privacy}``, ``{table}``, ``{protocol}``: filled by the assembler)
 LEADERBOARD_CAPTION = ("Mean worst {kind} error of the best {privacy} method per data set and σ (solid, circles) over the "
                        "judged repetitions (the odd ones; the winner is chosen on the even ones), with its confidence "
-                       "interval at the cell's Holm level (error bars: the interval the verdict is read from), its letter "
-                       "at each point (keyed in the legend), against the thesis's Table {table} (dashed, crosses); "
-                       "{protocol}.")
+                       "interval at the cell's Holm level (error bars), or its median with the median's distribution-free "
+                       "confidence interval where resampling the cell's records showed the mean's interval missing too "
+                       "often; the verdict is an exact sign test of the median; its letter at each point (keyed in the "
+                       "legend), against the thesis's Table {table} (dashed, crosses); {protocol}.")
 
 
 def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str = "abs") -> Figure:
-    """Best private method (solid, circles: its mean over the judged repetitions ``{kind}_est`` with its interval
-    ``{kind}_ci_low`` to ``{kind}_ci_high``, :func:`dpkit.experiments.leaderboard.leaderboard_rows`) vs the thesis
-    (dashed, crosses) per data set, for one table.
+    """Best private method (solid, circles: its mean, or median (``{kind}_param``), over the judged repetitions
+    ``{kind}_est`` with its interval ``{kind}_ci_low`` to ``{kind}_ci_high``,
+    :func:`dpkit.experiments.leaderboard.leaderboard_rows`) vs the thesis (dashed, crosses) per data set, for one
+    table.
 
     Told apart by line style and marker, so the figure reads in grayscale. The winner at each point is a letter
     (a, b, … in the order of the methods' names), keyed in the legend.
@@ -47,7 +49,7 @@ def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str
         g = df[df["dataset"] == ds].sort_values("sigma")
         est = g[f"{kind}_est"]
         ax.errorbar(g["sigma"], est, yerr=[est - g[f"{kind}_ci_low"], g[f"{kind}_ci_high"] - est], color="0.1", ls="-",
-                    marker="o", ms=3, capsize=2, label="best private method (judged mean, confidence interval)")
+                    marker="o", ms=3, capsize=2, label="best private method (judged mean or median, confidence interval)")
         paper = g[g[f"paper_{kind}"] > 0]
         ax.plot(paper["sigma"], paper[f"paper_{kind}"], color="0.45", ls="--", marker="x", label="thesis")
         for _, r in g.iterrows():
