@@ -264,7 +264,13 @@ def _rel(path: Path) -> str:
 
 def read_records(path: Path):
     """The leaderboard's records (one row per data set, σ, repetition and method), read and checked by
-    :func:`dpkit.experiments.board_records.read_board`."""
+    :func:`dpkit.experiments.board_records.read_board`.
+
+    Raises
+    ------
+    dpkit.experiments.board_records.BoardFileError, dpkit.experiments.board_records.InvalidRecordsError
+        The file is missing, or it is not a valid records table (one line naming it and the problem).
+    """
     from dpkit.experiments.board_records import read_board
 
     return read_board(path)
@@ -278,8 +284,9 @@ def board_of(records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return board_from_records(records)
 
 
-def leaderboard_page(src: Path, board_file: Path) -> None:
-    """The leaderboard from the records file, or an explicit "not generated yet" admonition."""
+def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
+    """The leaderboard from the records file (its ``records`` when already read), or an explicit "not generated yet"
+    admonition."""
     parts = ["# The leaderboard", "",
              "The best correctly accounted method in every cell of the thesis's Tables 3.2/3.3 (`45_leaderboard`, "
              "`make leaderboard` at full size: every method, 5 data sets × 5 σ × 30 repetitions, ε = 1, δ = 10⁻³). "
@@ -300,7 +307,7 @@ def leaderboard_page(src: Path, board_file: Path) -> None:
     from dpkit.experiments.board_records import BoardFileError, provenance_line
     from dpkit.experiments.leaderboard import headline, lost_cells_text, summary_markdown
 
-    records = read_records(board_file)
+    records = read_records(board_file) if records is None else records
     rows, board = board_of(records)
     try:
         origin = provenance_line(board_file)
@@ -477,6 +484,14 @@ def changelog_page(src: Path) -> None:
 def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, board: Path, tables: Path,
           checks: Path, builder: str = "html") -> int:
     """Stage, generate and run Sphinx (``-W``); the exit code (see the module docstring)."""
+    records = None
+    if board.is_file():  # a bad records file stops the build before anything runs
+        from dpkit.experiments.board_records import InvalidRecordsError
+
+        try:
+            records = read_records(board)
+        except InvalidRecordsError as exc:
+            raise BuildError(str(exc)) from exc
     out.mkdir(parents=True, exist_ok=True)
     stems = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
     runs: list[Run] | None = None
@@ -497,7 +512,7 @@ def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, bo
     src = stage(out)
     api_pages(src)
     tables_page(src, tables)
-    leaderboard_page(src, board)
+    leaderboard_page(src, board, records)
     checks_page(src, checks)
     notebook_pages(src, runs)
     changelog_page(src)

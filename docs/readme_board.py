@@ -57,11 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     if m is None:
         print(f"readme_board: {args.readme} has no <!-- board:begin --> ... <!-- board:end --> block", file=sys.stderr)
         return 2
-    from dpkit.experiments.board_records import BoardFileError
+    from dpkit.experiments.board_records import BoardFileError, InvalidRecordsError
 
     try:
         block = board_block(args.records)
-    except BoardFileError as exc:  # a published board always has its provenance beside it
+    except (BoardFileError, InvalidRecordsError) as exc:  # an invalid records file; a board without its provenance
         print(f"readme_board: {exc}", file=sys.stderr)
         return 2
     if args.check:

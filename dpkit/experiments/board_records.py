@@ -202,10 +202,8 @@ def _check_columns(names: list[Any], source: str) -> None:
     missing = [c for c in COLUMNS if c not in names]
     extra = [str(c) for c in names if c not in COLUMNS]
     if twice or missing or extra:
-        parts = ([f"column(s) {twice} more than once"] if twice else []) + (
-            [f"missing column(s) {missing}"] if missing else []) + ([f"unexpected column(s) {extra}"] if extra else [])
-        raise InvalidRecordsError(f"{source}: not a leaderboard records table: {'; '.join(parts)} (the columns are "
-                                  f"{list(COLUMNS)})")
+        raise InvalidRecordsError(f"{source}: not a leaderboard records table (missing columns {missing}, extra {extra}"
+                                  f"{f', twice {twice}' if twice else ''}; expected {list(COLUMNS)})")
     moved = [f"{c!r} at position {i}" for i, (c, want) in enumerate(zip(names, COLUMNS)) if c != want]
     moved = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
     raise InvalidRecordsError(f"{source}: the columns are in another order than the board's ({moved}; the order is "
@@ -279,9 +277,10 @@ def _check_board(df: pd.DataFrame, source: str) -> None:
         ds, sigma, m = short.index[0]
         have = set(df.loc[(df["dataset"] == ds) & (df["sigma"] == sigma) & (df["method"] == m), "rep"].tolist())
         lacking = sorted(set(range(len(reps))) - have)
+        more = f" (and {len(short) - 1} other cell(s) and method(s))" if len(short) > 1 else ""
         raise InvalidRecordsError(f"{source}: cell ({ds}, σ={float(sigma):g}): method {m!r} lacks repetition(s) "
-                                  f"{lacking[:10]} of 0…{len(reps) - 1}{f' (and {len(short) - 1} other such cells)' if len(short) > 1 else ''}; "
-                                  "every method of every cell has the same repetitions (the comparisons are paired)")
+                                  f"{lacking[:10]} of 0…{len(reps) - 1}{more}; every method of every cell has the same "
+                                  "repetitions (the comparisons are paired)")
     with_sup = df["sup_abs"].notna().groupby([df[c] for c in cells], sort=True).sum()
     partial = with_sup[(with_sup > 0) & (with_sup < len(reps))]
     if len(partial):
@@ -347,7 +346,7 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     _check_values(df, source)
     dup = df.duplicated(list(KEY), keep=False).to_numpy()
     if dup.any():
-        raise InvalidRecordsError(f"{source}: {int(dup.sum())} records share a key {KEY}, e.g. {_records_at(df, dup)}")
+        raise InvalidRecordsError(f"{source}: {int(dup.sum())} rows share a key {KEY}, e.g. {_records_at(df, dup)}")
     _check_board(df, source)
     return df
 
