@@ -13,7 +13,8 @@ thesis's Tables 3.2/3.3 beside dpkit's assembled tables, the leaderboard (from t
 changelog. A result that is not there is said so on its page, with the command that makes it.
 
 Exit codes: 0 built; 1 Sphinx failed (a warning is an error) or a notebook run failed; 2 the build could not start
-(one line naming the file or folder).
+(one line naming the file or folder: e.g. a leaderboard records file that is named but missing, or not a valid
+board, :func:`dpkit.experiments.board_records.check_records`).
 """
 from __future__ import annotations
 
@@ -534,9 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--execute", action="store_true", help="run every notebook in QUICK mode and render the runs")
     mode.add_argument("--notebooks", type=Path, default=None,
                       help="render the executed notebooks of this folder (a batch output, e.g. results/batch/full)")
-    ap.add_argument("--board", type=Path, default=_env_path("DPKIT_BOARD_RECORDS",
-                                                            ROOT / "data" / "leaderboard" / "records.parquet"),
-                    help="the leaderboard's records file ($DPKIT_BOARD_RECORDS)")
+    ap.add_argument("--board", type=Path, default=None,
+                    help="the leaderboard's records file (else $DPKIT_BOARD_RECORDS; a file named so must be there, "
+                         "default data/leaderboard/records.parquet, whose absence the page states)")
     ap.add_argument("--tables", type=Path, default=None,
                     help="assembled Tables 3.2/3.3 folder (else $DPKIT_DOCS_TABLES, the --notebooks batch's "
                          "assembled/ when it has the tables, results/batch/tables/assembled)")
@@ -544,6 +545,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="a checks summary .md (else $DPKIT_DOCS_CHECKS, the --notebooks batch's "
                          "checks_summary.md, results/batch/full/checks_summary.md)")
     args = ap.parse_args(argv)
+    named = args.board or (Path(os.environ["DPKIT_BOARD_RECORDS"]) if os.environ.get("DPKIT_BOARD_RECORDS") else None)
+    if named is not None and not named.is_file():  # a records file asked for and not there: not a page without it
+        print(f"docs/build.py: leaderboard records file not found: {named}", file=sys.stderr)
+        return 2
+    args.board = named or ROOT / "data" / "leaderboard" / "records.parquet"
     batch = args.notebooks
     if args.tables is None:  # --tables, $DPKIT_DOCS_TABLES, the batch's own assembled tables, make tables' folder
         own = batch / "assembled" if batch is not None else None

@@ -11,8 +11,9 @@ The block between ``<!-- board:begin ... -->`` and ``<!-- board:end -->`` is the
 relative errors are in the docs' results), the text the assembler writes into ``leaderboard_headline.md`` and
 ``leaderboard_summary.md``: never typed by hand. Exit codes: 0 written (or, with
 ``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file, the ``provenance.json`` beside
-it or the block is missing (one line naming it; nothing is written). The block ends with the provenance's line
-(:func:`dpkit.experiments.board_records.provenance_line`): date, commit, runs, compute and machine.
+it or the block is missing, or the records file is not a valid board (one line naming it; nothing is written). The
+block ends with the provenance's line (:func:`dpkit.experiments.board_records.provenance_line`): date, commit, runs,
+compute and machine.
 """
 from __future__ import annotations
 
