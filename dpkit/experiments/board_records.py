@@ -15,6 +15,14 @@ for released answers), every row carries
 the protocol of its run (``run_seed``, ``n_queries``, ``J`` and the board's budget ``budget_epsilon``,
 ``budget_delta``): with them a new method is run on the very same workloads (``python -m dpkit.batch board-add``).
 ``seeds`` is the record's own seeds, as a JSON string (null where the record has none).
+
+Every reader and writer of records checks them with the one validator :func:`check_records` (the schema, the values,
+one budget, spends within it, paired repetitions: what the board's statistics assume): :func:`read_records` and
+:func:`read_board` (which check the file's Parquet schema first), :func:`write_records`, :func:`records_frame`, the
+assembler's :func:`~dpkit.batch.board_files.gather_records` and board-add's
+:func:`~dpkit.experiments.board_pairing.pair`. A table that is not a valid board raises
+:class:`InvalidRecordsError`, one line naming the file (or table) and the problem; the commands that read records
+print that line and exit 2.
 """
 from __future__ import annotations
 
@@ -30,9 +38,9 @@ import pandas as pd
 from dpkit.core.paths import write_atomic
 from dpkit.queries.release import PRIVACY_CLASSES
 
-__all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME",
-           "BoardFileError", "InvalidRecordsError", "records_frame", "check_records", "write_records", "read_records",
-           "read_board", "write_provenance", "provenance_line", "typed_records"]
+__all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS", "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME",
+           "RECORDS_NAME", "BoardFileError", "InvalidRecordsError", "records_frame", "check_records", "write_records",
+           "read_records", "read_board", "write_provenance", "provenance_line", "typed_records"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
 COLUMNS: dict[str, str] = {
