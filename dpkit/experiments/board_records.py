@@ -348,7 +348,8 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     _check_columns(list(df.columns), source)
     wrong = {c: str(df[c].dtype) for c, t in COLUMNS.items() if str(df[c].dtype) != t}
     if wrong:
-        raise InvalidRecordsError(f"{source}: column dtype(s) {wrong}; expected {({c: COLUMNS[c] for c in wrong})}")
+        raise InvalidRecordsError(f"{source}: column dtype(s) {wrong}; expected {({c: COLUMNS[c] for c in wrong})} "
+                                  "(read a records file with read_records)")
     if df.empty:
         return df
     _check_values(df, source)

@@ -295,13 +295,19 @@ def board_from_records(records: pd.DataFrame, *, budget: float = DEFAULT_BUDGET,
     """The board from its records table alone: the per-method rows (:func:`method_rows`) and the board
     (:func:`leaderboard_rows` of those rows with these records; ``budget``, ``selection`` and ``decimals`` as
     there). Notebook 45 and the assembler both make the board this way, so the published
-    ``data/leaderboard/records.parquet`` regenerates it.
+    ``data/leaderboard/records.parquet`` regenerates it. The records are checked first
+    (:func:`~dpkit.experiments.board_records.check_records`: what the board's statistics assume).
 
     Raises
     ------
+    dpkit.experiments.board_records.InvalidRecordsError
+        ``records`` is not a valid records table (one line naming the problem).
     ValueError
         As :func:`method_rows` and :func:`leaderboard_rows`.
     """
+    from dpkit.experiments.board_records import check_records
+
+    check_records(records, source="the board's records")
     rows = method_rows(records)
     return rows, leaderboard_rows(rows, records=records, budget=budget, selection=selection, decimals=decimals)
 
