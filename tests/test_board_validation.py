@@ -334,3 +334,30 @@ def test_notebook_45_with_a_bad_board_fails_its_batch_run_naming_it(small, tmp_p
     assert code == 1, err
     assert f"InvalidRecordsError: {path}: " in err and re.search(CASES["over_budget"][1], err), err
     assert not (tmp_path / "nb" / "board").exists()
+
+
+def test_a_quick_board_add_writes_a_valid_board_copy(tmp_path):
+    """A QUICK board-add runs the entrant on repetitions 0…3 of one cell of a 6-repetition board: its updated copy
+    is a board of those repetitions (every method with the same ones in every cell), which every reader accepts."""
+    from dpkit.batch.cli import main
+
+    df = read_board(PUBLISHED)
+    keep = (df["dataset"] == "WDBC") & df["sigma"].isin([2.0, 4.0]) & (df["rep"] < 6) & (df["method"] != ENTRANT)
+    stored = tmp_path / "stored" / RECORDS_NAME
+    write_records(df[keep].reset_index(drop=True), stored)
+    assert main(["board-add", ENTRANT, "--board", str(stored), "--out", str(tmp_path / "added"), "--quick",
+                 "--no-gate"]) == 0
+    copy = read_records(tmp_path / "added" / RECORDS_NAME)
+    assert sorted(copy["rep"].unique()) == [0, 1, 2, 3]
+    mine = copy[copy["method"] == ENTRANT]
+    assert len(mine) == 4 and set(mine["sigma"]) == {2.0}
+    assert len(copy) == int((keep & (df["rep"] < 4)).sum()) + 4
+
+
+def test_the_board_from_an_unchecked_table_is_refused(small):
+    """The board's statistics take a records table only if it is valid (here a record over the budget)."""
+    from dpkit.experiments.leaderboard import board_from_records
+
+    with pytest.raises(InvalidRecordsError, match=r"^the board's records: record \(WDBC, σ=2, rep 0, trig-I\) spent "
+                                                  r"ε = 1\.5, over the board's budget"):
+        board_from_records(_over_budget(small))
