@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpkit.experiments.board_records import check_records
 from dpkit.experiments.board_report import (
     DISAGREEMENT_COLUMNS,
     SUPREMUM_COLUMNS,
@@ -305,8 +306,6 @@ def board_from_records(records: pd.DataFrame, *, budget: float = DEFAULT_BUDGET,
     ValueError
         As :func:`method_rows` and :func:`leaderboard_rows`.
     """
-    from dpkit.experiments.board_records import check_records
-
     check_records(records, source="the board's records")
     rows = method_rows(records)
     return rows, leaderboard_rows(rows, records=records, budget=budget, selection=selection, decimals=decimals)
