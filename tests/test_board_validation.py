@@ -203,7 +203,7 @@ def test_the_published_board_passes_in_well_under_a_second():
     start = time.process_time()
     df = read_records(PUBLISHED)
     seconds = time.process_time() - start
-    assert len(df) == 23_250
+    assert len(df) == pd.read_parquet(PUBLISHED).shape[0] > 0  # every record, none dropped
     assert seconds < 1.0, f"reading and checking the published board took {seconds:.2f} s of CPU"
     start = time.process_time()
     check_records(df, source="published")
