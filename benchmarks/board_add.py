@@ -46,23 +46,20 @@ TWIN = "marginals-histogram-eps"
 
 
 def _entrant_frame(folder: Path) -> Any:
-    import pandas as pd
-
     from dpkit.experiments.board_add import ENTRANT_RECORDS_NAME
+    from dpkit.experiments.board_records import read_records
 
-    frame = pd.read_parquet(folder / ENTRANT_RECORDS_NAME)  # the board's columns: time_s is the only measured time
+    frame = read_records(folder / ENTRANT_RECORDS_NAME)  # the board's columns: time_s is the only measured time
     return frame.drop(columns=["time_s"]).sort_values(["dataset", "sigma", "rep"]).reset_index(drop=True)
 
 
 def null_control(folder: Path, entrant: str, *, twin: str = TWIN, gamma: float = 0.05) -> dict[str, Any] | None:
     """The entrant against ``twin`` on the updated board in ``folder`` (module docstring); ``None`` when the board
     has no ``twin``. Per error kind: the cells compared, how many are not a tie, and the smallest p-value."""
-    import pandas as pd
-
-    from dpkit.experiments.board_records import RECORDS_NAME
+    from dpkit.experiments.board_records import RECORDS_NAME, read_records
     from dpkit.experiments.board_stats import compare_paired
 
-    board = pd.read_parquet(folder / RECORDS_NAME)
+    board = read_records(folder / RECORDS_NAME)
     if twin not in set(board["method"]):
         return None
     out: dict[str, Any] = {"twin": twin, "gamma": gamma}

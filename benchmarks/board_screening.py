@@ -132,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"board_screening: no records at {args.board} (publish a board first: make board-publish)",
               file=sys.stderr)
         return 2
-    records = pd.read_parquet(args.board)
+    from dpkit.experiments.board_records import InvalidRecordsError, read_records
+
+    try:
+        records = read_records(args.board)  # checked: one budget, paired repetitions, finite errors, ...
+    except InvalidRecordsError as exc:
+        print(f"board_screening: {exc}", file=sys.stderr)
+        return 2
     results = [replay(records, r, budget=args.budget) for r in args.reps]
     for res in results:
         print(f"R = {res['reps']}: {res['screened']} of {res['pairs']} (data set, method) pairs screened "

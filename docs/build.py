@@ -13,7 +13,8 @@ thesis's Tables 3.2/3.3 beside dpkit's assembled tables, the leaderboard (from t
 changelog. A result that is not there is said so on its page, with the command that makes it.
 
 Exit codes: 0 built; 1 Sphinx failed (a warning is an error) or a notebook run failed; 2 the build could not start
-(one line naming the file or folder).
+(one line naming the file or folder: e.g. a leaderboard records file that is named but missing, or not a valid
+board, :func:`dpkit.experiments.board_records.check_records`).
 """
 from __future__ import annotations
 
@@ -264,7 +265,13 @@ def _rel(path: Path) -> str:
 
 def read_records(path: Path):
     """The leaderboard's records (one row per data set, σ, repetition and method), read and checked by
-    :func:`dpkit.experiments.board_records.read_board`."""
+    :func:`dpkit.experiments.board_records.read_board`.
+
+    Raises
+    ------
+    dpkit.experiments.board_records.BoardFileError, dpkit.experiments.board_records.InvalidRecordsError
+        The file is missing, or it is not a valid records table (one line naming it and the problem).
+    """
     from dpkit.experiments.board_records import read_board
 
     return read_board(path)
@@ -278,8 +285,9 @@ def board_of(records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return board_from_records(records)
 
 
-def leaderboard_page(src: Path, board_file: Path) -> None:
-    """The leaderboard from the records file, or an explicit "not generated yet" admonition."""
+def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
+    """The leaderboard from the records file (its ``records`` when already read), or an explicit "not generated yet"
+    admonition."""
     parts = ["# The leaderboard", "",
              "The best correctly accounted method in every cell of the thesis's Tables 3.2/3.3 (`45_leaderboard`, "
              "`make leaderboard` at full size: every method, 5 data sets × 5 σ × 30 repetitions, ε = 1, δ = 10⁻³). "
@@ -315,7 +323,7 @@ def leaderboard_page(src: Path, board_file: Path) -> None:
         winner_set_rows,
     )
 
-    records = read_records(board_file)
+    records = read_records(board_file) if records is None else records
     rows, board = board_of(records)
     try:
         origin = provenance_line(board_file)
@@ -512,6 +520,14 @@ def changelog_page(src: Path) -> None:
 def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, board: Path, tables: Path,
           checks: Path, builder: str = "html") -> int:
     """Stage, generate and run Sphinx (``-W``); the exit code (see the module docstring)."""
+    records = None
+    if board.is_file():  # a bad records file stops the build before anything runs
+        from dpkit.experiments.board_records import InvalidRecordsError
+
+        try:
+            records = read_records(board)
+        except InvalidRecordsError as exc:
+            raise BuildError(str(exc)) from exc
     out.mkdir(parents=True, exist_ok=True)
     stems = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
     runs: list[Run] | None = None
@@ -532,7 +548,7 @@ def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, bo
     src = stage(out)
     api_pages(src)
     tables_page(src, tables)
-    leaderboard_page(src, board)
+    leaderboard_page(src, board, records)
     checks_page(src, checks)
     notebook_pages(src, runs)
     changelog_page(src)
@@ -554,9 +570,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--execute", action="store_true", help="run every notebook in QUICK mode and render the runs")
     mode.add_argument("--notebooks", type=Path, default=None,
                       help="render the executed notebooks of this folder (a batch output, e.g. results/batch/full)")
-    ap.add_argument("--board", type=Path, default=_env_path("DPKIT_BOARD_RECORDS",
-                                                            ROOT / "data" / "leaderboard" / "records.parquet"),
-                    help="the leaderboard's records file ($DPKIT_BOARD_RECORDS)")
+    ap.add_argument("--board", type=Path, default=None,
+                    help="the leaderboard's records file (else $DPKIT_BOARD_RECORDS; a file named so must be there, "
+                         "default data/leaderboard/records.parquet, whose absence the page states)")
     ap.add_argument("--tables", type=Path, default=None,
                     help="assembled Tables 3.2/3.3 folder (else $DPKIT_DOCS_TABLES, the --notebooks batch's "
                          "assembled/ when it has the tables, results/batch/tables/assembled)")
@@ -564,6 +580,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="a checks summary .md (else $DPKIT_DOCS_CHECKS, the --notebooks batch's "
                          "checks_summary.md, results/batch/full/checks_summary.md)")
     args = ap.parse_args(argv)
+    named = args.board or (Path(os.environ["DPKIT_BOARD_RECORDS"]) if os.environ.get("DPKIT_BOARD_RECORDS") else None)
+    if named is not None and not named.is_file():  # a records file asked for and not there: not a page without it
+        print(f"docs/build.py: leaderboard records file not found: {named}", file=sys.stderr)
+        return 2
+    args.board = named or ROOT / "data" / "leaderboard" / "records.parquet"
     batch = args.notebooks
     if args.tables is None:  # --tables, $DPKIT_DOCS_TABLES, the batch's own assembled tables, make tables' folder
         own = batch / "assembled" if batch is not None else None

@@ -12,8 +12,9 @@ README stays a front page; the relative errors and the sets' members are in the 
 assembler writes into ``leaderboard_headline.md`` and
 ``leaderboard_summary.md``: never typed by hand. Exit codes: 0 written (or, with
 ``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file, the ``provenance.json`` beside
-it or the block is missing (one line naming it; nothing is written). The block ends with the provenance's line
-(:func:`dpkit.experiments.board_records.provenance_line`): date, commit, runs, compute and machine.
+it or the block is missing, or the records file is not a valid board (one line naming it; nothing is written). The
+block ends with the provenance's line (:func:`dpkit.experiments.board_records.provenance_line`): date, commit, runs,
+compute and machine.
 """
 from __future__ import annotations
 
@@ -58,11 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     if m is None:
         print(f"readme_board: {args.readme} has no <!-- board:begin --> ... <!-- board:end --> block", file=sys.stderr)
         return 2
-    from dpkit.experiments.board_records import BoardFileError
+    from dpkit.experiments.board_records import BoardFileError, InvalidRecordsError
 
     try:
         block = board_block(args.records)
-    except BoardFileError as exc:  # a published board always has its provenance beside it
+    except (BoardFileError, InvalidRecordsError) as exc:  # an invalid records file; a board without its provenance
         print(f"readme_board: {exc}", file=sys.stderr)
         return 2
     if args.check:

@@ -104,10 +104,17 @@ def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame
     """The stored board with the entrant's records added, checked paired: every (data set, σ, repetition) of the
     entrant is on the board with the same protocol (:data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS`).
 
+    The result is a board (:func:`~dpkit.experiments.board_records.check_records`): of the stored records it holds
+    the repetitions the entrant ran, so a QUICK entrant's (the first
+    :data:`QUICK_REPS`) give a board of those repetitions, every method with the same ones in every cell.
+
     Raises
     ------
     EntrantRefusedError
         For an entrant record of a cell the board does not hold, or of another protocol (naming it).
+    dpkit.experiments.board_records.InvalidRecordsError
+        When the result is not a valid board (e.g. the entrant lacks a repetition in a cell, or spent over the
+        budget), naming the problem.
     """
     cell = ["dataset", "sigma", "rep"]
     board_cells = stored[cell + list(PROTOCOL_COLUMNS)].drop_duplicates(cell)
@@ -122,7 +129,8 @@ def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame
         if len(differ):
             raise EntrantRefusedError(f"entrant {name!r}: {c} = {differ[c].iloc[0]} but the stored board has "
                                       f"{differ[f'{c}_board'].iloc[0]} (not the board's workloads: no paired comparison)")
-    merged = pd.concat([stored, entrant], ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
+    kept = stored[stored["rep"].isin(entrant["rep"].unique())]
+    merged = pd.concat([kept, entrant], ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
     return check_records(merged, source=f"the stored board with entrant {name!r}")
 
 

@@ -15,6 +15,14 @@ for released answers), every row carries
 the protocol of its run (``run_seed``, ``n_queries``, ``J`` and the board's budget ``budget_epsilon``,
 ``budget_delta``): with them a new method is run on the very same workloads (``python -m dpkit.batch board-add``).
 ``seeds`` is the record's own seeds, as a JSON string (null where the record has none).
+
+Every reader and writer of records checks them with the one validator :func:`check_records` (the schema, the values,
+one budget, spends within it, paired repetitions: what the board's statistics assume): :func:`read_records` and
+:func:`read_board` (which check the file's Parquet schema first), :func:`write_records`, :func:`records_frame`, the
+assembler's :func:`~dpkit.batch.board_files.gather_records` and board-add's
+:func:`~dpkit.experiments.board_pairing.pair`. A table that is not a valid board raises
+:class:`InvalidRecordsError`, one line naming the file (or table) and the problem; the commands that read records
+print that line and exit 2.
 """
 from __future__ import annotations
 
@@ -24,13 +32,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dpkit.core.paths import write_atomic
+from dpkit.queries.release import PRIVACY_CLASSES
 
-__all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError",
-           "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
-           "provenance_line", "typed_records"]
+__all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS", "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME",
+           "RECORDS_NAME", "BoardFileError", "InvalidRecordsError", "records_frame", "check_records", "write_records",
+           "read_records", "read_board", "write_provenance", "provenance_line", "typed_records"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
 COLUMNS: dict[str, str] = {
@@ -59,6 +69,9 @@ COLUMNS: dict[str, str] = {
 KEY: tuple[str, ...] = ("dataset", "sigma", "rep", "method")
 #: The columns that fix the workloads of a (data set, σ, repetition): a new method paired with the board uses them.
 PROTOCOL_COLUMNS: tuple[str, ...] = ("run_seed", "n_queries", "J", "budget_epsilon", "budget_delta")
+#: The columns that may be missing in a record (NaN or null): the class supremum and the worst single centre where
+#: a release has none, and the seeds where a record has none. Every other value is present in every record.
+NULLABLE_COLUMNS: tuple[str, ...] = ("sup_abs", "centre_abs", "seeds")
 #: File names of a run's (and an assembled board's) records and of the board's provenance.
 RECORDS_NAME = "records.parquet"
 PROVENANCE_NAME = "provenance.json"
@@ -76,6 +89,13 @@ PUBLISHED: Path = _published()
 
 class BoardFileError(FileNotFoundError):
     """A board's records file that is missing (or one that would be overwritten without ``replace``)."""
+
+
+class InvalidRecordsError(ValueError):
+    """A records file or table that is not a valid leaderboard records table (:func:`check_records`).
+
+    The message is one line: the file (or table) and the problem, naming the column, the value and a record's key.
+    """
 
 
 def _field(rec: Any, name: str) -> Any:
@@ -139,27 +159,204 @@ def typed_records(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype(COLUMNS)
 
 
+#: Relative (and absolute) slack of the budget check: the ledger's (:meth:`dpkit.core.accounting.Ledger.can_spend`),
+#: so a spend the ledger let through is within the budget here too.
+BUDGET_TOLERANCE = 1e-12
+
+#: Per column, the values a record may hold (NaN only in :data:`NULLABLE_COLUMNS`), as a test and its description.
+_RANGES: dict[str, tuple[Any, str]] = {
+    "sigma": (lambda v: np.isfinite(v) & (v > 0), "a finite positive kernel width"),
+    "rep": (lambda v: v >= 0, "a repetition index ≥ 0"),
+    "eps_spent": (lambda v: v >= 0, "a spent ε ≥ 0 (∞ for a non-private reference)"),
+    "delta_spent": (lambda v: (v >= 0) & (v <= 1), "a spent δ in [0, 1]"),
+    "abs": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative error"),
+    "rel": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative error"),
+    "sup_abs": (lambda v: np.isnan(v) | (np.isfinite(v) & (v >= 0)), "a finite non-negative error or missing"),
+    "centre_abs": (lambda v: np.isnan(v) | (np.isfinite(v) & (v >= 0)), "a finite non-negative error or missing"),
+    "time_s": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative time"),
+    "error_bound": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative bound"),
+    "support_size": (lambda v: v >= 0, "a size ≥ 0"),
+    "run_seed": (lambda v: v >= 0, "a seed ≥ 0"),
+    "n_queries": (lambda v: v >= 1, "a number of queries ≥ 1"),
+    "J": (lambda v: v >= 1, "a number of mixture components ≥ 1"),
+    "budget_epsilon": (lambda v: np.isfinite(v) & (v > 0), "a finite positive ε"),
+    "budget_delta": (lambda v: (v >= 0) & (v < 1), "a δ in [0, 1)"),
+}
+
+
+def _one_line(text: object) -> str:
+    """``text`` on one line (pyarrow's messages may span several)."""
+    return " ".join(str(text).split())
+
+
+def _plain(x: Any) -> Any:
+    """A numpy scalar as the Python value (for a message)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _records_at(df: pd.DataFrame, mask: Any) -> str:
+    """The key of the first record where ``mask`` holds, and how many others it holds for."""
+    rows = df.loc[np.asarray(mask, dtype=bool), list(KEY)]
+    r = rows.iloc[0]
+    more = f" and {len(rows) - 1} other record(s)" if len(rows) > 1 else ""
+    return f"record ({r['dataset']}, σ={float(r['sigma']):g}, rep {int(r['rep'])}, {r['method']}){more}"
+
+
+def _check_columns(names: list[Any], source: str) -> None:
+    """Exactly the :data:`COLUMNS`, each once, in their order."""
+    if names == list(COLUMNS):
+        return
+    twice = sorted({str(c) for c in names if names.count(c) > 1})
+    missing = [c for c in COLUMNS if c not in names]
+    extra = [str(c) for c in names if c not in COLUMNS]
+    if twice or missing or extra:
+        raise InvalidRecordsError(f"{source}: not a leaderboard records table (missing columns {missing}, extra {extra}"
+                                  f"{f', twice {twice}' if twice else ''}; expected {list(COLUMNS)})")
+    moved = [f"{c!r} at position {i}" for i, (c, want) in enumerate(zip(names, COLUMNS)) if c != want]
+    moved = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
+    raise InvalidRecordsError(f"{source}: the columns are in another order than the board's ({moved}; the order is "
+                              f"{list(COLUMNS)}, as write_records writes them)")
+
+
+def _check_values(df: pd.DataFrame, source: str) -> None:
+    """Present values of the right kind and range in every record."""
+    for c, t in COLUMNS.items():
+        col = df[c]
+        if t == "object":
+            absent = col.isna().to_numpy()
+            kind = pd.api.types.infer_dtype(col, skipna=True)
+            if kind not in ("string", "empty"):
+                raise InvalidRecordsError(f"{source}: column {c!r} holds {kind} values, not strings")
+        else:
+            absent = np.isnan(col.to_numpy(dtype=float)) if t == "float64" else np.zeros(len(col), dtype=bool)
+        if c not in NULLABLE_COLUMNS and absent.any():
+            raise InvalidRecordsError(f"{source}: {c} is missing (NaN or null) in {_records_at(df, absent)}")
+        if c in _RANGES:
+            test, what = _RANGES[c]
+            v = col.to_numpy()
+            bad = ~test(v) if t == "int64" else ~(test(v.astype(float)) | (absent & (c in NULLABLE_COLUMNS)))
+            if bad.any():
+                raise InvalidRecordsError(f"{source}: {c} = {_plain(v[bad][0])!r} in {_records_at(df, bad)}: {c} must be "
+                                          f"{what}")
+    for c in ("dataset", "method"):
+        empty = (df[c] == "").to_numpy()
+        if empty.any():
+            raise InvalidRecordsError(f"{source}: {c} is empty in {_records_at(df, empty)}")
+    odd = ~df["privacy"].isin(PRIVACY_CLASSES).to_numpy()
+    if odd.any():
+        raise InvalidRecordsError(f"{source}: privacy = {df['privacy'].to_numpy()[odd][0]!r} in {_records_at(df, odd)}: "
+                                  f"the privacy classes are {list(PRIVACY_CLASSES)}")
+
+
+def _check_board(df: pd.DataFrame, source: str) -> None:
+    """One protocol and budget, spends within it, one privacy class per method, the same repetitions everywhere."""
+    for c in PROTOCOL_COLUMNS:  # one budget (ε, δ) and one protocol: the same workloads for every record
+        values = np.unique(df[c].to_numpy())
+        if len(values) > 1:
+            what = ("a board has one budget (one ε, one δ)" if c.startswith("budget_") else
+                    "a board has one protocol (its records are paired on the same workloads)")
+            raise InvalidRecordsError(f"{source}: {c} takes {len(values)} values {values.tolist()[:5]}; {what}")
+    budget_eps, budget_delta = float(df["budget_epsilon"].iloc[0]), float(df["budget_delta"].iloc[0])
+    private = (df["privacy"] != "non-private").to_numpy()
+    eps, delta = df["eps_spent"].to_numpy(dtype=float), df["delta_spent"].to_numpy(dtype=float)
+    for name, spent, budget in (("ε", eps, budget_eps), ("δ", delta, budget_delta)):
+        over = private & (spent > budget * (1 + BUDGET_TOLERANCE) + BUDGET_TOLERANCE)
+        if over.any():
+            raise InvalidRecordsError(f"{source}: {_records_at(df, over)} spent {name} = {spent[over][0]:g}, over the "
+                                      f"board's budget {name} = {budget:g}")
+    pure = (df["privacy"] == "ε-DP").to_numpy() & (delta != 0)
+    if pure.any():
+        raise InvalidRecordsError(f"{source}: {_records_at(df, pure)}: ε-DP, but δ = {delta[pure][0]:g} spent; an "
+                                  "ε-DP record spends δ = 0 exactly")
+    classes = df.groupby("method", sort=True)["privacy"].nunique()
+    if (classes > 1).any():
+        m = classes.index[classes > 1][0]
+        raise InvalidRecordsError(f"{source}: method {m!r} has the privacy classes "
+                                  f"{sorted(df.loc[df['method'] == m, 'privacy'].unique())}; one per method")
+    reps = np.unique(df["rep"].to_numpy())
+    if reps[-1] != len(reps) - 1:
+        lacking = sorted(set(range(int(reps[-1]) + 1)) - set(reps.tolist()))
+        raise InvalidRecordsError(f"{source}: no record has repetition(s) {lacking[:10]}; the repetitions of a board are "
+                                  f"0…R−1 (the evaluation half is the odd ones)")
+    cells = ["dataset", "sigma", "method"]
+    sizes = df.groupby(cells, sort=True).size()
+    short = sizes[sizes != len(reps)]
+    if len(short):
+        ds, sigma, m = short.index[0]
+        have = set(df.loc[(df["dataset"] == ds) & (df["sigma"] == sigma) & (df["method"] == m), "rep"].tolist())
+        lacking = sorted(set(range(len(reps))) - have)
+        more = f" (and {len(short) - 1} other cell(s) and method(s))" if len(short) > 1 else ""
+        raise InvalidRecordsError(f"{source}: cell ({ds}, σ={float(sigma):g}): method {m!r} lacks repetition(s) "
+                                  f"{lacking[:10]} of 0…{len(reps) - 1}{more}; every method of every cell has the same "
+                                  "repetitions (the comparisons are paired)")
+    with_sup = df["sup_abs"].notna().groupby([df[c] for c in cells], sort=True).sum()
+    partial = with_sup[(with_sup > 0) & (with_sup < len(reps))]
+    if len(partial):
+        ds, sigma, m = partial.index[0]
+        raise InvalidRecordsError(f"{source}: cell ({ds}, σ={float(sigma):g}): method {m!r} has a class supremum "
+                                  f"(sup_abs) in {int(partial.iloc[0])} of its {len(reps)} repetitions; a method has "
+                                  "one in every repetition or in none")
+
+
 def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
-    """``df`` if it is a records table: exactly the :data:`COLUMNS` (in order, with their dtypes) and a unique key.
+    """``df`` if it is a valid leaderboard records table; the one check every reader and writer of records makes.
+
+    A valid table has
+
+    * exactly the :data:`COLUMNS`, in their order, with their dtypes (a table in another column order is refused,
+      not reordered: a file in another order was not written by :func:`write_records`, and a reader by position
+      would misread it), strings in the string columns;
+    * every value present except in :data:`NULLABLE_COLUMNS`; finite non-negative errors (``abs``, ``rel``, and
+      ``sup_abs``, ``centre_abs`` where present), times and bounds; σ > 0, repetitions ≥ 0, a privacy class of
+      :data:`~dpkit.queries.release.PRIVACY_CLASSES`; non-empty data set and method names;
+    * a unique key (:data:`KEY`);
+    * one value of each :data:`PROTOCOL_COLUMNS` over the table: one budget (ε, δ), one run seed, workload size and
+      J (the records of a cell are paired on the same workloads);
+    * every private record's spent (ε, δ) within that budget (up to :data:`BUDGET_TOLERANCE`, the ledger's
+      slack), and δ = 0 exactly for an ε-DP record; non-private references (ε = ∞) are not held to it;
+    * one privacy class per method;
+    * the repetitions 0 … R−1, all of them for every method of every (data set, σ) (the board's comparisons are
+      paired by repetition and split into even and odd ones: :mod:`dpkit.experiments.board_stats`);
+    * a class supremum (``sup_abs``) in every repetition of a method in a cell or in none (the ranking by it uses
+      only the methods with one in every repetition).
+
+    An empty table (no records) is valid. The check is vectorised (the published board's 23,250 records take a few
+    hundredths of a second).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The records.
+    source : str
+        What to name in an error (the file, or the table's origin).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``df`` itself.
 
     Raises
     ------
-    ValueError
-        Naming ``source`` and the missing or extra columns, a wrong dtype or the first duplicated key.
+    InvalidRecordsError
+        A :class:`ValueError` whose one-line message names ``source`` and the first problem found (the column, the
+        value and a record's key).
+    TypeError
+        ``df`` is not a DataFrame.
     """
-    cols = list(df.columns)
-    if cols != list(COLUMNS):
-        missing = [c for c in COLUMNS if c not in cols]
-        extra = [c for c in cols if c not in COLUMNS]
-        raise ValueError(f"{source}: not a leaderboard records table (missing columns {missing}, extra {extra}; "
-                         f"expected {list(COLUMNS)})")
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{source}: a records table is a pandas DataFrame; got {type(df).__name__}")
+    _check_columns(list(df.columns), source)
     wrong = {c: str(df[c].dtype) for c, t in COLUMNS.items() if str(df[c].dtype) != t}
     if wrong:
-        raise ValueError(f"{source}: column dtype(s) {wrong}; expected {({c: COLUMNS[c] for c in wrong})}")
-    dup = df.duplicated(list(KEY), keep=False)
+        raise InvalidRecordsError(f"{source}: column dtype(s) {wrong}; expected {({c: COLUMNS[c] for c in wrong})} "
+                                  "(read a records file with read_records)")
+    if df.empty:
+        return df
+    _check_values(df, source)
+    dup = df.duplicated(list(KEY), keep=False).to_numpy()
     if dup.any():
-        first = df.loc[dup, list(KEY)].iloc[0].to_dict()
-        raise ValueError(f"{source}: {int(dup.sum())} rows share a key {KEY}, e.g. {first}")
+        raise InvalidRecordsError(f"{source}: {int(dup.sum())} rows share a key {KEY}, e.g. {_records_at(df, dup)}")
+    _check_board(df, source)
     return df
 
 
@@ -184,21 +381,44 @@ def write_records(df: pd.DataFrame, path: str | os.PathLike, *, replace: bool = 
     return path
 
 
+#: The Parquet types of the :data:`COLUMNS`' dtypes (a string column of nulls only is written as ``null``).
+_ARROW_TYPES = {"object": ("string", "large_string", "string_view", "null"), "float64": ("double",), "int64": ("int64",)}
+
+
 def read_records(path: str | os.PathLike) -> pd.DataFrame:
-    """A records table from ``path``, checked (:func:`check_records`).
+    """A records table from ``path``, checked (:func:`check_records`): the file's schema (its columns, their order
+    and Parquet types) first, then its records.
 
     Raises
     ------
     BoardFileError
         When the file is missing (the message names it).
-    ValueError
-        When it is not a records table.
+    InvalidRecordsError
+        When it is not a Parquet file or not a valid records table (one line naming the file and the problem).
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = Path(path)
     if not path.is_file():
         raise BoardFileError(f"leaderboard records file not found: {path}")
-    df = pd.read_parquet(path, engine="pyarrow")
-    df = df.astype({c: t for c, t in COLUMNS.items() if c in df.columns and t == "object"})
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidRecordsError(f"{path}: not a readable Parquet file ({_one_line(exc)})") from exc
+    schema = table.schema
+    names = [n for n in schema.names if not n.startswith("__index_level_")]  # a pandas index written beside
+    _check_columns(names, str(path))
+    wrong = {c: str(schema.field(c).type) for c, t in COLUMNS.items() if str(schema.field(c).type) not in _ARROW_TYPES[t]}
+    if wrong:
+        raise InvalidRecordsError(f"{path}: column type(s) {wrong}; expected "
+                                  f"{({c: _ARROW_TYPES[COLUMNS[c]][0] for c in wrong})}")
+    nulls = {c: table.column(c).null_count for c, t in COLUMNS.items() if t == "int64"}
+    if any(nulls.values()):
+        raise InvalidRecordsError(f"{path}: null values in integer column(s) "
+                                  f"{({c: n for c, n in nulls.items() if n})}")
+    df = table.select(list(COLUMNS)).to_pandas()
+    df = df.astype({c: t for c, t in COLUMNS.items() if t == "object"})
     return check_records(df, source=str(path))
 
 

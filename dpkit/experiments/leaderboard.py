@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpkit.experiments.board_records import check_records
 from dpkit.experiments.board_report import (
     COVERAGE_COLUMNS,
     DISAGREEMENT_COLUMNS,
@@ -320,13 +321,17 @@ def board_from_records(records: pd.DataFrame, *, budget: float = DEFAULT_BUDGET,
     """The board from its records table alone: the per-method rows (:func:`method_rows`) and the board
     (:func:`leaderboard_rows` of those rows with these records; ``budget``, ``selection`` and ``decimals`` as
     there). Notebook 45 and the assembler both make the board this way, so the published
-    ``data/leaderboard/records.parquet`` regenerates it.
+    ``data/leaderboard/records.parquet`` regenerates it. The records are checked first
+    (:func:`~dpkit.experiments.board_records.check_records`: what the board's statistics assume).
 
     Raises
     ------
+    dpkit.experiments.board_records.InvalidRecordsError
+        ``records`` is not a valid records table (one line naming the problem).
     ValueError
         As :func:`method_rows` and :func:`leaderboard_rows`.
     """
+    check_records(records, source="the board's records")
     rows = method_rows(records)
     return rows, leaderboard_rows(rows, records=records, budget=budget, selection=selection, decimals=decimals)
 
