@@ -69,9 +69,9 @@ from dpkit.experiments.leaderboard import (
 )
 from dpkit.outputs.figures.leaderboard import (
     DISAGREEMENTS_CAPTION,
-    LEADERBOARD_CAPTION,
     LEADERBOARD_SUPREMUM_CAPTION,
     SUPREMUM_TABLE_CAPTION,
+    leaderboard_caption,
     plot_leaderboard,
     plot_leaderboard_supremum,
 )
@@ -296,8 +296,8 @@ def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)
             _figure(fig, f"leaderboard_table_{tag}_{kind}", dest, paper_stage, notebook="45_leaderboard",
-                    caption=LEADERBOARD_CAPTION.format(kind="absolute" if kind == "abs" else "relative",
-                                                       privacy=privacy, table=tag.replace("_", "."), protocol=protocol),
+                    caption=leaderboard_caption(board, kind=kind, privacy=privacy, table=tag.replace("_", "."),
+                                                protocol=protocol),
                     parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
                                 "reps": max(int(r.get("reps") or 0) for r in rows)})
     _write_leaderboard_supremum(rows, board, dest, paper_stage, protocol)

@@ -194,14 +194,14 @@ def notebook_checks(
     ``progress`` shows progress bars.
     """
     from dpkit.core.exceptions import PrivacyLeakWarning
-    from dpkit.data import load_available
+    from dpkit.data import load_available, quick_datasets
     from dpkit.experiments import cell_seed, run_cell
     from dpkit.experiments.baselines import baseline_rows, toy_methods, write_conclusion
     from dpkit.experiments.pca_compare import compare_private_pca, pca_summary
     from dpkit.methods.registry import describe, suite
 
     if quick:
-        datasets, sigmas, reps, n_queries = ["WDBC"], [4.0], 2, 200
+        datasets, sigmas, reps, n_queries = quick_datasets(datasets), [4.0], 2, 200  # WDBC or your own data
         C, m_rows, mwem_t, n_class, pca_reps, toy_levels, toy_m = 1000, 300, 5, 40, 2, 3, 3
     params = dict(SEED=seed, QUICK=quick, DATASETS=datasets, SIGMAS=sigmas, EPSILON=epsilon, DELTA=delta, REPS=reps,
                   N_QUERIES=n_queries, J=J, C=C, R=R, M_ROWS=m_rows, MWEM_T=mwem_t, N_CLASS=n_class, PCA_K=pca_k,

@@ -37,7 +37,7 @@ from dpkit.data.api import dataset_info, fetch, list_datasets, load, load_availa
 from dpkit.data.dataset import Dataset
 from dpkit.data.errors import *  # noqa: F403  (the error and warning classes, listed in errors.__all__)
 from dpkit.data.recipes import SKLEARN_SOURCE, recipe_for
-from dpkit.data.spec import from_dataframe, read_spec, register_dataset, unregister_dataset
+from dpkit.data.spec import from_dataframe, quick_datasets, read_spec, register_dataset, unregister_dataset
 from dpkit.data.status import status, table_3_1
 from dpkit.data.steps import rescale
 
@@ -55,6 +55,7 @@ __all__ = [
     "SKLEARN_SOURCE",
     "from_dataframe",
     "read_spec",
+    "quick_datasets",
     "register_dataset",
     "unregister_dataset",
     *errors.__all__,

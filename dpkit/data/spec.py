@@ -69,7 +69,7 @@ from dpkit.data.steps import rescale
 __all__ = [
     "ENTRY_POINT_GROUP", "SPEC_KEYS", "FORMATS", "MIN_BOARD_ROWS", "MAX_BOARD_COLUMNS", "UserSpec", "read_spec",
     "spec_from_mapping", "from_dataframe", "register_dataset", "unregister_dataset", "user_datasets",
-    "is_user_dataset", "resolve_user", "load_user", "check_board_shape", "is_spec_path",
+    "is_user_dataset", "resolve_user", "load_user", "check_board_shape", "is_spec_path", "quick_datasets",
 ]
 
 #: the entry-point group an installed package names its data sets in
@@ -405,6 +405,17 @@ def is_user_dataset(name: Any) -> bool:
     if any(code.lower() == name.strip().lower() for code in load_registry()):
         return False
     return name in _REGISTERED or name in _entry_points()
+
+
+def quick_datasets(names: Any, *, default: str = "WDBC") -> list[Any]:
+    """The data sets a QUICK notebook run keeps: ``default`` and your own data sets (spec paths, registered names,
+    entry points) among ``names``, in their order; ``[default]`` when there is none of them.
+
+    >>> quick_datasets(["CRM", "WDBC"]), quick_datasets(["CRM"]), quick_datasets(["CRM", "my.yaml"])
+    (['WDBC'], ['WDBC'], ['my.yaml'])
+    """
+    kept = [x for x in names if x == default or is_user_dataset(x)] if isinstance(names, (list, tuple)) else []
+    return kept or [default]
 
 
 def resolve_user(name: str | os.PathLike) -> UserSpec:
