@@ -70,6 +70,7 @@ __all__ = [
     "ENTRY_POINT_GROUP", "SPEC_KEYS", "FORMATS", "MIN_BOARD_ROWS", "MAX_BOARD_COLUMNS", "UserSpec", "read_spec",
     "spec_from_mapping", "from_dataframe", "register_dataset", "unregister_dataset", "user_datasets",
     "is_user_dataset", "resolve_user", "load_user", "check_board_shape", "is_spec_path", "quick_datasets",
+    "data_fingerprint",
 ]
 
 #: the entry-point group an installed package names its data sets in
@@ -873,3 +874,19 @@ def check_board_shape(ds: Dataset, *, where: str | None = None) -> None:
         raise ValueError(f"{at}: {ds.d} columns are too many for the board's methods (at most {MAX_BOARD_COLUMNS}, the "
                          "widest data set they have run, CRM); keep fewer columns in the spec")
 
+
+
+def data_fingerprint(ds: Dataset) -> dict[str, Any]:
+    """What identifies a loaded data set's content for a board: its name, shape, the sha256 of its files (a
+    DataFrame's content hash) and of its spec file, and a digest of all of them (``sha256``).
+
+    A board made on one data set and an entrant run later are paired only when their fingerprints agree.
+    """
+    prov = ds.provenance
+    spec = prov.get("spec") or {}
+    files = [{"file": f.get("file"), "sha256": f.get("sha256") or f.get("sha256_matrix")} for f in prov.get("files", [])]
+    core = {"dataset": ds.name, "shape": [ds.n, ds.d], "files": [f["sha256"] for f in files],
+            "spec_sha256": spec.get("sha256"), "columns": list(ds.columns),
+            "bounds": np.asarray(ds.bounds).tolist(), "subsample": prov.get("subsample")}
+    digest = hashlib.sha256(json.dumps(core, sort_keys=True, default=str).encode()).hexdigest()
+    return {**core, "files": files, "spec_file": spec.get("file"), "sha256": digest}
