@@ -162,8 +162,11 @@ def _check_name(name: Any, where: str) -> str:
 def _bounds(value: Any, where: str) -> dict[str, tuple[float, float]]:
     if value is None:
         return {}
+    if isinstance(value, (list, tuple)) and len(value) == 2 and not any(isinstance(v, (list, tuple)) for v in value):
+        value = {"*": value}  # one pair for every column without bounds of its own
     if not isinstance(value, Mapping):
-        raise _fail(where, f"bounds must be a mapping column -> [lower, upper]; got {value!r}")
+        raise _fail(where, f"bounds must be a mapping column -> [lower, upper] or one [lower, upper] for every column; "
+                           f"got {value!r}")
     out = {}
     for col, pair in value.items():
         try:
@@ -265,7 +268,7 @@ def spec_from_mapping(doc: Mapping[str, Any], *, origin: str, base: Path | None 
                            "its levels")
     if cols is not None:
         for key, named in (("bounds", bounds), ("encodings", enc)):
-            stray = [c for c in named if c not in cols]
+            stray = [c for c in named if c not in cols and c != "*"]
             if stray:
                 raise _fail(where, f"{key} names column(s) {stray} that are not in columns {list(cols)}")
     raw = {k: v for k, v in doc.items()}
@@ -437,9 +440,10 @@ def resolve_user(name: str | os.PathLike) -> UserSpec:
                               f"group {ENTRY_POINT_GROUP}")
 
 
-def from_dataframe(df: Any, *, name: str = "dataframe", rng: RNGLike = 0, n: int | None = None,
-                   bounds: Any = "registry", **spec: Any) -> Dataset:
-    """A :class:`Dataset` from a DataFrame in memory, with the spec keys of the module docstring.
+def from_dataframe(df: Any, *, name: str = "dataframe", rng: RNGLike = 0, n: int | None = None, **spec: Any) -> Dataset:
+    """A :class:`Dataset` from a DataFrame in memory, with the spec keys of the module docstring (``bounds``: the
+    declared public bounds, a mapping column -> (lower, upper) or one pair for every column; ``n``, ``rng``: a seeded
+    subsample as in :func:`dpkit.data.load`).
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": [30, 40, 50, 60], "smoker": ["no", "yes", "no", "no"]})
@@ -448,7 +452,9 @@ def from_dataframe(df: Any, *, name: str = "dataframe", rng: RNGLike = 0, n: int
     [[-0.4, -1.0], [-0.2, 1.0], [0.0, -1.0], [0.2, -1.0]]
     """
     user = _user_spec(df, name=name, origin=f"DataFrame {name!r}", spec=spec)
-    return _load(user, bounds=bounds, n=n, rng=rng, verify=True, download=None, stacklevel=3)
+    if n is not None:
+        n = check_int_in_range(n, name="n", low=2)
+    return _load(user, bounds="registry", n=n, rng=rng, verify=True, download=None, stacklevel=3)
 
 
 # ---- reading the data ------------------------------------------------------------------------------------------
@@ -637,7 +643,7 @@ def _select(user: UserSpec, df: Any, file: str) -> tuple[Any, list[str]]:
                  for c in absent]
         raise MalformedDataError(f"{user.where}: column(s) {', '.join(hints)} not in {file}; its columns: {have}")
     for key, named in (("bounds", user.bounds), ("encodings", user.encodings)):
-        stray = [c for c in named if c not in want]
+        stray = [c for c in named if c not in want and c != "*"]
         if stray:
             raise _fail(user.where, f"{key} names column(s) {stray} that are not kept (columns: {want})")
     if isinstance(user.missing, Mapping):
@@ -823,6 +829,8 @@ def _resolve_bounds(user: UserSpec, bounds: Any, values: np.ndarray, columns: li
             (lo[j], hi[j]), by_col[col] = user.bounds[col], "public"
         elif col in encoded:
             (lo[j], hi[j]), by_col[col] = encoded[col], "encoding"
+        elif "*" in user.bounds:
+            (lo[j], hi[j]), by_col[col] = user.bounds["*"], "public"
         else:
             lo[j], hi[j], by_col[col] = values[:, j].min(), values[:, j].max(), "data"
     parts = []
