@@ -356,3 +356,14 @@ def test_a_quick_board_of_its_own_on_the_example_and_board_add_against_it(tmp_pa
         assert "has changed since the board was made" in capsys.readouterr().err
     finally:
         sys.modules.pop("scratch_own_entrant", None)
+
+
+def test_the_widgets_data_set_choice_writes_a_spec_files_path_into_commands(tmp_path, toy):
+    from dpkit.outputs.widgets import as_datasets, as_list, notebook_parameters
+
+    spec = _spec(tmp_path, name="chosen", path="toy.csv", columns=["a", "b"], bounds={"a": [0, 10], "b": [-5, 5]})
+    data, _ = load_available([str(spec), "CRM"][:1])
+    assert list(data) == ["chosen"]  # the dropdown shows the name ...
+    params = notebook_parameters({"dataset": "chosen"}, {"dataset": ("DATASETS", as_datasets)})
+    assert params == {"DATASETS": [str(spec.resolve())]}  # ... and a command or manifest loads it by its spec file
+    assert as_datasets("WDBC") == ["WDBC"] and as_list("chosen") == ["chosen"]

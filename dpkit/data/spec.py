@@ -70,7 +70,7 @@ __all__ = [
     "ENTRY_POINT_GROUP", "SPEC_KEYS", "FORMATS", "MIN_BOARD_ROWS", "MAX_BOARD_COLUMNS", "UserSpec", "read_spec",
     "spec_from_mapping", "from_dataframe", "register_dataset", "unregister_dataset", "user_datasets",
     "is_user_dataset", "resolve_user", "load_user", "check_board_shape", "is_spec_path", "quick_datasets",
-    "data_fingerprint",
+    "data_fingerprint", "dataset_argument",
 ]
 
 #: the entry-point group an installed package names its data sets in
@@ -409,6 +409,17 @@ def is_user_dataset(name: Any) -> bool:
     if any(code.lower() == name.strip().lower() for code in load_registry()):
         return False
     return name in _REGISTERED or name in _entry_points()
+
+
+_LOADED: dict[str, str] = {}
+
+
+def dataset_argument(name: str) -> str:
+    """What loads the data set called ``name`` again in another process: the spec file's path of a data set loaded
+    from a spec file in this process, else ``name`` itself (a registry code, an entry point's name). The widgets'
+    data-set choice writes it into the commands and manifests they make (:func:`dpkit.outputs.widgets.as_datasets`).
+    """
+    return _LOADED.get(name, name)
 
 
 def quick_datasets(names: Any, *, default: str = "WDBC") -> list[Any]:
@@ -854,6 +865,8 @@ def load_user(name: str | os.PathLike, *, path: Any = None, bounds: Any = "regis
     error here.
     """
     user = resolve_user(name)
+    if user.spec_file is not None and path is None:
+        _LOADED[user.name] = str(user.spec_file)
     for key, value in (("d", d), ("source", source), ("subjects", subjects)):
         if value is not None:
             raise ValueError(f"{key} is an option of a registered data set, not of {user.where} (got {key}={value!r})")
