@@ -23,8 +23,9 @@ Parameter map
 ``parameters`` maps a control (or a ``fixed`` keyword) to the notebook parameter it sets: a name
 (``"epsilon": "EPSILON"``) or ``(name, convert)`` when the value needs converting
 (``"dataset": ("DATASETS", as_datasets)``: your own data set by its spec file, :func:`as_datasets`). With a
-notebook every control must be mapped, and no two entries may set the same parameter. The commands leave ``QUICK`` unset: a QUICK run overrides
-some parameters (repetitions, sizes), so the command spells the panel's setting out in full.
+notebook every control must be mapped, and no two entries may set the same parameter. The commands leave ``QUICK``
+unset: a QUICK run overrides some parameters (repetitions, sizes), so the command spells the panel's setting out in
+full.
 """
 from __future__ import annotations
 
