@@ -88,6 +88,10 @@ def test_the_example_spec_loads_the_diabetes_data_with_its_public_bounds():
     assert prov["spec"]["file"] == str(EXAMPLE) and len(prov["spec"]["sha256"]) == 64
     assert prov["data_dependent_steps"] == [] and not prov["privacy_leak_warning"] and prov["clipped_values"] == 0
     assert "Efron" in prov["citation"]
+    from dpkit.data import dataset_info
+
+    info = dataset_info(str(EXAMPLE))
+    assert info.name == "diabetes" and info.rows == 442 and info.spec_file == EXAMPLE
 
 
 def test_without_declared_bounds_the_datas_own_are_used_with_a_privacy_leak_warning(tmp_path, toy):

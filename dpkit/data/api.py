@@ -15,7 +15,7 @@ from dpkit.data.errors import DataNotFoundError, DataUnavailableError
 from dpkit.data.files import FoundFile
 from dpkit.data.recipes import Source, recipe_for
 from dpkit.data.registry import DatasetSpec, get_spec, load_registry, registry_path
-from dpkit.data.spec import is_user_dataset, load_user, user_datasets
+from dpkit.data.spec import UserSpec, is_user_dataset, load_user, resolve_user, user_datasets
 from dpkit.data.steps import Prepared, prepare
 
 __all__ = ["load", "load_available", "fetch", "list_datasets", "dataset_info"]
@@ -28,8 +28,11 @@ def list_datasets(*, user: bool = False) -> list[str]:
     return list(load_registry()) + (user_datasets() if user else [])
 
 
-def dataset_info(name: str) -> DatasetSpec:
-    """The registry entry of ``name`` (UCI id, page, files, recipe, thesis shape, public bounds)."""
+def dataset_info(name: str) -> DatasetSpec | UserSpec:
+    """The registry entry of ``name`` (UCI id, page, files, recipe, thesis shape, public bounds); for your own data
+    set (a spec path, a registered name, an entry point's name) its checked spec (:class:`~dpkit.data.spec.UserSpec`)."""
+    if is_user_dataset(name):
+        return resolve_user(name)
     return get_spec(name)
 
 
