@@ -371,3 +371,22 @@ def test_the_widgets_data_set_choice_writes_a_spec_files_path_into_commands(tmp_
     params = notebook_parameters({"dataset": "chosen"}, {"dataset": ("DATASETS", as_datasets)})
     assert params == {"DATASETS": [str(spec.resolve())]}  # ... and a command or manifest loads it by its spec file
     assert as_datasets("WDBC") == ["WDBC"] and as_list("chosen") == ["chosen"]
+
+
+def test_a_board_without_printed_numbers_makes_no_thesis_comparison():
+    from dpkit.experiments.board_report import headline, lost_cells_text
+    from dpkit.outputs.figures.leaderboard import LEADERBOARD_CAPTION, leaderboard_caption
+
+    board = [{"dataset": "diabetes", "sigma": s, "privacy": p, "verdict_abs": "n/a", "verdict_rel": "n/a",
+              "paper_abs": float("nan"), "paper_rel": float("nan"), "budget": 0.05}
+             for s in (2.0, 4.0) for p in ("ε-DP", "(ε,δ)-DP")]
+    text = headline(board).text()
+    assert text.startswith("no comparison with the thesis") and "0/0" not in text
+    assert lost_cells_text(board, []) == "The thesis printed no number for these data sets: no cell is compared with it."
+    caption = leaderboard_caption(board, kind="abs", privacy="ε-DP", table="3.2", protocol="4 repetitions")
+    assert "against the thesis's Table" not in caption and "the thesis printed no number" in caption
+    # a board with printed numbers keeps the published wording
+    printed = [dict(r, paper_abs=0.05, verdict_abs="better") for r in board]
+    assert headline(printed).text().startswith("better than the thesis in 2/2 (Table 3.2)")
+    assert leaderboard_caption(printed, kind="abs", privacy="ε-DP", table="3.2", protocol="p") == LEADERBOARD_CAPTION.format(
+        kind="absolute", privacy="ε-DP", table="3.2", protocol="p")
