@@ -459,8 +459,8 @@ def from_dataframe(df: Any, *, name: str = "dataframe", rng: RNGLike = 0, n: int
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": [30, 40, 50, 60], "smoker": ["no", "yes", "no", "no"]})
     >>> ds = from_dataframe(df, name="toy", bounds={"age": [0, 100]}, encodings={"smoker": {"ordinal": ["no", "yes"]}})
-    >>> ds.X.tolist()
-    [[-0.4, -1.0], [-0.2, 1.0], [0.0, -1.0], [0.2, -1.0]]
+    >>> ds.X.round(6).tolist(), ds.bounds_source
+    ([[-0.4, -1.0], [-0.2, 1.0], [0.0, -1.0], [0.2, -1.0]], 'public')
     """
     user = _user_spec(df, name=name, origin=f"DataFrame {name!r}", spec=spec)
     if n is not None:
