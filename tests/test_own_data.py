@@ -390,3 +390,20 @@ def test_a_board_without_printed_numbers_makes_no_thesis_comparison():
     assert headline(printed).text().startswith("better than the thesis in 2/2 (Table 3.2)")
     assert leaderboard_caption(printed, kind="abs", privacy="ε-DP", table="3.2", protocol="p") == LEADERBOARD_CAPTION.format(
         kind="absolute", privacy="ε-DP", table="3.2", protocol="p")
+
+
+def test_the_thesis_remarks_judge_the_thesis_data_sets_only():
+    import dpkit.claims.private_pca as pp
+
+    # σ of Alg 7 is below 1 on a large data set: the remark (σ > 1 on every data set but CSN) is about the thesis's
+    # data sets, so your own is listed under its name and not judged
+    df = pd.DataFrame(np.random.default_rng(0).uniform(size=(100000, 2)), columns=["a", "b"])
+    register_dataset("big-own", df, bounds=[0, 1])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            res = pp.sigma_vs_norm(datasets=["WDBC", "big-own"], k=2, n_iter=10, epsilon=1.0, delta=1e-3)
+    finally:
+        unregister_dataset("big-own")
+    assert [r.dataset for r in res.rows] == ["WDBC", "big-own"] and res.rows[1].sigma_alg7 < 1
+    assert res.checks[0].verdict == "PASS" and res.checks[0].statistic == res.rows[0].sigma_alg7
