@@ -407,3 +407,13 @@ def test_the_thesis_remarks_judge_the_thesis_data_sets_only():
         unregister_dataset("big-own")
     assert [r.dataset for r in res.rows] == ["WDBC", "big-own"] and res.rows[1].sigma_alg7 < 1
     assert res.checks[0].verdict == "PASS" and res.checks[0].statistic == res.rows[0].sigma_alg7
+
+
+def test_the_tables_caption_names_the_thesis_lines_only_where_there_are_printed_numbers():
+    from dpkit.outputs.figures.tables import TABLES_CAPTION, tables_caption
+
+    own = [{"dataset": "diabetes", "paper_abs": float("nan"), "paper_rel": float("nan")}]
+    assert "the thesis's Tables 3.2/3.3" not in tables_caption(own, kind="abs")
+    assert "the thesis printed no number for these data sets" in tables_caption(own, kind="abs")
+    thesis = own + [{"dataset": "WDBC", "paper_abs": 0.05, "paper_rel": 0.1}]
+    assert tables_caption(thesis, kind="rel") == TABLES_CAPTION.format(kind="relative")

@@ -75,7 +75,7 @@ from dpkit.outputs.figures.leaderboard import (
     plot_leaderboard,
     plot_leaderboard_supremum,
 )
-from dpkit.outputs.figures.tables import TABLES_CAPTION, plot_errors_vs_sigma
+from dpkit.outputs.figures.tables import plot_errors_vs_sigma, tables_caption
 from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
@@ -195,7 +195,7 @@ def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Una
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
         _figure(fig, f"tables_{kind}_vs_sigma", dest, paper_stage, notebook="20_tables",
-                caption=TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative"),
+                caption=tables_caption(rows, kind=kind),
                 parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
                             "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
     df = rows_frame(rows)
