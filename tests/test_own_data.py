@@ -417,3 +417,23 @@ def test_the_tables_caption_names_the_thesis_lines_only_where_there_are_printed_
     assert "the thesis printed no number for these data sets" in tables_caption(own, kind="abs")
     thesis = own + [{"dataset": "WDBC", "paper_abs": 0.05, "paper_rel": 0.1}]
     assert tables_caption(thesis, kind="rel") == TABLES_CAPTION.format(kind="relative")
+
+
+def test_parquet_and_excel_files(tmp_path, toy):
+    toy.to_parquet(tmp_path / "toy.parquet")
+    ds = _load_quiet(str(_spec(tmp_path, path="toy.parquet", columns=["a", "b"], bounds={"a": [0, 10], "b": [-5, 5]})))
+    np.testing.assert_array_equal(ds.X[:, 0], toy["a"].to_numpy() / 5.0 - 1.0)
+    try:
+        import openpyxl  # noqa: F401
+    except ImportError:  # the reader's package is missing: an error naming the file, the format and the package
+        import zipfile
+
+        with zipfile.ZipFile(tmp_path / "toy.xlsx", "w") as zf:  # pandas tells an xlsx by this member
+            zf.writestr("xl/workbook.xml", "<workbook/>")
+        with pytest.raises(MalformedDataError, match=r"toy.xlsx as excel needs a package that is not installed"):
+            load(str(_spec(tmp_path, path="toy.xlsx", bounds=[0, 10])))
+    else:
+        toy.to_excel(tmp_path / "toy.xlsx", index=False, sheet_name="data")
+        ds = _load_quiet(str(_spec(tmp_path, path="toy.xlsx", read={"sheet": "data"}, columns=["a", "b"],
+                                   bounds={"a": [0, 10], "b": [-5, 5]})))
+        assert ds.shape == (50, 2)
