@@ -437,3 +437,11 @@ def test_parquet_and_excel_files(tmp_path, toy):
         ds = _load_quiet(str(_spec(tmp_path, path="toy.xlsx", read={"sheet": "data"}, columns=["a", "b"],
                                    bounds={"a": [0, 10], "b": [-5, 5]})))
         assert ds.shape == (50, 2)
+
+
+def test_an_encoded_column_with_missing_values_keeps_its_levels(tmp_path):
+    # pandas reads a column of integer codes with a gap as floats (2.0): still the level 2
+    _csv(tmp_path, pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "sex": [1, 2, None, 2]}))
+    ds = _load_quiet(str(_spec(tmp_path, path="toy.csv", bounds={"a": [0, 4]}, encodings={"sex": {"ordinal": [1, 2]}},
+                               missing={"fill": {"sex": 1}})))
+    assert ds.X[:, 1].tolist() == [-1.0, 1.0, -1.0, 1.0]

@@ -599,14 +599,13 @@ def _numeric(user: UserSpec, df: Any, file: str) -> tuple[np.ndarray, list[str],
         s = df[col]
         if col in user.encodings:
             kind, levels = user.encodings[col]
-            known = pd.Series(s).map(lambda v: any(v == lv or (str(v) == str(lv)) for lv in levels) or pd.isna(v))
-            if not known.all():
-                bad = pd.Series(s)[~known]
+            codes = pd.Series(s).map(lambda v, lv=levels: _level(v, lv)).to_numpy(np.float64)
+            unknown = pd.Series(np.isinf(codes), index=s.index)
+            if unknown.any():
+                bad = pd.Series(s)[unknown]
                 raise MalformedDataError(f"{user.where}: column {col!r} of {file} holds value {bad.iloc[0]!r} (row "
                                          f"{bad.index[0]}; {len(bad)} row(s) in all) that is none of its declared "
                                          f"{kind} levels {list(levels)}")
-            index = {str(lv): i for i, lv in enumerate(levels)}
-            codes = pd.Series(s).map(lambda v: np.nan if pd.isna(v) else float(index[str(v)])).to_numpy(np.float64)
             if kind == "ordinal":
                 blocks.append(codes[:, None])
                 names.append(str(col))
@@ -630,6 +629,24 @@ def _numeric(user: UserSpec, df: Any, file: str) -> tuple[np.ndarray, list[str],
         r, c = np.argwhere(inf)[0]
         raise MalformedDataError(f"{user.where}: column {names[c]!r} of {file} holds an infinite value (row {r})")
     return values, names, enc_prov
+
+
+def _level(v: Any, levels: tuple[Any, ...]) -> float:
+    """The index of ``v`` among ``levels`` (equal as values, 2.0 == 2, or as text); NaN for a missing value, inf
+    for a value that is none of them."""
+    import pandas as pd
+
+    if pd.isna(v):
+        return np.nan
+    for i, lv in enumerate(levels):
+        try:
+            if v == lv:
+                return float(i)
+        except (TypeError, ValueError):
+            pass
+        if str(v) == str(lv):
+            return float(i)
+    return np.inf
 
 
 def _is_number(v: Any) -> bool:
