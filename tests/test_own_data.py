@@ -445,3 +445,36 @@ def test_an_encoded_column_with_missing_values_keeps_its_levels(tmp_path):
     ds = _load_quiet(str(_spec(tmp_path, path="toy.csv", bounds={"a": [0, 4]}, encodings={"sex": {"ordinal": [1, 2]}},
                                missing={"fill": {"sex": 1}})))
     assert ds.X[:, 1].tolist() == [-1.0, 1.0, -1.0, 1.0]
+
+
+def test_a_url_is_downloaded_with_the_projects_download_code_and_checked(tmp_path, toy, monkeypatch):
+    import hashlib
+
+    import dpkit.data.download as ddl
+
+    body = (tmp_path / "toy.csv").read_bytes()
+    good = hashlib.sha256(body).hexdigest()
+    calls = []
+
+    def fake_download(url, dest, *, progress=False):
+        calls.append(url)
+        Path(dest).write_bytes(body if "good" in url else body + b"1,2,red\n")
+
+    monkeypatch.setattr(ddl, "download_url", fake_download)
+    monkeypatch.setenv("DPKIT_DATA_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    monkeypatch.delenv("DPKIT_OFFLINE", raising=False)
+    keys = dict(sha256=good, columns=["a", "b"], bounds={"a": [0, 10], "b": [-5, 5]})
+    spec = _spec(tmp_path, name="remote", url="https://example.org/good/toy.csv", **keys)
+    ds = _load_quiet(str(spec))
+    assert ds.provenance["files"][0]["verified"] and calls == ["https://example.org/good/toy.csv"]
+    assert (tmp_path / "cache" / "user" / "remote" / "toy.csv").is_file()
+    _load_quiet(str(spec))  # the second load uses the checked copy
+    assert len(calls) == 1
+    bad = _spec(tmp_path, name="tampered", url="https://example.org/bad/toy.csv", **keys)
+    with pytest.raises(ChecksumError, match="the download of https://example.org/bad/toy.csv has sha256"):
+        load(str(bad))
+    assert not list((tmp_path / "cache" / "user" / "tampered").iterdir())  # nothing kept
+    monkeypatch.setenv("DPKIT_OFFLINE", "1")
+    with pytest.raises(DataNotFoundError, match="downloads are off"):
+        load(str(_spec(tmp_path, name="offline", url="https://example.org/good/toy.csv", **keys)))

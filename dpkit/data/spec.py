@@ -733,6 +733,8 @@ def _load(user: UserSpec, *, bounds: Any, n: int | None, rng: RNGLike, verify: b
                 raise ChecksumError(f"{user.where}: {p} has sha256 {sha}, the spec says {user.sha256}; pass "
                                     "verify=False to load an edited copy (stated in the provenance)")
             notes.append(f"sha256 {sha} differs from the spec's {user.sha256} (verify=False)")
+            warns.append((UserWarning, f"{user.where}: {p} has sha256 {sha}, not the spec's {user.sha256}; loaded "
+                                       "anyway (verify=False), stated in the provenance"))
         checked = user.sha256 is not None and sha == user.sha256
         df, file = _read_file(user, p), str(p)
         files = [{"role": "data", "file": file, "sha256": sha, "found_in": found, "verified": checked,
