@@ -478,3 +478,21 @@ def test_a_url_is_downloaded_with_the_projects_download_code_and_checked(tmp_pat
     monkeypatch.setenv("DPKIT_OFFLINE", "1")
     with pytest.raises(DataNotFoundError, match="downloads are off"):
         load(str(_spec(tmp_path, name="offline", url="https://example.org/good/toy.csv", **keys)))
+
+
+def test_the_generated_manifest_has_the_published_boards_protocol_and_aim_on_request(tmp_path):
+    from dpkit.batch.manifest import expand_manifest, load_manifest
+    from dpkit.batch.own_board import prepare_own_board
+
+    published = load_manifest(ROOT / "notebooks" / "manifests" / "leaderboard.yaml")
+    board = prepare_own_board(str(EXAMPLE), out=tmp_path / "b", aim=True)
+    runs = expand_manifest(load_manifest(board.manifest))  # checked against notebook 45's parameters cell
+    assert [r.notebook.name for r in runs] == ["45_leaderboard.ipynb"] * 2
+    for r in runs:
+        assert r.parameters["DATASETS"] == [str(EXAMPLE)]
+        assert r.parameters["SIGMAS"] == published["runs"][0]["grid"]["SIGMAS"][0]
+        assert {k: r.parameters[k] for k in published["defaults"]} == published["defaults"]
+    assert "METHODS" not in runs[0].parameters and runs[1].parameters["METHODS"] == ["aim"]
+    data = json.loads((tmp_path / "b" / "data.json").read_text())
+    assert data["fingerprint"]["dataset"] == "diabetes" and data["load_warnings"] == []
+    assert len(expand_manifest(load_manifest(prepare_own_board(str(EXAMPLE), out=tmp_path / "c").manifest))) == 1
