@@ -1,4 +1,4 @@
-"""Your own data (dpkit.data.spec, issue 50): a spec file, a DataFrame, an entry point; the privacy of the
+"""Your own data (dpkit.data.spec): a spec file, a DataFrame, an entry point; the privacy of the
 preprocessing; every bad input a clear error or warning naming the file, column or value; a QUICK board of its own
 on the shipped example (scikit-learn's diabetes data) and an entrant ranked against it."""
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_without_declared_bounds_the_datas_own_are_used_with_a_privacy_leak_warn
 
 def test_a_spec_path_works_in_load_available_keyed_by_its_name_and_in_quick_mode(tmp_path, toy):
     spec = _spec(tmp_path, path="toy.csv", columns=["a", "b"], bounds={"a": [0, 10], "b": [-5, 5]})
-    with pytest.warns(PrivacyLeakWarning, match="WDBC"):  # WDBC has no documented bounds; the spec declares them
+    with pytest.warns(PrivacyLeakWarning, match="WDBC"):  # WDBC has no documented bounds; its spec declares them
         data, missing = load_available([str(spec), "WDBC"])
     assert list(data) == ["toy", "WDBC"] and missing == {}
     assert quick_datasets(["CRM", str(spec), "WDBC"]) == [str(spec), "WDBC"]
@@ -217,7 +217,7 @@ def test_bad_input_is_a_clear_error_naming_it(tmp_path, toy, case):
         assert part in str(info.value), (case, str(info.value))
     if exc is not SpecError or case == "collision":
         return
-    assert str(spec) in str(info.value)  # a spec error names the spec file
+    assert str(spec) in str(info.value)  # a spec error names its spec file
 
 
 def test_a_missing_spec_file_and_bad_yaml_are_named(tmp_path):

@@ -55,7 +55,7 @@ class DataConfigError(DataError, ValueError):
 class SpecError(DataError, ValueError):
     """A data set spec (a spec file, a DataFrame's spec keys, an entry point of group ``dpkit.datasets``) is malformed:
     an unknown key, a name that collides with a registered data set, bounds or an encoding that make no sense
-    (:mod:`dpkit.data.spec`). The message names the spec and the key."""
+    (:mod:`dpkit.data.spec`). The message names its spec and the key."""
 
 
 class ClippingWarning(UserWarning):

@@ -100,9 +100,9 @@ _MISSING = ("refuse", "drop_rows")
 class UserSpec:
     """A checked spec of a data set from outside the package (see the module docstring for each key).
 
-    ``origin`` says where the spec came from (``"spec file <path>"``, ``"DataFrame"``, ``"entry point <name>
+    ``origin`` says where it came from (``"spec file <path>"``, ``"DataFrame"``, ``"entry point <name>
     (<value>)"``); ``base`` is the folder a relative ``path`` is read from; ``frame`` the DataFrame of a data set given
-    in memory; ``raw`` the spec as given (for the provenance).
+    in memory; ``raw`` the keys as given (for the provenance).
     """
 
     name: str
@@ -128,7 +128,7 @@ class UserSpec:
 
     @property
     def where(self) -> str:
-        """The spec's place, for messages (``spec file x.yaml``, ``DataFrame 'name'``, ...)."""
+        """Where this spec is, for messages (``spec file x.yaml``, ``DataFrame 'name'``, ...)."""
         return self.origin or f"data set {self.name!r}"
 
 
@@ -210,7 +210,7 @@ def _missing(value: Any, where: str) -> str | dict[str, Any]:
 
 def spec_from_mapping(doc: Mapping[str, Any], *, origin: str, base: Path | None = None, spec_file: Path | None = None,
                       frame: Any = None, name: str | None = None) -> UserSpec:
-    """Check a spec given as a mapping (the keys of the module docstring); ``name`` overrides the spec's ``name``.
+    """Check a spec given as a mapping (the keys of the module docstring); ``name`` overrides its ``name`` key.
 
     Raises
     ------
@@ -229,7 +229,7 @@ def spec_from_mapping(doc: Mapping[str, Any], *, origin: str, base: Path | None 
     places = [k for k in ("path", "url") if doc.get(k) is not None]
     if frame is None:
         if not places:
-            raise _fail(where, "name the data: path (a local file, relative to the spec file), url (with sha256) or "
+            raise _fail(where, "name the data: path (a local file, relative to its spec file), url (with sha256) or "
                                "package with path (a file installed with a Python package)")
         if len(places) > 1:
             raise _fail(where, "give either path or url, not both")
@@ -294,7 +294,7 @@ def read_spec(path: str | os.PathLike) -> UserSpec:
     Raises
     ------
     DataNotFoundError
-        The spec file does not exist.
+        No such spec file.
     SpecError
         It is not valid YAML, or a key is unknown or malformed (named with the file).
     """
@@ -372,7 +372,7 @@ def _user_spec(data: Any, *, name: str | None, origin: str, spec: Mapping[str, A
     if isinstance(data, pd.DataFrame):
         return spec_from_mapping({**spec, "name": name} if name is not None else spec, origin=origin, frame=data)
     if spec:
-        raise _fail(origin, f"spec keys {sorted(spec)} are for a DataFrame; put them into the spec")
+        raise _fail(origin, f"spec keys {sorted(spec)} are for a DataFrame; put them into its spec")
     if isinstance(data, (str, os.PathLike)):
         user = read_spec(data)
     elif isinstance(data, Mapping):
@@ -415,8 +415,8 @@ _LOADED: dict[str, str] = {}
 
 
 def dataset_argument(name: str) -> str:
-    """What loads the data set called ``name`` again in another process: the spec file's path of a data set loaded
-    from a spec file in this process, else ``name`` itself (a registry code, an entry point's name). The widgets'
+    """What loads the data set called ``name`` again in another process: for a data set loaded from a spec file in
+    this process, that file's path, else ``name`` itself (a registry code, an entry point's name). The widgets'
     data-set choice writes it into the commands and manifests they make (:func:`dpkit.outputs.widgets.as_datasets`).
     """
     return _LOADED.get(name, name)
@@ -452,7 +452,7 @@ def resolve_user(name: str | os.PathLike) -> UserSpec:
 
 
 def from_dataframe(df: Any, *, name: str = "dataframe", rng: RNGLike = 0, n: int | None = None, **spec: Any) -> Dataset:
-    """A :class:`Dataset` from a DataFrame in memory, with the spec keys of the module docstring (``bounds``: the
+    """A :class:`Dataset` from a DataFrame in memory, with the keys of a spec file (module docstring; ``bounds``: the
     declared public bounds, a mapping column -> (lower, upper) or one pair for every column; ``n``, ``rng``: a seeded
     subsample as in :func:`dpkit.data.load`).
 
@@ -529,7 +529,7 @@ def _locate(user: UserSpec, *, verify: bool, download: bool | None) -> tuple[Pat
             raise DataNotFoundError(f"{user.where}: download of {url} failed ({type(exc).__name__}: {exc})") from exc
         got = sha256_file(tmp)
         if got != user.sha256:
-            raise ChecksumError(f"{user.where}: the download of {url} has sha256 {got}, the spec says {user.sha256}; "
+            raise ChecksumError(f"{user.where}: the download of {url} has sha256 {got}, its spec says {user.sha256}; "
                                 "nothing was kept")
         os.replace(tmp, target)
     finally:
@@ -575,7 +575,7 @@ def _frame_sha256(df: Any) -> str:
 
 
 def _json(value: Any) -> Any:
-    """The spec as given, made JSON-friendly for the provenance."""
+    """A spec's keys as given, made JSON-friendly for the provenance."""
     return json.loads(json.dumps(value, default=str))
 
 
@@ -730,20 +730,20 @@ def _load(user: UserSpec, *, bounds: Any, n: int | None, rng: RNGLike, verify: b
         sha = sha256_file(p)
         if user.sha256 is not None and sha != user.sha256:
             if verify:
-                raise ChecksumError(f"{user.where}: {p} has sha256 {sha}, the spec says {user.sha256}; pass "
+                raise ChecksumError(f"{user.where}: {p} has sha256 {sha}, its spec says {user.sha256}; pass "
                                     "verify=False to load an edited copy (stated in the provenance)")
-            notes.append(f"sha256 {sha} differs from the spec's {user.sha256} (verify=False)")
-            warns.append((UserWarning, f"{user.where}: {p} has sha256 {sha}, not the spec's {user.sha256}; loaded "
+            notes.append(f"sha256 {sha} differs from its spec's {user.sha256} (verify=False)")
+            warns.append((UserWarning, f"{user.where}: {p} has sha256 {sha}, not its spec's {user.sha256}; loaded "
                                        "anyway (verify=False), stated in the provenance"))
         checked = user.sha256 is not None and sha == user.sha256
         df, file = _read_file(user, p), str(p)
         files = [{"role": "data", "file": file, "sha256": sha, "found_in": found, "verified": checked,
-                  "check": "sha256 matches the spec" if checked else ("NOT verified (verify=False)" if user.sha256
-                                                                       else "no sha256 in the spec")}]
+                  "check": "sha256 matches its spec" if checked else ("NOT verified (verify=False)" if user.sha256
+                                                                       else "no sha256 in its spec")}]
         source = f"files ({found})"
     raw_shape = (int(df.shape[0]), int(df.shape[1]))
     if user.rows is not None and raw_shape[0] != user.rows:
-        msg = f"{user.where}: {file} has {raw_shape[0]} rows, the spec declares rows: {user.rows}"
+        msg = f"{user.where}: {file} has {raw_shape[0]} rows, its spec declares rows: {user.rows}"
         if verify:
             raise MalformedDataError(msg + " (a truncated or different file?); pass verify=False to load it anyway")
         warns.append((UserWarning, msg + " (verify=False: loaded anyway)"))
@@ -781,7 +781,7 @@ def _load(user: UserSpec, *, bounds: Any, n: int | None, rng: RNGLike, verify: b
         detail = f"per-column min/max of the loaded data for column(s) {from_data} (no public bounds declared)"
         steps.append({"step": "bounds", "detail": detail, "public": False, "reference": ""})
         warns.append((PrivacyLeakWarning, f"{user.name}: rescaling bounds are the {detail}; this is a release about "
-                                          "the data outside any privacy budget. Declare public bounds in the spec "
+                                          "the data outside any privacy budget. Declare public bounds in its spec "
                                           "(bounds: {column: [lower, upper]}) to avoid it."))
     outside = (values < lo) | (values > hi)
     X, clipped = rescale(values, lo, hi)
@@ -800,7 +800,7 @@ def _load(user: UserSpec, *, bounds: Any, n: int | None, rng: RNGLike, verify: b
         "citation": user.citation, "recipe": "user data (dpkit.data.spec)", "registry": None,
         "spec": _spec_provenance(user), "files": files, "source": source,
         "rows_dropped_missing": n_missing, "subsample": subsample, "columns_dropped_constant": [],
-        "columns_excluded": {c: "not in the spec's columns" for c in excluded}, "encodings": enc_prov,
+        "columns_excluded": {c: "not in its spec's columns" for c in excluded}, "encodings": enc_prov,
         "bounds_source": bsrc, "bounds_reference": ref, "bounds_by_column": by_col, "data_dependent_steps": steps,
         "privacy_leak_warning": any(not s["public"] for s in steps), "clipped_values": clipped,
         "clipped_fraction": clipped / X.size if X.size else 0.0, "clipped_by_column": clipped_by_col,
@@ -828,7 +828,7 @@ def _resolve_bounds(user: UserSpec, bounds: Any, values: np.ndarray, columns: li
             for lv in info["levels"]:
                 encoded[f"{col}={lv}"] = (0.0, 1.0)
     if isinstance(bounds, str) and bounds not in ("registry", "data"):
-        raise ValueError(f"bounds must be 'registry' (the spec's), 'data', a (lower, upper) pair or a dict column -> "
+        raise ValueError(f"bounds must be 'registry' (its spec's), 'data', a (lower, upper) pair or a dict column -> "
                          f"(lower, upper); got {bounds!r}")
     user_given: dict[str, tuple[float, float]] = {}
     if not isinstance(bounds, str):
@@ -865,7 +865,7 @@ def _resolve_bounds(user: UserSpec, bounds: Any, values: np.ndarray, columns: li
             lo[j], hi[j], by_col[col] = values[:, j].min(), values[:, j].max(), "data"
     parts = []
     if any(v == "public" for v in by_col.values()):
-        parts.append("declared in the spec" + (f" ({user.bounds_reference})" if user.bounds_reference else ""))
+        parts.append("declared in its spec" + (f" ({user.bounds_reference})" if user.bounds_reference else ""))
     if any(v == "encoding" for v in by_col.values()):
         parts.append("encoded columns: 0 .. levels - 1 (ordinal) or 0/1 (one-hot), from the declared levels")
     if any(v == "user" for v in by_col.values()):
@@ -880,7 +880,7 @@ def load_user(name: str | os.PathLike, *, path: Any = None, bounds: Any = "regis
               source: str | None = None, subjects: Any = None, _stacklevel: int = 3) -> Dataset:
     """:func:`dpkit.data.load` of a spec path, a registered name or an entry point's name (same parameters).
 
-    ``path`` overrides the spec's file; ``d``, ``source`` and ``subjects`` belong to registry data sets and are an
+    ``path`` overrides its spec's file; ``d``, ``source`` and ``subjects`` belong to registry data sets and are an
     error here.
     """
     user = resolve_user(name)
@@ -912,7 +912,7 @@ def check_board_shape(ds: Dataset, *, where: str | None = None) -> None:
                          f"moves an ε = 1 answer by more than 2/(nε) = 0.02 and every ranking is noise)")
     if ds.d > MAX_BOARD_COLUMNS:
         raise ValueError(f"{at}: {ds.d} columns are too many for the board's methods (at most {MAX_BOARD_COLUMNS}, the "
-                         "widest data set they have run, CRM); keep fewer columns in the spec")
+                         "widest data set they have run, CRM); keep fewer columns in its spec")
 
 
 
