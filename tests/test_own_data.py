@@ -496,3 +496,18 @@ def test_the_generated_manifest_has_the_published_boards_protocol_and_aim_on_req
     data = json.loads((tmp_path / "b" / "data.json").read_text())
     assert data["fingerprint"]["dataset"] == "diabetes" and data["load_warnings"] == []
     assert len(expand_manifest(load_manifest(prepare_own_board(str(EXAMPLE), out=tmp_path / "c").manifest))) == 1
+
+
+def test_a_manifest_names_a_spec_file_relative_to_itself(tmp_path):
+    from dpkit.batch.manifest import expand_manifest, load_manifest
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "mine.yaml").write_text(EXAMPLE.read_text())
+    manifest = folder / "m.yaml"
+    manifest.write_text(yaml.safe_dump({"name": "m", "runs": [{
+        "notebook": str(ROOT / "notebooks" / "45_leaderboard.ipynb"), "parameters": {"QUICK": True},
+        "grid": {"DATASETS": [["mine.yaml", "WDBC"]]}}]}))
+    (run,) = expand_manifest(load_manifest(manifest))
+    # the notebook runs in notebooks/, so the runner passes the spec file's absolute path; registry codes stay
+    assert run.parameters["DATASETS"] == [str(folder / "mine.yaml"), "WDBC"]

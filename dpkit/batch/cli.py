@@ -108,7 +108,9 @@ def _check_output(out: Path, replace: bool) -> None:
 
 
 def _notebook(args: argparse.Namespace) -> int:
-    params = parse_params(args.param)
+    from dpkit.data.spec import absolute_spec_paths
+
+    params = absolute_spec_paths(parse_params(args.param), Path.cwd())  # the notebook runs in its own folder
     check_parameters(args.notebook, params, source=f"-p for {Path(args.notebook).name}")
     out = Path(args.output).resolve()
     if out.exists() and not out.is_dir():

@@ -70,7 +70,7 @@ __all__ = [
     "ENTRY_POINT_GROUP", "SPEC_KEYS", "FORMATS", "MIN_BOARD_ROWS", "MAX_BOARD_COLUMNS", "UserSpec", "read_spec",
     "spec_from_mapping", "from_dataframe", "register_dataset", "unregister_dataset", "user_datasets",
     "is_user_dataset", "resolve_user", "load_user", "check_board_shape", "is_spec_path", "quick_datasets",
-    "data_fingerprint", "dataset_argument",
+    "data_fingerprint", "dataset_argument", "absolute_spec_paths", "DATA_PARAMETERS",
 ]
 
 #: the entry-point group an installed package names its data sets in
@@ -420,6 +420,28 @@ def dataset_argument(name: str) -> str:
     data-set choice writes it into the commands and manifests they make (:func:`dpkit.outputs.widgets.as_datasets`).
     """
     return _LOADED.get(name, name)
+
+
+#: notebook parameters that name data sets (:func:`absolute_spec_paths`)
+DATA_PARAMETERS = ("DATASETS", "DATASET")
+
+
+def absolute_spec_paths(parameters: Mapping[str, Any], base: str | os.PathLike) -> dict[str, Any]:
+    """``parameters`` with every relative spec file path in ``DATASETS``/``DATASET`` made absolute from ``base``.
+
+    A notebook runs in its own folder, so the batch runner resolves the spec files a manifest (``base``: its folder)
+    or a ``-p`` (``base``: the current folder) names before the run, as it resolves a manifest's ``output``.
+    """
+    def fix(v: Any) -> Any:
+        if is_spec_path(v) and not Path(os.fspath(v)).expanduser().is_absolute():
+            return str((Path(base) / os.fspath(v)).resolve())
+        return v
+
+    out = dict(parameters)
+    for key in DATA_PARAMETERS:
+        if key in out:
+            out[key] = [fix(v) for v in out[key]] if isinstance(out[key], list) else fix(out[key])
+    return out
 
 
 def quick_datasets(names: Any, *, default: str = "WDBC") -> list[Any]:
