@@ -312,7 +312,7 @@ def _board(args: argparse.Namespace) -> int:
     try:
         run_own_board(board, scheduler=args.scheduler, workers=args.workers, timeout=args.timeout,
                       progress=args.progress or None)
-    except OwnBoardError as exc:
+    except (OwnBoardError, ValueError) as exc:  # a failed run, or records the assembler refuses (named)
         print(f"error: board {args.data}: {exc}", file=sys.stderr)
         return 1
     print(f"{board.files['headline']}")
