@@ -336,6 +336,9 @@ def test_a_quick_board_of_its_own_on_the_example_and_board_add_against_it(tmp_pa
     assert "the thesis printed no number" in caption and "against the thesis's Table" not in caption
     board = pd.read_csv(assembled / "leaderboard.csv", keep_default_na=False)
     assert set(board["verdict_abs"]) == {"n/a"} and set(board["paper_abs"].astype(str)) <= {"", "nan"}
+    # no verdict, but the winner's interval all the same (level 1 − γ, as the class-supremum ranking's)
+    est, low, high = (board[c].astype(float) for c in ("abs_est", "abs_ci_low", "abs_ci_high"))
+    assert ((low <= est) & (est < high)).all() and (board["abs_level"].astype(float) == 0.05).all()
     # a second run reuses the finished runs; another data set's spec into the same folder is refused
     assert main(["board", str(EXAMPLE), "--quick", "--out", str(out), "--scheduler", "sync"]) == 0
     changed = tmp_path / "diabetes.yaml"

@@ -317,6 +317,13 @@ def _family(records: pd.DataFrame, cells: list[tuple[str, float, str, pd.DataFra
     printed = np.array([_paper(ds, sigma, table, kind) for ds, sigma, *_ in cells])
     v = family_verdicts(errors, reps, printed, gamma=budget, decimals=decimals, selection=selection)
     n = int(len(reps) - split_mask(reps).sum()) if selection == "split" else len(reps)
+    unprinted = np.isnan(printed)
+    if unprinted.any():  # no printed number (your own data): no verdict and no Holm family; the winner's interval at
+        # level 1 − budget (over the multiplicity of its choice), as the class-supremum ranking's
+        t = winner_tests(errors, reps, selection=selection)
+        low, high = mean_interval(t.mean, t.se, t.n, budget / t.multiplicity)
+        v = {**v, "ci_low": np.where(unprinted, low, v["ci_low"]), "ci_high": np.where(unprinted, high, v["ci_high"]),
+             "level": np.where(unprinted, budget / t.multiplicity, v["level"])}
     out = {}
     for i, key in enumerate(methods):
         ms = methods[key]
