@@ -514,3 +514,20 @@ def test_a_manifest_names_a_spec_file_relative_to_itself(tmp_path):
     (run,) = expand_manifest(load_manifest(manifest))
     # the notebook runs in notebooks/, so the runner passes the spec file's absolute path; registry codes stay
     assert run.parameters["DATASETS"] == [str(folder / "mine.yaml"), "WDBC"]
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_a_quick_tables_notebook_on_a_spec_file_named_relative_to_the_current_folder(tmp_path, monkeypatch):
+    from dpkit.batch.cli import main
+
+    (tmp_path / "mine.yaml").write_text(EXAMPLE.read_text())
+    monkeypatch.chdir(tmp_path)  # the notebook itself runs in notebooks/: the runner passes the absolute path
+    out = tmp_path / "run"
+    assert main(["notebook", str(ROOT / "notebooks" / "20_tables.ipynb"), "--output", str(out), "-p", "QUICK", "true",
+                 "-p", "DATASETS", '["mine.yaml"]', "-p", "INTERACTIVE", "false"]) == 0
+    rows = pd.read_csv(out / "tables_rows.csv")
+    assert set(rows["dataset"]) == {"diabetes"} and set(rows["sigma"]) == {2.0, 4.0}
+    assert json.loads((out / "run.json").read_text())["parameters"]["DATASETS"] == [str(tmp_path / "mine.yaml")]
+    caption = (out / "tables_abs_vs_sigma.caption.txt").read_text()
+    assert "the thesis printed no number for these data sets" in caption
