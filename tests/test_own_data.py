@@ -531,3 +531,16 @@ def test_a_quick_tables_notebook_on_a_spec_file_named_relative_to_the_current_fo
     assert json.loads((out / "run.json").read_text())["parameters"]["DATASETS"] == [str(tmp_path / "mine.yaml")]
     caption = (out / "tables_abs_vs_sigma.caption.txt").read_text()
     assert "the thesis printed no number for these data sets" in caption
+
+
+def test_the_summary_of_a_board_without_printed_numbers_has_no_thesis_column():
+    from dpkit.experiments.board_report import summary_markdown
+
+    row = {"dataset": "diabetes", "sigma": 2.0, "privacy": "ε-DP", "method": "m", "method_rel": "m", "abs_est": 0.05,
+           "abs_ci_low": 0.04, "abs_ci_high": 0.06, "rel_est": 0.1, "rel_ci_low": 0.08, "rel_ci_high": 0.12,
+           "paper_abs": float("nan"), "paper_rel": float("nan"), "verdict_abs": "n/a", "verdict_rel": "n/a",
+           "selection": "split", "judged_reps": 15, "budget": 0.05}
+    text = summary_markdown([row])
+    assert "`m` 0.050 [0.040, 0.060] |" in text and "n/a" not in text and "no verdict" in text
+    printed = dict(row, paper_abs=0.07, verdict_abs="better", paper_rel=0.2, verdict_rel="better")
+    assert "`m` 0.050 [0.040, 0.060] (0.070) better" in summary_markdown([printed])

@@ -250,13 +250,15 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
         return "n/a" if math.isnan(x) else (f"{x:.3f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}")
 
     cells: dict[tuple[str, float], dict[str, str]] = {}
+    printed = any(r[f"verdict_{k}"] != "n/a" for r in board for k in ("abs", "rel"))
     for r in board:
         tag = _TABLE_NAMES[r["privacy"]]
         for kind in ("abs", "rel"):
             method = r["method"] if kind == "abs" else r["method_rel"]
             v = r[f"verdict_{kind}"]
-            text = (f"`{method}` {fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, {fmt(r[f'{kind}_ci_high'])}] "
-                    f"({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
+            text = f"`{method}` {fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, {fmt(r[f'{kind}_ci_high'])}]"
+            if printed:  # a board of your own data has no printed number: no thesis column, no verdict
+                text += f" ({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v)
             cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
     columns = [(tag, kind) for tag in ("3.2", "3.3") for kind in ("abs", "rel") if kind in kinds]
     titles = {"3.2": "Table 3.2 (ε-DP)", "3.3": "Table 3.3 ((ε, δ)-DP)"}
@@ -272,4 +274,7 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
     note = (f"Winner {how} ({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts "
             f"against the printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table "
             "and error kind.")
+    if not printed:
+        note = (f"Winner {how} ({b['judged_reps']} repetitions); intervals at level 1 − γ = {1 - b['budget']:g}; the "
+                "thesis printed no number for these data sets, so there is no verdict.")
     return "\n".join([head, *lines, "", note])
