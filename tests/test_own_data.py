@@ -512,7 +512,7 @@ def test_a_manifest_names_a_spec_file_relative_to_itself(tmp_path):
         "notebook": str(ROOT / "notebooks" / "45_leaderboard.ipynb"), "parameters": {"QUICK": True},
         "grid": {"DATASETS": [["mine.yaml", "WDBC"]]}}]}))
     (run,) = expand_manifest(load_manifest(manifest))
-    # the notebook runs in notebooks/, so the runner passes the spec file's absolute path; registry codes stay
+    # the notebook runs in notebooks/, so the runner passes each spec file's absolute path; registry codes stay
     assert run.parameters["DATASETS"] == [str(folder / "mine.yaml"), "WDBC"]
 
 

@@ -429,7 +429,7 @@ DATA_PARAMETERS = ("DATASETS", "DATASET")
 def absolute_spec_paths(parameters: Mapping[str, Any], base: str | os.PathLike) -> dict[str, Any]:
     """``parameters`` with every relative spec file path in ``DATASETS``/``DATASET`` made absolute from ``base``.
 
-    A notebook runs in its own folder, so the batch runner resolves the spec files a manifest (``base``: its folder)
+    A notebook runs in its own folder, so the batch runner resolves each spec file a manifest (``base``: its folder)
     or a ``-p`` (``base``: the current folder) names before the run, as it resolves a manifest's ``output``.
     """
     def fix(v: Any) -> Any:
