@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish board-add status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish board board-add status false-alarms collect data-list clean distclean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -136,6 +136,16 @@ leaderboard-aim: $(STAMP) ## only AIM's runs of the full-size leaderboard (its o
 board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/leaderboard/ and rewrite the README's board block [REPLACE=1]
 	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --publish $(if $(filter 1,$(REPLACE)),--replace,)
 	$(BIN)/python docs/readme_board.py
+
+# board: a board of its own on your data set (docs/guide/own-data.md): DATA is a spec file, an entry-point name (group
+# dpkit.datasets) or a registry code; every board method (AIM with AIM=1), 5 sigma x 30 repetitions, the board's
+# statistics and provenance, into results/board-<name>/ (never the published board); QUICK=1: one sigma, 4 repetitions;
+# SIGMAS=2,4: other widths; REPLACE=1: a folder holding runs of other data is moved aside. Then:
+# make board-add METHOD=... BOARD=results/board-<name>/records.parquet
+board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yaml [AIM=1] [QUICK=1] [SIGMAS=2,4] [REPLACE=1]
+	@test -n "$(DATA)" || { echo "board: name the data set, e.g. make board DATA=data/examples/diabetes.yaml" >&2; exit 2; }
+	$(BIN)/python -m dpkit.batch board '$(DATA)' $(if $(filter 1,$(AIM)),--aim,) $(if $(filter 1,$(QUICK)),--quick,) \
+		$(if $(SIGMAS),--sigmas '$(SIGMAS)',) $(if $(filter 1,$(REPLACE)),--replace,) --timeout $(LEADERBOARD_TIMEOUT)
 
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never

@@ -69,13 +69,13 @@ from dpkit.experiments.leaderboard import (
 )
 from dpkit.outputs.figures.leaderboard import (
     DISAGREEMENTS_CAPTION,
-    LEADERBOARD_CAPTION,
     LEADERBOARD_SUPREMUM_CAPTION,
     SUPREMUM_TABLE_CAPTION,
+    leaderboard_caption,
     plot_leaderboard,
     plot_leaderboard_supremum,
 )
-from dpkit.outputs.figures.tables import TABLES_CAPTION, plot_errors_vs_sigma
+from dpkit.outputs.figures.tables import plot_errors_vs_sigma, tables_caption
 from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
@@ -195,7 +195,7 @@ def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Una
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
         _figure(fig, f"tables_{kind}_vs_sigma", dest, paper_stage, notebook="20_tables",
-                caption=TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative"),
+                caption=tables_caption(rows, kind=kind),
                 parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
                             "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
     df = rows_frame(rows)
@@ -296,8 +296,8 @@ def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)
             _figure(fig, f"leaderboard_table_{tag}_{kind}", dest, paper_stage, notebook="45_leaderboard",
-                    caption=LEADERBOARD_CAPTION.format(kind="absolute" if kind == "abs" else "relative",
-                                                       privacy=privacy, table=tag.replace("_", "."), protocol=protocol),
+                    caption=leaderboard_caption(board, kind=kind, privacy=privacy, table=tag.replace("_", "."),
+                                                protocol=protocol),
                     parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "privacy": privacy,
                                 "reps": max(int(r.get("reps") or 0) for r in rows)})
     _write_leaderboard_supremum(rows, board, dest, paper_stage, protocol)

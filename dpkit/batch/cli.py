@@ -1,5 +1,6 @@
-"""``python -m dpkit.batch notebook|run|status|collect|board-add``: the command line of :mod:`dpkit.batch.runner`
-(``board-add``: :mod:`dpkit.experiments.board_add`).
+"""``python -m dpkit.batch notebook|run|status|collect|board-add|board``: the command line of
+:mod:`dpkit.batch.runner` (``board-add``: :mod:`dpkit.experiments.board_add`; ``board``, a board of its own on your
+data set: :mod:`dpkit.batch.own_board`, whose docstring gives its exit status).
 
 Exit status: 0 all well; 1 a notebook or run failed, a verdict differs from its expected verdict,
 or ``collect``/``status`` found failed runs, unreadable files or a run folder holding another key's run
@@ -107,7 +108,9 @@ def _check_output(out: Path, replace: bool) -> None:
 
 
 def _notebook(args: argparse.Namespace) -> int:
-    params = parse_params(args.param)
+    from dpkit.data.spec import absolute_spec_paths
+
+    params = absolute_spec_paths(parse_params(args.param), Path.cwd())  # the notebook runs in its own folder
     check_parameters(args.notebook, params, source=f"-p for {Path(args.notebook).name}")
     out = Path(args.output).resolve()
     if out.exists() and not out.is_dir():
@@ -239,8 +242,9 @@ def _board_add(args: argparse.Namespace) -> int:
 
     out = args.out or results_dir() / "board"
     try:
+        data = _own_board_data(args.board)
         prep = prepare_board_add(args.method, board=args.board, out=out, quick=args.quick, gate=not args.no_gate,
-                                 replace=args.replace)
+                                 replace=args.replace, data=data)
     except (ValueError, FileNotFoundError, GateUnavailableError) as exc:
         print(f"error: board-add {args.method}: {exc}", file=sys.stderr)
         return 2
@@ -255,6 +259,65 @@ def _board_add(args: argparse.Namespace) -> int:
         return 1
     print(ranks_text(result.ranks, args.method))
     print(f"updated board (a copy; the stored board is unchanged): {result.files['board']}")
+    return 0
+
+
+def _own_board_data(board: str | None) -> dict[str, Any] | None:
+    """A board of its own (``make board``): its data sets loaded again by what its provenance names, each checked to
+    have the fingerprint the board was made with; ``None`` for a board without them (the published one)."""
+    import warnings
+
+    from dpkit.batch.own_board import board_data_arguments
+    from dpkit.data import load
+    from dpkit.data.spec import data_fingerprint
+
+    if board is None:
+        return None
+    named = board_data_arguments(board)
+    if not named:
+        return None
+    data = {}
+    for name, info in named.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # recorded in the board's provenance when it was made
+            ds = load(str(info.get("argument")))
+        want = (info.get("fingerprint") or {}).get("sha256")
+        got = data_fingerprint(ds)["sha256"]
+        if ds.name != name or got != want:
+            raise ValueError(f"data set {name} of board {board} ({info.get('argument')}) has changed since the board "
+                             f"was made (fingerprint {want}, now {got}); an entrant would not answer the stored methods' "
+                             "queries on the same data. Make the board again (make board DATA=...)")
+        data[name] = ds.X
+    return data
+
+
+def _board(args: argparse.Namespace) -> int:
+    """A board of its own on one data set (:mod:`dpkit.batch.own_board`; exit status: its docstring)."""
+    from dpkit.batch.own_board import OwnBoardError, prepare_own_board, run_own_board
+
+    try:
+        sigmas = [float(x) for x in args.sigmas.split(",")] if args.sigmas else None
+    except ValueError:
+        print(f"error: board {args.data}: --sigmas must be comma-separated numbers, got {args.sigmas!r}", file=sys.stderr)
+        return 2
+    try:
+        board = prepare_own_board(args.data, out=args.out, reps=args.reps, n_queries=args.n_queries, aim=args.aim,
+                                  quick=args.quick, replace=args.replace,
+                                  **({"sigmas": sigmas} if sigmas is not None else {}))
+    except (OwnBoardError, ValueError, TypeError) as exc:
+        print(f"error: board {args.data}: {exc}", file=sys.stderr)
+        return 2
+    print(f"board of {board.name} ({args.data}) in {board.out}: manifest {board.manifest}")
+    t0 = time.perf_counter()
+    try:
+        run_own_board(board, scheduler=args.scheduler, workers=args.workers, timeout=args.timeout,
+                      progress=args.progress or None)
+    except (OwnBoardError, ValueError) as exc:  # a failed run, or records the assembler refuses (named)
+        print(f"error: board {args.data}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{board.files['headline']}")
+    print(f"board of {board.name}: {board.files['records']} and {board.files['provenance']} "
+          f"(tables and figures: {board.files['assembled']}) in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
@@ -306,6 +369,21 @@ def _parser() -> argparse.ArgumentParser:
     col = sub.add_parser("collect", help="merge every run's metrics into one table")
     col.add_argument("output")
     col.add_argument("--out", default=None, help="file stem of the merged tables (default OUTPUT/collected)")
+    own = sub.add_parser("board", help="a board of its own: every board method on one data set (a spec file, an "
+                                       "entry point's name or a registry code), into results/board-<name>/")
+    own.add_argument("data", help="a spec file's path (.yaml), an entry point's name (group dpkit.datasets) or a code")
+    own.add_argument("--out", default=None, help="the board's folder (default results/board-<name>[-quick])")
+    own.add_argument("--sigmas", default=None, help="comma-separated kernel widths (default 2,4,6,8,10)")
+    own.add_argument("--reps", type=int, default=30, help="repetitions per cell (default 30)")
+    own.add_argument("--n-queries", type=int, default=10000, help="queries per repetition (default 10000)")
+    own.add_argument("--aim", action="store_true", help="also AIM (suite slow), in a run of its own")
+    own.add_argument("--quick", action="store_true", help="notebook 45's QUICK mode: the first sigma, 4 repetitions, "
+                                                          "300 queries")
+    own.add_argument("--replace", action="store_true", help="runs of other data in the folder are moved to .superseded/")
+    own.add_argument("--scheduler", default="local", help="local (default), sync, or a Dask scheduler address")
+    own.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
+    own.add_argument("--timeout", type=int, default=7200, help="per-cell timeout in seconds")
+    own.add_argument("--progress", action="store_true")
     add = sub.add_parser("board-add", help="run one entrant on the stored leaderboard's cells with its seeds and rank it")
     add.add_argument("method", help="package.module:NAME, an entry-point name (group dpkit.methods) or a registered name")
     add.add_argument("--board", default=None, help="the stored board's records (default: data/leaderboard/records.parquet)")
@@ -330,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--verify-reps applies to --stale verify only (got --stale {args.stale})")
     try:
         return {"notebook": _notebook, "run": _run, "collect": _collect, "status": _status,
-                "board-add": _board_add}[args.cmd](args)
+                "board-add": _board_add, "board": _board}[args.cmd](args)
     except (BatchError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -36,6 +36,7 @@ from dpkit.core.validation import (
     check_seed,
     check_sigmas,
 )
+from dpkit.data.spec import absolute_spec_paths
 
 __all__ = [
     "BatchError",
@@ -395,7 +396,8 @@ def expand_manifest(manifest: dict[str, Any]) -> list[RunSpec]:
                 for j, v in enumerate(grid[g]):
                     check_parameters(nb, {g: v}, source=f"{where}: runs[{i}] ({nb.name})", where={g: f"runs[{i}].grid.{g}[{j}]"})
             for combo in itertools.product(*(grid[n] for n in names)) if names else [()]:
-                spec = RunSpec(nb, {**params, **dict(zip(names, combo))})
+                # a spec file of your own data is named relative to the manifest, as its output
+                spec = RunSpec(nb, absolute_spec_paths({**params, **dict(zip(names, combo))}, base))
                 if (str(nb), spec.key) not in seen:
                     seen.add((str(nb), spec.key))
                     specs.append(spec)

@@ -197,7 +197,7 @@ def notebook_checks(
     """
     seed = check_seed(seed)
     from dpkit.core.exceptions import PrivacyLeakWarning
-    from dpkit.data import load_available
+    from dpkit.data import load_available, quick_datasets
     from dpkit.experiments import cell_seed, run_cell
     from dpkit.experiments.baselines import baseline_rows, toy_methods, write_conclusion
     from dpkit.experiments.pca_compare import compare_private_pca, pca_summary
@@ -211,7 +211,7 @@ def notebook_checks(
                         f"{type(methods).__name__} {methods!r}")
     methods = check_name_list(methods, name="methods", what="method names") if methods else []
     if quick:  # a part of the user's data sets and widths, or a QuickReplacementWarning naming the replacement
-        datasets = quick_values(datasets, ["WDBC"], name="datasets", what="data sets")
+        datasets = quick_values(datasets, quick_datasets(datasets), name="datasets", what="data sets")  # WDBC or your own
         sigmas = quick_values(sigmas, [4.0], name="sigmas", what="kernel widths")
         reps, n_queries = 2, 200
         C, m_rows, mwem_t, n_class, pca_reps, toy_levels, toy_m = 1000, 300, 5, 40, 2, 3, 3

@@ -25,6 +25,10 @@ emits a :class:`~dpkit.core.exceptions.PrivacyLeakWarning` and records ``bounds_
 Rows dropped for missing values and constant columns dropped are data-dependent too: each is
 recorded in ``provenance["data_dependent_steps"]`` and warned about unless the registry declares
 it public. WDBC also comes from scikit-learn's bundled copy, so it works with no files at all.
+
+Your own data (:mod:`dpkit.data.spec`, docs/guide/own-data.md): a spec file's path, a DataFrame
+(:func:`from_dataframe`, :func:`register_dataset`) or an installed package's entry point (group ``dpkit.datasets``)
+works wherever a registry code does.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from dpkit.data.api import dataset_info, fetch, list_datasets, load, load_availa
 from dpkit.data.dataset import Dataset
 from dpkit.data.errors import *  # noqa: F403  (the error and warning classes, listed in errors.__all__)
 from dpkit.data.recipes import SKLEARN_SOURCE, recipe_for
+from dpkit.data.spec import from_dataframe, quick_datasets, read_spec, register_dataset, unregister_dataset
 from dpkit.data.status import status, table_3_1
 from dpkit.data.steps import rescale
 
@@ -48,5 +53,10 @@ __all__ = [
     "rescale",
     "recipe_for",
     "SKLEARN_SOURCE",
+    "from_dataframe",
+    "read_spec",
+    "quick_datasets",
+    "register_dataset",
+    "unregister_dataset",
     *errors.__all__,
 ]

@@ -15,18 +15,24 @@ from dpkit.data.errors import DataNotFoundError, DataUnavailableError
 from dpkit.data.files import FoundFile
 from dpkit.data.recipes import Source, recipe_for
 from dpkit.data.registry import DatasetSpec, get_spec, load_registry, registry_path
+from dpkit.data.spec import UserSpec, is_user_dataset, load_user, resolve_user, user_datasets
 from dpkit.data.steps import Prepared, prepare
 
 __all__ = ["load", "load_available", "fetch", "list_datasets", "dataset_info"]
 
 
-def list_datasets() -> list[str]:
-    """Registry codes, in registry order (``["CRM", "CSN", "CTG", "PAM", "PKS", "WDBC", "mock"]``)."""
-    return list(load_registry())
+def list_datasets(*, user: bool = False) -> list[str]:
+    """Registry codes, in registry order (``["CRM", "CSN", "CTG", "PAM", "PKS", "WDBC", "mock"]``); with ``user``,
+    followed by the names of :func:`dpkit.data.register_dataset` and of the entry points of group ``dpkit.datasets``
+    (:mod:`dpkit.data.spec`)."""
+    return list(load_registry()) + (user_datasets() if user else [])
 
 
-def dataset_info(name: str) -> DatasetSpec:
-    """The registry entry of ``name`` (UCI id, page, files, recipe, thesis shape, public bounds)."""
+def dataset_info(name: str) -> DatasetSpec | UserSpec:
+    """The registry entry of ``name`` (UCI id, page, files, recipe, thesis shape, public bounds); for your own data
+    set (a spec path, a registered name, an entry point's name) its checked spec (:class:`~dpkit.data.spec.UserSpec`)."""
+    if is_user_dataset(name):
+        return resolve_user(name)
     return get_spec(name)
 
 
@@ -83,8 +89,10 @@ def load(
 
     Parameters
     ----------
-    name : str
-        ``"CRM"``, ``"CSN"``, ``"CTG"``, ``"PAM"``, ``"PKS"``, ``"WDBC"`` or ``"mock"`` (case-insensitive).
+    name : str or path
+        ``"CRM"``, ``"CSN"``, ``"CTG"``, ``"PAM"``, ``"PKS"``, ``"WDBC"`` or ``"mock"`` (case-insensitive); or your
+        own data (:mod:`dpkit.data.spec`): a spec file's path (``.yaml``/``.yml``), a name given by
+        :func:`~dpkit.data.spec.register_dataset` or an entry point's name of group ``dpkit.datasets``.
     path : path, optional
         A raw data file or a folder holding it (then the only place searched).
     bounds : "registry", "data", (lower, upper) or dict column -> (lower, upper)
@@ -116,7 +124,7 @@ def load(
 
     Raises
     ------
-    UnknownDatasetError, DataNotFoundError, ChecksumError, MalformedDataError, DataConfigError
+    UnknownDatasetError, DataNotFoundError, ChecksumError, MalformedDataError, DataConfigError, SpecError
         Each names the file, folder or variable and the fix; nothing is silently skipped or half-loaded.
     ValueError, TypeError
         A bad argument (``n``, ``d``, ``bounds``, ``source``, ``subjects``, ``verify``, ``download``, ``rng``), named.
@@ -129,6 +137,9 @@ def load(
     ClippingWarning
         Values outside public or user bounds were clipped (fraction in the message).
     """
+    if is_user_dataset(name):
+        return load_user(name, path=path, bounds=bounds, n=n, d=d, rng=rng, verify=verify, download=download,
+                         source=source, subjects=subjects, _stacklevel=4)
     spec = get_spec(name)
     recipe = recipe_for(spec)
     n = None if n is None else check_int_in_range(n, name="n", low=2)
@@ -170,7 +181,8 @@ def load_available(
     Parameters
     ----------
     names : list of str
-        Registry codes (:func:`list_datasets`), each at most once.
+        Registry codes (:func:`list_datasets`) or your own data sets (spec paths, registered names), each at most
+        once. A spec path's data set is keyed by its spec's ``name``.
     parameter : str
         The caller's name for ``names`` (a notebook parameter), used in error messages.
     **kwargs
@@ -205,13 +217,20 @@ def load_available(
     missing: dict[str, str] = {}
     for name in names:
         try:
-            data[name] = load(name, **kwargs)
+            ds = load(name, **kwargs)
         except DataNotFoundError as exc:
+            if is_user_dataset(name):  # your own data is never documented as possibly unavailable
+                raise
             documented = get_spec(name).unavailable_offline
             if not documented or kwargs.get("path") is not None:
                 raise
             missing[name] = (f"{type(exc).__name__}: {str(exc).splitlines()[0]} (documented as possibly unavailable "
                              f"offline in data/registry.yaml: {documented})")
+            continue
+        key = ds.name if is_user_dataset(name) else name
+        if key in data:
+            raise ValueError(f"{parameter}: {name!r} is the data set {key!r} a second time")
+        data[key] = ds
     if not data:
         raise DataUnavailableError(f"none of {parameter} = {list(names)} is available here: "
                                    + "; ".join(f"{k}: {v}" for k, v in missing.items()))

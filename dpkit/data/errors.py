@@ -12,6 +12,7 @@ __all__ = [
     "MalformedDataError",
     "RegistryError",
     "DataConfigError",
+    "SpecError",
     "ClippingWarning",
 ]
 
@@ -49,6 +50,12 @@ class RegistryError(DataError, RuntimeError):
 class DataConfigError(DataError, ValueError):
     """An environment variable of the data layer (``DPKIT_DATA_DIR``, ``DPKIT_SHARED_DIR``,
     ``DPKIT_OFFLINE``) names a folder that does not exist, a file, or an unknown value."""
+
+
+class SpecError(DataError, ValueError):
+    """A data set spec (a spec file, a DataFrame's spec keys, an entry point of group ``dpkit.datasets``) is malformed:
+    an unknown key, a name that collides with a registered data set, bounds or an encoding that make no sense
+    (:mod:`dpkit.data.spec`). The message names its spec and the key."""
 
 
 class ClippingWarning(UserWarning):

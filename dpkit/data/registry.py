@@ -202,5 +202,5 @@ def get_spec(name: str) -> DatasetSpec:
             return spec
     raise UnknownDatasetError(
         f"unknown data set {name!r}; known: {', '.join(reg)} (registry: {registry_path()}). "
-        "To add one, see data/README.md."
+        "To add one, see data/README.md; for your own data, pass a spec file's path (docs/guide/own-data.md)."
     )

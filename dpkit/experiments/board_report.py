@@ -201,7 +201,11 @@ class Headline:
     def text(self) -> str:
         """``better than the thesis in X/50 (Table 3.2) and Y/50 (Table 3.3) cells at false-alarm budget γ = 0.05
         (family-wise per table and error kind); Z ties; W worse; one certain winner in A/50 and B/50`` (the cells
-        of Table 3.2 and 3.3 whose winner set is the winner alone; left out for a board without winner sets)."""
+        of Table 3.2 and 3.3 whose winner set is the winner alone; left out for a board without winner sets); a
+        board without a printed number (your own data set) says so instead of counting against the thesis."""
+        if not any(self.cells.values()):
+            return ("no comparison with the thesis: it printed no number for these data sets (the board ranks the "
+                    "methods only)")
         parts = [f"{self.better[t]}/{self.cells[t]} (Table {_TABLE_NAMES[t]})" for t in TABLES]
         text = (f"better than the thesis in {' and '.join(parts)} cells at false-alarm budget γ = {self.budget:g} "
                 f"(family-wise per table and error kind); {sum(self.ties.values())} ties; "
@@ -282,6 +286,8 @@ def lost_cells_text(board: Sequence[dict[str, Any]], rows: Sequence[dict[str, An
             lines.append(f"- {r['dataset']}, σ = {r['sigma']:g}, Table {table} ({kind}): closest {method} at a "
                          f"{param} of {ours:.3g} on the judged repetitions (interval {r[f'{kind}_ci_low']:.3g} to "
                          f"{r[f'{kind}_ci_high']:.3g}) against the printed {paper:.3g} ({_ratio(ours, paper)}); {why}.")
+    if not lines and all(r["verdict_abs"] == "n/a" and r["verdict_rel"] == "n/a" for r in board):
+        return "The thesis printed no number for these data sets: no cell is compared with it."
     if not lines:
         return "No cell with a printed number is worse than the thesis."
     return (f"{len(lines)} cell stays lost:" if len(lines) == 1 else f"{len(lines)} cells stay lost:") + "\n" + "\n".join(lines)
@@ -326,6 +332,7 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
         return "n/a" if math.isnan(x) else (f"{x:.3f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}")
 
     cells: dict[tuple[str, float], dict[str, str]] = {}
+    printed = any(r[f"verdict_{k}"] != "n/a" for r in board for k in ("abs", "rel"))
     for r in board:
         tag = _TABLE_NAMES[r["privacy"]]
         for kind in ("abs", "rel"):
@@ -333,7 +340,9 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
             v = r[f"verdict_{kind}"]
             param = "median " if r.get(f"{kind}_param") == "median" else ""
             text = (f"`{method}`{_set_text(r, kind, names)} {param}{fmt(r[f'{kind}_est'])} [{fmt(r[f'{kind}_ci_low'])}, "
-                    f"{fmt(r[f'{kind}_ci_high'])}] ({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v))
+                    f"{fmt(r[f'{kind}_ci_high'])}]")
+            if printed:  # a board of your own data has no printed number: no thesis column, no verdict
+                text += f" ({fmt(r[f'paper_{kind}'])}) " + ("**worse**" if v == "worse" else v)
             cells.setdefault((str(r["dataset"]), float(r["sigma"])), {})[f"{tag}-{kind}"] = text
     columns = [(tag, kind) for tag in ("3.2", "3.3") for kind in ("abs", "rel") if kind in kinds]
     titles = {"3.2": "Table 3.2 (ε-DP)", "3.3": "Table 3.3 ((ε, δ)-DP)"}
@@ -353,4 +362,9 @@ def summary_markdown(board: Sequence[dict[str, Any]], *, kinds: Sequence[str] = 
                 f"({b['judged_reps']} repetitions); intervals at the Holm level of their cell; verdicts against the "
                 f"printed number ± half its last digit at false-alarm budget γ = {b['budget']:g} per table and "
                 "error kind.")
+    if not printed:
+        note = (f"Winner chosen on the even repetitions, judged on the odd {b['judged_reps']}" if b["selection"] == "split"
+                else f"Winner chosen and judged on all {b['judged_reps']} repetitions")
+        note += (f"; intervals at level 1 − γ = {1 - b['budget']:g}; +k: k more not significantly worse; the thesis "
+                 "printed no number for these data sets, so there is no verdict.")
     return "\n".join([head, *lines, "", note])

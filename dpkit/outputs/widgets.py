@@ -22,9 +22,10 @@ Parameter map
 -------------
 ``parameters`` maps a control (or a ``fixed`` keyword) to the notebook parameter it sets: a name
 (``"epsilon": "EPSILON"``) or ``(name, convert)`` when the value needs converting
-(``"dataset": ("DATASETS", as_list)``). With a notebook every control must be mapped, and no two
-entries may set the same parameter. The commands leave ``QUICK`` unset: a QUICK run overrides
-some parameters (repetitions, sizes), so the command spells the panel's setting out in full.
+(``"dataset": ("DATASETS", as_datasets)``: your own data set by its spec file, :func:`as_datasets`). With a
+notebook every control must be mapped, and no two entries may set the same parameter. The commands leave ``QUICK``
+unset: a QUICK run overrides some parameters (repetitions, sizes), so the command spells the panel's setting out in
+full.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ from typing import Any
 
 from dpkit.core.paths import repo_root, results_dir
 
-__all__ = ["make_control", "explorer", "as_list", "notebook_parameters", "parameters_hash", "papermill_command",
+__all__ = ["make_control", "explorer", "as_list", "as_datasets", "notebook_parameters", "parameters_hash", "papermill_command",
            "write_manifest", "export_panel_figure"]
 
 ParameterMap = Mapping[str, "str | tuple[str, Callable[[Any], Any]]"]
@@ -51,6 +52,14 @@ ParameterMap = Mapping[str, "str | tuple[str, Callable[[Any], Any]]"]
 def as_list(value: Any) -> list[Any]:
     """One value as a one-item list (a control that sets a list parameter, e.g. ``DATASETS``)."""
     return [value]
+
+
+def as_datasets(value: Any) -> list[Any]:
+    """A data-set choice as a ``DATASETS`` list that loads it in another process: your own data set loaded from a spec
+    file by its spec file's path (:func:`dpkit.data.spec.dataset_argument`), any other by its name."""
+    from dpkit.data.spec import dataset_argument
+
+    return [dataset_argument(value) if isinstance(value, str) else value]
 
 
 def notebook_parameters(values: Mapping[str, Any], parameters: ParameterMap) -> dict[str, Any]:

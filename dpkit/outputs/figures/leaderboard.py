@@ -15,7 +15,8 @@ from matplotlib.lines import Line2D
 from dpkit.outputs.figures._panels import dataset_panels, finish_sigma_panels, sigma_axis
 from dpkit.outputs.plotting import new_figure
 
-__all__ = ["plot_leaderboard", "LEADERBOARD_CAPTION", "plot_leaderboard_supremum", "LEADERBOARD_SUPREMUM_CAPTION",
+__all__ = ["plot_leaderboard", "LEADERBOARD_CAPTION", "leaderboard_caption", "plot_leaderboard_supremum",
+           "LEADERBOARD_SUPREMUM_CAPTION",
            "SUPREMUM_PANELS", "SUPREMUM_TABLE_CAPTION", "DISAGREEMENTS_CAPTION"]
 
 #: the figure's caption for a paper (``{kind}``, ``{privacy}``, ``{table}``, ``{protocol}``: filled by the assembler)
@@ -25,6 +26,18 @@ LEADERBOARD_CAPTION = ("Mean worst {kind} error of the best {privacy} method per
                        "confidence interval where resampling the cell's records showed the mean's interval missing too "
                        "often; the verdict is an exact sign test of the median; its letter at each point (keyed in the "
                        "legend), against the thesis's Table {table} (dashed, crosses); {protocol}.")
+
+_AGAINST = " against the thesis's Table {table} (dashed, crosses)"
+
+
+def leaderboard_caption(board: Sequence[dict[str, Any]], *, kind: str, privacy: str, table: str, protocol: str) -> str:
+    """:data:`LEADERBOARD_CAPTION` filled in; where no cell of ``privacy`` has a printed number (your own data set),
+    it says that the thesis printed none instead of naming a comparison the figure does not draw."""
+    printed = any(pd.notna(r.get(f"paper_{kind}")) for r in board if r.get("privacy") == privacy)
+    template = LEADERBOARD_CAPTION if printed else LEADERBOARD_CAPTION.replace(
+        _AGAINST, " (the thesis printed no number for these data sets)")
+    return template.format(kind="absolute" if kind == "abs" else "relative", privacy=privacy, table=table,
+                           protocol=protocol)
 
 
 def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str = "abs") -> Figure:

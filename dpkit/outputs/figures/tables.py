@@ -2,7 +2,7 @@
 sweep's error vs the swept parameter (Figs 3.1/3.2)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -12,13 +12,26 @@ from dpkit.outputs.figures._panels import dataset_panels, finish_sigma_panels, s
 from dpkit.outputs.figures.metric import check_metric, metric_column, metric_label
 from dpkit.outputs.plotting import PALETTE, new_figure
 
-__all__ = ["plot_errors_vs_sigma", "plot_sweep", "TABLES_CAPTION"]
+__all__ = ["plot_errors_vs_sigma", "plot_sweep", "TABLES_CAPTION", "tables_caption"]
 
 #: the figure's caption for a paper (``{kind}``: absolute or relative; the assembler fills the rest)
 TABLES_CAPTION = ("Mean worst {kind} error over the repetitions (error bars: ± one standard deviation) of the improved "
                   "trigonometric mechanisms I (ε-DP, circles) and II ((ε, δ)-DP, squares) against the kernel width σ "
                   "(K = σ²), ε = 1, δ = 10⁻³, 10⁴ queries per repetition; solid: correct constants, dotted: printed "
                   "constants, dashed with crosses (I) and dash-dotted with pluses (II): the thesis's Tables 3.2/3.3.")
+
+
+_THESIS_LINES = ", dashed with crosses (I) and dash-dotted with pluses (II): the thesis's Tables 3.2/3.3."
+
+
+def tables_caption(rows: Sequence[dict[str, Any]], *, kind: str) -> str:
+    """:data:`TABLES_CAPTION` filled in; where no row has a printed number (your own data sets) it says that the
+    thesis printed none instead of naming lines the figure does not draw."""
+    import math
+
+    text = TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative")
+    printed = any(isinstance(v, (int, float)) and not math.isnan(v) for v in (r.get(f"paper_{kind}") for r in rows))
+    return text if printed else text.replace(_THESIS_LINES, " (the thesis printed no number for these data sets).")
 
 
 #: Mechanism I vs II: colour *and* marker; correct constants solid, printed dotted, the thesis dashed with crosses —
