@@ -123,7 +123,9 @@ def export_figure(
     """Save ``fig`` as ``output_dir/name.{pdf,png}`` (fonts embedded); return the paths.
 
     With ``caption`` and/or ``parameters`` the figure carries them: in the PDF/PNG metadata (``Subject``:
-    the caption, ``Keywords``: ``NAME=value; …``) and in a caption file ``name.caption.txt`` beside it.
+    the caption, ``Keywords``: ``NAME=value; …``) and in a caption file ``name.caption.txt`` beside it. A figure
+    exported with a caption or as a paper figure carries no title (``suptitle``): the caption says what it shows, and
+    a title would repeat it.
 
     Parameters
     ----------
@@ -140,17 +142,23 @@ def export_figure(
         What the figure shows (protocol, what the bars are).
     parameters : dict, optional
         The parameters that made it (σ, ε, δ, data set, repetitions …).
+
+    Raises
+    ------
+    ValueError
+        A name with a folder or an extension; ``paper=True`` without ``notebook``; a titled figure (``suptitle``)
+        exported with a caption or as a paper figure.
     """
     if not isinstance(name, str) or not name or any(c in name for c in "/\\") or Path(name).suffix in {".pdf", ".png"}:
         raise ValueError(f"name must be a bare file stem without folder or extension; got {name!r}")
     targets = [(Path(output_dir), name)]
+    suptitle = getattr(fig, "_suptitle", None)
+    if (paper or caption) and suptitle is not None and suptitle.get_text():
+        raise ValueError(f"{name}: a figure exported {'as a paper figure' if paper else 'with a caption'} carries no "
+                         f"title ({suptitle.get_text()!r}); the caption says what it shows")
     if paper:
         if not notebook:
             raise ValueError("notebook must name the notebook when paper=True (figures are named <notebook>__<name>)")
-        suptitle = getattr(fig, "_suptitle", None)
-        if suptitle is not None and suptitle.get_text():
-            raise ValueError(f"paper=True: a paper figure carries no suptitle ({suptitle.get_text()!r}); the caption "
-                             "says what it shows")
         targets.append((paper_figures_dir(), f"{notebook}__{name}"))
     keywords = "; ".join(f"{k}={v}" for k, v in (parameters or {}).items())
     # no CreationDate: the same run writes the same bytes (a re-run does not show up as a changed figure)
