@@ -71,8 +71,12 @@ docs-quick: $(STAMP) ## the documentation site without executing notebooks (thei
 #: NO_BROWSER  lab: NO_BROWSER=1 opens no browser (print the URL only)
 PORT ?= 8888
 NO_BROWSER ?= 0
-lab: $(STAMP) ## JupyterLab with working widgets (make lab PORT=8899 NO_BROWSER=1; --allow-root when run as root)
-	$(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
+# make lab: the notebooks' figures inline (the Agg backend exported above is for headless runs: it is not passed to
+# the kernels), and every save (by hand or autosave) writes the notebook without outputs (tools/jupyter/: a pre-save
+# hook added to the user's own Jupyter configuration through JUPYTER_CONFIG_PATH)
+LAB_ENV = env -u MPLBACKEND JUPYTER_CONFIG_PATH=$(CURDIR)/tools/jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),)
+lab: $(STAMP) ## JupyterLab with working widgets and inline figures, notebooks saved without outputs (make lab PORT=8899 NO_BROWSER=1; --allow-root when run as root)
+	$(LAB_ENV) $(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
 bench: $(STAMP) ## full benchmarks -> results/bench.{json,md}; truth stage + projected full-table time -> results/bench_truth.json; class supremum vs workload evaluation -> results/bench_supremum.json; Tables 3.2/3.3 repetitions on 1 vs 2 Dask workers -> results/bench_dask.json

@@ -39,7 +39,7 @@ def _makefile_switches() -> set[str]:
     names = set(re.findall(r"^([A-Z][A-Z_]*) \?=", text, re.M))
     names |= set(re.findall(r"\$\((?:if|filter [^,]+,|or) ?\$\(([A-Z][A-Z_]*)\)", text))
     defined = set(re.findall(r"^([A-Z][A-Z_]*) :?=", text, re.M))
-    return names - (defined - set(re.findall(r"^([A-Z][A-Z_]*) \?=", text, re.M))) - {"PYTHON"}
+    return names - (defined - set(re.findall(r"^([A-Z][A-Z_]*) \?=", text, re.M))) - {"PYTHON", "JUPYTER_CONFIG_PATH"}
 
 
 def test_every_named_switch_is_in_make_help():

@@ -25,6 +25,7 @@ __all__ = [
     "new_figure",
     "export_figure",
     "paper_figures_dir",
+    "show_figure",
 ]
 
 SINGLE_COLUMN = 3.4  # inches, one column of a two-column paper
@@ -102,6 +103,31 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: str | float = "single",
     kwargs.setdefault("layout", "constrained")
     with style():
         return plt.subplots(nrows, ncols, **kwargs)
+
+
+def show_figure(fig) -> None:
+    """Show ``fig`` in the notebook once, as a PNG image, whatever matplotlib's backend, and close it.
+
+    A notebook's figure cell ends with ``show_figure(fig)`` rather than ``fig``: under the batch runner's ``Agg``
+    backend a bare ``fig`` prints ``<Figure size ...>``, and under JupyterLab's inline backend it shows the figure
+    twice (the cell's value, then the inline backend's own display of every open figure). Closing the figure leaves
+    the inline backend nothing to show again.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure (already exported with :func:`export_figure`, if it is to be kept).
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    buf = io.BytesIO()
+    with style():
+        fig.savefig(buf, format="png", bbox_inches="tight")
+    plt.close(fig)
+    display(Image(data=buf.getvalue(), format="png"))
 
 
 def paper_figures_dir() -> Path:
