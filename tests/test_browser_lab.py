@@ -138,7 +138,8 @@ def make_lab(tmp_path_factory):
 # the figure cell (the one that calls plot_sweep) of the notebook's panel: its output images and texts
 _FIGURE_CELL = f"""(path) => {{
   const w = ({_FIND})(path);
-  const cell = w.content.widgets.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().includes('plot_sweep(rows'));
+  const cell = w.content.widgets.find(c => c.model.type === 'code'
+                                      && c.model.sharedModel.getSource().includes('plot_sweep(rows'));
   if (!cell) return null;
   const imgs = [...cell.node.querySelectorAll('.jp-OutputArea-output img')].map(i => i.getAttribute('src') || '');
   const texts = [...cell.node.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText);
