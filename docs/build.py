@@ -245,16 +245,21 @@ def _published_tables_parts(tables: Path) -> list[str]:
         table = paper_comparison_table([r for r in rows if r["mechanism"] == mech and r["constants"] == "correct"])
         parts += [f"### {title}, correct constants", "",
                   _md_table(table.drop(columns=["mechanism", "constants"]).rename(columns={"dataset": "data"})), ""]
-    printed = [r for r in rows if r["constants"] == "thesis"]
-    if printed:
-        table = paper_comparison_table(printed).drop(columns=["constants"]).rename(columns={"dataset": "data"})
-        parts += [_details("With the thesis's printed constants (both mechanisms, the same workloads)",
-                           _md_table(table)), ""]
+    for mech, title in (("I", "Table 3.2 (mechanism I)"), ("II", "Table 3.3 (mechanism II)")):
+        printed = [r for r in rows if r["mechanism"] == mech and r["constants"] == "thesis"]
+        if printed:
+            table = paper_comparison_table(printed).drop(columns=["mechanism", "constants"])
+            parts += [_details(f"{title} with the thesis's printed constants (the same workloads)",
+                               _md_table(table.rename(columns={"dataset": "data"}))), ""]
     sup = df.dropna(subset=["sup_abs_mean"])
     if not sup.empty:
-        cols = ["dataset", "sigma", "mechanism", "constants", "abs_mean", "sup_abs_mean", "sup_abs_max"]
+        cols = {"dataset": "data", "sigma": "σ", "mechanism": "mech.", "constants": "constants",
+                "abs_mean": "mean worst abs.", "sup_abs_mean": "mean sup.", "sup_abs_max": "max sup."}
+        shown = pd.DataFrame(sup[list(cols)]).rename(columns=cols)
+        for c in ("mean worst abs.", "mean sup.", "max sup."):
+            shown[c] = [f"{float(v):.3g}" for v in shown[c]]
         parts += [_details("The class supremum of every cell (the worst query of the whole class, beside the "
-                           "workload's worst)", _md_table(pd.DataFrame(sup[cols]).round(5))), ""]
+                           "workload's worst)", _md_table(shown)), ""]
     return parts
 
 
@@ -386,13 +391,16 @@ def leaderboard_page(src: Path, board_file: Path) -> None:
               "Mean and standard deviation of the worst absolute error over the repetitions, the mean worst relative "
               "error, the mean class supremum (where the method has one) and the mean release time, per data set "
               "(click to unfold):", ""]
-    cols = {"sigma": "σ", "privacy": "privacy", "method": "method", "abs_mean": "abs. mean", "abs_std": "abs. sd",
+    cols = {"sigma": "σ", "method": "method", "abs_mean": "abs. mean", "abs_std": "abs. sd",
             "rel_mean": "rel. mean", "sup_abs_mean": "sup. mean", "time_s": "time (s)"}
     for ds, g in table.groupby("dataset", sort=True):
-        shown = g[list(cols)].rename(columns=cols)
-        for c in ("abs. mean", "abs. sd", "rel. mean", "sup. mean", "time (s)"):
-            shown[c] = [("–" if v is None or v != v else f"{float(v):.3g}") for v in shown[c]]
-        parts += [_details(f"{ds}: {g['method'].nunique()} methods × {g['sigma'].nunique()} σ", _md_table(shown)), ""]
+        body = []
+        for privacy, h in g.groupby("privacy", sort=False):
+            shown = h[list(cols)].rename(columns=cols)
+            for c in ("abs. mean", "abs. sd", "rel. mean", "sup. mean", "time (s)"):
+                shown[c] = [("–" if v is None or v != v else f"{float(v):.3g}") for v in shown[c]]
+            body += [f"**{privacy}**", "", _md_table(shown), ""]
+        parts += [_details(f"{ds}: {g['method'].nunique()} methods × {g['sigma'].nunique()} σ", "\n".join(body)), ""]
     write(src / "results" / "leaderboard.md", "\n".join(parts))
 
 
