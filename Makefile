@@ -26,7 +26,8 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi"
 	@touch $(STAMP)
 
-venv: $(STAMP) ## create .venv from requirements.lock (dpkit with notebook, test, baseline and marginal extras)
+venv: $(STAMP) ## create .venv from requirements.lock (dpkit with notebook, test, baseline and marginal extras); notebooks staged without outputs (git filter)
+	@python3 tools/notebook_clean.py --install-git-filter
 
 # `make lock` keeps the current pins where pyproject.toml still allows them; `make lock UPGRADE=1` takes the newest.
 # uv runs from its own small venv (.venv-lock), never from .venv.
@@ -76,6 +77,7 @@ NO_BROWSER ?= 0
 # hook added to the user's own Jupyter configuration through JUPYTER_CONFIG_PATH)
 LAB_ENV = env -u MPLBACKEND JUPYTER_CONFIG_PATH=$(CURDIR)/tools/jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),)
 lab: $(STAMP) ## JupyterLab with working widgets and inline figures, notebooks saved without outputs (make lab PORT=8899 NO_BROWSER=1; --allow-root when run as root)
+	@python3 tools/notebook_clean.py --install-git-filter
 	$(LAB_ENV) $(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 

@@ -44,7 +44,8 @@ def lab_environment() -> dict[str, str]:
     out = subprocess.run(["make", "-s", "-n", "-o", ".venv/.dpkit-installed", "lab", "NO_BROWSER=1"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    words = shlex.split(out.stdout.replace("\\\n", " "))
+    lines = out.stdout.replace("\\\n", " ").splitlines()
+    words = shlex.split(next(line for line in lines if "jupyter lab" in line))
     assert words[0] == "env" and "jupyter" in " ".join(words), out.stdout
     env = dict(os.environ)
     i = 1
