@@ -146,6 +146,15 @@ _FIGURE_CELL = f"""(path) => {{
   const texts = [...cell.node.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText);
   return {{imgs, texts}};
 }}"""
+# matplotlib's backend in the notebook's kernel (inline: every figure a cell draws is shown under it)
+_BACKEND = f"""async (path) => {{
+  const k = ({_FIND})(path).sessionContext.session.kernel;
+  const future = k.requestExecute({{code: 'import matplotlib; print(matplotlib.get_backend())', silent: false}});
+  let text = '';
+  future.onIOPub = (msg) => {{ if (msg.header.msg_type === 'stream') text += msg.content.text; }};
+  await future.done;
+  return text.trim();
+}}"""
 _SAVE = f"""(path) => {{
   const w = ({_FIND})(path);
   window.jupyterapp.shell.activateById(w.id);
@@ -176,6 +185,8 @@ def test_kappa_sweep_in_make_lab(make_lab, tmp_path):
             assert fig is not None, "no figure cell found"
             assert len(fig["imgs"]) == 1 and fig["imgs"][0].startswith("data:image/png"), fig
             assert not any("<Figure size" in t for t in fig["texts"]), fig["texts"]
+            backend = page.evaluate(_BACKEND, path)
+            assert "inline" in backend, f"the kernel draws with {backend!r}, not inline (MPLBACKEND reached it?)"
             # the widget panel: σ 4 -> 6, Run: its figure is drawn again
             page.locator(".dpkit-status").last.wait_for(timeout=TIMEOUT_MS)
             out = page.locator(".widget-vbox .widget-output").last
