@@ -12,8 +12,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .DEFAULT_GOAL := help
 .PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish board board-add status false-alarms collect data-list clean distclean
 
-help: ## list targets
+help: ## list targets, then the switches they take (make TARGET NAME=value)
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
+	@echo "switches (make TARGET NAME=value; the lines '#: NAME' of the Makefile):"
+	@grep -hE '^#: [A-Z_]+' $(MAKEFILE_LIST) | sed -E 's/^#: ([A-Z_]+)[[:space:]]+/\1\t/' | awk -F'\t' '{printf "  %-20s %s\n", $$1, $$2}'
 
 # The venv is installed from the lock (every package pinned, with hashes), then dpkit itself without dependencies.
 $(STAMP): $(LOCK) pyproject.toml
@@ -24,10 +26,12 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi"
 	@touch $(STAMP)
 
-venv: $(STAMP) ## create .venv from requirements.lock (dpkit with notebook, test, baseline and marginal extras)
+venv: $(STAMP) ## create .venv from requirements.lock (dpkit with notebook, test, baseline and marginal extras); notebooks staged without outputs (git filter)
+	@python3 tools/notebook_clean.py --install-git-filter
 
 # `make lock` keeps the current pins where pyproject.toml still allows them; `make lock UPGRADE=1` takes the newest.
 # uv runs from its own small venv (.venv-lock), never from .venv.
+#: UPGRADE     lock: UPGRADE=1 takes the newest versions pyproject.toml allows (default: keep the current pins)
 UV_VERSION := 0.13.9
 LOCK_VENV  := .venv-lock
 lock: ## regenerate requirements.lock from pyproject.toml's `all` extra (uv; Linux x86-64, Python 3.11; UPGRADE=1)
@@ -50,6 +54,9 @@ test-fast: $(STAMP) ## unit tests only (skip notebook executions)
 # every notebook in QUICK mode first (docs/_build/notebooks/) and renders the runs; `make docs BATCH=results/batch/full`
 # renders a batch folder's runs instead; `make docs-quick` executes no notebook (the build tests/test_docs.py checks).
 # BOARD=records.parquet, TABLES=assembled folder, CHECKS=checks summary .md: other result files than the defaults.
+#: BATCH       docs: render a batch folder's runs instead of executing the notebooks (BATCH=results/batch/full, or a name under results/batch/); collect: the batch to merge (full, smoke, tables)
+#: TABLES      docs, docs-quick: another assembled Tables 3.2/3.3 folder (default data/tables/, the published results)
+#: CHECKS      docs, docs-quick: another checks summary .md (default results/batch/full/checks_summary.md, from make reproduce)
 DOCS_OUT := docs/_build
 DOCS_ARGS = $(if $(BOARD),--board $(BOARD),) $(if $(TABLES),--tables $(TABLES),) $(if $(CHECKS),--checks $(CHECKS),)
 DOCS_BATCH = $(if $(filter command line environment,$(origin BATCH)),$(if $(findstring /,$(BATCH)),$(BATCH),$(RESULTS)/batch/$(BATCH)),)
@@ -61,10 +68,17 @@ docs-quick: $(STAMP) ## the documentation site without executing notebooks (thei
 	$(BIN)/python docs/build.py --out $(DOCS_OUT) $(DOCS_ARGS)
 	@echo "the site: $(DOCS_OUT)/html/index.html"
 
+#: PORT        lab: the port of JupyterLab (default 8888)
+#: NO_BROWSER  lab: NO_BROWSER=1 opens no browser (print the URL only)
 PORT ?= 8888
 NO_BROWSER ?= 0
-lab: $(STAMP) ## JupyterLab with working widgets (make lab PORT=8899 NO_BROWSER=1; --allow-root when run as root)
-	$(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
+# make lab: the notebooks' figures inline (the Agg backend exported above is for headless runs: it is not passed to
+# the kernels), and every save (by hand or autosave) writes the notebook without outputs (tools/jupyter/: a pre-save
+# hook added to the user's own Jupyter configuration through JUPYTER_CONFIG_PATH)
+LAB_ENV = env -u MPLBACKEND JUPYTER_CONFIG_PATH=$(CURDIR)/tools/jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),)
+lab: $(STAMP) ## JupyterLab with working widgets and inline figures, notebooks saved without outputs (make lab PORT=8899 NO_BROWSER=1; --allow-root when run as root)
+	@python3 tools/notebook_clean.py --install-git-filter
+	$(LAB_ENV) $(BIN)/jupyter lab notebooks/ --port=$(PORT) $(if $(filter 1,$(NO_BROWSER)),--no-browser,) \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
 bench: $(STAMP) ## full benchmarks -> results/bench.{json,md}; truth stage + projected full-table time -> results/bench_truth.json; class supremum vs workload evaluation -> results/bench_supremum.json; its certified upper bound on real releases (cost vs a board repetition, upper/sup_abs) -> results/bench_supremum_upper.json; Tables 3.2/3.3 repetitions on 1 vs 2 Dask workers -> results/bench_dask.json
@@ -97,12 +111,17 @@ reproduce: $(STAMP) ## the thesis's tables and figures and every check at full s
 # an unfinished long run from repetitions kept by older code, if those computed again are equal to the bit (else
 # the run fails naming the difference): make leaderboard STALE=verify; VERIFY_REPS=N computes N kept repetitions
 # again instead of the lowest and the highest (evenly spread between them)
+#: STALE       smoke, reproduce, tables, leaderboard: finished runs of a changed notebook: rerun (move aside, run again), keep, or verify (continue from kept repetitions computed again equal to the bit)
+#: VERIFY_REPS with STALE=verify: how many kept repetitions are computed again (default the lowest and the highest)
 STALE_ARG := $(if $(STALE),--stale $(STALE),) $(if $(VERIFY_REPS),--verify-reps $(VERIFY_REPS),)
 # A data set documented as possibly unavailable offline (data/registry.yaml `unavailable_offline`, e.g. PAM) that is
 # not on this machine makes its runs `unavailable`: recorded with the reason, listed, no rows, not a failure.
 # REQUIRE_DATA=1 makes them fail the batch: make reproduce REQUIRE_DATA=1
+#: REQUIRE_DATA reproduce, tables: REQUIRE_DATA=1 fails the batch when a data set is unavailable (default: recorded as unavailable, no rows)
 DATA_ARG := $(if $(filter 1,$(REQUIRE_DATA)),--require-data,)
 # the manifests of make reproduce and make tables (another one, e.g. a small test manifest: FULL_MANIFEST=...)
+#: FULL_MANIFEST reproduce: another manifest than notebooks/manifests/full.yaml
+#: TABLES_MANIFEST tables: another manifest than notebooks/manifests/tables.yaml
 FULL_MANIFEST ?= notebooks/manifests/full.yaml
 TABLES_MANIFEST ?= notebooks/manifests/tables.yaml
 
@@ -117,6 +136,7 @@ tables: $(STAMP) ## Tables 3.2/3.3 at full size on a local Dask cluster, assembl
 # one leaderboard run computes a whole data set in one cell, its repetitions as Dask tasks on every worker (CRM and CSN
 # take about 2 h each on one core); a run keeps every finished repetition, so an interrupted `make leaderboard`
 # resumes where it stopped. The per-cell timeout counts the wait for the repetitions queued before a run's own
+#: LEADERBOARD_TIMEOUT leaderboard, leaderboard-aim: seconds a run's notebook cell may take (default 28800)
 LEADERBOARD_TIMEOUT ?= 28800
 # AIM's repetitions are Dask tasks like every leaderboard run's (REP_BACKEND auto): one per worker, two at once on
 # two cores (a CRM repetition holds several GB)
@@ -157,9 +177,11 @@ board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: ma
 		$(if $(filter 1,$(QUICK)),--quick,) $(if $(filter 0,$(GATE)),--no-gate,) $(if $(filter 1,$(REPLACE)),--replace,) \
 		$(if $(REP_WORKERS),--workers $(REP_WORKERS),)
 
+#: MANIFEST    status: the manifest of notebooks/manifests/ whose batch is shown (default leaderboard)
 status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs finished, failed, running; repetitions kept, running (Dask tasks) and in all
 	$(BIN)/python -m dpkit.batch status notebooks/manifests/$(or $(MANIFEST),leaderboard).yaml
 
+#: SEEDS       false-alarms: how many seeds (default 200)
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget
 	$(BIN)/python -m tools.false_alarms --seeds $(or $(SEEDS),200) --out $(RESULTS)/false_alarms
 

@@ -8,7 +8,8 @@
 
 The site is ``OUT/html``; ``OUT/src`` is the staged source (``docs/`` plus the generated pages), ``OUT/notebooks`` the
 QUICK runs of ``--execute``. Generated, never typed by hand: the API reference (every public module, by layer), the
-thesis's Tables 3.2/3.3 beside dpkit's assembled tables, the leaderboard (from the records file: ``--board``,
+thesis's Tables 3.2/3.3 beside dpkit's (the published ``data/tables/tables.csv``, or ``--tables`` an assembled
+folder), the leaderboard (from the records file: ``--board``,
 ``$DPKIT_BOARD_RECORDS``, default ``data/leaderboard/records.parquet``), the checks summary, the notebooks and the
 changelog. A result that is not there is said so on its page, with the command that makes it.
 
@@ -211,8 +212,61 @@ def _md_table(df) -> str:
     return df.to_markdown(index=False)
 
 
+def _details(summary: str, body: str) -> str:
+    """A folded block (HTML ``<details>``) around Markdown ``body``: long tables stay one click away."""
+    return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>\n"
+
+
+def _published_tables_parts(tables: Path) -> list[str]:
+    """Tables 3.2/3.3 from a published ``tables.csv`` (:mod:`dpkit.experiments.tables_records`): the provenance, the
+    correct-constant tables beside the thesis, the printed-constant ones folded."""
+    import pandas as pd
+
+    from dpkit.experiments.board_records import BoardFileError, provenance_line
+    from dpkit.experiments.tables_records import read_tables
+    from dpkit.outputs.tables import paper_comparison_table
+
+    df = read_tables(tables)
+    path = tables / "tables.csv" if tables.is_dir() else tables
+    try:
+        origin = provenance_line(path)
+    except BoardFileError as exc:
+        origin = f"No provenance: {exc}."
+    reps = sorted({int(r) for r in df["reps"]})
+    parts = ["## dpkit beside the thesis", "",
+             f"Read from `{_rel(path)}` (published with `python -m dpkit.batch.assemble tables results/batch/tables "
+             f"--publish` after `make tables`; checked when read: `dpkit.experiments.tables_records.read_tables`): "
+             f"{len(df)} cells, {df['dataset'].nunique()} data sets, {'/'.join(map(str, reps))} repetitions per cell. "
+             f"{origin}", "",
+             "Each cell: dpkit's mean worst error ± one standard deviation over the repetitions, the thesis's printed "
+             "number in parentheses; the worst time is the slowest release in seconds (the thesis's in parentheses).",
+             ""]
+    rows = df.to_dict("records")
+    for mech, title in (("I", "Table 3.2: mechanism I (ε-DP)"), ("II", "Table 3.3: mechanism II ((ε, δ)-DP)")):
+        table = paper_comparison_table([r for r in rows if r["mechanism"] == mech and r["constants"] == "correct"])
+        parts += [f"### {title}, correct constants", "",
+                  _md_table(table.drop(columns=["mechanism", "constants"]).rename(columns={"dataset": "data"})), ""]
+    for mech, title in (("I", "Table 3.2 (mechanism I)"), ("II", "Table 3.3 (mechanism II)")):
+        printed = [r for r in rows if r["mechanism"] == mech and r["constants"] == "thesis"]
+        if printed:
+            table = paper_comparison_table(printed).drop(columns=["mechanism", "constants"])
+            parts += [_details(f"{title} with the thesis's printed constants (the same workloads)",
+                               _md_table(table.rename(columns={"dataset": "data"}))), ""]
+    sup = df.dropna(subset=["sup_abs_mean"])
+    if not sup.empty:
+        cols = {"dataset": "data", "sigma": "σ", "mechanism": "mech.", "constants": "constants",
+                "abs_mean": "mean worst abs.", "sup_abs_mean": "mean sup.", "sup_abs_max": "max sup."}
+        shown = pd.DataFrame(sup[list(cols)]).rename(columns=cols)
+        for c in ("mean worst abs.", "mean sup.", "max sup."):
+            shown[c] = [f"{float(v):.3g}" for v in shown[c]]
+        parts += [_details("The class supremum of every cell (the worst query of the whole class, beside the "
+                           "workload's worst)", _md_table(shown)), ""]
+    return parts
+
+
 def tables_page(src: Path, tables: Path) -> None:
-    """Tables 3.2/3.3: the thesis's printed numbers (``thesis_reference.json``) and dpkit's assembled tables."""
+    """Tables 3.2/3.3: the thesis's printed numbers (``thesis_reference.json``) and dpkit's, from the published
+    ``tables.csv`` (default ``data/tables/``) or an assembled folder (``tables_3_2_3_3.md``)."""
     import pandas as pd
 
     from dpkit.experiments.reference import PAPER_TABLE_3_2, PAPER_TABLE_3_3, PAPER_WORST_TIME, SIGMAS
@@ -221,22 +275,28 @@ def tables_page(src: Path, tables: Path) -> None:
              "The thesis's Tables 3.2 (improved mechanism I, ε-DP) and 3.3 (mechanism II, (ε, δ)-DP): mean worst "
              "absolute and relative error over 30 repetitions of 10⁴ random Gaussian-kernel mixture queries, ε = 1, "
              "δ = 10⁻³. The printed numbers below are read from `dpkit/experiments/thesis_reference.json`; dpkit's "
-             "are read from the assembled tables of a batch run.", ""]
-    tbl = str(tables / "tables_3_2_3_3.md")
-    if (tables / "tables_3_2_3_3.md").is_file():
+             "are read from the published tables (`data/tables/`) or from the assembled tables of a batch run "
+             "(`make docs TABLES=results/batch/tables/assembled`).", ""]
+    if (tables / "tables.csv").is_file() or (tables.suffix == ".csv" and tables.is_file()):
+        parts += _published_tables_parts(tables)
+    elif (tables / "tables_3_2_3_3.md").is_file():
         parts += ["## dpkit beside the thesis", "",
                   f"Assembled by `python -m dpkit.batch.assemble tables` into `{_rel(tables)}` "
                   "(dpkit's mean ± spread, the thesis's number beside it):", "",
                   (tables / "tables_3_2_3_3.md").read_text(), ""]
         runs = tables / "tables_runs.md"
         if runs.is_file():
-            parts += ["### The runs", "", runs.read_text(), ""]
+            parts += [_details("The runs", runs.read_text()), ""]
     else:
         parts += ["## dpkit beside the thesis", "",
                   _admonition("warning", "Not generated yet: `make tables`",
-                              f"No assembled tables at `{_rel(Path(tbl))}`. `make tables` runs Tables 3.2/3.3 at full "
-                              "size and assembles them there; then build the site again (`make docs`, or "
-                              "`make docs TABLES=<folder>` for another assembled folder)."), ""]
+                              f"No tables at `{_rel(tables)}` (neither published `tables.csv` nor assembled "
+                              "`tables_3_2_3_3.md`). `make tables` runs Tables 3.2/3.3 at full size (about 11 min on "
+                              "an idle 2-core machine from an empty cache, 5 min with a warm one: "
+                              "[performance](performance.md)) and assembles them in `results/batch/tables/assembled`; "
+                              "`python -m dpkit.batch.assemble tables results/batch/tables --publish` publishes them "
+                              "to `data/tables/`; then build the site again (`make docs TABLES=<folder>` for another "
+                              "folder)."), ""]
     figs = sorted((src / "figures").glob("20_tables__*.png"))
     if figs:
         parts += ["## The committed figures", "",
@@ -245,6 +305,7 @@ def tables_page(src: Path, tables: Path) -> None:
             cap = ROOT / "figures" / fig.name.replace(".png", ".caption.txt")
             caption = cap.read_text().strip() if cap.is_file() else fig.stem
             parts += [f"```{{figure}} /figures/{fig.name}", ":width: 90%", "", caption, "```", ""]
+    printed = []
     for title, table, mech in (("Table 3.2 as printed (mechanism I, ε-DP)", PAPER_TABLE_3_2, "I"),
                                ("Table 3.3 as printed (mechanism II, (ε, δ)-DP)", PAPER_TABLE_3_3, "II")):
         rows = []
@@ -252,7 +313,8 @@ def tables_page(src: Path, tables: Path) -> None:
             for kind in ("abs", "rel"):
                 rows.append({"data": ds, "error": kind, **{f"σ={s:g}": v for s, v in zip(SIGMAS, kinds[kind])},
                              "worst time (s)": PAPER_WORST_TIME[mech].get(ds, float("nan"))})
-        parts += [f"## {title}", "", _md_table(pd.DataFrame(rows)), ""]
+        printed += [f"**{title}**", "", _md_table(pd.DataFrame(rows)), ""]
+    parts += ["## The thesis's tables as printed", "", _details("Tables 3.2 and 3.3 as printed", "\n".join(printed)), ""]
     write(src / "results" / "tables.md", "\n".join(parts))
 
 
@@ -312,6 +374,7 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
         return
     import pandas as pd
 
+    from dpkit.experiments.board_records import PUBLISHED as PUBLISHED_BOARD
     from dpkit.experiments.board_records import BoardFileError, provenance_line
     from dpkit.experiments.board_robust import COVERAGE_DRAWS
     from dpkit.experiments.leaderboard import (
@@ -330,10 +393,19 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
     except BoardFileError as exc:
         origin = f"No provenance: {exc}."
     table = pd.DataFrame(rows).sort_values(["dataset", "sigma", "privacy", "abs_mean"])
+    parts[1:1] = [f"**{headline(board).text()}**", ""]  # the summary first
+    figures = []
+    if Path(board_file).resolve() == PUBLISHED_BOARD.resolve():  # the committed figures are the published board's
+        for tag, what in (("3_2", "Table 3.2 (ε-DP)"), ("3_3", "Table 3.3 ((ε, δ)-DP)")):
+            png = src / "figures" / f"45_leaderboard__leaderboard_table_{tag}_abs.png"
+            cap = ROOT / "figures" / f"45_leaderboard__leaderboard_table_{tag}_abs.caption.txt"
+            if png.is_file():
+                caption = cap.read_text().strip().split("\n\n")[0] if cap.is_file() else f"The best method per cell, {what}."
+                figures += [f"```{{figure}} /figures/{png.name}", ":width: 100%", "", caption, "```", ""]
     parts += [f"Read from `{_rel(board_file)}` with `dpkit.experiments.board_records.read_board`: {len(records)} "
               f"records, {records['dataset'].nunique()} data set(s), {records['method'].nunique()} methods, "
               f"{records['rep'].nunique()} repetition(s) per cell. {origin}", "",
-              f"**{headline(board).text()}**", "", "## The best method per cell", "",
+              *figures, "## The best method per cell", "",
               "The winner of each cell, its winner set where it has more than one member, its mean worst error on "
               "the judged repetitions (or its median, where the coverage study below did not keep the mean's "
               "interval) with its interval, the thesis's printed number in parentheses and the verdict (the note "
@@ -344,7 +416,8 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
               "repetitions (the winner first, then by their mean on the choosing repetitions). With probability at "
               "least 1 − γ per table and error kind, no method left out is in fact not worse than the winner; a set "
               "of one is a certain winner.", "",
-              _md_table(pd.DataFrame(sets)) if (sets := winner_set_rows(board)) else "No winner sets on this board.",
+              _details(f"The winner sets: {len(sets)} rows", _md_table(pd.DataFrame(sets)))
+              if (sets := winner_set_rows(board)) else "No winner sets on this board.",
               "", "## Coverage of the intervals", "",
               f"Measured from the records above: per cell, the winner's records (all repetitions) are resampled "
               f"into {COVERAGE_DRAWS:,} samples of the judged size, and the interval of each sample is computed at "
@@ -356,12 +429,74 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
               "because a few repetitions fail far in the tail, which a sample of the judged size often does not "
               "contain, and the cell shows the median's distribution-free interval instead. Resampling 30 records "
               "cannot show a tail beyond them: a kept interval is one the records do not contradict.", "",
-              _md_table(pd.DataFrame(cov, columns=list(COVERAGE_COLUMNS))) if (cov := coverage_rows(board))
+              _details(f"The coverage study: {len(cov)} cells",
+                       _md_table(pd.DataFrame(cov, columns=list(COVERAGE_COLUMNS)))) if (cov := coverage_rows(board))
               else "No coverage study on this board.", "",
-              "## Every method", "", "Mean and standard deviation over the repetitions:", "",
-              _md_table(table[["dataset", "sigma", "privacy", "method", "abs_mean", "abs_std", "rel_mean", "rel_std",
-                               "sup_abs_mean", "time_s", "eps_spent", "delta_spent"]]), ""]
+              "## Every method", "",
+              "Mean and standard deviation of the worst absolute error over the repetitions, the mean worst relative "
+              "error, the mean class supremum (where the method has one) and the mean release time, per data set "
+              "(click to unfold):", ""]
+    cols = {"sigma": "σ", "method": "method", "abs_mean": "abs. mean", "abs_std": "abs. sd",
+            "rel_mean": "rel. mean", "sup_abs_mean": "sup. mean", "time_s": "time (s)"}
+    for ds, g in table.groupby("dataset", sort=True):
+        body = []
+        for privacy, h in g.groupby("privacy", sort=False):
+            shown = h[list(cols)].rename(columns=cols)
+            for c in ("abs. mean", "abs. sd", "rel. mean", "sup. mean", "time (s)"):
+                shown[c] = [("–" if v is None or v != v else f"{float(v):.3g}") for v in shown[c]]
+            body += [f"**{privacy}**", "", _md_table(shown), ""]
+        parts += [_details(f"{ds}: {g['method'].nunique()} methods × {g['sigma'].nunique()} σ", "\n".join(body)), ""]
     write(src / "results" / "leaderboard.md", "\n".join(parts))
+
+
+#: the line of ``docs/faq.md`` that :func:`faq_page` replaces with the table generated from the board's records
+WHICH_METHOD_MARKER = "<!-- generated: which-method -->"
+
+
+def which_method_markdown(board: list[dict[str, Any]]) -> str:
+    """For each privacy class and data set (with its dimension d, from the data registry), the method that wins most
+    of the board's σ cells (ties: the smaller mean worst error over the cells it wins), the σ it wins, and the
+    runner-up method of the most cells; a Markdown table."""
+    import pandas as pd
+
+    from dpkit.data.registry import load_registry
+
+    dims = {code: spec.thesis_d for code, spec in load_registry().items()}
+    df = pd.DataFrame(board)
+    lines = []
+    for (privacy, ds), g in df.groupby(["privacy", "dataset"], sort=True):
+        wins = g.groupby("method").agg(cells=("sigma", "size"), mean_abs=("abs_mean", "mean")).reset_index()
+        wins = wins.sort_values(["cells", "mean_abs"], ascending=[False, True])
+        best = wins.iloc[0]
+        sigmas = ", ".join(f"{s:g}" for s in sorted(g.loc[g["method"] == best["method"], "sigma"]))
+        others = ", ".join(f"`{m}` ({int(c)})" for m, c in zip(wins["method"].iloc[1:], wins["cells"].iloc[1:]))
+        lines.append({"privacy": privacy, "data set (d)": f"{ds} ({dims.get(ds, '?')})",
+                      "try first": f"`{best['method']}`", "σ it wins": f"{sigmas} ({int(best['cells'])} of {len(g)})",
+                      "other winners (cells)": others or "–"})
+    order = {"ε-DP": 0, "(ε,δ)-DP": 1}
+    table = pd.DataFrame(lines)
+    table["_p"] = table["privacy"].map(order).fillna(2)
+    table["_d"] = [int(x.split("(")[-1].rstrip(")")) if x.split("(")[-1].rstrip(")").isdigit() else 0
+                   for x in table["data set (d)"]]
+    return table.sort_values(["_p", "_d"]).drop(columns=["_p", "_d"]).to_markdown(index=False)
+
+
+def faq_page(src: Path, board_file: Path) -> None:
+    """``faq.md`` with its "which method first" table generated from the board's records (or an admonition saying
+    how to make them)."""
+    page = src / "faq.md"
+    if not page.is_file():
+        return
+    text = page.read_text()
+    if WHICH_METHOD_MARKER not in text:
+        raise BuildError(f"{DOCS / 'faq.md'}: the line {WHICH_METHOD_MARKER} is missing (the generated table goes there)")
+    if board_file.is_file():
+        _rows, board = board_of(read_records(board_file))
+        table = which_method_markdown(board) + f"\n\nFrom `{_rel(board_file)}`."
+    else:
+        table = _admonition("warning", "Not generated yet: `make leaderboard`",
+                            f"There is no records file at `{_rel(board_file)}` to choose from.")
+    page.write_text(text.replace(WHICH_METHOD_MARKER, table))
 
 
 def checks_page(src: Path, checks: Path) -> None:
@@ -375,10 +510,19 @@ def checks_page(src: Path, checks: Path) -> None:
         parts += [f"Read from `{_rel(checks)}`:", "", checks.read_text(), ""]
     else:
         parts += [_admonition("warning", "Not generated yet: `make reproduce` (full size) or `make smoke` (QUICK)",
-                              f"There is no checks summary at `{_rel(checks)}`. `make reproduce` writes "
-                              "`results/batch/full/checks_summary.md`, `make smoke` "
-                              "`results/batch/smoke/checks_summary.md`; then build the site again "
-                              "(`make docs CHECKS=<file.md>` for another one).")]
+                              f"There is no checks summary at `{_rel(checks)}`, and none is committed: the checks are "
+                              "computed, not published. To get it:\n\n"
+                              "- **full size**: `make reproduce` (every notebook at full size, 35 batch runs: 2.4 h of "
+                              "run time on two Dask workers, about 1.2 h of wall time, on the 2-core development "
+                              "machine, 2026-11-24; resumable) writes `results/batch/full/checks_summary.md`, which "
+                              "`make docs-quick` then renders here;\n"
+                              "- **QUICK** (test sizes: the claims' verdicts, not the thesis's numbers): `make smoke` "
+                              "(every notebook once in QUICK mode, a few minutes) writes "
+                              "`results/batch/smoke/checks_summary.md`: `make docs-quick "
+                              "CHECKS=results/batch/smoke/checks_summary.md`.\n\n"
+                              "Times: [performance](performance.md). The last complete `make reproduce` (2026-11-24): "
+                              "564 checks, all 538 claims PASS and all 26 negative controls FAIL as expected "
+                              "([results](index.md)).")]
     write(src / "results" / "checks.md", "\n".join(parts))
 
 
@@ -550,6 +694,7 @@ def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, bo
     tables_page(src, tables)
     leaderboard_page(src, board, records)
     checks_page(src, checks)
+    faq_page(src, board)
     notebook_pages(src, runs)
     changelog_page(src)
     env = {**os.environ, "DPKIT_DOCS_ROOT": str(ROOT),
@@ -574,8 +719,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the leaderboard's records file (else $DPKIT_BOARD_RECORDS; a file named so must be there, "
                          "default data/leaderboard/records.parquet, whose absence the page states)")
     ap.add_argument("--tables", type=Path, default=None,
-                    help="assembled Tables 3.2/3.3 folder (else $DPKIT_DOCS_TABLES, the --notebooks batch's "
-                         "assembled/ when it has the tables, results/batch/tables/assembled)")
+                    help="Tables 3.2/3.3: a folder with a published tables.csv or an assembled tables_3_2_3_3.md "
+                         "(else $DPKIT_DOCS_TABLES, the --notebooks batch's assembled/ when it has the tables, the "
+                         "published data/tables/)")
     ap.add_argument("--checks", type=Path, default=None,
                     help="a checks summary .md (else $DPKIT_DOCS_CHECKS, the --notebooks batch's "
                          "checks_summary.md, results/batch/full/checks_summary.md)")
@@ -586,10 +732,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.board = named or ROOT / "data" / "leaderboard" / "records.parquet"
     batch = args.notebooks
-    if args.tables is None:  # --tables, $DPKIT_DOCS_TABLES, the batch's own assembled tables, make tables' folder
+    if args.tables is None:  # --tables, $DPKIT_DOCS_TABLES, the batch's own assembled tables, the published ones
         own = batch / "assembled" if batch is not None else None
         args.tables = _env_path("DPKIT_DOCS_TABLES", own if own is not None and (own / "tables_3_2_3_3.md").is_file()
-                                else ROOT / "results" / "batch" / "tables" / "assembled")
+                                else ROOT / "data" / "tables")
     if args.checks is None:  # --checks, $DPKIT_DOCS_CHECKS, the batch's own summary, make reproduce's
         own = batch / "checks_summary.md" if batch is not None else None
         args.checks = _env_path("DPKIT_DOCS_CHECKS", own if own is not None and own.is_file()

@@ -66,7 +66,8 @@ html_theme_options = {
 }
 # the theme's colour mode when the reader has chosen none (without it the theme's script logs a console error)
 html_context = {"default_mode": "auto"}
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["dpkit.css"]  # long code lines and table cells wrap: nothing is clipped at 1280 px
 html_last_updated_fmt = None
 
 

@@ -73,8 +73,9 @@ def _build(folder: Path) -> dict:
     board = folder / "records.parquet"
     write_records(_records(), board)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Tables 3.2/3.3: the published data/tables/ (the default); the checks: none (they are not published)
     proc = subprocess.run([sys.executable, str(DOCS / "build.py"), "--out", str(folder / "out"), "--board", str(board),
-                           "--tables", str(folder / "no-tables"), "--checks", str(folder / "no-checks.md")],
+                           "--checks", str(folder / "no-checks.md")],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     return {"returncode": proc.returncode, "log": (proc.stdout + proc.stderr)[-6000:]}
 
@@ -222,8 +223,83 @@ def test_a_missing_records_file_says_not_generated_yet(tmp_path):
 
 
 def _results_that_were_not_computed_say_which_command_makes_them(site):
-    assert "Not generated yet: make tables" in _text(site / "results" / "tables.html")
-    assert "Not generated yet: make reproduce" in _text(site / "results" / "checks.html")
+    text = _text(site / "results" / "checks.html")
+    assert "Not generated yet: make reproduce" in text and "2.4 h" in text and "make smoke" in text
+
+
+def _the_tables_page_shows_the_published_tables(site):
+    """Rendered from data/tables/tables.csv (published, with its provenance), not run: a newcomer's quick build."""
+    from dpkit.experiments.tables_records import read_tables
+
+    published = read_tables()
+    text = _text(site / "results" / "tables.html")
+    assert "Not generated yet" not in text and "Assembled" in text  # the provenance line
+    first = published[(published["mechanism"] == "I") & (published["constants"] == "correct")].iloc[0]
+    assert f"{first['abs_mean']:.3f} ± {first['abs_std']:.3f} ({first['paper_abs']:.3f})" in text
+    assert "<details" in (site / "results" / "tables.html").read_text()  # the long tables folded
+
+
+def test_missing_tables_say_how_to_make_them(tmp_path):
+    docs_build.tables_page(tmp_path, tmp_path / "no-tables")
+    text = (tmp_path / "results" / "tables.md").read_text()
+    assert "Not generated yet: `make tables`" in text and "no-tables" in text and "--publish" in text
+
+
+def test_the_published_leaderboard_page_has_its_figure_and_a_summary_first(tmp_path):
+    from dpkit.experiments.board_records import PUBLISHED
+
+    (tmp_path / "figures").mkdir()
+    for png in (ROOT / "figures").glob("45_leaderboard__leaderboard_table_3_*_abs.png"):
+        shutil.copy(png, tmp_path / "figures" / png.name)
+    docs_build.leaderboard_page(tmp_path, PUBLISHED)
+    text = (tmp_path / "results" / "leaderboard.md").read_text()
+    head = text.index("better than the thesis in")
+    assert head < text.index("## The best method per cell") < text.index("## Every method")
+    assert "/figures/45_leaderboard__leaderboard_table_3_2_abs.png" in text
+    assert text.count("<details>") == 5  # every method's table, one folded block per data set
+
+
+def _the_faq_says_which_method_to_try_first_from_the_records(site):
+    text = _text(site / "faq.html")
+    assert "generated: which-method" not in (site / "faq.html").read_text()
+    for ds in ("WDBC", "CSN"):
+        assert f"{ds} (" in text  # a row per data set of the test board, with its dimension
+    assert "kme-synthetic" in text and "records.parquet" in text
+
+
+def _nothing_is_clipped_at_1280_px(site):
+    """Every table and code block of the results pages, the index and the guide fits a 1280 px wide window."""
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    pages = ["index.html", "faq.html", "getting-started.html", *(f"results/{p}.html" for p in
+                                                                  ("index", "tables", "leaderboard", "checks")),
+             *(f"guide/{p.stem}.html" for p in (DOCS / "guide").glob("*.md"))]
+    clipped: list[str] = []
+    with _served(site) as served, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            tab.route("**/*", lambda route: route.continue_() if "127.0.0.1" in route.request.url
+                      else route.fulfill(status=200, content_type="application/javascript", body=""))
+            for page in pages:
+                tab.goto(f"{served}/{page}", wait_until="load", timeout=60_000)
+                tab.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+                found = tab.evaluate(r"""() => {
+                    const out = [];
+                    const els = document.querySelectorAll('.bd-article table, .bd-article pre, '
+                                                          + '.bd-article .pst-scrollable-table-container');
+                    for (const el of els) {
+                        if (el.scrollWidth > el.clientWidth + 1)
+                            out.push(`${el.tagName.toLowerCase()} ${el.scrollWidth} > ${el.clientWidth}: `
+                                     + el.innerText.slice(0, 60).replace(/\s+/g, ' '));
+                    }
+                    return out;
+                }""")
+                clipped += [f"{page}: {f}" for f in found]
+        finally:
+            browser.close()
+    assert not clipped, "clipped at 1280 px:\n" + "\n".join(clipped[:20])
 
 
 def _quick_build_notebook_pages_say_they_were_not_executed(site):
@@ -390,6 +466,9 @@ SITE_CHECKS = {
     "the api pages follow the layers": _the_api_pages_follow_the_layers,
     "the leaderboard page shows the records board": _the_leaderboard_page_shows_the_records_board,
     "results that were not computed say which command makes them": _results_that_were_not_computed_say_which_command_makes_them,
+    "the tables page shows the published tables": _the_tables_page_shows_the_published_tables,
+    "the faq says which method to try first from the records": _the_faq_says_which_method_to_try_first_from_the_records,
+    "nothing is clipped at 1280 px": _nothing_is_clipped_at_1280_px,
     "quick build notebook pages say they were not executed": _quick_build_notebook_pages_say_they_were_not_executed,
     "every page loads in chromium without a console error": _every_page_loads_in_chromium_without_a_console_error,
 }

@@ -99,7 +99,7 @@ def test_paper_figure_refuses_a_suptitle(tmp_path, monkeypatch):
     ax.plot([0, 1], [0, 1])
     fig.suptitle("CSN, mechanism I")
     export_figure(fig, "run_copy", tmp_path / "run")  # a run's own copy may keep it
-    with pytest.raises(ValueError, match="no suptitle"):
+    with pytest.raises(ValueError, match="carries no title"):
         export_figure(fig, "paper", tmp_path / "run", notebook="nb", paper=True)
     assert not (tmp_path / "figures").exists()
     fig.suptitle("")

@@ -13,6 +13,11 @@ not published); when no finished run has records, nothing is assembled (exit 2, 
 ``leaderboard OUTPUT --publish`` also copies both files to ``data/leaderboard/`` (or ``--publish DIR``); an existing
 published file is only replaced with ``--replace`` (otherwise: exit 2 before anything is assembled).
 
+``tables OUTPUT --publish`` also writes the rows of the runs as data, ``tables.csv`` (one row per data set, σ,
+mechanism and constants, checked: :mod:`dpkit.experiments.tables_records`) with its ``provenance.json``, into
+``data/tables/`` (or ``--publish DIR``), where the documentation reads them; the same ``--replace`` rule; a batch
+with failed runs is not published.
+
 Every output is written into a temporary folder first and moved into place once all are written, so a
 failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
 0 all well; 1 assembled, but runs failed or could not be read (each named); 2 nothing assembled (no
@@ -67,6 +72,7 @@ from dpkit.experiments.leaderboard import (
     supremum_rows,
     supremum_summary_text,
 )
+from dpkit.experiments.tables_records import TablesFileError, tables_frame, write_tables
 from dpkit.outputs.figures.leaderboard import (
     DISAGREEMENTS_CAPTION,
     LEADERBOARD_SUPREMUM_CAPTION,
@@ -82,7 +88,8 @@ from dpkit.outputs.tables import export_table, paper_comparison_table, rows_fram
 #: Caption of the Tables 3.2/3.3 figures.
 
 __all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown", "assemble_tables",
-           "RecordsMissingError", "assemble_leaderboard", "publish_targets", "check_publish", "publish_board", "main"]
+           "RecordsMissingError", "assemble_leaderboard", "publish_targets", "check_publish", "publish_board",
+           "publish_tables", "check_publish_tables", "main"]
 
 
 def _unavailable_text(unavailable: list[Unavailable]) -> str:
@@ -246,6 +253,38 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
             "records_missing": missing}
 
 
+def publish_tables(output: str | os.PathLike, publish: str | os.PathLike | None = None, *,
+                   replace: bool = False) -> list[Path]:
+    """Write the rows of a batch output's finished ``20_tables`` runs as ``tables.csv`` with its ``provenance.json``
+    (the runs, the commit, the machine, the compute) into ``publish`` (default ``data/tables/``), checked first
+    (:func:`~dpkit.experiments.tables_records.check_tables`); existing published files are replaced only with
+    ``replace``.
+
+    Raises
+    ------
+    TablesFileError
+        When a published file is there and ``replace`` is False.
+    ValueError
+        When the rows are not a Tables 3.2/3.3 table (naming the offending row).
+    """
+    from dpkit.experiments import tables_records
+
+    df = tables_frame(rows_from_runs(str(output)))
+    folder = Path(publish) if publish else tables_records.PUBLISHED.parent
+    return write_tables(df, folder, board_provenance(output, notebook="20_tables"), replace=replace)
+
+
+def check_publish_tables(publish: str | os.PathLike | None = None, *, replace: bool = False) -> None:
+    """Refuse to publish over existing published tables unless ``replace`` (before anything is assembled)."""
+    from dpkit.experiments import tables_records
+
+    folder = Path(publish) if publish else tables_records.PUBLISHED.parent
+    there = [str(folder / n) for n in (tables_records.TABLES_NAME, tables_records.PROVENANCE_NAME)
+             if (folder / n).exists()]
+    if there and not replace:
+        raise TablesFileError(f"published tables are there: {', '.join(there)}; not overwritten (--replace replaces them)")
+
+
 def publish_targets(publish: str | os.PathLike | None = None) -> tuple[Path, Path]:
     """The published board's records and provenance files (in ``publish``, default ``data/leaderboard/``)."""
     from dpkit.experiments import board_records
@@ -329,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("output")
     t.add_argument("--out", default=None)
     t.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
+    t.add_argument("--publish", nargs="?", const="", default=None, metavar="DIR",
+                   help="also publish tables.csv and provenance.json to data/tables/ (or DIR)")
+    t.add_argument("--replace", action="store_true", help="with --publish: replace the published tables")
     lb = sub.add_parser("leaderboard", help="assemble the leaderboard from the 45_leaderboard runs of a batch output")
     lb.add_argument("output")
     lb.add_argument("--out", default=None)
@@ -344,8 +386,11 @@ def main(argv: list[str] | None = None) -> int:
     publish = getattr(args, "publish", None)
     if publish is not None:
         try:
-            check_publish(publish or None, replace=args.replace)
-        except BoardFileError as exc:
+            if args.cmd == "leaderboard":
+                check_publish(publish or None, replace=args.replace)
+            else:
+                check_publish_tables(publish or None, replace=args.replace)
+        except (BoardFileError, TablesFileError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     bad = failed_runs(args.output, notebook)
@@ -366,6 +411,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
             print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
+            if publish is not None:
+                if bad:  # published tables hold every available cell: not those of a batch with failed runs
+                    print("error: runs failed (below): the tables are not published", file=sys.stderr)
+                else:
+                    for path in publish_tables(args.output, publish or None, replace=args.replace):
+                        print(f"published {path}")
     except (FileNotFoundError, ValueError) as exc:  # no finished run, or one cell computed twice: nothing assembled
         print(f"error: {exc}", *bad, sep="\n  ", file=sys.stderr)
         return 2

@@ -54,7 +54,7 @@ from dpkit.queries.synthetic import WeightedDatabase
 
 __all__ = ["grid_codes", "uniform_in_cells", "cell_cdf", "pair_counts", "project_simplex", "Measurement", "fit_model",
            "sample_model", "synthetic_database", "attr_names", "model_marginals", "jax_cache_dir",
-           "normalised_contraction", "log_contraction", "CalibratedTree", "load_mbi"]
+           "normalised_contraction", "log_contraction", "CalibratedTree", "load_mbi", "MBI_IMPORT_ADVICE"]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""
@@ -139,8 +139,17 @@ def _configure_jax_cache() -> str | None:
     return path
 
 
+#: The two ``UserWarning``\ s ``mbi`` emits when it is first imported (its ``__init__``), as message patterns for
+#: :func:`warnings.filterwarnings`: JAX runs in float32 (dpkit fits normalised frequencies, module docstring), and
+#: JAX's persistent compilation cache is on (dpkit turns it on on purpose: one program per structure, loaded
+#: instead of compiled again). :func:`load_mbi` silences these two, by message and category; any other warning
+#: of the import is shown.
+MBI_IMPORT_ADVICE: tuple[str, ...] = (r"JAX is running in float32 mode", r"JAX persistent compilation cache is enabled")
+
+
 def load_mbi() -> Any:
-    """The ``mbi`` package (Private-PGM), imported on first use, with JAX's persistent compilation cache set up.
+    """The ``mbi`` package (Private-PGM), imported on first use, with JAX's persistent compilation cache set up;
+    ``mbi``'s import-time advice (:data:`MBI_IMPORT_ADVICE`) is not printed.
 
     Returns
     -------
@@ -154,7 +163,8 @@ def load_mbi() -> Any:
     """
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # mbi's import-time advice about JAX's float32 / cache
+            for message in MBI_IMPORT_ADVICE:  # mbi's two import-time notes, and nothing else
+                warnings.filterwarnings("ignore", message=message, category=UserWarning)
             import mbi
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("MST/AIM need the optional dependency mbi>=2.0: pip install 'dpkit[marginal]'") from exc

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["HEADERS", "TEXT_WIDTH_PT", "LONG_ROWS", "KEY_SHARE", "estimate_width_pt", "DROP_FROM_LATEX", "PAD_PT",
+__all__ = ["HEADERS", "VALUE_WORDS", "TEXT_WIDTH_PT", "LONG_ROWS", "KEY_SHARE", "estimate_width_pt", "DROP_FROM_LATEX", "PAD_PT",
            "to_latex_text", "split_header", "header_cell", "latex_cells"]
 
 
@@ -26,7 +26,7 @@ HEADERS: dict[str, str] = {
     "time_max_s": "worst time (s)", "time_median_s": "median time (s)", "reps": "reps", "paper_abs": "thesis abs.",
     "paper_rel": "thesis rel.", "ratio_abs": "ours/thesis abs.", "ratio_rel": "ours/thesis rel.",
     "paper_time_s": "thesis time (s)", "support_size_median": "support", "eps_spent": r"$\varepsilon$ spent",
-    "delta_spent": r"$\delta$ spent", "epsilon": r"$\varepsilon$", "delta": r"$\delta$", "param": "parameter",
+    "delta_spent": r"$\delta$ spent", "epsilon": r"$\varepsilon$", "delta": r"$\delta$",
     "value": "value", "win_abs": "abs.", "win_rel": "rel.", "error": "error", "runner_up": "runner-up",
     "runner_up_abs": "runner-up abs.", "reference_abs": "non-private abs.", "method_rel": "method (rel.)",
     "support_median": "support", "error_bound": "numerical bound",
@@ -51,6 +51,19 @@ HEADERS: dict[str, str] = {
     "method_sup": "method (sup.)", "sup_abs_mean": "mean sup.", "sup_abs_std": "sd sup.", "sup_abs_max": "max sup.",
     "abs_of_sup": "its abs.", "runner_up_sup": "runner-up (sup.)", "runner_up_sup_abs": "runner-up sup.",
     "sup_of_best": "sup. of best", "rankings_agree": "rankings agree", "private": "private",
+    # the rest of the class-supremum columns (dpkit.experiments.summary.SUP_KEYS) and the sweeps' rows
+    "sup_abs_min": "min sup.", "sup_witness_rel_mean": "rel. error of the sup. witness",
+    "sup_note": "supremum note",
+    "centre_abs_mean": "mean worst centre abs.", "centre_abs_std": "sd worst centre abs.", "param": "swept parameter",
+}
+
+
+#: The words for the values of a column that holds names (a sweep's ``param``: ``kappa`` → ellipsoid scale κ), so a
+#: cell or a caption reads in words, not as a variable name.
+VALUE_WORDS: dict[str, dict[str, str]] = {
+    "param": {"kappa": "ellipsoid scale κ", "k": "PCA output dimension k", "C": "candidate count C",
+              "R": "trigonometric degree R", "n_iter": "iterations L", "sigma": "kernel width σ", "epsilon": "ε",
+              "delta": "δ", "J": "centres per query J"},
 }
 
 
@@ -212,7 +225,8 @@ def latex_cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
 
     A missing value is ``--``; integral columns print as integers; other numbers with 4 significant digits when
     ``decimals`` is ``None``, else with ``decimals`` decimals (2 significant digits for a non-zero value that would
-    print as 0; 3 in the δ and error-bound columns); anything else through :func:`to_latex_text`.
+    print as 0; 3 in the δ and error-bound columns); a name in words where :data:`VALUE_WORDS` has it; anything else
+    through :func:`to_latex_text`.
 
     Parameters
     ----------
@@ -233,7 +247,7 @@ def latex_cells(df: pd.DataFrame, decimals: int | None) -> dict[Any, list[str]]:
         if v is None:  # a missing value, as NaN: e.g. a method without a class supremum
             return "--"
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
-            return to_latex_text(str(v))
+            return to_latex_text(VALUE_WORDS.get(str(c), {}).get(str(v), str(v)))
         if v != v:
             return "--"
         if c in integral:

@@ -49,7 +49,6 @@ def explore(*, X: np.ndarray, dataset: str, epsilon: float, delta: float, sigma:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # repetitions are counted
     ax.set_xlabel("repetition")
     ax.set_ylabel("worst absolute error")
-    ax.set_title(f"{dataset}: ε={epsilon:g}, σ={sigma:g}, κ={kappa:g}, k={k}, C={C}, R={R}")
     ax.legend()
     return fig, rows_frame(rows)
 

@@ -25,6 +25,7 @@ __all__ = [
     "new_figure",
     "export_figure",
     "paper_figures_dir",
+    "show_figure",
 ]
 
 SINGLE_COLUMN = 3.4  # inches, one column of a two-column paper
@@ -104,6 +105,31 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: str | float = "single",
         return plt.subplots(nrows, ncols, **kwargs)
 
 
+def show_figure(fig) -> None:
+    """Show ``fig`` in the notebook once, as a PNG image, whatever matplotlib's backend, and close it.
+
+    A notebook's figure cell ends with ``show_figure(fig)`` rather than ``fig``: under the batch runner's ``Agg``
+    backend a bare ``fig`` prints ``<Figure size ...>``, and under JupyterLab's inline backend it shows the figure
+    twice (the cell's value, then the inline backend's own display of every open figure). Closing the figure leaves
+    the inline backend nothing to show again.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure (already exported with :func:`export_figure`, if it is to be kept).
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    buf = io.BytesIO()
+    with style():
+        fig.savefig(buf, format="png", bbox_inches="tight")
+    plt.close(fig)
+    display(Image(data=buf.getvalue(), format="png"))
+
+
 def paper_figures_dir() -> Path:
     """The repository's ``figures/`` folder (exported paper figures)."""
     return figures_dir()
@@ -123,7 +149,9 @@ def export_figure(
     """Save ``fig`` as ``output_dir/name.{pdf,png}`` (fonts embedded); return the paths.
 
     With ``caption`` and/or ``parameters`` the figure carries them: in the PDF/PNG metadata (``Subject``:
-    the caption, ``Keywords``: ``NAME=value; …``) and in a caption file ``name.caption.txt`` beside it.
+    the caption, ``Keywords``: ``NAME=value; …``) and in a caption file ``name.caption.txt`` beside it. A figure
+    exported with a caption or as a paper figure carries no title (``suptitle``): the caption says what it shows, and
+    a title would repeat it.
 
     Parameters
     ----------
@@ -140,17 +168,23 @@ def export_figure(
         What the figure shows (protocol, what the bars are).
     parameters : dict, optional
         The parameters that made it (σ, ε, δ, data set, repetitions …).
+
+    Raises
+    ------
+    ValueError
+        A name with a folder or an extension; ``paper=True`` without ``notebook``; a titled figure (``suptitle``)
+        exported with a caption or as a paper figure.
     """
     if not isinstance(name, str) or not name or any(c in name for c in "/\\") or Path(name).suffix in {".pdf", ".png"}:
         raise ValueError(f"name must be a bare file stem without folder or extension; got {name!r}")
     targets = [(Path(output_dir), name)]
+    suptitle = getattr(fig, "_suptitle", None)
+    if (paper or caption) and suptitle is not None and suptitle.get_text():
+        raise ValueError(f"{name}: a figure exported {'as a paper figure' if paper else 'with a caption'} carries no "
+                         f"title ({suptitle.get_text()!r}); the caption says what it shows")
     if paper:
         if not notebook:
             raise ValueError("notebook must name the notebook when paper=True (figures are named <notebook>__<name>)")
-        suptitle = getattr(fig, "_suptitle", None)
-        if suptitle is not None and suptitle.get_text():
-            raise ValueError(f"paper=True: a paper figure carries no suptitle ({suptitle.get_text()!r}); the caption "
-                             "says what it shows")
         targets.append((paper_figures_dir(), f"{notebook}__{name}"))
     keywords = "; ".join(f"{k}={v}" for k, v in (parameters or {}).items())
     # no CreationDate: the same run writes the same bytes (a re-run does not show up as a changed figure)

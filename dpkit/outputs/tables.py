@@ -65,11 +65,13 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
     With ``fit`` (the default) the table fits a one-column article (:data:`TEXT_WIDTH_PT`, estimated from the
     characters by :func:`estimate_width_pt`, a few per cent generous): a table estimated wider gets 4 pt column
     separation and headers of several words on two lines; if still too wide, the columns that hold one value in
-    every row are named in the caption ("In every row: <header> = <value>") instead; if still too wide and the
-    first column is text in runs (data set, notebook), its runs become italic heading lines; if still too wide, the
-    other columns are split into consecutive parts that each fit, every part repeating the key columns (the shortest
-    leading columns that tell the rows apart, at most :data:`KEY_SHARE` of the width). A table of more than
-    :data:`LONG_ROWS` rows (over all its parts) is a ``longtable`` per part (captions "(continued, part k of m)").
+    every row are named in the caption instead ("In every row: <header> = <number>", "<header>: <name>", a name
+    in words as :data:`~dpkit.outputs.latex_text.VALUE_WORDS` has it; a column empty in every row is left out); if
+    still too wide and the first column is text in runs (data set, notebook), its runs become italic heading
+    lines; if still too wide, the other columns are split into consecutive parts that each fit, every part
+    repeating the key columns (the shortest leading columns that tell the rows apart, at most :data:`KEY_SHARE` of
+    the width). A table of more than :data:`LONG_ROWS` rows (over all its parts) is a ``longtable`` per part
+    (captions "(continued, part k of m)").
     Nothing is set below ``\\small`` and every cell is printed (the CSV and markdown keep the one-frame layout). A
     narrow table of at most :data:`LONG_ROWS` rows is one ``tabular``. Needs ``\\usepackage{booktabs}`` (and
     ``longtable`` for long tables) in the including document. ``fit=False``: one tabular whatever its width.
@@ -99,7 +101,9 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
     if len(df) >= 2 and width(cols, sep, True) > TEXT_WIDTH_PT:
         const = [c for c in cols if len(set(cells[c])) == 1]
         if const and len(const) < len(cols):
-            cap = _sentence(cap) + " In every row: " + "; ".join(f"{heads[c]} = {cells[c][0]}" for c in const) + "."
+            said = [_in_words(heads[c], cells[c][0], numeric=aligns[c] == "r") for c in const]
+            if any(said):
+                cap = _sentence(cap) + " In every row: " + "; ".join(x for x in said if x) + "."
             cols = [c for c in cols if c not in const]
     group = None
     first = cols[0]
@@ -140,6 +144,16 @@ def to_latex(df: pd.DataFrame, *, caption: str, label: str, decimals: int | None
     if len(parts[0][2]) * len(parts) > LONG_ROWS:  # the parts of one float would not fit a page
         return _longtables(parts, caption=cap, label=label, sep=sep)
     return _float_table(parts, caption=cap, label=label, sep=sep, empty=df.empty)
+
+
+def _in_words(head: str, cell: str, *, numeric: bool) -> str:
+    """A column that holds one value, said in the caption: ``σ = 4`` (a number), ``data set: CSN`` (a name),
+    ``no supremum note`` (missing everywhere); nothing for an empty text (a note left empty says nothing)."""
+    if not cell.strip():
+        return ""
+    if cell == "--":
+        return f"no {head}"
+    return f"{head} = {cell}" if numeric else f"{head}: {cell}"
 
 
 def _sentence(text: str) -> str:

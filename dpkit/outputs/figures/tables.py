@@ -133,5 +133,5 @@ def plot_sweep(rows: Iterable[dict[str, Any]], *, xlabel: str, title: str = "", 
     ax.minorticks_off()
     fig.legend(loc="outside lower center", ncol=2, fontsize=8)
     if title:
-        ax.set_title(title)
+        fig.suptitle(title)  # interactive use only: a figure exported with a caption carries no title
     return fig
