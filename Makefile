@@ -139,8 +139,10 @@ board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/l
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
 # written). METHOD: package.module:NAME, an entry-point name (group dpkit.methods) or a registered name not on the board.
-# QUICK=1: one data set, one sigma, 4 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
-board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0]
+# QUICK=1: one data set, one sigma, 4 repetitions (board_pairing.QUICK_REPS); GATE=0: without the audit gate (the
+# entrant's ledgers are still checked against the board's budget); REPLACE=1: overwrite results/board/; REP_WORKERS=N:
+# repetitions computed at once
+board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0] [REPLACE=1] [BOARD=records.parquet] [REP_WORKERS=N]
 	@test -n "$(METHOD)" || { echo "board-add: name the entrant, e.g. make board-add METHOD=package.module:NAME" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board-add '$(METHOD)' --out $(RESULTS)/board $(if $(BOARD),--board '$(BOARD)',) \
 		$(if $(filter 1,$(QUICK)),--quick,) $(if $(filter 0,$(GATE)),--no-gate,) $(if $(filter 1,$(REPLACE)),--replace,) \

@@ -39,7 +39,8 @@ SOURCE = textwrap.dedent('''
     @dataclass(frozen=True, kw_only=True)
     class Zero(MethodBase):
         """Answers 0 to every query: its worst error is the workload's largest exact answer, a function of the
-        workload alone (so equal records mean equal workloads)."""
+        workload alone (so equal records mean equal workloads). It records its budget spent (the board refuses a
+        private entrant whose ledger records nothing)."""
 
         epsilon: float = 1.0
         delta: float = 0.0
@@ -49,6 +50,7 @@ SOURCE = textwrap.dedent('''
         def release(self, X, *, rng=None, ledger=None, workload=None):
             wl = self._require_workload(workload)
             led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+            led.spend("answers", self.epsilon, 0.0, mechanism="constant")
             return Release(method=self.name, privacy=self.privacy, params={"epsilon": self.epsilon, "delta": 0.0},
                            ledger=led.to_dict(), timings={"total": 0.0}, answers=np.zeros(len(wl)))
 ''')
@@ -142,12 +144,17 @@ def test_board_add_quick_from_the_command_line(stored, scratch, tmp_path, capsys
     assert "σ=4" not in text
     assert text.count("against the current best ") == 2 and text.count(" on 2 judged reps, ") == 2
     assert "verdicts at false-alarm budget γ = 0.05 per table (Holm across its cells)" in text
+    # it explains itself: the gate (not run here), and every file written with what it is
+    assert f"audit gate: not run (--no-gate, GATE=0): {name} is unaudited" in text
+    for f, role in (("records.parquet", "the updated board, a copy"), ("entrant_records.parquet", "the entrant's own"),
+                    ("ranks.csv", "the entrant's rank and paired comparison"), ("board_add.json", "the summary")):
+        assert f"  {out / f}  ({role}" in text
     mine = read_records(out / "entrant_records.parquet")
     assert sorted(mine["rep"]) == [0, 1, 2, 3] and set(mine["sigma"]) == {2.0}
     assert published.read_bytes() == before
     # an earlier board-add is not overwritten; the published file is never the output; a name on the board is refused
     assert main(["board-add", name, "--out", str(out), "--quick", "--no-gate"]) == 2
-    assert "not overwritten (pass --replace)" in capsys.readouterr().err
+    assert "not overwritten (pass --replace, make board-add … REPLACE=1)" in capsys.readouterr().err
     assert main(["board-add", name, "--out", str(published.parent), "--quick", "--no-gate"]) == 2
     assert "is the published board" in capsys.readouterr().err
     assert main(["board-add", "trig-I", "--out", str(tmp_path / "x"), "--quick", "--no-gate"]) == 2
