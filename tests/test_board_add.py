@@ -291,3 +291,51 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
     merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
     assert len(merged) == len(df) + 4
+
+
+GUIDE = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "guide", "add-method.md")
+
+
+def _guide_block(marker: str) -> str:
+    import re
+
+    with open(GUIDE, encoding="utf-8") as fh:
+        blocks = re.findall(r"```python\n(.*?)```", fh.read(), re.S)
+    (block,) = [b for b in blocks if marker in b]
+    return block
+
+
+def test_the_guides_own_example_passes_the_gate_and_is_ranked_by_a_quick_board_add(stored, tmp_path, monkeypatch,
+                                                                                   capsys):
+    """NoisyMean, copied from docs/guide/add-method.md word for word (so the guide cannot drift), joins a QUICK board
+    with the audit gate on (it used to fail there: the gate called measure() without a ledger). The gate runs at its
+    defaults: a correct method is refuted with probability ≤ 5 % (seed fixed)."""
+    from dpkit.batch.cli import main
+
+    (tmp_path / "guide_example.py").write_text(_guide_block("class NoisyMean"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("guide_example", None)
+    out = tmp_path / "board"
+    assert main(["board-add", "guide_example:NoisyMean", "--out", str(out), "--quick"]) == 0
+    text = capsys.readouterr().out
+    assert "audit gate: passed guide_example:NoisyMean: audited lower bound ε ≥ " in text
+    assert "a pass is not a proof of privacy" in text
+    assert "TOY σ=2 ε-DP: rank " in text and "over 4 reps" in text
+    summary = json.loads((out / "board_add.json").read_text())
+    assert summary["status"] == "ranked" and summary["gate"]["refuted"] is False
+    assert summary["gate"]["note"].startswith("a pass is not a proof")
+    assert [a["probe"] for a in summary["gate"]["record"]["audits"]] == ["measure", "release"]
+    sys.modules.pop("guide_example", None)
+
+
+def test_the_guide_and_the_command_line_state_the_quick_repetitions_of_the_code():
+    from dpkit.batch.cli import _parser
+    from dpkit.experiments.board_pairing import QUICK_REPS
+
+    with open(GUIDE, encoding="utf-8") as fh:
+        guide = fh.read()
+    assert f"QUICK=1    # one data set, one σ, {QUICK_REPS} repetitions" in guide
+    add = _parser()._subparsers._group_actions[0].choices["board-add"]
+    assert f"{QUICK_REPS} repetitions" in add.format_help()
+    with open(os.path.join(os.path.dirname(GUIDE), os.pardir, os.pardir, "Makefile"), encoding="utf-8") as fh:
+        assert f"QUICK=1: one data set, one sigma, {QUICK_REPS} repetitions" in fh.read()

@@ -1,57 +1,66 @@
 """The audit gate of the open board: the empirical auditor tries to refute a method's privacy claim before it is ranked.
 
-:func:`audit_gate` runs :func:`dpkit.evaluation.audit.audit` (Clopper–Pearson lower bound ε_lb on ε from a
-threshold event on one scalar statistic) on the method's **released statistics** at the sizes of the board's
-data sets, on worst-case neighbours, and reports a :class:`GateResult`. The method is **refuted** when
-``ε_lb > ε`` (the claimed ε); otherwise it **passes**.
+:func:`audit_gate` runs the auditor of :mod:`dpkit.evaluation.audit` (Clopper–Pearson lower bound ε_lb on ε from a
+threshold event on one scalar statistic, :func:`~dpkit.evaluation.audit.audit_candidates`) on worst-case neighbours at
+the board's sizes and reports a :class:`GateResult`. The claim is the one the caller names (the board passes its own
+budget for the method's class, never what the method holds). The method is **refuted** when an audit's
+``ε_lb > ε``; otherwise it **passes**.
 
-What is audited (a *probe*: a function of the data and a random generator returning a release):
+What is audited (a *probe*: a function of the data and a random generator returning an output):
 
-1. ``method.audit_steps()`` where the method defines it (a hook: ``{step name: f(X, rng)}``, the private
-   measurement of each step, e.g. the Gaussian-fit candidates of MWEM); all steps are run on independent
-   streams and audited jointly (one output per draw holding every step's release);
-2. else ``method.measure(X, rng=...)`` where the method overrides the template hook of
-   :class:`~dpkit.queries.release.MethodBase` (the statistics :meth:`~dpkit.queries.release.MethodBase.release`
-   post-processes into the synthetic database; cheaper than a release: no synthesis);
-3. else the whole ``method.release(X, rng=...)``: its answers, its diagnostics and a summary of the synthetic
-   database (weighted mean, weighted kernel mass at the two values of the differing row).
+1. **always the release, as a black box**: what ``method.at_width(σ).release(X, rng=...)`` returns and the board
+   scores (:func:`~dpkit.evaluation.gate_pilot.probes`): the answers to a workload of queries centred at the differing
+   row, or the statistics of the synthetic database there (:func:`~dpkit.evaluation.gate_pilot.synthetic_features`:
+   per attribute its mass within a window of the differing row's value and whether that mass is positive, box and
+   kernel masses around the row, its mean and second moments). Whatever ``measure`` does, the release is what is
+   published, so a method whose ``measure`` is noisy and whose release is not is refuted here;
+2. **for power, a measurement probe** where the method has one: ``method.audit_steps()`` (a hook:
+   ``{step name: f(X, rng)}``, the private measurement of each step, e.g. the Gaussian-fit candidates of MWEM; run on
+   independent streams and audited jointly), else ``method.measure(X, rng=..., ledger=...)`` where the method overrides
+   the template hook of :class:`~dpkit.queries.release.MethodBase`, given a fresh ledger holding the claim as the
+   template's release gives it one (a measurement that spends beyond the claim is refuted outright). A method's
+   privacy proof covers these measurements (the release is their post-processing), so the claim holds for them.
 
-A method's privacy proof covers each probe's output (the measurements; the synthetic database is their
-post-processing), so an (ε, δ)-DP claim holds for it. ``steps=`` names the probe explicitly (``"steps"``,
-``"measure"`` or ``"release"``).
+The audits share the false-refutation budget: each runs at confidence ``1 − (1 − confidence)/k`` for ``k`` audits
+(Bonferroni), so a correct claim is refuted with probability at most ``1 − confidence`` in all. ``steps=`` names the
+measurement probe (``"steps"`` or ``"measure"``), or ``"release"`` for the release alone.
 
 Neighbours (:func:`~dpkit.evaluation.gate_pilot.neighbour_pairs`): ``n − 1`` background rows (the centre of the cube
 unless ``background`` is given, e.g. rows of a real data set) and one differing row: under **replace-one** (the
 default, and every dpkit method's relation; a method may state another in a ``neighbouring`` attribute) the row
 moves between opposite corners of [-1, 1]^d (the worst case of every count and mean, monotone in each coordinate) or
 from the corner (1, …, 1) to the corner with its first ⌈3d/4⌉ coordinates flipped (the worst case of second moments
-x xᵀ jointly with the mean); under **add/remove** one data set has the corner row and the other lacks it.
+x xᵀ jointly with the mean); under **add/remove** one data set has the corner row and the other lacks it. The shape
+is :data:`GATE_SHAPE`: the board's fewest rows and attributes (a budget split over the attributes leaks most per
+attribute where they are few).
 
-Statistic (chosen on a pilot, never on the audit's draws): every numeric leaf of the release (arrays, numbers,
-found in dataclasses, mappings and sequences; one leaf per path and size) is a coordinate. For each pair, ``n_pilot``
-draws on both data sets with **common random numbers** (the same stream on both sides) give the mean shift Δ of
-every leaf (exactly the difference of the noise-free statistics for additive noise); each leaf is projected on
-its Δ (a leaf is kept where its shift is clear on the pilot; where some leaves are additive noise on a statistic
-of the data, i.e. their differences do not vary, only those), and the projections are combined with the weights
-``δ_l/σ_l²`` (δ_l the mean shift of projection l, σ_l² its variance on the pilot). For additive Gaussian noise
-of one scale per leaf this is the likelihood-ratio statistic, i.e. the most powerful test. The pair with the
-largest pilot separation (mean shift over standard deviation of the statistic) is audited. The pilot
-uses streams independent of the audit's, so the choice costs no confidence.
+Statistic (chosen on a pilot and on the audit's selection half, never on its estimation half): every numeric leaf of
+the probe's output (arrays, numbers, found in dataclasses, mappings and sequences; one leaf per path and size) is a
+coordinate. For each pair, ``n_pilot`` draws on both data sets with **common random numbers** (the same stream on
+both sides) give the mean shift Δ of every leaf (exactly the difference of the noise-free statistics for additive
+noise); a leaf is kept where its shift is clear on the pilot (where some leaves are additive noise on a statistic of
+the data, i.e. their differences do not vary, only those), and the pair with the largest pilot separation is audited.
+The candidate statistics (:meth:`~dpkit.evaluation.gate_pilot.PilotStatistic.candidates`) are the projections of the
+leaves on their shifts (the likelihood ratio for Gaussian noise), their weighted sum (``δ_l/σ_l²``), the sign
+statistics ``Σ_j sign(Δ_j)·sign(y_j − m_j)`` of the leaves of several coordinates (close to the likelihood ratio for
+Laplace noise, and for a count clipped at 0), and both summed over the places of one feature; the audit's selection
+half keeps the one that separates the two data sets best and its event, and only its fresh estimation half bounds ε.
 
 Guarantees and cost
 -------------------
 * **False refutation**: a method that is (ε, δ)-DP is refuted with probability at most ``1 − confidence``
-  (the auditor's guarantee, :mod:`dpkit.evaluation.audit`; one audit per gate).
-* **A pass is not a proof** of privacy: the auditor can only refute. It sees one statistic on a few
-  neighbour pairs and a finite sample; a leak elsewhere (another pair, a selection step with little budget,
-  a rare event) can pass. The exact audit of the finite-output selection steps is in
+  (the auditor's guarantee, :mod:`dpkit.evaluation.audit`, Bonferroni over the audits).
+* **A pass is not a proof** of privacy (:data:`NOT_A_PROOF`): the auditor can only refute. It sees a few statistics
+  on two neighbour pairs and a finite sample; a leak elsewhere (another pair, a selection step with little budget, a
+  rare event) can pass. The exact audit of the finite-output selection steps is in
   :func:`dpkit.evaluation.oracles.exact_privacy_loss`.
-* **Power**: the auditor needs the statistic's own leak to exceed ε; a method whose budget is spread over
-  many steps leaks little in any one of them, and a noise scale 4 times too small is caught where the
-  audited statistics carry most of the budget (e.g. MST's one- and two-way counts, two thirds of ρ).
-* **Cost**: ``2·n_pilot`` probe calls per neighbour pair (2 pairs) plus ``2·n_samples`` for the audit, each
-  call one private measurement at size (n, d) (a whole release for probe 3), plus the auditor's sorting;
-  ``elapsed_s`` records it.
+* **Power**: the auditor needs the statistic's own leak to exceed ε; a method whose budget is spread over many steps
+  leaks little in any one of them. What it refutes per method family, measured by ``tools/gate_power.py``, is in the
+  add-method guide (docs/guide/add-method.md): e.g. histogram marginals with a quarter of their noise (true ε = 4)
+  by both audits, MST's counts with a quarter of theirs by the measurement probe.
+* **Cost**: ``2·n_pilot`` probe calls per neighbour pair (2 pairs) and probe, plus ``2·n_samples`` measurements and
+  ``2·n_release`` whole releases for the audits, each at size (n, d), plus the auditor's sorting; ``elapsed_s``
+  records it.
 """
 from __future__ import annotations
 

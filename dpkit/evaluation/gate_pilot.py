@@ -1,12 +1,13 @@
 """What the audit gate audits, chosen before its audit: the neighbour pairs, the probes of a method and the
-scalar statistic of a probe's release, chosen on a pilot.
+candidate statistics of a probe's output, chosen on a pilot.
 
 :func:`neighbour_pairs` makes the gate's worst-case neighbouring data sets (replace-one or add/remove);
-:func:`probes` lists what can be audited of a method (its ``audit_steps``, its ``measure`` or its whole
-``release``); :func:`pilot_statistic` chooses, on common-random-number draws independent of the audit's, the weighted
-projection of the release's numeric leaves that separates a pair best. :mod:`dpkit.evaluation.gate` describes
-all three, runs the pilot over every (probe, pair) and audits the best (:func:`~dpkit.evaluation.gate.audit_gate`);
-it re-exports :class:`NeighbourPair`, :func:`neighbour_pairs` and :func:`probes`.
+:func:`probes` lists what can be audited of a method (its ``audit_steps``, its ``measure``, and always its whole
+``release`` as a black box, :func:`synthetic_features`); :func:`pilot_statistic` finds, on common-random-number draws
+independent of the audit's, the leaves of the output that shift between a pair and the candidate statistics built on
+them (:class:`PilotStatistic`), among which the audit's selection half chooses. :mod:`dpkit.evaluation.gate`
+describes all three, runs the pilots and the audits (:func:`~dpkit.evaluation.gate.audit_gate`); it re-exports
+:class:`NeighbourPair`, :func:`neighbour_pairs` and :func:`probes`.
 """
 from __future__ import annotations
 
