@@ -326,3 +326,26 @@ def test_positive_control_honest_entrants_pass(cheats, entrant):
     assert res.passed and [a["probe"] for a in res.audits] == ["measure", "release"], res.as_dict()
     assert res.audits[0]["confidence"] == res.audits[1]["confidence"] == pytest.approx(0.975)  # Bonferroni
     assert res.audited.endswith(NOT_A_PROOF)
+
+
+def test_an_entrant_that_takes_its_own_budget_back_at_a_width_is_refused(tmp_path, monkeypatch):
+    """at_width(σ) is what the board releases: it must hold the board's budget too."""
+    (tmp_path / "width_cheat.py").write_text(textwrap.dedent('''
+        import dataclasses
+        from dataclasses import dataclass
+        from dpkit.methods.direct import DirectAnswering
+
+
+        @dataclass(frozen=True, kw_only=True)
+        class WidthKeeper(DirectAnswering):
+            epsilon: float = 1.0
+            delta: float = 1e-3
+
+            def at_width(self, sigma):
+                return dataclasses.replace(self, epsilon=10.0)
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(BudgetViolationError, match=r"entrant 'width_cheat:WidthKeeper at width 2' \(\(ε,δ\)-DP\) holds "
+                                                   r"ε = 10, δ = 0.001 after the board set its budget ε = 1"):
+        load_entrant("width_cheat:WidthKeeper", epsilon=1.0, delta=1e-3)
+    sys.modules.pop("width_cheat", None)

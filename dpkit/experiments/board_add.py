@@ -53,6 +53,7 @@ from dpkit.experiments.board_records import (
     write_records,
 )
 from dpkit.experiments.board_stats import DEFAULT_BUDGET  # noqa: F401 - re-exported
+from dpkit.methods.entrants import check_board_budget
 
 __all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedError", "BoardAddResult",
            "PreparedBoardAdd", "board_plan", "check_new_entrant", "check_entrant_spend", "run_gate", "entrant_records",
@@ -331,6 +332,8 @@ def prepare_board_add(name: str, *, board: str | os.PathLike | None = None, out:
     check_new_entrant(stored, name)
     plan = board_plan(stored, quick=quick)
     method = board_methods([name], epsilon=plan.epsilon, delta=plan.delta)[name]
+    for s in plan.sigmas:  # the method the board releases at each width holds the board's budget too
+        check_board_budget(f"{name} at width {s:g}", method.at_width(s), epsilon=plan.epsilon, delta=plan.delta)
     _check_out(out, replace=replace)  # before hours of runs, not after
     if gate:
         _gate_function(name)

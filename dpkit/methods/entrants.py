@@ -291,7 +291,13 @@ def trial_release(name: str, method: Method, *, epsilon: float | None = None,
     wl = GaussianKernelWorkload.generate(TRIAL_WORKLOAD[0], d, J=TRIAL_WORKLOAD[1], sigma=TRIAL_SIGMA, rng=rng)
     where = f"entrant {name!r}: its trial release (a {n}×{d} synthetic array, no real data)"
     try:
-        rel = method.at_width(TRIAL_SIGMA).release(X, rng=np.random.default_rng(1), workload=wl)
+        widened = method.at_width(TRIAL_SIGMA)
+    except Exception as exc:
+        raise EntrantError(f"{where} failed: at_width({TRIAL_SIGMA:g}): {type(exc).__name__}: {exc}") from exc
+    if epsilon is not None and delta is not None:  # the method the board releases at a width holds its budget too
+        check_board_budget(f"{name} at width {TRIAL_SIGMA:g}", widened, epsilon=epsilon, delta=delta)
+    try:
+        rel = widened.release(X, rng=np.random.default_rng(1), workload=wl)
     except Exception as exc:
         raise EntrantError(f"{where} failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(rel, Release):
