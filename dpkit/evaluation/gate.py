@@ -145,7 +145,7 @@ class GateResult:
         Every audit (the measurement probe where the method has one, and always the release): its probe, pair,
         statistic, event, ``epsilon_lb`` at its ``confidence`` (Bonferroni), ``refuted``.
     audited : str
-        One line of what was audited, at which confidence, and that a pass is not a proof (shown with the verdict).
+        One line of what was audited and at which confidence (shown with the verdict, with :data:`NOT_A_PROOF`).
     elapsed_s : float
         Wall time of the gate.
     """
@@ -178,13 +178,14 @@ class GateResult:
 
     @property
     def power_note(self) -> str:
-        """What was audited and that a pass is not a proof (:attr:`audited`), for the verdict's line."""
+        """What was audited (:attr:`audited`), for the verdict's line."""
         return self.audited
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready record for the board (``refuted`` included)."""
+        """A JSON-ready record for the board (``refuted`` and the ``note`` :data:`NOT_A_PROOF` included)."""
         out = dataclasses.asdict(self)
         out["refuted"] = self.refuted
+        out["note"] = NOT_A_PROOF
         return out
 
 
@@ -289,8 +290,7 @@ def audit_gate(
         delta=dl, probe=top["probe"], statistic=top["statistic"], event=dict(top["event"]), pair=top["pair"],
         neighbouring=relation, n=int(pairs[0].d0.shape[0]), d=int(pairs[0].d0.shape[1]), n_samples=int(top["n_samples"]),
         n_pilot=n_pilot, confidence=conf, epsilon_point=float(top["epsilon_point"]), pilot=tried, audits=audits,
-        audited=(" and ".join(plan) + f" audited, each at confidence {level:.4g} (Bonferroni: {conf:g} jointly); "
-                 + NOT_A_PROOF),
+        audited=" and ".join(plan) + f" audited, each at confidence {level:.4g} (Bonferroni: {conf:g} jointly)",
         elapsed_s=time.perf_counter() - t0)
 
 
