@@ -30,7 +30,8 @@ unless ``background`` is given, e.g. rows of a real data set) and one differing 
 default, and every dpkit method's relation; a method may state another in a ``neighbouring`` attribute) the row
 moves between opposite corners of [-1, 1]^d (the worst case of every count and mean, monotone in each coordinate) or
 from the corner (1, …, 1) to the corner with its first ⌈3d/4⌉ coordinates flipped (the worst case of second moments
-x xᵀ jointly with the mean); under **add/remove** one data set has the corner row and the other lacks it. The shape
+x xᵀ jointly with the mean) or from that corner to the centre (every square x_i² moves by 1, which no move between
+corners does); under **add/remove** one data set has the corner row and the other lacks it. The shape
 is :data:`GATE_SHAPE`: the board's fewest rows and attributes (a budget split over the attributes leaks most per
 attribute where they are few).
 
@@ -51,15 +52,15 @@ Guarantees and cost
 * **False refutation**: a method that is (ε, δ)-DP is refuted with probability at most ``1 − confidence``
   (the auditor's guarantee, :mod:`dpkit.evaluation.audit`, Bonferroni over the audits).
 * **A pass is not a proof** of privacy (:data:`NOT_A_PROOF`): the auditor can only refute. It sees a few statistics
-  on two neighbour pairs and a finite sample; a leak elsewhere (another pair, a selection step with little budget, a
+  on three neighbour pairs and a finite sample; a leak elsewhere (another pair, a selection step with little budget, a
   rare event) can pass. The exact audit of the finite-output selection steps is in
   :func:`dpkit.evaluation.oracles.exact_privacy_loss`.
 * **Power**: the auditor needs the statistic's own leak to exceed ε; a method whose budget is spread over many steps
   leaks little in any one of them. What it refutes per method family, measured by ``tools/gate_power.py``, is in the
   add-method guide (docs/guide/add-method.md): e.g. histogram marginals with a quarter of their noise (true ε = 4)
   by both audits, MST's counts with a quarter of theirs by the measurement probe.
-* **Cost**: ``2·n_pilot`` probe calls per neighbour pair (2 pairs) and probe, plus ``2·n_samples`` measurements and
-  ``2·n_release`` whole releases for the audits, each at size (n, d), plus the auditor's sorting; ``elapsed_s``
+* **Cost**: ``2·n_pilot`` probe calls per neighbour pair (3 under replace-one) and probe, plus ``2·n_samples``
+  measurements and ``2·n_release`` whole releases for the audits, each at size (n, d), plus the auditor's sorting; ``elapsed_s``
   records it.
 """
 from __future__ import annotations

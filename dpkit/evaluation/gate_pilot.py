@@ -66,13 +66,15 @@ def neighbour_pairs(n: int, d: int, relation: str = "replace-one",
         if rest.shape != (n - 1, d) or not np.all(np.abs(rest) <= 1.0):
             raise ValueError(f"background must be an array of shape (n - 1, d) = ({n - 1}, {d}) in [-1, 1]; "
                              f"got shape {rest.shape}")
-    one, flip = np.ones(d), np.ones(d)
+    one, flip = np.ones(d), np.ones(d)  # replace-one: three cases (the centre one moves every square x_i² by 1)
     k = math.ceil(3 * d / 4)
     flip[:k] = -1.0
     if relation == "replace-one":
         cases = [(f"replace-one: row 0 (-1,…,-1) vs (+1,…,+1) (opposite corners), d={d}", -one, one),
                  (f"replace-one: row 0 (+1,…,+1) vs the corner with its first {k} of {d} coordinates -1 "
-                  "(second moments)", one, flip)]
+                  "(second moments)", one, flip),
+                 (f"replace-one: row 0 (+1,…,+1) vs the centre (0,…,0) (squares and mean at once), d={d}", one,
+                  np.zeros(d))]
         return [NeighbourPair(desc, relation, np.vstack([a, rest]), np.vstack([b, rest]), a, b) for desc, a, b in cases]
     cases2 = [(f"add-remove: row (+1,…,+1) present vs absent, d={d}", one),
               (f"add-remove: row (+1,…,+1 with its first {k} of {d} coordinates -1) present vs absent", flip)]
