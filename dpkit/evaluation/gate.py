@@ -275,20 +275,22 @@ def audit_gate(
     level = 1.0 - (1.0 - conf) / len(plan)  # Bonferroni over the audits
     audits: list[dict[str, Any]] = []
     tried: list[dict[str, Any]] = []
-    seeds = spawn_seeds(rng, len(plan))
+    # the first probe's pilot and audit streams are the first two children of rng, the next probe's the two children
+    # of the third, and so on (the measurement probe draws what the gate drew when it audited it alone)
+    children = spawn_seeds(rng, len(plan) + 1)
+    streams = [(children[0], children[1])] + [tuple(c.spawn(2)) for c in children[2:]]
     with limit_threads(1):  # thousands of small measurements: threads only contend
-        for pname, seed in zip(plan, seeds):
+        for pname, seed in zip(plan, streams):
             draws = n_release if pname == "release" else n_samples
             audits.append(_audit_probe(name, method, pname, pairs, n_pilot, draws, level, eps, dl, sigma, seed, tried))
-    done = [a for a in audits if a["statistic"] is not None]
-    if not done:
-        raise ValueError(f"method {name!r}: no released statistic differs between the neighbours on the pilot "
-                         f"({n_pilot} draws per side) in any of {plan}; the gate has nothing to audit (is the release "
-                         "data-independent?)")
-    top = max(done, key=lambda a: a["epsilon_lb"])
+    for a in audits:
+        if a["statistic"] is None:  # said, not skipped: the record and the verdict's line carry it
+            a["statistic"] = (f"none: no statistic of its output differs clearly between the neighbours on the pilot "
+                              f"({n_pilot} draws per side and pair): nothing to refute")
+    top = max(audits, key=lambda a: a["epsilon_lb"])
     return GateResult(
-        name=name, passed=not any(a["refuted"] for a in done), epsilon_lb=float(top["epsilon_lb"]), epsilon=eps,
-        delta=dl, probe=top["probe"], statistic=top["statistic"], event=dict(top["event"]), pair=top["pair"],
+        name=name, passed=not any(a["refuted"] for a in audits), epsilon_lb=float(top["epsilon_lb"]), epsilon=eps,
+        delta=dl, probe=top["probe"], statistic=top["statistic"], event=dict(top["event"]), pair=str(top["pair"] or ""),
         neighbouring=relation, n=int(pairs[0].d0.shape[0]), d=int(pairs[0].d0.shape[1]), n_samples=int(top["n_samples"]),
         n_pilot=n_pilot, confidence=conf, epsilon_point=float(top["epsilon_point"]), pilot=tried, audits=audits,
         audited=" and ".join(plan) + f" audited, each at confidence {level:.4g} (Bonferroni: {conf:g} jointly)",
@@ -310,11 +312,13 @@ def _probe_plan(name: str, method: Any, pair: NeighbourPair, steps: str | None, 
 
 
 def _audit_probe(name: str, method: Any, pname: str, pairs: list[NeighbourPair], n_pilot: int, n_samples: int,
-                 level: float, eps: float, dl: float, sigma: float | None, seed: np.random.SeedSequence,
+                 level: float, eps: float, dl: float, sigma: float | None,
+                 seed: tuple[np.random.SeedSequence, np.random.SeedSequence],
                  tried: list[dict[str, Any]]) -> dict[str, Any]:
-    """One probe: the pilot over the neighbour pairs (appended to ``tried``), then the audit of the best pair at
-    ``level``; the audit's record (``statistic`` None when no statistic differs on the pilot: nothing to refute)."""
-    s_pilot, s_audit = seed.spawn(2)
+    """One probe: the pilot over the neighbour pairs (appended to ``tried``; streams ``seed[0]``), then the audit of
+    the best pair at ``level`` (stream ``seed[1]``); the audit's record (``statistic`` None when no statistic differs
+    on the pilot: nothing to refute)."""
+    s_pilot, s_audit = seed
     best: tuple[float, NeighbourPair, PilotStatistic, Callable[..., Any]] | None = None
     record: dict[str, Any] = {"probe": pname, "n_samples": n_samples, "confidence": level, "statistic": None,
                               "pair": None, "event": {}, "epsilon_lb": 0.0, "epsilon_point": 0.0, "refuted": False}
@@ -322,8 +326,8 @@ def _audit_probe(name: str, method: Any, pname: str, pairs: list[NeighbourPair],
         probe = probes(method, pair, epsilon=eps, delta=dl, sigma=sigma)[pname]
         try:
             stat = pilot_statistic(probe, pair, n_pilot, ps)
-        except BudgetExceededError as exc:  # the probe's ledger holds the claim: it spends more, a refutation
-            record.update(statistic=f"none: it spends beyond the claim through a ledger holding it ({exc})",
+        except BudgetExceededError as exc:  # a ledger refuses the probe's spend: it spends more than its budget
+            record.update(statistic=f"none: it spends beyond the claim, its ledger refuses the spend ({exc})",
                           pair=pair.description, epsilon_lb=math.inf, epsilon_point=math.inf, refuted=True)
             return record
         sep = 0.0 if stat is None else stat.separation
