@@ -339,3 +339,19 @@ def test_the_guide_and_the_command_line_state_the_quick_repetitions_of_the_code(
     assert f"{QUICK_REPS} repetitions" in add.format_help()
     with open(os.path.join(os.path.dirname(GUIDE), os.pardir, os.pardir, "Makefile"), encoding="utf-8") as fh:
         assert f"QUICK=1: one data set, one sigma, {QUICK_REPS} repetitions" in fh.read()
+
+
+def test_every_make_switch_board_add_names_is_listed_by_make_help():
+    """The board-add line of `make help` (the Makefile's `##` text) lists every switch of the target, and every switch
+    its messages name (REPLACE=1 for an output in the way, GATE=0 for the gate)."""
+    import re
+
+    with open(os.path.join(os.path.dirname(GUIDE), os.pardir, os.pardir, "Makefile"), encoding="utf-8") as fh:
+        makefile = fh.read()
+    (line,) = [x for x in makefile.splitlines() if x.startswith("board-add:") and "## " in x]
+    listed = set(re.findall(r"\b([A-Z_]+)=", line.split("## ", 1)[1]))
+    recipe = makefile.split(line, 1)[1].split("\n\n", 1)[0]
+    used = set(re.findall(r"\$\(([A-Z_]+)\)", recipe)) - {"BIN", "RESULTS", "STAMP"}
+    assert used == {"METHOD", "QUICK", "GATE", "REPLACE", "BOARD", "REP_WORKERS"} and used <= listed, (used, listed)
+    # the switches the messages name (the output in the way: test_board_add_quick_from_the_command_line; the gate)
+    assert "GATE=0" in ba.gate_text("m:X", None) and {"REPLACE", "GATE"} <= listed
