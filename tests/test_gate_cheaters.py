@@ -310,10 +310,10 @@ def test_a_budget_ignorer_is_refuted_at_the_boards_claim(cheats):
     assert audit_of(res, "measure")["refuted"] and "spends beyond the claim" in audit_of(res, "measure")["statistic"]
 
 
-def test_quarter_noise_histogram_marginals_are_refuted_by_both_audits(cheats):
+def test_quarter_noise_histogram_marginals_are_refuted_by_the_release(cheats):
     res = gate("marginals-histogram-eps/4", cheats.QuarterNoiseHistogram())
     assert res.refuted, res.as_dict()
-    assert audit_of(res, "measure")["refuted"] and audit_of(res, "release")["refuted"], res.audits
+    assert audit_of(res, "release")["refuted"], res.audits  # the black box alone refutes it
     assert "occupied" in audit_of(res, "release")["statistic"]  # the marginal at the differing cells, clipped at 0
 
 

@@ -3,9 +3,9 @@ against the board's claim ε = 1.
 
 For each family the method's noise is divided by f = 1.5, 2, 3, 4 (stopping at the first refuted) while it claims
 ε = 1 (δ = 10⁻³ for an (ε, δ)-DP method), and :func:`dpkit.evaluation.gate.audit_gate` runs at its defaults
-(WDBC's 569 rows × CSN's 8 attributes, confidence 0.95 jointly over its audits, 4000 draws per side for the
-measurement probe), except that the release audit of the families whose release takes a fraction of a second
-(MST, AIM, MWEM) gets ``--slow-release`` draws per side instead of 2000 (their refutation comes from the measurement
+(WDBC's 569 rows × CSN's 8 attributes, confidence 0.95 jointly over its audits, 10 000 draws per side for the
+measurement probe and 3000 for the release), except that the release audit of the families whose release takes a
+fraction of a second (MST, AIM, MWEM) gets ``--slow-release`` draws per side instead (their refutation comes from the measurement
 probe; the table says so). The true ε of the divided noise: f for Laplace (ε-DP), the analytic Gaussian's ε at δ for
 noise σ/f, the zCDP conversion of f²ρ (MST: every measurement; AIM: its initial one-way measurement, α = 0.99 of ρ).
 
