@@ -290,11 +290,8 @@ def audit_candidates(
     found as in :func:`audit` (steps 2–3); the estimation half, drawn independently, evaluates only that event
     (step 4). The choice of statistic, like that of the event, is made on draws
     independent of the estimate, so the guarantee is :func:`audit`'s: **a correct mechanism is flagged with
-    probability at most 1 − confidence**, whatever ``K``. ``meta["candidate"]`` is the index chosen.
-
-    Parameters
-    ----------
-    As :func:`audit` (``mechanism_fn`` called once per draw).
+    probability at most 1 − confidence**, whatever ``K``. ``meta["candidate"]`` is the index chosen. The parameters
+    are :func:`audit`'s (``mechanism_fn`` is called once per draw, and there is no ``statistic``).
 
     Returns
     -------

@@ -103,9 +103,9 @@ def _steps_probe(method: Any) -> Callable[[np.ndarray, np.random.Generator], Any
 
 
 #: Half-widths of the per-attribute windows around the differing row's values in which the release probe weighs the
-#: synthetic database's mass (the cube's side is 2: a 1/64, 1/16 and 1/4 of it) and the widths (per √d) of its
-#: Gaussian kernel masses there.
+#: synthetic database's mass (the cube's side is 2: a 1/64, 1/16 and 1/4 of it).
 WINDOWS: tuple[float, ...] = (1 / 32, 1 / 8, 1 / 2)
+#: Widths (of the root mean square distance per attribute) of the Gaussian kernel masses around the differing row.
 KERNEL_WIDTHS: tuple[float, ...] = (0.25, 1.0)
 
 

@@ -74,8 +74,8 @@ FILE_ROLES: dict[str, str] = {
     "summary": f"{SUMMARY_NAME}: the summary: status, plan, the audit gate's record, the ranks",
 }
 #: What a gate's pass means, shown wherever its verdict is (CLI, ``board_add.json``, docs).
-NOT_A_PROOF = ("a pass is not a proof of privacy: the auditor can only refute a claim, and it sees a few neighbour "
-               "pairs, a few statistics and a finite sample")
+NOT_A_PROOF = ("a pass is not a proof of privacy: the auditor can only refute, and it sees a few neighbour pairs, "
+               "a few statistics and a finite sample")
 
 
 class GateUnavailableError(RuntimeError):
