@@ -325,7 +325,7 @@ def test_positive_control_honest_entrants_pass(cheats, entrant):
     res = gate(entrant, method)
     assert res.passed and [a["probe"] for a in res.audits] == ["measure", "release"], res.as_dict()
     assert res.audits[0]["confidence"] == res.audits[1]["confidence"] == pytest.approx(0.975)  # Bonferroni
-    assert res.audited == "measure and release audited, each at confidence 0.975 (Bonferroni: 0.95 jointly)"
+    assert res.audited == "measure and release audited, each at confidence 0.975, Bonferroni for 0.95 jointly"
     assert res.as_dict()["note"] == NOT_A_PROOF
 
 

@@ -293,7 +293,7 @@ def audit_gate(
         delta=dl, probe=top["probe"], statistic=top["statistic"], event=dict(top["event"]), pair=str(top["pair"] or ""),
         neighbouring=relation, n=int(pairs[0].d0.shape[0]), d=int(pairs[0].d0.shape[1]), n_samples=int(top["n_samples"]),
         n_pilot=n_pilot, confidence=conf, epsilon_point=float(top["epsilon_point"]), pilot=tried, audits=audits,
-        audited=" and ".join(plan) + f" audited, each at confidence {level:.4g} (Bonferroni: {conf:g} jointly)",
+        audited=" and ".join(plan) + f" audited, each at confidence {level:.4g}, Bonferroni for {conf:g} jointly",
         elapsed_s=time.perf_counter() - t0)
 
 

@@ -67,8 +67,8 @@ RANKS_NAME = "ranks.csv"
 SUMMARY_NAME = "board_add.json"
 #: One line of what each file of a board-add's output folder is (keys as in :attr:`BoardAddResult.files`).
 FILE_ROLES: dict[str, str] = {
-    "board": f"{RECORDS_NAME}: the updated board, a copy (the stored records plus the entrant's; the stored board is "
-             "unchanged)",
+    "board": f"{RECORDS_NAME}: the updated board, a copy: the stored records plus the entrant's, the stored board "
+             "unchanged",
     "entrant": f"{ENTRANT_RECORDS_NAME}: the entrant's own records, one per data set, σ and repetition",
     "ranks": f"{RANKS_NAME}: the entrant's rank and paired comparison with the current best in every cell",
     "summary": f"{SUMMARY_NAME}: the summary: status, plan, the audit gate's record, the ranks",
