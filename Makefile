@@ -162,6 +162,11 @@ board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/l
 # statistics and provenance, into results/board-<name>/ (never the published board); QUICK=1: one sigma, 4 repetitions;
 # SIGMAS=2,4: other widths; REPLACE=1: a folder holding runs of other data is moved aside. Then:
 # make board-add METHOD=... BOARD=results/board-<name>/records.parquet
+#: DATA        board: your data set (a spec file, an entry-point name of group dpkit.datasets, or a registry code)
+#: AIM         board: AIM=1 runs AIM too (hours on a large data set)
+#: SIGMAS      board: other kernel widths, comma-separated (SIGMAS=2,4; default the thesis's five)
+#: QUICK       board, board-add: QUICK=1: one sigma and 4 repetitions (board-add: one data set too)
+#: REPLACE     board-add: overwrite results/board/; board: move a folder of another data set's runs aside; board-publish: replace the published board
 board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yaml [AIM=1] [QUICK=1] [SIGMAS=2,4] [REPLACE=1]
 	@test -n "$(DATA)" || { echo "board: name the data set, e.g. make board DATA=data/examples/diabetes.yaml" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board '$(DATA)' $(if $(filter 1,$(AIM)),--aim,) $(if $(filter 1,$(QUICK)),--quick,) \
@@ -170,8 +175,14 @@ board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yam
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
 # written). METHOD: package.module:NAME, an entry-point name (group dpkit.methods) or a registered name not on the board.
-# QUICK=1: one data set, one sigma, 4 repetitions; GATE=0: without the audit gate; REPLACE=1: overwrite results/board/
-board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0]
+# QUICK=1: one data set, one sigma, 4 repetitions (board_pairing.QUICK_REPS); GATE=0: without the audit gate (the
+# entrant's ledgers are still checked against the board's budget); REPLACE=1: overwrite results/board/; REP_WORKERS=N:
+# repetitions computed at once
+#: METHOD      board-add: the entrant, package.module:NAME, an entry-point name (group dpkit.methods) or a registered name
+#: GATE        board-add: GATE=0 skips the audit gate (never the budget check of the entrant's ledgers)
+#: BOARD       board-add: the stored board to join; docs, docs-quick: the board rendered (default data/leaderboard/records.parquet)
+#: REP_WORKERS board-add: repetitions computed at once
+board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0] [REPLACE=1] [BOARD=records.parquet] [REP_WORKERS=N]
 	@test -n "$(METHOD)" || { echo "board-add: name the entrant, e.g. make board-add METHOD=package.module:NAME" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board-add '$(METHOD)' --out $(RESULTS)/board $(if $(BOARD),--board '$(BOARD)',) \
 		$(if $(filter 1,$(QUICK)),--quick,) $(if $(filter 0,$(GATE)),--no-gate,) $(if $(filter 1,$(REPLACE)),--replace,) \

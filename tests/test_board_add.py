@@ -39,7 +39,8 @@ SOURCE = textwrap.dedent('''
     @dataclass(frozen=True, kw_only=True)
     class Zero(MethodBase):
         """Answers 0 to every query: its worst error is the workload's largest exact answer, a function of the
-        workload alone (so equal records mean equal workloads)."""
+        workload alone (so equal records mean equal workloads). It records its budget spent (the board refuses a
+        private entrant whose ledger records nothing)."""
 
         epsilon: float = 1.0
         delta: float = 0.0
@@ -49,6 +50,7 @@ SOURCE = textwrap.dedent('''
         def release(self, X, *, rng=None, ledger=None, workload=None):
             wl = self._require_workload(workload)
             led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+            led.spend("answers", self.epsilon, 0.0, mechanism="constant")
             return Release(method=self.name, privacy=self.privacy, params={"epsilon": self.epsilon, "delta": 0.0},
                            ledger=led.to_dict(), timings={"total": 0.0}, answers=np.zeros(len(wl)))
 ''')
@@ -142,12 +144,17 @@ def test_board_add_quick_from_the_command_line(stored, scratch, tmp_path, capsys
     assert "σ=4" not in text
     assert text.count("against the current best ") == 2 and text.count(" on 2 judged reps, ") == 2
     assert "verdicts at false-alarm budget γ = 0.05 per table (Holm across its cells)" in text
+    # it explains itself: the gate (not run here), and every file written with what it is
+    assert f"audit gate: not run (--no-gate, GATE=0): {name} is unaudited" in text
+    for f, role in (("records.parquet", "the updated board, a copy"), ("entrant_records.parquet", "the entrant's own"),
+                    ("ranks.csv", "the entrant's rank and paired comparison"), ("board_add.json", "the summary")):
+        assert f"  {out / f}  ({role}" in text
     mine = read_records(out / "entrant_records.parquet")
     assert sorted(mine["rep"]) == [0, 1, 2, 3] and set(mine["sigma"]) == {2.0}
     assert published.read_bytes() == before
     # an earlier board-add is not overwritten; the published file is never the output; a name on the board is refused
     assert main(["board-add", name, "--out", str(out), "--quick", "--no-gate"]) == 2
-    assert "not overwritten (pass --replace)" in capsys.readouterr().err
+    assert "not overwritten (pass --replace, make board-add … REPLACE=1)" in capsys.readouterr().err
     assert main(["board-add", name, "--out", str(published.parent), "--quick", "--no-gate"]) == 2
     assert "is the published board" in capsys.readouterr().err
     assert main(["board-add", "trig-I", "--out", str(tmp_path / "x"), "--quick", "--no-gate"]) == 2
@@ -284,3 +291,67 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
     merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
     assert len(merged) == len(df) + 4
+
+
+GUIDE = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "guide", "add-method.md")
+
+
+def _guide_block(marker: str) -> str:
+    import re
+
+    with open(GUIDE, encoding="utf-8") as fh:
+        blocks = re.findall(r"```python\n(.*?)```", fh.read(), re.S)
+    (block,) = [b for b in blocks if marker in b]
+    return block
+
+
+def test_the_guides_own_example_passes_the_gate_and_is_ranked_by_a_quick_board_add(stored, tmp_path, monkeypatch,
+                                                                                   capsys):
+    """NoisyMean, copied from docs/guide/add-method.md word for word (so the guide cannot drift), joins a QUICK board
+    with the audit gate on (it used to fail there: the gate called measure() without a ledger). The gate runs at its
+    defaults: a correct method is refuted with probability ≤ 5 % (seed fixed)."""
+    from dpkit.batch.cli import main
+
+    (tmp_path / "guide_example.py").write_text(_guide_block("class NoisyMean"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("guide_example", None)
+    out = tmp_path / "board"
+    assert main(["board-add", "guide_example:NoisyMean", "--out", str(out), "--quick"]) == 0
+    text = capsys.readouterr().out
+    assert "audit gate: passed guide_example:NoisyMean: audited lower bound ε ≥ " in text
+    assert "a pass is not a proof of privacy" in text
+    assert "TOY σ=2 ε-DP: rank " in text and "over 4 reps" in text
+    summary = json.loads((out / "board_add.json").read_text())
+    assert summary["status"] == "ranked" and summary["gate"]["refuted"] is False
+    assert summary["gate"]["note"].startswith("a pass is not a proof")
+    assert [a["probe"] for a in summary["gate"]["record"]["audits"]] == ["measure", "release"]
+    sys.modules.pop("guide_example", None)
+
+
+def test_the_guide_and_the_command_line_state_the_quick_repetitions_of_the_code():
+    from dpkit.batch.cli import _parser
+    from dpkit.experiments.board_pairing import QUICK_REPS
+
+    with open(GUIDE, encoding="utf-8") as fh:
+        guide = fh.read()
+    assert f"QUICK=1    # one data set, one σ, {QUICK_REPS} repetitions" in guide
+    add = _parser()._subparsers._group_actions[0].choices["board-add"]
+    assert f"{QUICK_REPS} repetitions" in add.format_help()
+    with open(os.path.join(os.path.dirname(GUIDE), os.pardir, os.pardir, "Makefile"), encoding="utf-8") as fh:
+        assert f"QUICK=1: one data set, one sigma, {QUICK_REPS} repetitions" in fh.read()
+
+
+def test_every_make_switch_board_add_names_is_listed_by_make_help():
+    """The board-add line of `make help` (the Makefile's `##` text) lists every switch of the target, and every switch
+    its messages name (REPLACE=1 for an output in the way, GATE=0 for the gate)."""
+    import re
+
+    with open(os.path.join(os.path.dirname(GUIDE), os.pardir, os.pardir, "Makefile"), encoding="utf-8") as fh:
+        makefile = fh.read()
+    (line,) = [x for x in makefile.splitlines() if x.startswith("board-add:") and "## " in x]
+    listed = set(re.findall(r"\b([A-Z_]+)=", line.split("## ", 1)[1]))
+    recipe = makefile.split(line, 1)[1].split("\n\n", 1)[0]
+    used = set(re.findall(r"\$\(([A-Z_]+)\)", recipe)) - {"BIN", "RESULTS", "STAMP"}
+    assert used == {"METHOD", "QUICK", "GATE", "REPLACE", "BOARD", "REP_WORKERS"} and used <= listed, (used, listed)
+    # the switches the messages name (the output in the way: test_board_add_quick_from_the_command_line; the gate)
+    assert "GATE=0" in ba.gate_text("m:X", None) and {"REPLACE", "GATE"} <= listed

@@ -192,7 +192,7 @@ def test_an_entry_point_shadowing_a_registered_name_is_refused(scratch, tmp_path
     ("NoEpsilonField", "lacks the field 'epsilon'; the field 'delta'"),
     ("BadPrivacy", "a privacy class in ('ε-DP', '(ε,δ)-DP', 'non-private') (got 'private-ish')"),
     ("NoLedger", "(a 40×8 synthetic array, no real data) has no ledger record"),
-    ("Overspent", "records ε = 2, δ = 0 spent, beyond its budget ε = 1"),
+    ("Overspent", "records ε = 2, δ = 0 spent, beyond the board's budget ε = 1, δ = 0.001"),
     ("Raises", "trial release (a 40×8 synthetic array, no real data) failed: RuntimeError: boom in release"),
     ("NotARelease", "returned a dict, not a dpkit.queries.release.Release"),
 ])

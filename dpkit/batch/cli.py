@@ -12,7 +12,8 @@ run there is only replaced with ``--replace`` (then moved whole to ``.superseded
 earlier failed attempt is replaced. ``run`` and ``notebook`` take the same ``--stale`` policies and ``--verify-reps``
 (:mod:`dpkit.batch.stale`); for ``notebook`` they apply to the repetitions kept by an earlier attempt beside
 ``--output``.
-``board-add`` exits 1 when the entrant's runs failed or the audit gate refuted it (listed as refuted, not ranked),
+``board-add`` exits 1 when the entrant's runs failed, the audit gate refuted it (listed as refuted, not ranked) or a
+record of it spends nothing or beyond the board's budget (refused, not ranked; also with ``--no-gate``),
 2 when it cannot start (no stored board, an entrant that cannot be loaded or does not follow the protocol, a name
 already on the board, an output file in the way, the gate requested but absent, a data set missing).
 Runs recorded as ``unavailable`` (their data sets are documented as possibly unavailable offline and are
@@ -47,6 +48,7 @@ from dpkit.batch.results import UNAVAILABLE, collect, is_run_key
 from dpkit.batch.runner import run_manifest
 from dpkit.batch.stale import STALE_POLICIES, confirm_adopted, handle_stale_checkpoint, move_aside
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
+from dpkit.experiments.board_pairing import QUICK_REPS
 
 __all__ = ["main", "parse_params"]
 
@@ -238,7 +240,14 @@ def _status(args: argparse.Namespace) -> int:
 def _board_add(args: argparse.Namespace) -> int:
     """Run one entrant on the stored board's cells, rank it, write the updated copy (exit status: module docstring)."""
     from dpkit.core.paths import results_dir
-    from dpkit.experiments.board_add import GateUnavailableError, prepare_board_add, ranks_text, run_board_add
+    from dpkit.experiments.board_add import (
+        GateUnavailableError,
+        files_text,
+        gate_text,
+        prepare_board_add,
+        ranks_text,
+        run_board_add,
+    )
 
     out = args.out or results_dir() / "board"
     try:
@@ -253,12 +262,18 @@ def _board_add(args: argparse.Namespace) -> int:
     except Exception as exc:
         print(f"error: board-add {args.method} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    if result.gate is not None or result.status != "refuted":
+        print(gate_text(args.method, result.gate))
     if result.status == "refuted":
         detail = "" if result.gate is None else f": {result.gate.detail}"
         print(f"{args.method}: refuted by the audit gate, not ranked{detail} ({result.files['summary']})")
         return 1
+    if result.status == "refused":
+        print(f"{args.method}: refused, not ranked: {result.reason} ({result.files['summary']})")
+        return 1
     print(ranks_text(result.ranks, args.method))
     print(f"updated board (a copy; the stored board is unchanged): {result.files['board']}")
+    print(files_text(result.files))
     return 0
 
 
@@ -388,7 +403,8 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("method", help="package.module:NAME, an entry-point name (group dpkit.methods) or a registered name")
     add.add_argument("--board", default=None, help="the stored board's records (default: data/leaderboard/records.parquet)")
     add.add_argument("--out", default=None, help="folder of the updated copy of the board (default: results/board)")
-    add.add_argument("--quick", action="store_true", help="one data set, one sigma, 4 repetitions (tests, tutorial)")
+    add.add_argument("--quick", action="store_true",
+                     help=f"one data set, one sigma, {QUICK_REPS} repetitions (tests, tutorial)")
     add.add_argument("--no-gate", action="store_true", help="do not run the audit gate (the entrant is unaudited)")
     add.add_argument("--workers", type=int, default=None, help="repetitions computed at once (default 1)")
     add.add_argument("--replace", action="store_true", help="overwrite the files of an earlier board-add in --out")

@@ -6,11 +6,14 @@ protocol from its records (:func:`~dpkit.experiments.board_pairing.board_plan`: 
 run seed, the workload size and the budget), refuses a name already on it, runs the audit gate on the entrant
 (:func:`run_gate`; a refuted entrant is listed as refuted and not ranked), runs the entrant alone on every cell with
 the board's seeds (:func:`entrant_records`: a repetition's workload does not depend on the methods run beside it, so
-the entrant answers the very queries the stored methods answered), pairs its records with the stored ones by (data
-set, σ, repetition) (:func:`~dpkit.experiments.board_pairing.pair`), ranks it in every cell by mean worst absolute
-error among the methods of each table it competes in and compares it, paired by repetition, with the cell's current
-best (:func:`~dpkit.experiments.board_pairing.rank_entrant`: :func:`~dpkit.experiments.board_stats.compare_paired`, a
-confidence interval of the difference and a verdict, Holm across the cells of a table) and writes the updated board to
+the entrant answers the very queries the stored methods answered), refuses it before it is ranked when a record's
+ledger spends nothing or beyond the board's budget for its privacy class (:func:`check_entrant_spend`, also without
+the gate; the entrant was released at the board's budget, :func:`~dpkit.methods.entrants.load_entrant`), pairs its
+records with the stored ones by (data set, σ, repetition) (:func:`~dpkit.experiments.board_pairing.pair`), ranks it in
+every cell by mean worst absolute error among the methods of each table it competes in and compares it, paired by
+repetition, with the cell's current best (:func:`~dpkit.experiments.board_pairing.rank_entrant`:
+:func:`~dpkit.experiments.board_stats.compare_paired`, a confidence interval of the difference and a verdict, Holm
+across the cells of a table) and writes the updated board to
 a copy (:func:`write_board_copy`), never to the published file.
 
 QUICK (tests, the tutorial): one data set (WDBC when on the board), the first σ, the first 4 repetitions (the
@@ -38,6 +41,7 @@ from dpkit.experiments.board_pairing import (
     BoardPlan,
     EntrantRefusedError,
     board_plan,
+    check_entrant_spend,
     check_new_entrant,
     pair,
     rank_entrant,
@@ -49,16 +53,29 @@ from dpkit.experiments.board_records import (
     write_records,
 )
 from dpkit.experiments.board_stats import DEFAULT_BUDGET  # noqa: F401 - re-exported
+from dpkit.methods.entrants import check_board_budget
 
 __all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedError", "BoardAddResult",
-           "PreparedBoardAdd", "board_plan", "check_new_entrant", "run_gate", "entrant_records", "pair", "rank_entrant",
-           "RANK_COLUMNS", "ranks_text", "write_board_copy", "prepare_board_add", "run_board_add", "board_add",
-           "QUICK_REPS", "ENTRANT_RECORDS_NAME", "RANKS_NAME", "SUMMARY_NAME"]
+           "PreparedBoardAdd", "board_plan", "check_new_entrant", "check_entrant_spend", "run_gate", "entrant_records",
+           "pair", "rank_entrant", "RANK_COLUMNS", "ranks_text", "gate_text", "files_text", "write_board_copy",
+           "prepare_board_add", "run_board_add", "board_add", "QUICK_REPS", "ENTRANT_RECORDS_NAME", "RANKS_NAME",
+           "SUMMARY_NAME", "FILE_ROLES", "NOT_A_PROOF"]
 
 #: Files of a board-add's output folder besides the updated board (``records.parquet``).
 ENTRANT_RECORDS_NAME = "entrant_records.parquet"
 RANKS_NAME = "ranks.csv"
 SUMMARY_NAME = "board_add.json"
+#: One line of what each file of a board-add's output folder is (keys as in :attr:`BoardAddResult.files`).
+FILE_ROLES: dict[str, str] = {
+    "board": f"{RECORDS_NAME}: the updated board, a copy: the stored records plus the entrant's, the stored board "
+             "unchanged",
+    "entrant": f"{ENTRANT_RECORDS_NAME}: the entrant's own records, one per data set, σ and repetition",
+    "ranks": f"{RANKS_NAME}: the entrant's rank and paired comparison with the current best in every cell",
+    "summary": f"{SUMMARY_NAME}: the summary: status, plan, the audit gate's record, the ranks",
+}
+#: What a gate's pass means, shown wherever its verdict is (CLI, ``board_add.json``, docs).
+NOT_A_PROOF = ("a pass is not a proof of privacy: the auditor can only refute, and it sees a few neighbour pairs, "
+               "a few statistics and a finite sample")
 
 
 class GateUnavailableError(RuntimeError):
@@ -77,7 +94,8 @@ class GateOutcome:
 
 @dataclass
 class BoardAddResult:
-    """The outcome of :func:`board_add`: ``status`` ``"ranked"`` or ``"refuted"``, the ranks, the files written."""
+    """The outcome of :func:`board_add`: ``status`` ``"ranked"``, ``"refuted"`` (by the audit gate) or ``"refused"``
+    (a record spends nothing or beyond the board's budget: ``reason``), the ranks, the files written."""
 
     entrant: str
     status: str
@@ -85,12 +103,15 @@ class BoardAddResult:
     gate: GateOutcome | None = None
     ranks: pd.DataFrame | None = None
     files: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
 
 
-def run_gate(name: str, method: Any) -> GateOutcome:
+def run_gate(name: str, method: Any, *, epsilon: float | None = None, delta: float | None = None) -> GateOutcome:
     """The audit gate on an entrant, before it is ranked: the call site of
-    ``dpkit.evaluation.gate.audit_gate(name, method, *, epsilon, delta)`` (imported here, when it is called), with
-    the budget the entrant claims at the board's budget (its own ε and δ: δ = 0 for an ε-DP entrant).
+    ``dpkit.evaluation.gate.audit_gate(name, method, *, epsilon, delta)`` (imported here, when it is called), the
+    claim audited being the board's budget ``epsilon``, ``delta`` for the entrant's privacy class (δ = 0 for an ε-DP
+    entrant; :func:`~dpkit.methods.entrants.class_budget`), never what the entrant holds; without them, the entrant's
+    own (which :func:`~dpkit.methods.entrants.load_entrant` checked to be the board's).
 
     The gate's result is read as refuted when it has ``refuted`` true, or a ``verdict`` (or ``status``) of
     ``"refuted"``.
@@ -103,7 +124,13 @@ def run_gate(name: str, method: Any) -> GateOutcome:
     TypeError
         For a gate result of neither shape.
     """
-    result = _gate_function(name)(name, method, epsilon=float(method.epsilon), delta=float(method.delta))
+    from dpkit.methods.entrants import class_budget
+
+    if epsilon is None or delta is None:
+        claim = float(method.epsilon), float(method.delta)
+    else:
+        claim = class_budget(method.privacy, epsilon=epsilon, delta=delta)
+    result = _gate_function(name)(name, method, epsilon=claim[0], delta=claim[1])
     refuted = getattr(result, "refuted", None)
     if refuted is None:
         verdict = getattr(result, "verdict", getattr(result, "status", None))
@@ -115,6 +142,9 @@ def run_gate(name: str, method: Any) -> GateOutcome:
     lb, claimed = getattr(result, "epsilon_lb", None), getattr(result, "epsilon", None)
     detail = (f"audited lower bound ε ≥ {float(lb):.3g} against the claimed ε = {float(claimed):g}"
               if isinstance(lb, (int, float)) and isinstance(claimed, (int, float)) else str(result))
+    power = getattr(result, "power_note", None)
+    if isinstance(power, str) and power:
+        detail += f" ({power})"
     return GateOutcome(refuted=bool(refuted), detail=detail, record=as_dict() if callable(as_dict) else None)
 
 
@@ -155,6 +185,23 @@ def ranks_text(ranks: pd.DataFrame, name: str) -> str:
     return "\n".join(lines)
 
 
+def gate_text(name: str, gate: GateOutcome | None) -> str:
+    """One line of the audit gate's verdict on ``name`` (with :data:`NOT_A_PROOF` for a pass), or that it did not
+    run."""
+    if gate is None:
+        return (f"audit gate: not run (--no-gate, GATE=0): {name} is unaudited; its ledger was still checked against "
+                "the board's budget")
+    if gate.refuted:
+        return f"audit gate: REFUTED {name}: {gate.detail}"
+    return f"audit gate: passed {name}: {gate.detail}; {NOT_A_PROOF}"
+
+
+def files_text(files: Mapping[str, str]) -> str:
+    """One line per file written: its path and what it is (:data:`FILE_ROLES`)."""
+    return "\n".join(["files written:"] + [f"  {path}  ({FILE_ROLES.get(k, k).split(': ', 1)[1]})"
+                                           for k, path in files.items()])
+
+
 def _same_file(a: Path, b: Path) -> bool:
     return os.path.abspath(os.path.realpath(a)) == os.path.abspath(os.path.realpath(b))
 
@@ -174,7 +221,7 @@ def _check_out(out: str | os.PathLike, *, replace: bool, ranked: bool = True) ->
                              "published file (choose another --out)")
     existing = [str(p) for p in paths.values() if p.exists()]
     if existing and not replace:
-        raise BoardFileError(f"not overwritten (pass --replace): {', '.join(existing)}")
+        raise BoardFileError(f"not overwritten (pass --replace, make board-add … REPLACE=1): {', '.join(existing)}")
 
 
 def write_board_copy(out: str | os.PathLike, *, merged: pd.DataFrame | None, entrant: pd.DataFrame | None,
@@ -285,6 +332,8 @@ def prepare_board_add(name: str, *, board: str | os.PathLike | None = None, out:
     check_new_entrant(stored, name)
     plan = board_plan(stored, quick=quick)
     method = board_methods([name], epsilon=plan.epsilon, delta=plan.delta)[name]
+    for s in plan.sigmas:  # the method the board releases at each width holds the board's budget too
+        check_board_budget(f"{name} at width {s:g}", method.at_width(s), epsilon=plan.epsilon, delta=plan.delta)
     _check_out(out, replace=replace)  # before hours of runs, not after
     if gate:
         _gate_function(name)
@@ -297,18 +346,28 @@ def prepare_board_add(name: str, *, board: str | os.PathLike | None = None, out:
 
 
 def run_board_add(prep: PreparedBoardAdd, *, workers: int = 1, progress: bool = False) -> BoardAddResult:
-    """The gate, the entrant's runs, the pairing, the ranks and the copy of a prepared board-add
-    (:func:`prepare_board_add`); ``workers`` and ``progress`` as :func:`~dpkit.experiments.protocol.run_cells`."""
+    """The gate, the entrant's runs, the check of their spend, the pairing, the ranks and the copy of a prepared
+    board-add (:func:`prepare_board_add`); ``workers`` and ``progress`` as :func:`~dpkit.experiments.protocol.run_cells`.
+
+    A refuted entrant (the gate) or a refused one (a record spends nothing or beyond the board's budget,
+    :func:`check_entrant_spend`) is not ranked: only the summary is written, with ``status`` and the reason."""
     name, plan = prep.name, prep.plan
-    outcome = run_gate(name, prep.method) if prep.gate else None
-    summary: dict[str, Any] = {"entrant": name, "board": prep.board, "plan": asdict(plan),
-                               "gate": None if outcome is None else asdict(outcome)}
+    outcome = run_gate(name, prep.method, epsilon=plan.epsilon, delta=plan.delta) if prep.gate else None
+    gate_summary = None if outcome is None else {**asdict(outcome), "note": NOT_A_PROOF}
+    summary: dict[str, Any] = {"entrant": name, "board": prep.board, "plan": asdict(plan), "gate": gate_summary}
     if outcome is not None and outcome.refuted:
         summary["status"] = "refuted"
         files = write_board_copy(prep.out, merged=None, entrant=None, ranks=None, summary=summary,
                                  replace=prep.replace)
         return BoardAddResult(entrant=name, status="refuted", plan=plan, gate=outcome, files=files)
     mine = entrant_records(name, prep.method, plan, prep.data, workers=workers, progress=progress)
+    try:
+        check_entrant_spend(mine, name, epsilon=plan.epsilon, delta=plan.delta)
+    except ValueError as exc:  # BudgetViolationError: refused before it is ranked, with or without the gate
+        summary.update(status="refused", reason=str(exc))
+        files = write_board_copy(prep.out, merged=None, entrant=None, ranks=None, summary=summary,
+                                 replace=prep.replace)
+        return BoardAddResult(entrant=name, status="refused", plan=plan, gate=outcome, files=files, reason=str(exc))
     merged = pair(prep.stored, mine, name)
     ranks = rank_entrant(merged, name)
     summary.update(status="ranked", ranks=ranks.to_dict(orient="records"))

@@ -19,8 +19,8 @@ import pandas as pd
 from dpkit.experiments.board_records import KEY, PROTOCOL_COLUMNS, check_records
 from dpkit.experiments.board_stats import DEFAULT_BUDGET
 
-__all__ = ["QUICK_REPS", "EntrantRefusedError", "BoardPlan", "board_plan", "check_new_entrant", "pair",
-           "RANK_COLUMNS", "rank_entrant"]
+__all__ = ["QUICK_REPS", "EntrantRefusedError", "BoardPlan", "board_plan", "check_new_entrant", "check_entrant_spend",
+           "pair", "RANK_COLUMNS", "rank_entrant"]
 
 #: Repetitions of a QUICK board-add, and the fewest a board-add runs on: the comparison with the current best is
 #: judged on the odd ones (the even ones chose the current best), and an interval needs 2 of them.
@@ -100,9 +100,33 @@ def check_new_entrant(stored: pd.DataFrame, name: str) -> None:
         raise EntrantRefusedError(f"entrant {name!r} is already on the stored board: its records are there")
 
 
+def check_entrant_spend(entrant: pd.DataFrame, name: str, *, epsilon: float, delta: float) -> None:
+    """Refuse an entrant any of whose records is not within the board's budget ``(epsilon, delta)`` for its privacy
+    class (:func:`dpkit.methods.entrants.check_spent` on each record's ``eps_spent``, ``delta_spent``: something
+    spent, no more than the board's ε and δ, δ exactly 0 in an ε-DP release), or whose records are of several
+    privacy classes. Called by :func:`pair`, so by every path that puts an entrant's records on a board
+    (``board-add``, :func:`~dpkit.experiments.board_add.board_add`, notebook 45's ``ENTRANT``); ``--no-gate`` skips
+    the audit gate, never this check.
+
+    Raises
+    ------
+    dpkit.methods.entrants.BudgetViolationError
+        Naming the entrant, the first record that violates it (data set, σ, repetition) and its spend.
+    """
+    from dpkit.methods.entrants import BudgetViolationError, check_spent
+
+    classes = sorted(set(entrant["privacy"]))
+    if len(classes) > 1:
+        raise BudgetViolationError(f"entrant {name!r}: its records are of several privacy classes {classes}")
+    for r in entrant.sort_values(["dataset", "sigma", "rep"], kind="stable").itertuples(index=False):
+        check_spent(name, f"record ({r.dataset}, σ={r.sigma:g}, rep {r.rep})", privacy=str(r.privacy),
+                    spent=(float(r.eps_spent), float(r.delta_spent)), epsilon=epsilon, delta=delta)
+
+
 def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame:
     """The stored board with the entrant's records added, checked paired: every (data set, σ, repetition) of the
-    entrant is on the board with the same protocol (:data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS`).
+    entrant is on the board with the same protocol (:data:`~dpkit.experiments.board_records.PROTOCOL_COLUMNS`),
+    and within the board's budget (:func:`check_entrant_spend`).
 
     The result is a board (:func:`~dpkit.experiments.board_records.check_records`): of the stored records it holds
     the repetitions the entrant ran, so a QUICK entrant's (the first
@@ -115,6 +139,8 @@ def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame
     dpkit.experiments.board_records.InvalidRecordsError
         When the result is not a valid board (e.g. the entrant lacks a repetition in a cell, or spent over the
         budget), naming the problem.
+    dpkit.methods.entrants.BudgetViolationError
+        For an entrant record that spends nothing or beyond the board's budget (:func:`check_entrant_spend`).
     """
     cell = ["dataset", "sigma", "rep"]
     board_cells = stored[cell + list(PROTOCOL_COLUMNS)].drop_duplicates(cell)
@@ -129,6 +155,8 @@ def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame
         if len(differ):
             raise EntrantRefusedError(f"entrant {name!r}: {c} = {differ[c].iloc[0]} but the stored board has "
                                       f"{differ[f'{c}_board'].iloc[0]} (not the board's workloads: no paired comparison)")
+    check_entrant_spend(entrant, name, epsilon=float(stored["budget_epsilon"].iloc[0]),
+                        delta=float(stored["budget_delta"].iloc[0]))
     kept = stored[stored["rep"].isin(entrant["rep"].unique())]
     merged = pd.concat([kept, entrant], ignore_index=True).sort_values(list(KEY), kind="stable", ignore_index=True)
     return check_records(merged, source=f"the stored board with entrant {name!r}")

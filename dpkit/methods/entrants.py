@@ -15,8 +15,10 @@ Every entrant gets the board's budget as a registered method does (:func:`dpkit.
 ε on a private method, δ on an (ε, δ)-DP method only). Before anything runs, each entrant is checked
 (:func:`check_protocol`): it must be a frozen dataclass instance with ``epsilon`` and ``delta`` fields, a ``name``,
 a ``privacy`` class of :data:`~dpkit.queries.release.PRIVACY_CLASSES` and callable ``at_width`` and ``release``;
-and one tiny trial release (:func:`trial_release`, on a small synthetic array drawn here: it spends no real data)
-must return a :class:`~dpkit.queries.release.Release` whose ledger records what was spent, within the budget.
+it must hold the board's budget once set (:func:`check_board_budget`), and one tiny trial release
+(:func:`trial_release`, on a small synthetic array drawn here: it spends no real data) must return a
+:class:`~dpkit.queries.release.Release` whose ledger records what was spent, something and within the board's budget
+for its privacy class (:func:`check_spent`, the check a board-add also makes on every record of the entrant).
 Every failure raises :class:`EntrantError` naming the entrant and what is missing.
 """
 from __future__ import annotations
@@ -32,8 +34,9 @@ import numpy as np
 
 from dpkit.queries.release import PRIVACY_CLASSES, Method, Release
 
-__all__ = ["ENTRY_POINT_GROUP", "EntrantError", "is_entrant_name", "entry_point_names", "load_object",
-           "instantiate", "check_protocol", "trial_release", "load_entrant", "load_entrants"]
+__all__ = ["ENTRY_POINT_GROUP", "EntrantError", "BudgetViolationError", "is_entrant_name", "entry_point_names",
+           "load_object", "instantiate", "check_protocol", "class_budget", "check_board_budget", "check_spent",
+           "trial_release", "load_entrant", "load_entrants"]
 
 #: The entry-point group through which a package registers methods by name.
 ENTRY_POINT_GROUP = "dpkit.methods"
@@ -46,6 +49,11 @@ TRIAL_SIGMA = 2.0
 
 class EntrantError(ValueError):
     """An entrant that cannot be loaded or does not follow the method protocol (the message names it)."""
+
+
+class BudgetViolationError(EntrantError):
+    """An entrant that is not released at the board's budget, or a release whose ledger records nothing spent or
+    more than the board's budget for its privacy class (the message names the entrant, the release and the spend)."""
 
 
 def is_entrant_name(name: object) -> bool:
@@ -173,17 +181,107 @@ def check_protocol(name: str, method: Any) -> None:
                            f"it lacks {'; '.join(missing)}")
 
 
-def trial_release(name: str, method: Method) -> Release[Any]:
+#: Relative slack of the spend checks: a budget split into parts and summed again may exceed it by round-off.
+SPEND_RTOL = 1e-9
+
+
+def class_budget(privacy: str, *, epsilon: float, delta: float) -> tuple[float, float]:
+    """The board's budget ``(ε, δ)`` for a method of privacy class ``privacy``: ``(ε, 0)`` for ε-DP, ``(ε, δ)`` for
+    (ε, δ)-DP, ``(∞, 1)`` for a non-private reference (it spends nothing it is held to, and is never ranked).
+
+    >>> class_budget("ε-DP", epsilon=1.0, delta=1e-3), class_budget("(ε,δ)-DP", epsilon=1.0, delta=1e-3)
+    ((1.0, 0.0), (1.0, 0.001))
+    """
+    if privacy == "non-private":
+        return math.inf, 1.0
+    if privacy not in PRIVACY_CLASSES:
+        raise EntrantError(f"privacy class {privacy!r} is not one of {PRIVACY_CLASSES}")
+    return float(epsilon), (0.0 if privacy == "ε-DP" else float(delta))
+
+
+def check_board_budget(name: str, method: Any, *, epsilon: float, delta: float) -> None:
+    """Refuse an entrant whose own ``epsilon``/``delta`` are not the board's budget for its privacy class after the
+    board set them (an entrant that keeps its own ε, e.g. by resetting it in ``__post_init__``).
+
+    Raises
+    ------
+    BudgetViolationError
+        Naming the entrant, its (ε, δ) and the board's.
+    """
+    privacy = getattr(method, "privacy", None)
+    if privacy == "non-private":
+        return
+    want_eps, want_delta = class_budget(privacy, epsilon=epsilon, delta=delta)
+    got_eps, got_delta = float(getattr(method, "epsilon", math.nan)), float(getattr(method, "delta", math.nan))
+    if got_eps != want_eps or got_delta != want_delta:
+        raise BudgetViolationError(f"entrant {name!r} ({privacy}) holds ε = {got_eps:g}, δ = {got_delta:g} after the "
+                                   f"board set its budget ε = {want_eps:g}, δ = {want_delta:g}: an entrant is released "
+                                   "at the board's budget, whatever its own defaults")
+
+
+def check_spent(name: str, where: str, *, privacy: str, spent: tuple[float, float], epsilon: float, delta: float,
+                entries: int | None = None) -> None:
+    """Refuse one release of entrant ``name`` whose ledger is not within the board's budget for its privacy class.
+
+    The one check of every path an entrant takes to the board (the trial release of :func:`load_entrant`, and every
+    record of a board-add, :func:`dpkit.experiments.board_pairing.check_entrant_spend`): for a private release the
+    ledger must record something spent (ε > 0 and, where the ledger is at hand, at least one spend), ε spent ≤ the
+    board's ε, δ spent ≤ the board's δ, and δ spent exactly 0 for an ε-DP release (:func:`class_budget`); a
+    non-private release is never ranked and is not checked.
+
+    Parameters
+    ----------
+    name : str
+        The entrant (named in the message).
+    where : str
+        Which release (named in the message), e.g. ``"record (WDBC, σ=2, rep 0)"``.
+    privacy : str
+        The release's privacy class.
+    spent : (float, float)
+        The (ε, δ) its ledger records spent.
+    epsilon, delta : float
+        The board's budget (ε; δ of the (ε, δ)-DP table).
+    entries : int, optional
+        The number of spends in its ledger, where known.
+
+    Raises
+    ------
+    BudgetViolationError
+        Naming the entrant, the release, the spend and the board's budget.
+    """
+    if privacy == "non-private":
+        return
+    budget_eps, budget_delta = class_budget(privacy, epsilon=epsilon, delta=delta)
+    eps, dl = (float(x) for x in spent)
+    budget = f"the board's budget ε = {budget_eps:g}, δ = {budget_delta:g}"
+    if not (math.isfinite(eps) and math.isfinite(dl)):
+        problem = f"no finite (ε, δ) spent (against {budget}): spend through the ledger"
+    elif eps <= 0 or entries == 0:
+        problem = f"nothing spent (an empty ledger; {budget}): a private method spends its budget through the ledger"
+    elif privacy == "ε-DP" and dl != 0:
+        problem = f"δ > 0 in an ε-DP release ({budget}: the ε-DP table's δ is exactly 0)"
+    elif eps > budget_eps * (1 + SPEND_RTOL) or dl > budget_delta * (1 + SPEND_RTOL):
+        problem = f"beyond {budget}"
+    else:
+        return
+    raise BudgetViolationError(f"entrant {name!r}: {where} ({privacy}) records ε = {eps:g}, δ = {dl:g} spent, "
+                               f"{problem}")
+
+
+def trial_release(name: str, method: Method, *, epsilon: float | None = None,
+                  delta: float | None = None) -> Release[Any]:
     """One tiny release of ``method`` on a small synthetic array (drawn here, seed 0: no real data is spent),
     at kernel width :data:`TRIAL_SIGMA` with a small workload, checked to carry a ledger record.
 
-    The release must be a :class:`~dpkit.queries.release.Release` whose ``ledger`` records the budget and the
-    (ε, δ) spent, with the spent (ε, δ) within the method's own budget.
+    The release must be a :class:`~dpkit.queries.release.Release` of the method's privacy class whose ``ledger``
+    records the (ε, δ) spent, within the board's budget ``epsilon``, ``delta`` for that class (default: the method's
+    own; :func:`check_spent`).
 
     Raises
     ------
     EntrantError
-        For a release that fails, is not a Release, or has no (or an overspent) ledger record.
+        For a release that fails, is not a Release, or has no ledger record; :class:`BudgetViolationError` for one
+        whose ledger records nothing spent or more than the budget.
     """
     from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -193,7 +291,13 @@ def trial_release(name: str, method: Method) -> Release[Any]:
     wl = GaussianKernelWorkload.generate(TRIAL_WORKLOAD[0], d, J=TRIAL_WORKLOAD[1], sigma=TRIAL_SIGMA, rng=rng)
     where = f"entrant {name!r}: its trial release (a {n}×{d} synthetic array, no real data)"
     try:
-        rel = method.at_width(TRIAL_SIGMA).release(X, rng=np.random.default_rng(1), workload=wl)
+        widened = method.at_width(TRIAL_SIGMA)
+    except Exception as exc:
+        raise EntrantError(f"{where} failed: at_width({TRIAL_SIGMA:g}): {type(exc).__name__}: {exc}") from exc
+    if epsilon is not None and delta is not None:  # the method the board releases at a width holds its budget too
+        check_board_budget(f"{name} at width {TRIAL_SIGMA:g}", widened, epsilon=epsilon, delta=delta)
+    try:
+        rel = widened.release(X, rng=np.random.default_rng(1), workload=wl)
     except Exception as exc:
         raise EntrantError(f"{where} failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(rel, Release):
@@ -203,11 +307,15 @@ def trial_release(name: str, method: Method) -> Release[Any]:
     if not isinstance(spent, dict) or "epsilon" not in spent or "delta" not in spent:
         raise EntrantError(f"{where} has no ledger record: Release.ledger must be Ledger.to_dict() with the (ε, δ) "
                            f"spent (spend through the ledger, dpkit.core.accounting.ledger_for); got {ledger!r}")
-    eps, delta = float(spent["epsilon"]), float(spent["delta"])
-    budget_eps, budget_delta = float(getattr(method, "epsilon")), float(getattr(method, "delta"))
-    if math.isnan(eps) or math.isnan(delta) or eps > budget_eps * (1 + 1e-9) or delta > budget_delta * (1 + 1e-9):
-        raise EntrantError(f"{where} records ε = {eps:g}, δ = {delta:g} spent, beyond its budget "
-                           f"ε = {budget_eps:g}, δ = {budget_delta:g}")
+    if rel.privacy != method.privacy:
+        raise BudgetViolationError(f"{where} is released as {rel.privacy!r} but the method's class is "
+                                   f"{method.privacy!r}")
+    entries = ledger.get("entries")
+    check_spent(name, f"its trial release (a {n}×{d} synthetic array, no real data)", privacy=rel.privacy,
+                spent=(float(spent["epsilon"]), float(spent["delta"])),
+                epsilon=float(getattr(method, "epsilon") if epsilon is None else epsilon),
+                delta=float(getattr(method, "delta") if delta is None else delta),
+                entries=len(entries) if isinstance(entries, list) else None)
     return rel
 
 
@@ -226,7 +334,9 @@ def load_entrant(name: str, *, epsilon: float, delta: float, trial: bool = True)
     Raises
     ------
     EntrantError
-        Before anything runs, naming the entrant and what is missing.
+        Before anything runs, naming the entrant and what is missing; :class:`BudgetViolationError` for an entrant
+        that does not hold the board's budget once set (:func:`check_board_budget`) or whose trial release records
+        nothing spent or more than that budget (:func:`check_spent`).
     """
     from dpkit.methods.registry import with_budget
 
@@ -237,8 +347,9 @@ def load_entrant(name: str, *, epsilon: float, delta: float, trial: bool = True)
     except Exception as exc:
         raise EntrantError(f"entrant {name!r}: setting the board's budget ε = {epsilon:g}, δ = {delta:g} failed "
                            f"({type(exc).__name__}: {exc})") from exc
+    check_board_budget(name, method, epsilon=epsilon, delta=delta)
     if trial:
-        trial_release(name, method)
+        trial_release(name, method, epsilon=epsilon, delta=delta)
     return method
 
 
