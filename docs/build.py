@@ -212,6 +212,28 @@ def _md_table(df) -> str:
     return df.to_markdown(index=False)
 
 
+def _coverage_table(cov: list[dict[str, Any]]) -> str:
+    """The coverage study's rows (:func:`dpkit.experiments.board_report.coverage_rows`) as Markdown tables, one per
+    table and error kind, with headers in words and three significant digits, narrow enough for the page."""
+    import pandas as pd
+
+    from dpkit.experiments.board_report import COVERAGE_COLUMNS
+
+    words = {"cell": "cell", "winner": "winner (interval shown)", "skewness": "skew", "nominal_miss": "nominal",
+             "mean_ci_miss": "mean CI miss", "upper_end_misses": "upper end misses", "miss_limit": "miss limit",
+             "median_ci_miss": "median CI miss"}
+    df = pd.DataFrame(cov, columns=list(COVERAGE_COLUMNS))
+    for c in ("skewness", "nominal_miss", "mean_ci_miss", "upper_end_misses", "miss_limit", "median_ci_miss"):
+        df[c] = [f"{float(v):.2g}" for v in df[c]]
+    df["cell"] = [f"{d} σ={float(x):g}" for d, x in zip(df["dataset"], df["sigma"])]
+    df["winner"] = [f"{w} ({shown})" for w, shown in zip(df["winner"], df["shown"])]
+    parts = []
+    for (table, kind), g in df.groupby(["table", "kind"], sort=True):
+        parts += [f"**{table}, {'absolute' if kind == 'abs' else 'relative'} error**", "",
+                  _md_table(g[list(words)].rename(columns=words)), ""]
+    return "\n".join(parts)
+
+
 def _details(summary: str, body: str) -> str:
     """A folded block (HTML ``<details>``) around Markdown ``body``: long tables stay one click away."""
     return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>\n"
@@ -378,7 +400,6 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
     from dpkit.experiments.board_records import BoardFileError, provenance_line
     from dpkit.experiments.board_robust import COVERAGE_DRAWS
     from dpkit.experiments.leaderboard import (
-        COVERAGE_COLUMNS,
         coverage_rows,
         headline,
         lost_cells_text,
@@ -421,16 +442,16 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
               "", "## Coverage of the intervals", "",
               f"Measured from the records above: per cell, the winner's records (all repetitions) are resampled "
               f"into {COVERAGE_DRAWS:,} samples of the judged size, and the interval of each sample is computed at "
-              "the cell's nominal miss rate (its Holm level). `mean_ci_miss` is how often the mean's "
-              "(Gumbel-calibrated) interval misses the records' mean, `upper_end_misses` how often its upper end "
-              "alone falls below it, `miss_limit` the most misses a true rate equal to the nominal one reaches with "
-              "probability 1 − 10⁻³, and `median_ci_miss` the same for the median's interval. The mean's interval "
-              "is shown only where it stays within the limit; elsewhere (`shown` = median) its upper end misses "
+              "the cell's nominal miss rate (its Holm level). *mean CI miss* is how often the mean's "
+              "(Gumbel-calibrated) interval misses the records' mean, *upper end misses* how often its upper end "
+              "alone falls below it, *miss limit* the most misses a true rate equal to the nominal one reaches with "
+              "probability 1 − 10⁻³, and *median CI miss* the same for the median's interval. The mean's interval "
+              "is shown only where it stays within the limit; elsewhere (*median* beside the winner) its upper end misses "
               "because a few repetitions fail far in the tail, which a sample of the judged size often does not "
               "contain, and the cell shows the median's distribution-free interval instead. Resampling 30 records "
               "cannot show a tail beyond them: a kept interval is one the records do not contradict.", "",
               _details(f"The coverage study: {len(cov)} cells",
-                       _md_table(pd.DataFrame(cov, columns=list(COVERAGE_COLUMNS)))) if (cov := coverage_rows(board))
+                       _coverage_table(cov)) if (cov := coverage_rows(board))
               else "No coverage study on this board.", "",
               "## Every method", "",
               "Mean and standard deviation of the worst absolute error over the repetitions, the mean worst relative "
