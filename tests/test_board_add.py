@@ -142,8 +142,14 @@ def test_board_add_quick_from_the_command_line(stored, scratch, tmp_path, capsys
     text = capsys.readouterr().out
     assert "TOY σ=2 ε-DP: rank " in text and "TOY σ=2 (ε,δ)-DP: rank " in text and "over 4 reps" in text
     assert "σ=4" not in text
-    assert text.count("against the current best ") == 2 and text.count(" on 2 judged reps, ") == 2
-    assert "verdicts at false-alarm budget γ = 0.05 per table (Holm across its cells)" in text
+    assert text.count("against the current best ") == 2
+    assert text.count(" on 2 judged reps: too few judged repetitions to decide (a sign test needs at least 6), tie") == 2
+    assert "verdicts by a two-sided exact sign test at false-alarm budget γ = 0.05 per table (Holm across its cells)" \
+        in text
+    ranks = pd.read_csv(out / "ranks.csv", keep_default_na=False)
+    assert ranks.columns.tolist() == list(ba.RANK_COLUMNS) and set(ranks["verdict"]) == {"tie"}
+    assert set(ranks["test"]) == {"exact sign test"} and set(ranks["decided"]) == {False}
+    assert set(ranks["note"]) == {"too few judged repetitions to decide (a sign test needs at least 6)"}
     # it explains itself: the gate (not run here), and every file written with what it is
     assert f"audit gate: not run (--no-gate, GATE=0): {name} is unaudited" in text
     for f, role in (("records.parquet", "the updated board, a copy"), ("entrant_records.parquet", "the entrant's own"),
@@ -219,16 +225,20 @@ def test_an_entrant_the_gate_passes_is_ranked(stored, scratch, tmp_path, monkeyp
 
 def test_the_entrant_is_compared_with_each_cells_current_best_paired_with_holm_across_the_cells(stored, scratch,
                                                                                                 tmp_path):
-    """The ranks carry the paired interval and verdict of the entrant against each cell's current best (chosen on the
-    even repetitions, as the board chooses its winners), judged on the odd repetitions, with Holm across the cells of
-    a table: the numbers of board_stats.compare_paired on the merged board."""
-    from dpkit.experiments.board_stats import compare_paired, holm
+    """The ranks carry the paired comparison of the entrant against each cell's current best (chosen on the even
+    repetitions, as the board chooses its winners), judged on the odd repetitions by an exact sign test with Holm
+    across the cells of a table: the median difference, the binomial p-value recomputed here, Holm's levels; with 3
+    judged repetitions (fewer than the 6 a sign test needs at 0.05) every verdict is a tie that says so."""
+    from scipy import stats
+
+    from dpkit.experiments.board_stats import holm
 
     _published, _X, df = stored
     name = f"{scratch}:Noisy"
     result = ba.board_add(name, out=tmp_path / "out", gate=False)
     ranks = result.ranks
     merged = read_records(tmp_path / "out" / "records.parquet")
+    assert pd.read_csv(tmp_path / "out" / "ranks.csv", keep_default_na=False)["test"].tolist() == ["exact sign test"] * 4
     for table, allowed in (("ε-DP", ["ε-DP"]), ("(ε,δ)-DP", ["ε-DP", "(ε,δ)-DP"])):
         mine = ranks[ranks["table"] == table].reset_index(drop=True)
         assert list(mine["sigma"]) == SIGMAS
@@ -236,23 +246,23 @@ def test_the_entrant_is_compared_with_each_cells_current_best_paired_with_holm_a
             cell = df[(df["sigma"] == r.sigma) & df["privacy"].isin(allowed)]
             even = cell[cell["rep"] % 2 == 0].groupby("method")["abs"].mean()
             assert r.best_other == even.idxmin()  # the current best, chosen on the even repetitions
-        expect = compare_paired(merged, name, {("TOY", s): b for s, b in zip(mine["sigma"], mine["best_other"])})
-        for col, theirs in (("diff_mean", "diff_mean"), ("diff_ci_low", "ci_low"), ("diff_ci_high", "ci_high"),
-                            ("p", "p"), ("level", "level"), ("verdict", "verdict")):
-            assert mine[col].tolist() == expect[theirs].tolist(), col
         assert set(mine["judged_reps"]) == {REPS // 2}
         # the odd repetitions: the entrant minus the current best, repetition by repetition
         for r in mine.itertuples():
             odd = merged[(merged["sigma"] == r.sigma) & (merged["rep"] % 2 == 1)].pivot(index="rep", columns="method",
                                                                                         values="abs")
-            assert r.diff_mean == pytest.approx((odd[name] - odd[r.best_other]).mean(), rel=1e-12)
+            d = (odd[name] - odd[r.best_other]).to_numpy()
+            assert r.diff_median == np.median(d)
+            assert r.sign_p == pytest.approx(stats.binomtest(int((d > 0).sum()), REPS // 2).pvalue, rel=1e-12)
+            assert r.worse_p == pytest.approx(stats.binom.sf((d > 0).sum() - 1, REPS // 2, 0.5), rel=1e-12)
         # Holm across the table's cells (two σ): the levels are Holm's, not one cell's γ each
-        _reject, level = holm(mine["p"].to_numpy(), ba.DEFAULT_BUDGET)
+        _reject, level = holm(mine["sign_p"].to_numpy(), ba.DEFAULT_BUDGET)
         assert mine["level"].tolist() == level.tolist() and min(level) == ba.DEFAULT_BUDGET / 2
+        assert set(mine["verdict"]) == {"tie"} and mine["in_winner_set"].all() and not mine["decided"].any()
     text = ba.ranks_text(ranks, name)
     for r in ranks.itertuples():
-        ci = f"[{r.diff_ci_low:+.3g}, {r.diff_ci_high:+.3g}]"
-        assert f"difference {r.diff_mean:+.3g} {ci} on 3 judged reps, {r.verdict}" in text
+        assert (f"median difference {r.diff_median:+.3g} on 3 judged reps: too few judged repetitions to decide (a "
+                "sign test needs at least 6), tie") in text
 
 
 def test_a_board_too_short_to_judge_on_is_refused_before_anything_runs(stored, scratch, tmp_path, monkeypatch,
@@ -287,7 +297,7 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     m = run_notebook("45_leaderboard.ipynb", ENTRANT=f"{scratch}:Noisy", BOARD=str(stored), GATE=False)
     ranks = pd.read_csv(tmp_path / "45_leaderboard" / "board" / "ranks.csv")
     assert list(ranks["table"]) == ["ε-DP", "(ε,δ)-DP"] and set(ranks["reps"]) == {4}
-    assert set(ranks["judged_reps"]) == {2} and set(ranks["verdict"]) <= {"better", "tie", "worse"}
+    assert set(ranks["judged_reps"]) == {2} and set(ranks["verdict"]) == {"tie"}  # 2 judged: a sign test cannot decide
     assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
     merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
     assert len(merged) == len(df) + 4

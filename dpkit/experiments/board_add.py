@@ -12,12 +12,12 @@ the gate; the entrant was released at the board's budget, :func:`~dpkit.methods.
 records with the stored ones by (data set, σ, repetition) (:func:`~dpkit.experiments.board_pairing.pair`), ranks it in
 every cell by mean worst absolute error among the methods of each table it competes in and compares it, paired by
 repetition, with the cell's current best (:func:`~dpkit.experiments.board_pairing.rank_entrant`:
-:func:`~dpkit.experiments.board_stats.compare_paired`, a confidence interval of the difference and a verdict, Holm
-across the cells of a table) and writes the updated board to
-a copy (:func:`write_board_copy`), never to the published file.
+:func:`~dpkit.experiments.board_robust.paired_sign_comparison`, the median difference with its distribution-free
+interval, an exact sign test's verdict and whether the entrant is in the cell's winner set, Holm across the cells of
+a table) and writes the updated board to a copy (:func:`write_board_copy`), never to the published file.
 
 QUICK (tests, the tutorial): one data set (WDBC when on the board), the first σ, the first 4 repetitions (the
-comparison is judged on the odd ones, and an interval needs 2); the
+comparison is judged on the odd ones: 2, too few for a sign test to decide, so the verdict is a tie that says so); the
 workloads keep the stored board's size (a paired comparison needs the same queries), so a QUICK board-add is quick
 against a board made at QUICK size.
 """
@@ -70,7 +70,8 @@ FILE_ROLES: dict[str, str] = {
     "board": f"{RECORDS_NAME}: the updated board, a copy: the stored records plus the entrant's, the stored board "
              "unchanged",
     "entrant": f"{ENTRANT_RECORDS_NAME}: the entrant's own records, one per data set, σ and repetition",
-    "ranks": f"{RANKS_NAME}: the entrant's rank and paired comparison with the current best in every cell",
+    "ranks": f"{RANKS_NAME}: the entrant's rank and paired comparison with the current best in every cell (median "
+             "difference, sign test, winner set)",
     "summary": f"{SUMMARY_NAME}: the summary: status, plan, the audit gate's record, the ranks",
 }
 #: What a gate's pass means, shown wherever its verdict is (CLI, ``board_add.json``, docs).
@@ -166,7 +167,9 @@ def entrant_records(name: str, method: Any, plan: BoardPlan, data: Mapping[str, 
 
 def ranks_text(ranks: pd.DataFrame, name: str) -> str:
     """One line per ranked cell: ``<data set> σ=<σ> <table>: rank r of n (mean abs … over R reps); against the
-    current best …: difference d [low, high] on J judged reps, <verdict>`` and a last line naming the budget."""
+    current best …: median difference d [low, high] on J judged reps, sign test p = …, <verdict>; in the winner set``
+    (with too few judged repetitions: the median difference, that they are too few to decide, ``tie``) and a last
+    line naming the procedure and the budget."""
     if ranks.empty:
         return f"{name}: not ranked in any cell (a non-private entrant never counts)"
     lines = []
@@ -176,12 +179,19 @@ def ranks_text(ranks: pd.DataFrame, name: str) -> str:
         if r.best_other is None or (isinstance(r.best_other, float) and math.isnan(r.best_other)):
             lines.append(head + "; no other method in the cell")
             continue
-        lines.append(head + f"; against the current best {r.best_other} ({r.best_other_abs:.4g}): difference "
-                     f"{r.diff_mean:+.3g} [{r.diff_ci_low:+.3g}, {r.diff_ci_high:+.3g}] on {r.judged_reps} judged reps, "
-                     f"{r.verdict}")
+        against = (f"; against the current best {r.best_other} ({r.best_other_abs:.4g}): median difference "
+                   f"{r.diff_median:+.3g}")
+        if not r.decided:
+            lines.append(head + against + f" on {r.judged_reps} judged reps: {r.note}, {r.verdict}")
+            continue
+        member = "in the winner set" if r.in_winner_set else "not in the winner set (significantly worse)"
+        lines.append(head + against + f" [{r.diff_median_ci_low:+.3g}, {r.diff_median_ci_high:+.3g}] on "
+                     f"{r.judged_reps} judged reps, sign test p = {r.sign_p:.2g}, {r.verdict}; {member}")
     lines.append("Current best: chosen on the even repetitions; entrant − current best on the odd ones, paired by "
-                 "repetition; intervals at the cell's Holm level, verdicts at false-alarm budget "
-                 f"γ = {float(ranks['budget'].iloc[0]):g} per table (Holm across its cells).")
+                 "repetition: the median difference with its distribution-free interval at the cell's Holm level, "
+                 "verdicts by a two-sided exact sign test at false-alarm budget "
+                 f"γ = {float(ranks['budget'].iloc[0]):g} per table (Holm across its cells); in the winner set: not "
+                 "significantly worse than the current best (one-sided sign test, Holm across the table's cells).")
     return "\n".join(lines)
 
 

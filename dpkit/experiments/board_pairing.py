@@ -4,7 +4,8 @@
 workload size and the budget) from its records, :func:`check_new_entrant` refuses a name already on it,
 :func:`pair` adds the entrant's records to the board, checked paired by (data set, σ, repetition) and protocol,
 and :func:`rank_entrant` ranks the entrant in every cell and compares it, paired by repetition, with the cell's
-current best (:func:`~dpkit.experiments.board_stats.compare_paired`, Holm across the cells of a table).
+current best (:func:`~dpkit.experiments.board_robust.paired_sign_comparison`: the median paired difference, an exact
+sign test, Holm across the cells of a table).
 :mod:`dpkit.experiments.board_add` runs a board-add around them (the gate, the entrant's runs, the files written)
 and re-exports every name.
 """
@@ -20,7 +21,7 @@ from dpkit.experiments.board_records import KEY, PROTOCOL_COLUMNS, check_records
 from dpkit.experiments.board_stats import DEFAULT_BUDGET
 
 __all__ = ["QUICK_REPS", "EntrantRefusedError", "BoardPlan", "board_plan", "check_new_entrant", "check_entrant_spend",
-           "pair", "RANK_COLUMNS", "rank_entrant"]
+           "pair", "RANK_COLUMNS", "SIGN_TEST", "too_few_note", "rank_entrant"]
 
 #: Repetitions of a QUICK board-add, and the fewest a board-add runs on: the comparison with the current best is
 #: judged on the odd ones (the even ones chose the current best), and an interval needs 2 of them.
@@ -164,7 +165,17 @@ def pair(stored: pd.DataFrame, entrant: pd.DataFrame, name: str) -> pd.DataFrame
 
 #: The columns of :func:`rank_entrant`.
 RANK_COLUMNS = ("dataset", "sigma", "table", "rank", "methods", "mean_abs", "best_other", "best_other_abs", "reps",
-                "judged_reps", "diff_mean", "diff_ci_low", "diff_ci_high", "p", "level", "verdict", "budget")
+                "judged_reps", "diff_median", "diff_median_ci_low", "diff_median_ci_high", "test", "sign_p", "level",
+                "verdict", "worse_p", "in_winner_set", "decided", "note", "budget")
+#: The ``test`` of :func:`rank_entrant`'s rows.
+SIGN_TEST = "exact sign test"
+
+
+def too_few_note(gamma: float = DEFAULT_BUDGET) -> str:
+    """The ``note`` of a comparison on fewer judged repetitions than a sign test needs to reject at ``gamma``."""
+    from dpkit.experiments.board_robust import sign_min_reps
+
+    return f"too few judged repetitions to decide (a sign test needs at least {sign_min_reps(gamma)})"
 
 
 def rank_entrant(merged: pd.DataFrame, name: str, *, gamma: float = DEFAULT_BUDGET) -> pd.DataFrame:
@@ -175,21 +186,27 @@ def rank_entrant(merged: pd.DataFrame, name: str, *, gamma: float = DEFAULT_BUDG
     references never count, and a non-private entrant is not ranked. ``rank`` is the entrant's place by mean worst
     absolute error among the ``methods`` of the cell. The cell's current best (``best_other``, with its mean
     ``best_other_abs``) is chosen as the board chooses its winners: the smallest mean over the even repetitions
-    (:mod:`dpkit.experiments.board_stats`). The entrant is compared with it on the odd repetitions
-    (:func:`~dpkit.experiments.board_stats.compare_paired`): ``diff_mean`` (entrant minus current best, over the
-    ``judged_reps``), its interval ``diff_ci_low, diff_ci_high`` at the cell's Holm level ``level``, the p-value
-    ``p`` and the ``verdict`` for the entrant (``"better"``, ``"tie"``, ``"worse"``; ``"n/a"`` in a cell without
-    another method), with Holm's procedure across the cells of each table at the false-alarm budget ``gamma``
-    (``budget``).
+    (:mod:`dpkit.experiments.board_stats`). The entrant is compared with it on the odd repetitions, paired by
+    repetition, as the board judges its winners, whatever the tail of the errors
+    (:func:`~dpkit.experiments.board_robust.paired_sign_comparison`): ``diff_median`` (the median of entrant minus
+    current best over the ``judged_reps``), its distribution-free interval ``diff_median_ci_low,
+    diff_median_ci_high`` at the cell's Holm level ``level``, the ``test`` (:data:`SIGN_TEST`, two-sided) with its
+    p-value ``sign_p`` and the ``verdict`` for the entrant (``"better"``, ``"tie"``, ``"worse"``; ``"n/a"`` in a cell
+    without another method), with Holm's procedure across the cells of each table at the false-alarm budget
+    ``gamma`` (``budget``); ``in_winner_set``: the entrant would be in the cell's winner set, i.e. the one-sided sign
+    test of "worse than the current best" (p-value ``worse_p``, Holm across the table's cells) does not reject.
+    With fewer judged repetitions than a sign test needs to reject at ``gamma`` (a QUICK board-add judges 2),
+    ``decided`` is ``False``, the verdict ``"tie"`` and ``note`` says so (:func:`too_few_note`).
 
     Raises
     ------
     EntrantRefusedError
         A method of a cell lacks some of the entrant's repetitions on the stored board.
     ValueError
-        Fewer than 2 odd repetitions to judge on (:func:`~dpkit.experiments.board_stats.compare_paired`).
+        Fewer than 2 odd repetitions to judge on.
     """
-    from dpkit.experiments.board_stats import compare_paired, split_mask
+    from dpkit.experiments.board_robust import paired_sign_comparison
+    from dpkit.experiments.board_stats import cell_arrays, split_mask
     from dpkit.experiments.reference import TABLES
 
     own = merged[merged["method"] == name]
@@ -216,17 +233,27 @@ def rank_entrant(merged: pd.DataFrame, name: str, *, gamma: float = DEFAULT_BUDG
             out.append({"dataset": ds, "sigma": float(s), "table": table, "rank": 1 + int((others < mean).sum()),
                         "methods": len(means), "mean_abs": mean, "best_other": best,
                         "best_other_abs": math.nan if best is None else float(others[best]), "reps": len(reps),
-                        "judged_reps": 0, "diff_mean": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan,
-                        "p": math.nan, "level": math.nan, "verdict": "n/a", "budget": float(gamma)})
+                        "judged_reps": 0, "diff_median": math.nan, "diff_median_ci_low": math.nan,
+                        "diff_median_ci_high": math.nan, "test": SIGN_TEST, "sign_p": math.nan, "level": math.nan,
+                        "verdict": "n/a", "worse_p": math.nan, "in_winner_set": True, "decided": False,
+                        "note": "no other method in the cell" if best is None else "", "budget": float(gamma)})
     for table in TABLES:  # one Holm family per table, as on the board
         rows = [r for r in out if r["table"] == table and r["best_other"] is not None]
         if not rows:
             continue
         reps = sorted(own["rep"].unique())
-        cmp = compare_paired(merged[merged["rep"].isin(reps)], name,
-                             {(r["dataset"], r["sigma"]): r["best_other"] for r in rows}, kind="abs", gamma=gamma)
-        for r, c in zip(rows, cmp.itertuples(index=False)):
-            r.update(judged_reps=int(c.n), diff_mean=float(c.diff_mean), diff_ci_low=float(c.ci_low),
-                     diff_ci_high=float(c.ci_high), p=float(c.p), level=float(c.level), verdict=str(c.verdict))
+        errors, got = cell_arrays(merged[merged["rep"].isin(reps)],
+                                  {(r["dataset"], r["sigma"]): [name, r["best_other"]] for r in rows}, "abs")
+        judged = ~split_mask(got)
+        if judged.sum() < 2:
+            raise ValueError(f"rank_entrant: {int(judged.sum())} odd repetition(s) (repetitions {got.tolist()}) to "
+                             f"judge {name!r} on; at least 2 are needed")
+        c = paired_sign_comparison(errors[:, 0, judged] - errors[:, 1, judged], gamma=gamma)
+        for i, r in enumerate(rows):
+            decided = bool(c["decided"][i])
+            r.update(judged_reps=int(c["n"][i]), diff_median=float(c["median"][i]),
+                     diff_median_ci_low=float(c["ci_low"][i]), diff_median_ci_high=float(c["ci_high"][i]),
+                     sign_p=float(c["p"][i]), level=float(c["level"][i]), verdict=str(c["verdict"][i]),
+                     worse_p=float(c["set_p"][i]), in_winner_set=bool(c["in_set"][i]), decided=decided,
+                     note="" if decided else too_few_note(gamma))
     return pd.DataFrame(out, columns=list(RANK_COLUMNS))
-

@@ -65,7 +65,7 @@ from dpkit.experiments.board_intervals import mean_interval
 from dpkit.experiments.board_stats import DEFAULT_BUDGET, holm, split_mask, winner_tests
 
 __all__ = ["COVERAGE_DRAWS", "COVERAGE_SEED", "sign_pvalue", "median_interval", "winner_set_pvalues",
-           "coverage_study", "robust_family"]
+           "coverage_study", "robust_family", "sign_min_reps", "paired_sign_comparison"]
 
 #: Resampled samples per cell in the coverage study of the mean's interval (:func:`coverage_study`).
 COVERAGE_DRAWS = 20_000
@@ -183,7 +183,7 @@ def coverage_study(population: np.ndarray, n: int, alpha: np.ndarray | float, *,
 
     Returns
     -------
-    dict of arrays (cells,)
+    dict of arrays (..., cells)
         ``mean_miss_low`` (the upper end below the mean), ``mean_miss_high`` (the lower end above it),
         ``mean_miss`` (their sum), ``median_miss`` (the median's interval missing the median), ``nominal``
         (``alpha``), ``limit`` (the most misses, as a rate, a true rate ``alpha`` reaches with probability
@@ -304,3 +304,77 @@ def robust_family(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *, 
     result["ci_low"] = np.where(keep, low, mlow)
     result["ci_high"] = np.where(keep, high, mhigh)
     return result
+
+
+def sign_min_reps(alpha: float) -> int:
+    """The fewest repetitions with which a two-sided exact sign test can reject at level ``alpha``: the smallest
+    ``n`` with ``2^(1−n) ≤ alpha`` (6 at 0.05; module docstring, step 1).
+
+    >>> sign_min_reps(0.05), sign_min_reps(0.05 / 25)
+    (6, 10)
+    """
+    check_probability(alpha, name="alpha")
+    return 1 + math.ceil(math.log2(1 / alpha) - 1e-12)
+
+
+def paired_sign_comparison(d: np.ndarray, *, gamma: float = DEFAULT_BUDGET) -> dict[str, np.ndarray]:
+    """An entrant against a cell's current best, distribution-free: the exact sign test of the median paired
+    difference, its order-statistic interval and the entrant's place in the winner set, over a family of cells.
+
+    Algorithm
+    ---------
+    Per cell, ``d`` holds the paired differences entrant − current best on the judged repetitions (the evaluation
+    half: the current best was chosen on the other one). The verdict is the two-sided exact sign test [1]_ of "the
+    median difference is 0" (:func:`sign_pvalue` with the null interval ``[0, 0]``; a tie ``d = 0`` counts on
+    neither side, so the level holds for any joint law of the pair, atoms included), with Holm's step-down across
+    the family's cells at the budget ``gamma``: ``"better"`` (rejected, median below 0), ``"worse"`` (rejected,
+    median above 0) or ``"tie"``. The interval is :func:`median_interval` of the differences at the cell's Holm
+    level (dual to the test). The entrant is in the cell's winner set unless the one-sided exact sign test of
+    "the entrant is worse than the current best", ``P(B ≥ c)`` with ``c`` the repetitions on which it errs more
+    (:func:`winner_set_pvalues`, step 4), rejects under Holm across the family's cells at ``gamma``. With fewer
+    than :func:`sign_min_reps` ``(gamma)`` judged repetitions no test can reject: every verdict is ``"tie"``, the
+    entrant is in the set, and ``decided`` is ``False``.
+
+    Parameters
+    ----------
+    d : array (..., cells, n)
+        The paired differences, one row per cell of the family (e.g. the cells of a table); ``n ≥ 1``; leading axes
+        are independent families (e.g. simulated boards).
+    gamma : float
+        The family-wise false-alarm budget, for the verdicts and (separately) for the winner set.
+
+    Returns
+    -------
+    dict of arrays (..., cells)
+        ``n``, ``median`` (the median difference), ``p`` (two-sided), ``level`` (the cell's Holm level),
+        ``ci_low, ci_high`` (the median's interval at ``level``; infinite where ``n`` is too small for it),
+        ``verdict``, ``set_p`` (one-sided, "worse"), ``in_set`` and ``decided`` (``n ≥ sign_min_reps(gamma)``).
+
+    Raises
+    ------
+    ValueError
+        For ``d`` not of shape (..., cells, n ≥ 1), a ``nan`` difference, or ``gamma`` outside (0, 1).
+
+    References
+    ----------
+    .. [1] W. J. Dixon and A. M. Mood, "The statistical sign test", Journal of the American Statistical Association
+       41(236), 557–566, 1946.
+    """
+    check_probability(gamma, name="gamma")
+    d = np.asarray(d, dtype=float)
+    if d.ndim < 2 or d.shape[-1] < 1:
+        raise ValueError(f"paired_sign_comparison: d must be (..., cells, repetitions ≥ 1); got shape {d.shape}")
+    if np.isnan(d).any():
+        raise ValueError("paired_sign_comparison: a paired difference is nan (a missing error)")
+    n = d.shape[-1]
+    zero = np.zeros(d.shape[:-1])
+    p = sign_pvalue(d, zero, zero)
+    reject, level = holm(p, gamma)
+    median = np.median(d, axis=-1)
+    verdict = np.where(reject & (median < 0), "better", np.where(reject & (median > 0), "worse", "tie"))
+    low, high = median_interval(d, level)
+    set_p = _binom_sf((d > 0).sum(axis=-1), n)
+    out_of_set = holm(set_p, gamma)[0]
+    return {"n": np.full(zero.shape, n), "median": median, "p": p, "level": level, "ci_low": low, "ci_high": high,
+            "verdict": verdict, "set_p": set_p, "in_set": ~out_of_set,
+            "decided": np.full(zero.shape, n >= sign_min_reps(gamma))}
