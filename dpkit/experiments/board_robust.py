@@ -43,6 +43,12 @@ method with the smallest mean error over the *selection half* (even ``rep``), ev
    particular the best method in that sense stays in. A cell has *one certain winner* when its set is ``{w}``.
    Choosing ``w`` on the other half keeps the comparisons honest about the choice: on the evaluation half ``w``
    is a fixed method.
+5. **board-add: an entrant against the current best** (:func:`paired_sign_comparison`, for
+   :func:`~dpkit.experiments.board_pairing.rank_entrant`). The same tests on the entrant's paired differences with
+   the cell's current best ``w`` on the evaluation half: the two-sided sign test of a median difference of 0 for
+   the verdict, the median difference with its interval (step 2) at the cell's Holm level across the cells of a
+   table, and the one-sided test of step 4 for whether the entrant would be in the cell's winner set. A QUICK
+   board-add judges 2 repetitions, fewer than the :func:`sign_min_reps` a sign test needs: its verdicts are ties.
 
 References
 ----------
@@ -319,27 +325,14 @@ def sign_min_reps(alpha: float) -> int:
 
 def paired_sign_comparison(d: np.ndarray, *, gamma: float = DEFAULT_BUDGET) -> dict[str, np.ndarray]:
     """An entrant against a cell's current best, distribution-free: the exact sign test of the median paired
-    difference, its order-statistic interval and the entrant's place in the winner set, over a family of cells.
-
-    Algorithm
-    ---------
-    Per cell, ``d`` holds the paired differences entrant − current best on the judged repetitions (the evaluation
-    half: the current best was chosen on the other one). The verdict is the two-sided exact sign test [1]_ of "the
-    median difference is 0" (:func:`sign_pvalue` with the null interval ``[0, 0]``; a tie ``d = 0`` counts on
-    neither side, so the level holds for any joint law of the pair, atoms included), with Holm's step-down across
-    the family's cells at the budget ``gamma``: ``"better"`` (rejected, median below 0), ``"worse"`` (rejected,
-    median above 0) or ``"tie"``. The interval is :func:`median_interval` of the differences at the cell's Holm
-    level (dual to the test). The entrant is in the cell's winner set unless the one-sided exact sign test of
-    "the entrant is worse than the current best", ``P(B ≥ c)`` with ``c`` the repetitions on which it errs more
-    (:func:`winner_set_pvalues`, step 4), rejects under Holm across the family's cells at ``gamma``. With fewer
-    than :func:`sign_min_reps` ``(gamma)`` judged repetitions no test can reject: every verdict is ``"tie"``, the
-    entrant is in the set, and ``decided`` is ``False``.
+    difference, its order-statistic interval and the entrant's place in the winner set, over a family of cells
+    (module docstring, step 5).
 
     Parameters
     ----------
     d : array (..., cells, n)
-        The paired differences, one row per cell of the family (e.g. the cells of a table); ``n ≥ 1``; leading axes
-        are independent families (e.g. simulated boards).
+        The paired differences entrant − current best on the judged repetitions, one row per cell of the family
+        (e.g. the cells of a table); ``n ≥ 1``; leading axes are independent families (e.g. simulated boards).
     gamma : float
         The family-wise false-alarm budget, for the verdicts and (separately) for the winner set.
 
@@ -355,10 +348,18 @@ def paired_sign_comparison(d: np.ndarray, *, gamma: float = DEFAULT_BUDGET) -> d
     ValueError
         For ``d`` not of shape (..., cells, n ≥ 1), a ``nan`` difference, or ``gamma`` outside (0, 1).
 
-    References
-    ----------
-    .. [1] W. J. Dixon and A. M. Mood, "The statistical sign test", Journal of the American Statistical Association
-       41(236), 557–566, 1946.
+    Notes
+    -----
+    The verdict is the two-sided exact sign test of "the median difference is 0" (Dixon and Mood [1]_):
+    :func:`sign_pvalue` with the null interval ``[0, 0]``; a difference of exactly 0 counts on neither side, so the
+    level holds for any joint law of the pair, atoms included. Holm's step-down runs across the family's cells at
+    the budget ``gamma``: ``"better"`` (rejected, median below 0), ``"worse"`` (rejected, median above 0) or
+    ``"tie"``. The interval is :func:`median_interval` of the differences at the cell's Holm level (dual to the
+    test). The entrant is in the cell's winner set unless the one-sided exact sign test of "the entrant is worse
+    than the current best", ``P(B ≥ c)`` with ``c`` the repetitions on which it errs more (as in step 4), rejects
+    under Holm across the family's cells at ``gamma``. With fewer than :func:`sign_min_reps` ``(gamma)`` judged
+    repetitions no test can reject: every verdict is ``"tie"``, the entrant is in the set, and ``decided`` is
+    ``False``.
     """
     check_probability(gamma, name="gamma")
     d = np.asarray(d, dtype=float)
