@@ -171,7 +171,8 @@ def test_rank_entrant_reports_the_median_difference_the_sign_test_and_the_winner
 
 def test_a_quick_board_add_is_a_tie_that_says_it_cannot_decide():
     """4 repetitions (QUICK) judge on 2: even an entrant better on every repetition is a tie, in the winner set, not
-    decided, with the note; the printed line shows the median difference without an interval and says why."""
+    decided, with the note; the printed line shows the median difference without an interval and says why. One odd
+    repetition is refused, naming the repetitions."""
     from dpkit.experiments.board_add import ranks_text
 
     rng = np.random.default_rng(5)
@@ -184,3 +185,6 @@ def test_a_quick_board_add_is_a_tie_that_says_it_cannot_decide():
     assert text.count("median difference -0.5 on 2 judged reps: too few judged repetitions to decide (a sign test "
                       "needs at least 6), tie") == 2
     assert "[" not in text.split("\n")[0]
+    with pytest.raises(ValueError, match=r"rank_entrant: 1 odd repetition\(s\) \(repetitions \[0, 1, 2\]\) to judge 'new' "
+                       r"on; at least 2 are needed"):
+        rank_entrant(_board(3, {2.0: -np.full(3, 0.5)}, rng), "new")
