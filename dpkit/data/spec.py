@@ -47,7 +47,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -444,15 +444,19 @@ def absolute_spec_paths(parameters: Mapping[str, Any], base: str | os.PathLike) 
     return out
 
 
-def quick_datasets(names: Any, *, default: str = "WDBC") -> list[Any]:
-    """The data sets a QUICK notebook run keeps: ``default`` and your own data sets (spec paths, registered names,
-    entry points) among ``names``, in their order; ``[default]`` when there is none of them.
+def quick_datasets(names: Any, *, default: str | Sequence[str] = "WDBC") -> list[Any]:
+    """The data sets a QUICK notebook run keeps: ``default`` (one registry code or several) and your own data sets
+    (spec paths, registered names, entry points) among ``names``, in their order; ``default`` (as a list) when there
+    is none of them.
 
     >>> quick_datasets(["CRM", "WDBC"]), quick_datasets(["CRM"]), quick_datasets(["CRM", "my.yaml"])
     (['WDBC'], ['WDBC'], ['my.yaml'])
+    >>> quick_datasets(["CTG", "my.yaml", "CRM"], default=("WDBC", "CTG")), quick_datasets(["CRM"], default=("WDBC", "CTG"))
+    (['CTG', 'my.yaml'], ['WDBC', 'CTG'])
     """
-    kept = [x for x in names if x == default or is_user_dataset(x)] if isinstance(names, (list, tuple)) else []
-    return kept or [default]
+    defaults = [default] if isinstance(default, str) else list(default)
+    kept = [x for x in names if x in defaults or is_user_dataset(x)] if isinstance(names, (list, tuple)) else []
+    return kept or defaults
 
 
 def resolve_user(name: str | os.PathLike) -> UserSpec:
