@@ -196,8 +196,8 @@ status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget
 	$(BIN)/python -m tools.false_alarms --seeds $(or $(SEEDS),200) --out $(RESULTS)/false_alarms
 
-data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
-	$(BIN)/python -m dpkit.data list
+data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis; your own too: make data-list DATA=spec.yaml
+	$(BIN)/python -m dpkit.data list $(DATA)
 
 clean: ## remove run outputs (results/) and the documentation build (docs/_build)
 	rm -rf $(RESULTS) .pytest_cache $(DOCS_OUT)

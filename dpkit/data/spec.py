@@ -58,6 +58,7 @@ from dpkit.data.dataset import Dataset
 from dpkit.data.errors import (
     ChecksumError,
     ClippingWarning,
+    DataError,
     DataNotFoundError,
     MalformedDataError,
     SpecError,
@@ -475,6 +476,44 @@ def resolve_user(name: str | os.PathLike) -> UserSpec:
         return _from_entry_point(str(name), eps[name])
     raise UnknownDatasetError(f"unknown data set {name!r}: no spec file, no register_dataset name, no entry point of "
                               f"group {ENTRY_POINT_GROUP}")
+
+
+def user_file_status(name: str | os.PathLike) -> dict[str, Any]:
+    """The status of your own data set's file for ``python -m dpkit.data list`` (:func:`dpkit.data.status`), without
+    downloading or parsing: ``name``, ``title``, ``origin`` (where its spec came from), ``files`` (one row: where the
+    file was found, its path, its sha256 and ``checksum`` ``ok``/``MISMATCH``/``none declared``; a DataFrame's is the
+    hash of its columns and values) and ``status`` ``None`` (``MISSING``, ``BAD CHECKSUM`` or ``ERROR`` with a
+    ``message`` when the file is absent, differs from the declared sha256 or the spec is bad).
+    """
+    from dpkit.data.files import sha256_file
+
+    out: dict[str, Any] = {"name": os.fspath(name), "title": "", "origin": "", "thesis_shape": None, "files": [],
+                           "shape": None, "source": None, "status": None, "message": ""}
+    try:
+        user = resolve_user(name)
+    except DataError as exc:
+        out.update(status="ERROR", message=str(exc))
+        return out
+    out.update(name=user.name, title=user.title, origin=user.where)
+    row: dict[str, Any] = {"role": "data", "name": Path(str(user.path or user.url or "")).name or "DataFrame",
+                           "optional": False, "found_in": None, "path": None, "sha256": None, "checksum": "not found"}
+    out["files"].append(row)
+    if user.frame is not None:
+        row.update(found_in="memory", sha256=_frame_sha256(user.frame), checksum="none declared")
+        out["source"] = "memory"
+        return out
+    try:
+        p, found_in = _locate(user, verify=False, download=False)
+    except DataError as exc:
+        out.update(status="MISSING", message=str(exc))
+        return out
+    sha = sha256_file(p)
+    row.update(found_in=found_in, path=str(p), sha256=sha,
+               checksum="none declared" if user.sha256 is None else "ok" if sha == user.sha256 else "MISMATCH")
+    out["source"] = found_in
+    if row["checksum"] == "MISMATCH":
+        out.update(status="BAD CHECKSUM", message=f"{user.where}: {p} has sha256 {sha}, its spec says {user.sha256}")
+    return out
 
 
 def from_dataframe(df: Any, *, name: str = "dataframe", rng: RNGLike = 0, n: int | None = None, **spec: Any) -> Dataset:
