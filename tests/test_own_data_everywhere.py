@@ -94,9 +94,8 @@ def test_quick_datasets_takes_several_defaults():
 # ---- labels: the spec's name, never its path ------------------------------------------------------------------------
 
 # a notebook line that writes the DATASET argument (a spec file's path for your own data) into a label, a row's
-# data set or a panel's (the figure's metadata, parameters=dict(dataset=DATASET, ...), records the argument itself)
-_ARGUMENT_LABEL = re.compile(r"\{DATASET[}!:]|\{p\['DATASET'\]\}|(?<!parameters=dict\()dataset=DATASET\b|"
-                             r"\"dataset\": \"DATASET\"")
+# data set, a figure's parameters or a panel's data set (run.json keeps the argument)
+_ARGUMENT_LABEL = re.compile(r"\{DATASET[}!:]|\{p\['DATASET'\]\}|dataset=DATASET\b|\"dataset\": \"DATASET\"")
 
 
 def test_no_notebook_labels_a_data_set_with_its_argument():
@@ -128,12 +127,11 @@ def test_a_quick_sweep_on_a_spec_file_is_labelled_with_the_specs_name(tmp_path):
                  "true", "-p", "DATASET", json.dumps(str(EXAMPLE)), "-p", "INTERACTIVE", "false"]) == 0
     table = pd.read_csv(out / "21_kappa_sweep.csv")
     assert set(table["dataset"]) == {"diabetes"}
-    for caption in (out / "21_kappa_sweep.caption.txt", out / "21_kappa_sweep.csv.caption.txt"):
-        if caption.exists():
-            text = caption.read_text()
-            assert "on diabetes against" in text and ".yaml" not in text
-    texts = [p.read_text() for p in out.glob("*caption*")]
-    assert texts and not any(".yaml" in t for t in texts)
+    caption = (out / "21_kappa_sweep.caption.txt").read_text()  # the figure's caption and parameters
+    assert "on diabetes against" in caption and "dataset=diabetes;" in caption and ".yaml" not in caption
+    table_tex = (out / "21_kappa_sweep.tex").read_text()  # the table's caption
+    assert "on diabetes against" in table_tex and ".yaml" not in table_tex
+    assert json.loads((out / "run.json").read_text())["parameters"]["DATASET"] == str(EXAMPLE)  # what ran
 
 
 # ---- python -m dpkit.data list: your own data sets with their source and checksum ----------------------------------
