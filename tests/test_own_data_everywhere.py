@@ -246,3 +246,17 @@ def test_the_comparison_table_prints_no_nan_where_the_thesis_printed_nothing():
     assert mine.loc["abs", "σ=2"] == "0.050 ± 0.010" and mine.loc["abs", "worst time (s)"] == "0.30"
     theirs = table[table["dataset"] == "WDBC"].set_index("error")
     assert theirs.loc["abs", "σ=2"] == "0.050 ± 0.010 (0.060)" and theirs.loc["abs", "worst time (s)"] == "0.30 (1.5)"
+
+
+def test_data_fetch_of_a_spec_files_url_is_offline_when_asked(tmp_path, monkeypatch, capsys):
+    from dpkit.data.__main__ import main
+
+    monkeypatch.setenv("DPKIT_OFFLINE", "1")
+    monkeypatch.setenv("DPKIT_DATA_DIR", str(tmp_path))
+    spec = tmp_path / "r.yaml"
+    spec.write_text(yaml.safe_dump({"name": "remote-a", "url": "https://example.invalid/a.csv", "sha256": "0" * 64,
+                                    "bounds": [0, 4]}))
+    assert main(["fetch", str(spec)]) == 1
+    out = capsys.readouterr().out
+    assert "remote-a: could not fetch" in out and "downloads are off" in out
+    assert main(["fetch", str(EXAMPLE)]) == 0 and "diabetes: all files present" in capsys.readouterr().out

@@ -99,7 +99,7 @@ def cmd_fetch(names: list[str], dest: str | None) -> int:
                 print(f"{st['name']}: all files present")
                 continue
             try:
-                load(code, download=True)
+                load(code)  # downloads unless $DPKIT_OFFLINE, as the registry's fetch
                 print(f"{st['name']}: downloaded and verified ({st['origin']})")
             except DataError as exc:
                 failed += 1
