@@ -95,7 +95,7 @@ def test_quick_datasets_takes_several_defaults():
 
 # a notebook line that writes the DATASET argument (a spec file's path for your own data) into a label, a row's
 # data set, a figure's parameters or a panel's data set (run.json keeps the argument)
-_ARGUMENT_LABEL = re.compile(r"\{DATASET[}!:]|\{p\['DATASET'\]\}|dataset=DATASET\b|\"dataset\": \"DATASET\"")
+_ARGUMENT_LABEL = re.compile(r"\{DATASET[}!:]|\{p\['DATASETS?'\](\[0\])?\}|dataset=DATASET\b|\"dataset\": \"DATASET\"")
 
 
 def test_no_notebook_labels_a_data_set_with_its_argument():
@@ -106,7 +106,7 @@ def test_no_notebook_labels_a_data_set_with_its_argument():
 
 def test_the_panels_write_your_spec_file_into_commands_and_label_with_the_name(tmp_path):
     from dpkit.data import load
-    from dpkit.outputs.widgets import as_dataset, notebook_parameters
+    from dpkit.outputs.widgets import as_dataset, dataset_label, notebook_parameters
 
     spec = tmp_path / "mine.yaml"
     spec.write_text(EXAMPLE.read_text())
@@ -115,6 +115,8 @@ def test_the_panels_write_your_spec_file_into_commands_and_label_with_the_name(t
         assert load(str(spec)).name == "diabetes"
     assert as_dataset("diabetes") == str(spec) and as_dataset("WDBC") == "WDBC"
     assert notebook_parameters({"dataset": "diabetes"}, {"dataset": ("DATASET", as_dataset)}) == {"DATASET": str(spec)}
+    # a panel's caption names the data set of a command's DATASET(S) value by its spec's name
+    assert dataset_label(str(spec)) == "diabetes" and dataset_label("WDBC") == "WDBC"
 
 
 @pytest.mark.slow
