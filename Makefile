@@ -111,7 +111,7 @@ reproduce: $(STAMP) ## the thesis's tables and figures and every check at full s
 # an unfinished long run from repetitions kept by older code, if those computed again are equal to the bit (else
 # the run fails naming the difference): make leaderboard STALE=verify; VERIFY_REPS=N computes N kept repetitions
 # again instead of the lowest and the highest (evenly spread between them)
-#: STALE       smoke, reproduce, tables, leaderboard: finished runs of a changed notebook: rerun (move aside, run again), keep, or verify (continue from kept repetitions computed again equal to the bit)
+#: STALE       smoke, reproduce, tables, leaderboard, board: finished runs of a changed notebook: rerun (move aside, run again), keep, or verify (continue from kept repetitions computed again equal to the bit)
 #: VERIFY_REPS with STALE=verify: how many kept repetitions are computed again (default the lowest and the highest)
 STALE_ARG := $(if $(STALE),--stale $(STALE),) $(if $(VERIFY_REPS),--verify-reps $(VERIFY_REPS),)
 # A data set documented as possibly unavailable offline (data/registry.yaml `unavailable_offline`, e.g. PAM) that is
@@ -167,10 +167,10 @@ board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/l
 #: SIGMAS      board: other kernel widths, comma-separated (SIGMAS=2,4; default the thesis's five)
 #: QUICK       board, board-add: QUICK=1: one sigma and 4 repetitions (board-add: one data set too)
 #: REPLACE     board-add: overwrite results/board/; board: move a folder of another data set's runs aside; board-publish: replace the published board
-board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yaml [AIM=1] [QUICK=1] [SIGMAS=2,4] [REPLACE=1]
+board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yaml [AIM=1] [QUICK=1] [SIGMAS=2,4] [REPLACE=1] [STALE=rerun|keep|verify]
 	@test -n "$(DATA)" || { echo "board: name the data set, e.g. make board DATA=data/examples/diabetes.yaml" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board '$(DATA)' $(if $(filter 1,$(AIM)),--aim,) $(if $(filter 1,$(QUICK)),--quick,) \
-		$(if $(SIGMAS),--sigmas '$(SIGMAS)',) $(if $(filter 1,$(REPLACE)),--replace,) --timeout $(LEADERBOARD_TIMEOUT)
+		$(if $(SIGMAS),--sigmas '$(SIGMAS)',) $(if $(filter 1,$(REPLACE)),--replace,) --timeout $(LEADERBOARD_TIMEOUT) $(STALE_ARG)
 
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
@@ -196,8 +196,8 @@ status: $(STAMP) ## where a batch stands (MANIFEST=leaderboard by default): runs
 false-alarms: $(STAMP) ## the statistical notebooks' QUICK checks over many seeds (SEEDS=200) vs their false-alarm budget
 	$(BIN)/python -m tools.false_alarms --seeds $(or $(SEEDS),200) --out $(RESULTS)/false_alarms
 
-data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis
-	$(BIN)/python -m dpkit.data list
+data-list: $(STAMP) ## where each data set was found, checksums and shapes vs the thesis; your own too: make data-list DATA=spec.yaml
+	$(BIN)/python -m dpkit.data list $(DATA)
 
 clean: ## remove run outputs (results/) and the documentation build (docs/_build)
 	rm -rf $(RESULTS) .pytest_cache $(DOCS_OUT)

@@ -100,8 +100,10 @@ def _panel_of(nb: str, monkeypatch, **overrides):
     exec(_cell(nb, lambda c: "parameters" in c.metadata.get("tags", [])), ns)
     shown = []
     X = np.zeros((20, 4))
+    name = ns.get("DATASET", "CRM")  # the earlier cells' data set (ds) and its name (NAME), loaded from DATASET
     ns.update(INTERACTIVE=True, display=shown.append, X=X, data={"CRM": type("D", (), {"X": X})()}, method=get("trig-I"),
-              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={}, **overrides)
+              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={},
+              ds=type("D", (), {"X": X, "name": name})(), NAME=name, **overrides)
     exec(_cell(nb, lambda c: c.source.startswith("if INTERACTIVE")), ns)
     assert len(shown) == 1
     ctl = shown[0].explorer

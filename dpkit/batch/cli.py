@@ -9,9 +9,9 @@ output not writable, ``notebook --output`` holding a finished run without ``--re
 
 ``notebook`` executes into a temporary folder beside ``--output`` and renames it into place: a finished
 run there is only replaced with ``--replace`` (then moved whole to ``.superseded/``, never deleted); an
-earlier failed attempt is replaced. ``run`` and ``notebook`` take the same ``--stale`` policies and ``--verify-reps``
-(:mod:`dpkit.batch.stale`); for ``notebook`` they apply to the repetitions kept by an earlier attempt beside
-``--output``.
+earlier failed attempt is replaced. ``run``, ``notebook`` and ``board`` take the same ``--stale`` policies and
+``--verify-reps`` (:mod:`dpkit.batch.stale`); for ``notebook`` they apply to the repetitions kept by an earlier attempt
+beside ``--output``, for ``board`` to the finished runs and kept repetitions of the board's folder.
 ``board-add`` exits 1 when the entrant's runs failed, the audit gate refuted it (listed as refuted, not ranked) or a
 record of it spends nothing or beyond the board's budget (refused, not ranked; also with ``--no-gate``),
 2 when it cannot start (no stored board, an entrant that cannot be loaded or does not follow the protocol, a name
@@ -326,7 +326,7 @@ def _board(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         run_own_board(board, scheduler=args.scheduler, workers=args.workers, timeout=args.timeout,
-                      progress=args.progress or None)
+                      progress=args.progress or None, on_stale=args.stale, verify_reps=args.verify_reps)
     except (OwnBoardError, ValueError) as exc:  # a failed run, or records the assembler refuses (named)
         print(f"error: board {args.data}: {exc}", file=sys.stderr)
         return 1
@@ -399,6 +399,9 @@ def _parser() -> argparse.ArgumentParser:
     own.add_argument("--workers", type=int, default=None, help="LocalCluster workers (default: cores)")
     own.add_argument("--timeout", type=int, default=7200, help="per-cell timeout in seconds")
     own.add_argument("--progress", action="store_true")
+    _stale_options(own, "finished runs and kept repetitions of the board's folder whose notebook or dpkit changed "
+                        "since (a board kept from an older dpkit): as for run (error, the default: name them and stop; "
+                        "rerun; keep; verify)")
     add = sub.add_parser("board-add", help="run one entrant on the stored leaderboard's cells with its seeds and rank it")
     add.add_argument("method", help="package.module:NAME, an entry-point name (group dpkit.methods) or a registered name")
     add.add_argument("--board", default=None, help="the stored board's records (default: data/leaderboard/records.parquet)")

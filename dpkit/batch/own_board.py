@@ -191,9 +191,14 @@ def prepare_own_board(data: str, *, out: str | os.PathLike | None = None, sigmas
 
 
 def run_own_board(board: OwnBoard, *, scheduler: str = "local", workers: int | None = None, timeout: int = 7200,
-                  progress: bool | None = None) -> OwnBoard:
+                  progress: bool | None = None, on_stale: str = "error", verify_reps: int | None = None) -> OwnBoard:
     """Run the prepared board's manifest, assemble it and write ``records.parquet`` and ``provenance.json`` (with the
     data set's fingerprint and provenance under ``data``) into the board's folder.
+
+    ``on_stale`` and ``verify_reps`` are the runner's (:func:`~dpkit.batch.runner.run_manifest`): what becomes of the
+    finished runs and kept repetitions of a board made by an older notebook or dpkit (``"error"``, the default: the
+    runner's :class:`~dpkit.batch.runner.StaleRunsError` naming them, before anything runs; ``"rerun"``, ``"keep"``,
+    ``"verify"``).
 
     Raises
     ------
@@ -204,7 +209,8 @@ def run_own_board(board: OwnBoard, *, scheduler: str = "local", workers: int | N
     from dpkit.batch.runner import run_manifest
     from dpkit.experiments.board_records import PROVENANCE_NAME, RECORDS_NAME, read_records, write_provenance, write_records
 
-    results = run_manifest(board.manifest, scheduler=scheduler, workers=workers, timeout=timeout, progress=progress)
+    results = run_manifest(board.manifest, scheduler=scheduler, workers=workers, timeout=timeout, progress=progress,
+                           on_stale=on_stale, **({"verify_reps": verify_reps} if verify_reps is not None else {}))
     board.runs = [{k: r.get(k) for k in ("status", "key", "folder", "error")} for r in results]
     bad = [r for r in results if r["status"] not in ("ok", "skipped")]
     if bad:

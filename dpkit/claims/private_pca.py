@@ -321,7 +321,9 @@ def notebook_checks(
     if quick:  # a part of the user's data sets, or a QuickReplacementWarning naming the replacement
         lemma_sizes, n_mu_draws, audit_samples = [[50, 3], [200, 5]], 50, 100000
         rate_ns, rate_reps = [10000, 40000, 160000], 4
-        datasets = quick_values(datasets, ["WDBC", "CTG"], name="datasets", what="data sets")
+        # WDBC, CTG and your own data sets (spec files, registered names) among them; if none, WDBC and CTG
+        datasets = quick_values(datasets, data.quick_datasets(datasets, default=("WDBC", "CTG")), name="datasets",
+                                what="data sets")
     params = dict(SEED=seed, QUICK=quick, EPSILON=epsilon, DELTA=delta, K=k, N_ITER=n_iter, LEMMA_SIZES=lemma_sizes,
                   N_MU_DRAWS=n_mu_draws, AUDIT_SAMPLES=audit_samples, RATE_NS=rate_ns, RATE_D=rate_d, RATE_REPS=rate_reps,
                   DATASETS=datasets, FALSE_ALARM=false_alarm)

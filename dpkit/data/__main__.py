@@ -6,6 +6,10 @@
   that has its files fails to load; a data set whose files are simply absent, like PAM here, is
   reported as MISSING with what to download and where, and does not fail the command);
 - ``fetch``: downloads missing files from UCI, verified before they are kept (offline: says so).
+
+Your own data sets are listed too: the entry points of group ``dpkit.datasets`` always, a spec file's path or an
+entry point's name when named on the command line; each with where its spec comes from, where its file is and the
+file's sha256 (``ok``/``MISMATCH`` against the spec's ``sha256``, or none declared).
 """
 from __future__ import annotations
 
@@ -14,9 +18,10 @@ import sys
 import warnings
 
 from dpkit.core.exceptions import PrivacyLeakWarning
-from dpkit.data import DataError, fetch, list_datasets, recipe_for, status
+from dpkit.data import DataError, fetch, list_datasets, load, recipe_for, status
 from dpkit.data.files import search_locations, sha256_file
 from dpkit.data.registry import get_spec, registry_path
+from dpkit.data.spec import is_user_dataset, user_datasets
 
 
 def _shape(s) -> str:
@@ -25,16 +30,32 @@ def _shape(s) -> str:
 
 def _print_files(st: dict, show_checksum: bool) -> None:
     for f in st["files"]:
-        where = f"{f['found_in']}: {f['path']}" if f["found_in"] else "not found"
+        where = f"{f['found_in']}: {f['path']}" if f["found_in"] and f["path"] else f["found_in"] or "not found"
         opt = " (optional)" if f["optional"] else ""
         ck = f"  checksum {f['checksum']}" if show_checksum and f["found_in"] else ""
-        print(f"    {f['name']}{opt}: {where}{ck}")
+        sha = "" if not f.get("sha256") else f"  sha256 {f['sha256']}" + ("" if show_checksum else f" ({f['checksum']})")
+        print(f"    {f['name']}{opt}: {where}{ck}{sha}")
+
+
+def _list_user(name: str) -> int:
+    """One own data set's lines of ``list``; 1 if its spec or file is bad (absent, other checksum)."""
+    st = status(name, load_data=False)
+    title = f" {st['title']}" if st["title"] else ""
+    print(f"{st['name']:5s}{title} (your own data; {st['origin'] or name})")
+    _print_files(st, show_checksum=False)
+    if st["message"]:
+        print("    " + st["message"].replace("\n", "\n    "))
+    return 1 if st["status"] in ("BAD CHECKSUM", "ERROR") else 0
 
 
 def cmd_list(names: list[str]) -> int:
     print(f"registry: {registry_path()}")
     print("search order: path argument, " + ", ".join(f"{loc.label} ({loc.folder})" for loc in search_locations()) + ", download")
+    bad = 0
     for code in names:
+        if is_user_dataset(code):
+            bad += _list_user(code)
+            continue
         spec = get_spec(code)
         if spec.synthetic:
             print(f"{spec.code:5s} {spec.title} (synthetic, no files)")
@@ -47,7 +68,7 @@ def cmd_list(names: list[str]) -> int:
         print(f"{spec.code:5s} {spec.title}; thesis {_shape(spec.thesis_shape)}; UCI {spec.uci_id}; "
               f"required files found {found}/{len(req)}{extra}")
         _print_files(st, show_checksum=False)
-    return 0
+    return 1 if bad else 0
 
 
 def cmd_verify(names: list[str]) -> int:
@@ -55,6 +76,8 @@ def cmd_verify(names: list[str]) -> int:
     print(f"{'code':5s} {'status':16s} {'ours':14s} {'thesis':14s} source")
     for code in names:
         st = status(code)
+        if st.get("origin"):
+            st["source"] = f"{st['source'] or ''} ({st['origin']})".strip()
         shapes = f"{_shape(st['shape']):14s} {_shape(st['thesis_shape']):14s}"
         print(f"{st['name']:5s} {st['status']:16s} {shapes} {st['source'] or ''}")
         _print_files(st, show_checksum=True)
@@ -70,6 +93,18 @@ def cmd_verify(names: list[str]) -> int:
 def cmd_fetch(names: list[str], dest: str | None) -> int:
     failed = 0
     for code in names:
+        if is_user_dataset(code):
+            st = status(code, load_data=False)
+            if st["status"] is None:
+                print(f"{st['name']}: all files present")
+                continue
+            try:
+                load(code)  # downloads unless $DPKIT_OFFLINE, as the registry's fetch
+                print(f"{st['name']}: downloaded and verified ({st['origin']})")
+            except DataError as exc:
+                failed += 1
+                print(f"{st['name']}: could not fetch\n    " + str(exc).replace("\n", "\n    "))
+            continue
         spec = get_spec(code)
         if spec.synthetic:
             continue
@@ -91,7 +126,8 @@ def cmd_fetch(names: list[str], dest: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dpkit.data", description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=["list", "verify", "fetch", "hash"])
-    ap.add_argument("names", nargs="*", help="data set codes (default: all)")
+    ap.add_argument("names", nargs="*", help="data set codes, spec files' paths, entry points' names (default: the "
+                                              "registry's and the entry points')")
     ap.add_argument("--dest", default=None, help="fetch: download folder (default $DPKIT_DATA_DIR or <repo>/data/raw)")
     args = ap.parse_args(argv)
     try:
@@ -104,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
                 print(f"{sha256_file(p)}  {os.path.getsize(p)}  {p}")
             return 0
-        names = [get_spec(n).code for n in args.names] or list_datasets()
+        names = [n if is_user_dataset(n) else get_spec(n).code for n in args.names] or list_datasets() + user_datasets()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             if args.command == "list":

@@ -47,7 +47,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -58,6 +58,7 @@ from dpkit.data.dataset import Dataset
 from dpkit.data.errors import (
     ChecksumError,
     ClippingWarning,
+    DataError,
     DataNotFoundError,
     MalformedDataError,
     SpecError,
@@ -444,15 +445,19 @@ def absolute_spec_paths(parameters: Mapping[str, Any], base: str | os.PathLike) 
     return out
 
 
-def quick_datasets(names: Any, *, default: str = "WDBC") -> list[Any]:
-    """The data sets a QUICK notebook run keeps: ``default`` and your own data sets (spec paths, registered names,
-    entry points) among ``names``, in their order; ``[default]`` when there is none of them.
+def quick_datasets(names: Any, *, default: str | Sequence[str] = "WDBC") -> list[Any]:
+    """The data sets a QUICK notebook run keeps: ``default`` (one registry code or several) and your own data sets
+    (spec paths, registered names, entry points) among ``names``, in their order; ``default`` (as a list) when there
+    is none of them.
 
     >>> quick_datasets(["CRM", "WDBC"]), quick_datasets(["CRM"]), quick_datasets(["CRM", "my.yaml"])
     (['WDBC'], ['WDBC'], ['my.yaml'])
+    >>> quick_datasets(["CTG", "my.yaml", "CRM"], default=("WDBC", "CTG")), quick_datasets(["CRM"], default=("WDBC", "CTG"))
+    (['CTG', 'my.yaml'], ['WDBC', 'CTG'])
     """
-    kept = [x for x in names if x == default or is_user_dataset(x)] if isinstance(names, (list, tuple)) else []
-    return kept or [default]
+    defaults = [default] if isinstance(default, str) else list(default)
+    kept = [x for x in names if x in defaults or is_user_dataset(x)] if isinstance(names, (list, tuple)) else []
+    return kept or defaults
 
 
 def resolve_user(name: str | os.PathLike) -> UserSpec:
@@ -471,6 +476,44 @@ def resolve_user(name: str | os.PathLike) -> UserSpec:
         return _from_entry_point(str(name), eps[name])
     raise UnknownDatasetError(f"unknown data set {name!r}: no spec file, no register_dataset name, no entry point of "
                               f"group {ENTRY_POINT_GROUP}")
+
+
+def user_file_status(name: str | os.PathLike) -> dict[str, Any]:
+    """The status of your own data set's file for ``python -m dpkit.data list`` (:func:`dpkit.data.status`), without
+    downloading or parsing: ``name``, ``title``, ``origin`` (where its spec came from), ``files`` (one row: where the
+    file was found, its path, its sha256 and ``checksum`` ``ok``/``MISMATCH``/``none declared``; a DataFrame's is the
+    hash of its columns and values) and ``status`` ``None`` (``MISSING``, ``BAD CHECKSUM`` or ``ERROR`` with a
+    ``message`` when the file is absent, differs from the declared sha256 or the spec is bad).
+    """
+    from dpkit.data.files import sha256_file
+
+    out: dict[str, Any] = {"name": os.fspath(name), "title": "", "origin": "", "thesis_shape": None, "files": [],
+                           "shape": None, "source": None, "status": None, "message": ""}
+    try:
+        user = resolve_user(name)
+    except DataError as exc:
+        out.update(status="ERROR", message=str(exc))
+        return out
+    out.update(name=user.name, title=user.title, origin=user.where)
+    row: dict[str, Any] = {"role": "data", "name": Path(str(user.path or user.url or "")).name or "DataFrame",
+                           "optional": False, "found_in": None, "path": None, "sha256": None, "checksum": "not found"}
+    out["files"].append(row)
+    if user.frame is not None:
+        row.update(found_in="memory", sha256=_frame_sha256(user.frame), checksum="none declared")
+        out["source"] = "memory"
+        return out
+    try:
+        p, found_in = _locate(user, verify=False, download=False)
+    except DataError as exc:
+        out.update(status="MISSING", message=str(exc))
+        return out
+    sha = sha256_file(p)
+    row.update(found_in=found_in, path=str(p), sha256=sha,
+               checksum="none declared" if user.sha256 is None else "ok" if sha == user.sha256 else "MISMATCH")
+    out["source"] = found_in
+    if row["checksum"] == "MISMATCH":
+        out.update(status="BAD CHECKSUM", message=f"{user.where}: {p} has sha256 {sha}, its spec says {user.sha256}")
+    return out
 
 
 def from_dataframe(df: Any, *, name: str = "dataframe", rng: RNGLike = 0, n: int | None = None, **spec: Any) -> Dataset:

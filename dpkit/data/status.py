@@ -10,6 +10,7 @@ from dpkit.data.api import list_datasets, load
 from dpkit.data.errors import ChecksumError, DataError, DataNotFoundError, MalformedDataError
 from dpkit.data.files import find_file, verify_file
 from dpkit.data.registry import get_spec
+from dpkit.data.spec import is_user_dataset, user_file_status
 
 __all__ = ["status", "table_3_1"]
 
@@ -18,8 +19,13 @@ def status(name: str, *, path=None, load_data: bool = True) -> dict[str, Any]:
     """Where each file of ``name`` is, whether its checksum is ok, and the loaded shape vs the thesis.
 
     Never raises for data problems: they are reported in ``"status"`` (``OK``, ``OK (n differs)``,
-    ``MISSING``, ``BAD CHECKSUM``, ``MALFORMED``, ``ERROR``) and ``"message"``.
+    ``MISSING``, ``BAD CHECKSUM``, ``MALFORMED``, ``ERROR``) and ``"message"``. Your own data set (a spec path, a
+    registered name, an entry point's name) too: its ``"origin"`` (the spec file, ``register_dataset``, the entry
+    point) and its one file, found without downloading, with its sha256 and whether it is the declared one
+    (:func:`~dpkit.data.spec.user_file_status`).
     """
+    if is_user_dataset(name):
+        return _user_status(name, path=path, load_data=load_data)
     spec = get_spec(name)
     out: dict[str, Any] = {"name": spec.code, "title": spec.title, "thesis_shape": spec.thesis_shape, "files": [],
                            "shape": None, "source": None, "status": None, "message": ""}
@@ -53,6 +59,26 @@ def status(name: str, *, path=None, load_data: bool = True) -> dict[str, Any]:
             out["message"] = "; ".join(ds.provenance["notes"][:1])
         else:
             out["status"] = "SHAPE DIFFERS"
+    except DataNotFoundError as exc:
+        out.update(status="MISSING", message=str(exc))
+    except ChecksumError as exc:
+        out.update(status="BAD CHECKSUM", message=str(exc))
+    except MalformedDataError as exc:
+        out.update(status="MALFORMED", message=str(exc))
+    except DataError as exc:
+        out.update(status="ERROR", message=str(exc))
+    return out
+
+
+def _user_status(name: Any, *, path: Any, load_data: bool) -> dict[str, Any]:
+    out = user_file_status(name)
+    if not load_data or out["status"] is not None:
+        return out
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            ds = load(name, path=path, download=False)
+        out.update(shape=ds.shape, status="OK")
     except DataNotFoundError as exc:
         out.update(status="MISSING", message=str(exc))
     except ChecksumError as exc:

@@ -81,13 +81,15 @@ def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, valu
 
     Each control sets one notebook parameter (``values_text`` → ``VALUES``, ``sigma`` → ``SIGMA``,
     ``epsilon`` → ``EPSILON``, ``reps`` → ``REPS``, ``metric`` → ``METRIC``; the fixed ``seed``, ``J``, ``n_queries`` and
-    ``dataset`` → ``SEED``, ``J``, ``N_QUERIES``, ``DATASET``); ``notebook`` and ``constants`` (other
-    notebook parameters the panel holds, e.g. ``MECHANISM``) enable the papermill/manifest/export buttons;
+    ``dataset`` → ``SEED``, ``J``, ``N_QUERIES``, ``DATASET``; ``dataset`` is the data set's name, for the labels,
+    and the commands load it by :func:`~dpkit.outputs.widgets.as_dataset`: your own by its spec file); ``notebook``
+    and ``constants`` (other notebook parameters the panel holds, e.g. ``MECHANISM``) enable the
+    papermill/manifest/export buttons;
     ``note`` is shown with the command and the manifest (:func:`~dpkit.outputs.widgets.explorer`).
     """
     from dpkit.experiments.sweeps import parse_values
     from dpkit.methods.registry import configure
-    from dpkit.outputs.widgets import explorer
+    from dpkit.outputs.widgets import as_dataset, explorer
 
     kind = type(values[0])
 
@@ -116,6 +118,6 @@ def sweep_panel(*, X: np.ndarray, dataset: str, method: Method, param: str, valu
                     fixed=dict(seed=seed, J=J, n_queries=n_queries, dataset=dataset), notebook=notebook,
                     parameters={"values_text": ("VALUES", parse), "sigma": "SIGMA", "epsilon": "EPSILON", "reps": "REPS",
                                 "metric": "METRIC", "seed": "SEED", "J": "J", "n_queries": "N_QUERIES",
-                                "dataset": "DATASET"},
+                                "dataset": ("DATASET", as_dataset)},
                     constants=constants, name=f"{param}_sweep", caption=caption, note=note,
                     total=lambda v: int(v["reps"]) * len(parse(v["values_text"])))

@@ -4,6 +4,7 @@ tables (CSV, markdown, LaTeX).
 The text of the LaTeX tables (headers, cells, widths) is :mod:`dpkit.outputs.latex_text`."""
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,9 +36,17 @@ def rows_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return df[[c for c in df.columns if not df[c].map(lambda v: isinstance(v, dict)).any()]] if not df.empty else df
 
 
+def _printed(value: Any, fmt: str) -> str:
+    """`` (value)``, the thesis's number in parentheses; nothing where the thesis printed none (NaN, ``None``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f" ({value:{fmt}})"
+
+
 def paper_comparison_table(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Tables 3.2/3.3 layout: one line per (mechanism, data set, abs|rel), σ as columns,
-    each cell ``ours ± std (paper)``; plus the worst time next to the paper's."""
+    each cell ``ours ± std (paper)``; plus the worst time next to the paper's. Where the thesis printed no number
+    (your own data sets, a σ it did not run) the cell is ``ours ± std`` alone."""
     df = pd.DataFrame(list(rows))
     lines = []
     if df.empty:
@@ -48,9 +57,10 @@ def paper_comparison_table(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
         for kind in ("abs", "rel"):
             line = {"mechanism": mech, "constants": constants, "dataset": ds, "error": kind}
             for _, r in g.sort_values("sigma").iterrows():
-                line[f"σ={r['sigma']:g}"] = f"{r[f'{kind}_mean']:.3f} ± {r[f'{kind}_std']:.3f} ({r[f'paper_{kind}']:.3f})"
+                line[f"σ={r['sigma']:g}"] = (f"{r[f'{kind}_mean']:.3f} ± {r[f'{kind}_std']:.3f}"
+                                             + _printed(r.get(f"paper_{kind}"), ".3f"))
             if kind == "abs":
-                line["worst time (s)"] = f"{g['time_max_s'].max():.2f} ({g['paper_time_s'].iloc[0]:.1f})"
+                line["worst time (s)"] = f"{g['time_max_s'].max():.2f}" + _printed(g["paper_time_s"].iloc[0], ".1f")
             else:
                 line["worst time (s)"] = ""
             lines.append(line)

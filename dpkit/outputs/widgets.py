@@ -43,8 +43,8 @@ from typing import Any
 
 from dpkit.core.paths import repo_root, results_dir
 
-__all__ = ["make_control", "explorer", "as_list", "as_datasets", "notebook_parameters", "parameters_hash", "papermill_command",
-           "write_manifest", "export_panel_figure"]
+__all__ = ["make_control", "explorer", "as_list", "as_datasets", "as_dataset", "dataset_label", "notebook_parameters",
+           "parameters_hash", "papermill_command", "write_manifest", "export_panel_figure"]
 
 ParameterMap = Mapping[str, "str | tuple[str, Callable[[Any], Any]]"]
 
@@ -60,6 +60,21 @@ def as_datasets(value: Any) -> list[Any]:
     from dpkit.data.spec import dataset_argument
 
     return [dataset_argument(value) if isinstance(value, str) else value]
+
+
+def as_dataset(value: Any) -> Any:
+    """A data-set choice as a ``DATASET`` value that loads it in another process (:func:`as_datasets`, one value)."""
+    from dpkit.data.spec import dataset_argument
+
+    return dataset_argument(value) if isinstance(value, str) else value
+
+
+def dataset_label(argument: Any) -> Any:
+    """The name a caption gives the data set of a ``DATASET``/``DATASETS`` value: a spec file's ``name`` for its path
+    (:func:`as_dataset` writes the path into commands), any other value as it is."""
+    from dpkit.data.spec import is_spec_path, read_spec
+
+    return read_spec(argument).name if is_spec_path(argument) else argument
 
 
 def notebook_parameters(values: Mapping[str, Any], parameters: ParameterMap) -> dict[str, Any]:

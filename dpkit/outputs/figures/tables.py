@@ -24,12 +24,44 @@ TABLES_CAPTION = ("Mean worst {kind} error over the repetitions (error bars: ± 
 _THESIS_LINES = ", dashed with crosses (I) and dash-dotted with pluses (II): the thesis's Tables 3.2/3.3."
 
 
-def tables_caption(rows: Sequence[dict[str, Any]], *, kind: str) -> str:
+#: the protocol :data:`TABLES_CAPTION` states (the thesis's, the published figures')
+_PROTOCOL = "ε = 1, δ = 10⁻³, 10⁴ queries per repetition"
+
+
+def _power_of_ten(x: float, plain: str) -> str:
+    """``10⁴``, ``10⁻³`` for an exact power of ten (as the published caption writes them), else ``plain``."""
+    import math
+
+    k = round(math.log10(x)) if x > 0 else None
+    if k is None or 10.0 ** k != x:
+        return plain
+    return "10" + str(k).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def tables_caption(rows: Sequence[dict[str, Any]], *, kind: str, n_queries: int | None = None,
+                   epsilon: float | None = None, delta: float | None = None) -> str:
     """:data:`TABLES_CAPTION` filled in; where no row has a printed number (your own data sets) it says that the
-    thesis printed none instead of naming lines the figure does not draw."""
+    thesis printed none instead of naming lines the figure does not draw.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        The figure's rows (:func:`~dpkit.experiments.thesis.table_rows`).
+    kind : {"abs", "rel"}
+        The error plotted.
+    n_queries, epsilon, delta : optional
+        The run's queries per repetition and budget, stated in the caption (a QUICK run's fewer queries, another
+        ε); ``None``: the thesis's (10⁴ queries, ε = 1, δ = 10⁻³), the published caption.
+    """
     import math
 
     text = TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative")
+    if (n_queries, epsilon, delta) != (None, None, None):
+        n = 10_000 if n_queries is None else int(n_queries)
+        eps = 1.0 if epsilon is None else float(epsilon)
+        dlt = 1e-3 if delta is None else float(delta)
+        text = text.replace(_PROTOCOL, f"ε = {eps:g}, δ = {_power_of_ten(dlt, f'{dlt:g}')}, "
+                                       f"{_power_of_ten(n, str(n))} queries per repetition")
     printed = any(isinstance(v, (int, float)) and not math.isnan(v) for v in (r.get(f"paper_{kind}") for r in rows))
     return text if printed else text.replace(_THESIS_LINES, " (the thesis printed no number for these data sets).")
 
