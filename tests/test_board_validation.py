@@ -1,4 +1,4 @@
-"""Every reader of board records validates them (issue 48, item 3).
+"""Every reader of board records validates them.
 
 A records file with a record over the budget, two budgets, a negative or missing error, its columns reordered, a
 column of the wrong type or missing, a duplicated key, a method missing a repetition in a cell, δ > 0 in an ε-DP

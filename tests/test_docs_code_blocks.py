@@ -91,7 +91,7 @@ def _scratch(tmp: Path) -> Path:
 def _env(tmp: Path) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DPKIT_FIGURES_DIR": str(tmp / "figures"),
            "MPLBACKEND": "Agg", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    env.pop("DPKIT_RESULTS_DIR", None)  # a block's results/ is the scratch clone's
+    env["DPKIT_RESULTS_DIR"] = str(tmp / "clone" / "results")  # a block's results/ is the scratch clone's
     return env
 
 

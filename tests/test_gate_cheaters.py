@@ -1,4 +1,4 @@
-"""The open board cannot be cheated (issue 48): cheating entrants as fixtures, each refused or refuted before it is
+"""The open board cannot be cheated: cheating entrants as fixtures, each refused or refuted before it is
 ranked, and honest ones that pass (positive controls).
 
 * The budget is the board's (dpkit.methods.entrants.check_board_budget, check_spent;
@@ -270,13 +270,18 @@ def test_a_record_cheat_is_refused_before_it_is_ranked_with_or_without_the_gate(
 
 
 def test_pair_refuses_a_record_cheat_on_every_path(cheats, stored, tmp_path):
-    """The check sits in pair(), which notebook 45's ENTRANT branch calls too."""
+    """The check runs as the entrant's records are made (entrant_records) and again in pair(), which notebook 45's
+    ENTRANT branch calls too, on records from anywhere."""
     from dpkit.experiments.board_pairing import pair
 
     prep = ba.prepare_board_add(f"{cheats.__name__}:ThreeEps", out=tmp_path / "o", quick=True, gate=False)
-    mine = ba.entrant_records(prep.name, prep.method, prep.plan, prep.data)
     with pytest.raises(BudgetViolationError, match=r"record \(TOY, σ=2, rep 0\) \(ε-DP\) records ε = 3"):
-        pair(prep.stored, mine, prep.name)
+        ba.entrant_records(prep.name, prep.method, prep.plan, prep.data)
+    honest = ba.prepare_board_add(f"{cheats.__name__}:Honest", out=tmp_path / "h", quick=True, gate=False)
+    mine = ba.entrant_records(honest.name, honest.method, honest.plan, honest.data)
+    mine.loc[mine["rep"] == 1, "eps_spent"] = 3.0  # records edited after they were made
+    with pytest.raises(BudgetViolationError, match=r"record \(TOY, σ=2, rep 1\) \(ε-DP\) records ε = 3"):
+        pair(honest.stored, mine, honest.name)
 
 
 def test_the_gate_audits_the_boards_claim_not_the_entrants(cheats, stored, tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Your own data everywhere a data set name goes (issue 50): QUICK keeps it (notebooks 46 and 56), the labels give its
+"""Your own data everywhere a data set name goes: QUICK keeps it (notebooks 46 and 56), the labels give its
 spec's name and never its path (notebooks 00/20/21/22 and their panels), ``python -m dpkit.data list`` shows it with
 its source and checksum, ``make board STALE=...`` reaches the runner, and notebook 20's QUICK captions and table say
 what ran (the queries actually used, no "(nan)" where the thesis printed nothing)."""
@@ -91,7 +91,7 @@ def test_quick_datasets_takes_several_defaults():
     assert quick_datasets(["CRM", "WDBC"]) == ["WDBC"]
 
 
-# ---- labels: the spec's name, never its path ------------------------------------------------------------------------
+# ---- labels: its spec's name, never its path ------------------------------------------------------------------------
 
 # a notebook line that writes the DATASET argument (a spec file's path for your own data) into a label, a row's
 # data set, a figure's parameters or a panel's data set (run.json keeps the argument)

@@ -9,7 +9,7 @@
 
 Your own data sets are listed too: the entry points of group ``dpkit.datasets`` always, a spec file's path or an
 entry point's name when named on the command line; each with where its spec comes from, where its file is and the
-file's sha256 (``ok``/``MISMATCH`` against the spec's ``sha256``, or none declared).
+file's sha256 (``ok``/``MISMATCH`` against its spec's ``sha256``, or none declared).
 """
 from __future__ import annotations
 

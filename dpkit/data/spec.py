@@ -483,7 +483,7 @@ def user_file_status(name: str | os.PathLike) -> dict[str, Any]:
     downloading or parsing: ``name``, ``title``, ``origin`` (where its spec came from), ``files`` (one row: where the
     file was found, its path, its sha256 and ``checksum`` ``ok``/``MISMATCH``/``none declared``; a DataFrame's is the
     hash of its columns and values) and ``status`` ``None`` (``MISSING``, ``BAD CHECKSUM`` or ``ERROR`` with a
-    ``message`` when the file is absent, differs from the declared sha256 or the spec is bad).
+    ``message`` when the file is absent, differs from the declared sha256 or its spec is bad).
     """
     from dpkit.data.files import sha256_file
 

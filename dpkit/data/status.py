@@ -20,7 +20,7 @@ def status(name: str, *, path=None, load_data: bool = True) -> dict[str, Any]:
 
     Never raises for data problems: they are reported in ``"status"`` (``OK``, ``OK (n differs)``,
     ``MISSING``, ``BAD CHECKSUM``, ``MALFORMED``, ``ERROR``) and ``"message"``. Your own data set (a spec path, a
-    registered name, an entry point's name) too: its ``"origin"`` (the spec file, ``register_dataset``, the entry
+    registered name, an entry point's name) too: its ``"origin"`` (its spec file, ``register_dataset``, the entry
     point) and its one file, found without downloading, with its sha256 and whether it is the declared one
     (:func:`~dpkit.data.spec.user_file_status`).
     """

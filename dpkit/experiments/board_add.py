@@ -53,7 +53,7 @@ from dpkit.experiments.board_records import (
     write_records,
 )
 from dpkit.experiments.board_stats import DEFAULT_BUDGET  # noqa: F401 - re-exported
-from dpkit.methods.entrants import check_board_budget
+from dpkit.methods.entrants import BudgetViolationError, check_board_budget
 
 __all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedError", "BoardAddResult",
            "PreparedBoardAdd", "board_plan", "check_new_entrant", "check_entrant_spend", "run_gate", "entrant_records",
@@ -160,6 +160,11 @@ def entrant_records(name: str, method: Any, plan: BoardPlan, data: Mapping[str, 
         recs = run_cells(data[ds], methods={name: method}, sigmas=list(plan.sigmas), reps=plan.reps,
                          n_queries=plan.n_queries, J=plan.J, seed=plan.seed, dataset=ds, progress=progress,
                          workers=workers)
+        # the board's budget first, naming the record and its spend (records_frame's validator would refuse it too,
+        # as an invalid records table)
+        spends = pd.DataFrame([{"dataset": ds, "sigma": float(r.sigma), "rep": int(r.rep), "privacy": str(r.privacy),
+                                "eps_spent": float(r.eps_spent), "delta_spent": float(r.delta_spent)} for r in recs])
+        check_entrant_spend(spends, name, epsilon=plan.epsilon, delta=plan.delta)
         frames.append(records_frame(recs, dataset=ds, run_seed=plan.seed, n_queries=plan.n_queries, J=plan.J,
                                     epsilon=plan.epsilon, delta=plan.delta))
     return pd.concat(frames, ignore_index=True)
@@ -370,10 +375,9 @@ def run_board_add(prep: PreparedBoardAdd, *, workers: int = 1, progress: bool = 
         files = write_board_copy(prep.out, merged=None, entrant=None, ranks=None, summary=summary,
                                  replace=prep.replace)
         return BoardAddResult(entrant=name, status="refuted", plan=plan, gate=outcome, files=files)
-    mine = entrant_records(name, prep.method, plan, prep.data, workers=workers, progress=progress)
     try:
-        check_entrant_spend(mine, name, epsilon=plan.epsilon, delta=plan.delta)
-    except ValueError as exc:  # BudgetViolationError: refused before it is ranked, with or without the gate
+        mine = entrant_records(name, prep.method, plan, prep.data, workers=workers, progress=progress)
+    except BudgetViolationError as exc:  # refused before it is ranked, with or without the gate
         summary.update(status="refused", reason=str(exc))
         files = write_board_copy(prep.out, merged=None, entrant=None, ranks=None, summary=summary,
                                  replace=prep.replace)
