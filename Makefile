@@ -24,6 +24,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install -q -r $(LOCK)
 	$(BIN)/python -m pip install -q --no-deps -e .
 	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi"
+	@python3 tools/notebook_clean.py --install-git-filter
 	@touch $(STAMP)
 
 venv: $(STAMP) ## create .venv from requirements.lock (dpkit with notebook, test, baseline and marginal extras); notebooks staged without outputs (git filter)

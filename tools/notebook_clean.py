@@ -6,8 +6,9 @@ The committed notebooks carry no outputs, no execution counts and no widget stat
 (``tools/jupyter/jupyter_server_config.py``), so a notebook saved in JupyterLab (by hand or by autosave) is written
 clean while the open tab keeps its outputs. As a command it cleans files in place, or stdin to stdout, and it
 installs itself as git's clean filter of the notebooks (``.gitattributes``: ``notebooks/*.ipynb
-filter=dpkit-notebook``; ``make venv`` and ``make lab`` run ``--install-git-filter``), so a notebook saved with outputs
-by any editor is staged and committed without them (the file on disk keeps them)::
+filter=dpkit-notebook``; setting up the venv (``make run``, ``make test``, ``make venv``) and ``make lab`` run
+``--install-git-filter``), so a notebook saved with outputs by any editor is staged and committed without them
+(the file on disk keeps them)::
 
     python3 tools/notebook_clean.py notebooks/21_kappa_sweep.ipynb     # in place
     python3 tools/notebook_clean.py < in.ipynb > out.ipynb             # a filter (git's clean filter)
