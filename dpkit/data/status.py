@@ -59,15 +59,18 @@ def status(name: str, *, path=None, load_data: bool = True) -> dict[str, Any]:
             out["message"] = "; ".join(ds.provenance["notes"][:1])
         else:
             out["status"] = "SHAPE DIFFERS"
-    except DataNotFoundError as exc:
-        out.update(status="MISSING", message=str(exc))
-    except ChecksumError as exc:
-        out.update(status="BAD CHECKSUM", message=str(exc))
-    except MalformedDataError as exc:
-        out.update(status="MALFORMED", message=str(exc))
     except DataError as exc:
-        out.update(status="ERROR", message=str(exc))
+        out.update(status=_error_status(exc), message=str(exc))
     return out
+
+
+def _error_status(exc: DataError) -> str:
+    """The status word of a data set that failed to load with ``exc``."""
+    for kind, word in ((DataNotFoundError, "MISSING"), (ChecksumError, "BAD CHECKSUM"),
+                       (MalformedDataError, "MALFORMED")):
+        if isinstance(exc, kind):
+            return word
+    return "ERROR"
 
 
 def _user_status(name: Any, *, path: Any, load_data: bool) -> dict[str, Any]:
@@ -79,14 +82,8 @@ def _user_status(name: Any, *, path: Any, load_data: bool) -> dict[str, Any]:
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             ds = load(name, path=path, download=False)
         out.update(shape=ds.shape, status="OK")
-    except DataNotFoundError as exc:
-        out.update(status="MISSING", message=str(exc))
-    except ChecksumError as exc:
-        out.update(status="BAD CHECKSUM", message=str(exc))
-    except MalformedDataError as exc:
-        out.update(status="MALFORMED", message=str(exc))
     except DataError as exc:
-        out.update(status="ERROR", message=str(exc))
+        out.update(status=_error_status(exc), message=str(exc))
     return out
 
 
