@@ -398,14 +398,9 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
 
     from dpkit.experiments.board_records import PUBLISHED as PUBLISHED_BOARD
     from dpkit.experiments.board_records import BoardFileError, provenance_line
+    from dpkit.experiments.board_report import coverage_rows, winner_set_rows
     from dpkit.experiments.board_robust import COVERAGE_DRAWS
-    from dpkit.experiments.leaderboard import (
-        coverage_rows,
-        headline,
-        lost_cells_text,
-        summary_markdown,
-        winner_set_rows,
-    )
+    from dpkit.experiments.leaderboard import headline, lost_cells_text, summary_markdown
 
     records = read_records(board_file) if records is None else records
     rows, board = board_of(records)

@@ -156,7 +156,8 @@ def test_the_published_board_shows_the_median_where_the_gumbel_interval_misses()
     from pathlib import Path
 
     from dpkit.experiments.board_records import read_board
-    from dpkit.experiments.leaderboard import board_from_records, coverage_rows
+    from dpkit.experiments.board_report import coverage_rows
+    from dpkit.experiments.leaderboard import board_from_records
 
     records = read_board(Path(__file__).resolve().parents[1] / "data" / "leaderboard" / "records.parquet")
     _rows, board = board_from_records(records[records["dataset"] == "CSN"])

@@ -56,7 +56,7 @@ from dpkit.experiments.board_stats import DEFAULT_BUDGET  # noqa: F401 - re-expo
 from dpkit.methods.entrants import BudgetViolationError, check_board_budget
 
 __all__ = ["BoardPlan", "GateOutcome", "GateUnavailableError", "EntrantRefusedError", "BoardAddResult",
-           "PreparedBoardAdd", "board_plan", "check_new_entrant", "check_entrant_spend", "run_gate", "entrant_records",
+           "PreparedBoardAdd", "board_plan", "check_new_entrant", "run_gate", "entrant_records",
            "pair", "rank_entrant", "RANK_COLUMNS", "ranks_text", "gate_text", "files_text", "write_board_copy",
            "prepare_board_add", "run_board_add", "board_add", "QUICK_REPS", "ENTRANT_RECORDS_NAME", "RANKS_NAME",
            "SUMMARY_NAME", "FILE_ROLES", "NOT_A_PROOF"]

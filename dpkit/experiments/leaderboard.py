@@ -25,14 +25,11 @@ import pandas as pd
 
 from dpkit.experiments.board_records import check_records
 from dpkit.experiments.board_report import (
-    COVERAGE_COLUMNS,
     DISAGREEMENT_COLUMNS,
-    SET_COLUMNS,
     SUPREMUM_COLUMNS,
     THESIS_MECHANISMS,
     VERDICTS,
     Headline,
-    coverage_rows,
     headline,
     lost_cells_text,
     number_or_nan,
@@ -40,7 +37,6 @@ from dpkit.experiments.board_report import (
     summary_markdown,
     supremum_rows,
     supremum_summary_text,
-    winner_set_rows,
 )
 from dpkit.experiments.board_robust import coverage_study, median_interval, robust_family
 from dpkit.experiments.board_stats import (
@@ -57,8 +53,7 @@ from dpkit.experiments.reference import PRINTED_DECIMALS, SIGMAS, TABLES, paper_
 __all__ = ["TABLES", "PRINTED_DECIMALS", "BOARD_SUITES", "board_methods", "verdict", "leaderboard_rows", "method_rows",
            "METHOD_ROW_KEYS", "board_from_records", "BOARD_CAPTION", "headline",
            "Headline", "VERDICTS", "lost_cells_text", "ranking_disagreements", "summary_markdown", "SUPREMUM_COLUMNS",
-           "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS", "SET_COLUMNS",
-           "winner_set_rows", "COVERAGE_COLUMNS", "coverage_rows"]
+           "supremum_rows", "supremum_summary_text", "THESIS_MECHANISMS", "DISAGREEMENT_COLUMNS"]
 
 #: The board table's caption (the protocol follows it): what its numbers and verdicts are.
 BOARD_CAPTION = ("Leaderboard: per data set, σ and privacy class, the method with the smallest mean worst absolute and "
