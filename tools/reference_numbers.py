@@ -6,7 +6,7 @@ Process tooling, not part of the dpkit package. Three parts, each optional:
     One release per registered method (:mod:`dpkit.methods.registry`) on WDBC at σ = 4, each with a
     stream keyed by the method's name, hashed to the bit (synthetic points, weights, counts, or answers).
 ``notebooks``
-    QUICK runs of notebooks 00, 20, 21, 22, 40 and 45 through ``python -m dpkit.batch notebook``; the
+    A QUICK run of every notebook in ``notebooks/`` through ``python -m dpkit.batch notebook``; the
     ``table`` rows and ``checks`` of each ``metrics.json`` are kept with every timing field removed.
 ``tables``
     A full-size, 2-repetition run of notebook 20 on every data set and σ (Tables 3.2/3.3, both constant
@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK_NOTEBOOKS = ("00_quickstart", "20_tables", "21_kappa_sweep", "22_k_sweep", "40_baselines", "45_leaderboard")
 TABLE_DATASETS = ("CSN", "CRM", "CTG", "PKS", "WDBC")
 #: keys that hold a measured time or a machine fact, never a computed number
 _VOLATILE = re.compile(r"(^|_)(time|times|seconds|wall|elapsed|timings|cpu|machine|host|date|path|folder)(_|$)|_s$")
@@ -112,8 +111,9 @@ def read_metrics(folder: Path) -> dict[str, Any]:
 
 
 def record_notebooks(scratch: Path) -> dict[str, Any]:
-    """Each QUICK notebook's table rows and checks, timings removed."""
-    return {nb: _run_notebook(nb, scratch / "quick" / nb, {"QUICK": True}) for nb in QUICK_NOTEBOOKS}
+    """Every notebook's QUICK table rows and checks, timings removed."""
+    names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    return {nb: _run_notebook(nb, scratch / "quick" / nb, {"QUICK": True}) for nb in names}
 
 
 def record_tables(scratch: Path) -> dict[str, Any]:
