@@ -315,7 +315,7 @@ ENTRANT = textwrap.dedent('''
 @pytest.mark.notebook
 def test_a_quick_board_of_its_own_on_the_example_and_board_add_against_it(tmp_path, monkeypatch, capsys):
     from dpkit.batch.cli import main
-    from dpkit.experiments.board_records import read_records
+    from dpkit.board.records import read_records
 
     out = tmp_path / "board-diabetes"
     assert main(["board", str(EXAMPLE), "--quick", "--out", str(out), "--scheduler", "sync"]) == 0
@@ -378,7 +378,7 @@ def test_the_widgets_data_set_choice_writes_a_spec_files_path_into_commands(tmp_
 
 
 def test_a_board_without_printed_numbers_makes_no_thesis_comparison():
-    from dpkit.experiments.board_report import headline, lost_cells_text
+    from dpkit.board.report import headline, lost_cells_text
     from dpkit.outputs.figures.leaderboard import LEADERBOARD_CAPTION, leaderboard_caption
 
     board = [{"dataset": "diabetes", "sigma": s, "privacy": p, "verdict_abs": "n/a", "verdict_rel": "n/a",
@@ -540,7 +540,7 @@ def test_a_quick_tables_notebook_on_a_spec_file_named_relative_to_the_current_fo
 
 
 def test_the_summary_of_a_board_without_printed_numbers_has_no_thesis_column():
-    from dpkit.experiments.board_report import summary_markdown
+    from dpkit.board.report import summary_markdown
 
     row = {"dataset": "diabetes", "sigma": 2.0, "privacy": "ε-DP", "method": "m", "method_rel": "m", "abs_est": 0.05,
            "abs_ci_low": 0.04, "abs_ci_high": 0.06, "rel_est": 0.1, "rel_ci_low": 0.08, "rel_ci_high": 0.12,
