@@ -84,7 +84,7 @@ def stored(tmp_path, monkeypatch, scratch):
     published = tmp_path / "data" / "leaderboard" / "records.parquet"
     write_records(df.sample(frac=1.0, random_state=0).reset_index(drop=True), published)
     monkeypatch.setattr(board_records, "PUBLISHED", published)
-    monkeypatch.setattr(ba, "_load_data", lambda plan: {"TOY": X})
+    monkeypatch.setattr(ba, "load_board_data", lambda plan, board: {"TOY": X})
     return published, X, df
 
 

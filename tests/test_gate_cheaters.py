@@ -196,7 +196,7 @@ def stored(tmp_path, monkeypatch):
     write_records(records_frame(recs, dataset="TOY", run_seed=3, n_queries=300, J=10, epsilon=1.0, delta=1e-3),
                   published)
     monkeypatch.setattr(board_records, "PUBLISHED", published)
-    monkeypatch.setattr(ba, "_load_data", lambda plan: {"TOY": X})
+    monkeypatch.setattr(ba, "load_board_data", lambda plan, board: {"TOY": X})
     return published
 
 

@@ -5,11 +5,8 @@ notebook 45's ``METHODS``, a manifest, ``python -m dpkit.batch board-add``) acce
 
 * ``"package.module:NAME"``: ``NAME`` in the importable module ``package.module`` is a method class (instantiated
   with its defaults) or a configured method instance;
-* a name that a package registers in the entry-point group ``dpkit.methods`` (:data:`ENTRY_POINT_GROUP`), e.g. in
-  its ``pyproject.toml``::
-
-      [project.entry-points."dpkit.methods"]
-      my-method = "my_package.methods:MyMethod"
+* a name that a package registers in the entry-point group ``dpkit.methods`` (:data:`ENTRY_POINT_GROUP`; the
+  ``pyproject.toml`` entry: ``docs/guide/add-method.md``).
 
 Every entrant gets the board's budget as a registered method does (:func:`dpkit.methods.registry.with_budget`:
 ε on a private method, δ on an (ε, δ)-DP method only). Before anything runs, each entrant is checked
