@@ -289,6 +289,13 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
     merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
     assert len(merged) == len(df) + 4
+    # board_add's own files and summary, as the command writes them (one path: the same plan, gate record, status)
+    folder = tmp_path / "45_leaderboard" / "board"
+    written = [board_records.RECORDS_NAME, ba.ENTRANT_RECORDS_NAME, ba.RANKS_NAME, ba.SUMMARY_NAME]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(written)
+    summary = json.loads((folder / ba.SUMMARY_NAME).read_text())
+    assert summary["status"] == "ranked" and summary["gate"] is None and summary["plan"]["reps"] == 4
+    assert summary["board"] == str(stored)
 
 
 GUIDE = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "guide", "add-method.md")
