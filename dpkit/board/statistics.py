@@ -95,7 +95,7 @@ D3. **The mean's interval only where its coverage is measured** (:func:`coverage
    winner's own records of that cell (all its repetitions, the population whose mean is to be covered) into
    :data:`COVERAGE_DRAWS` samples of n, it misses that mean no more often than the nominal ``α`` allows: the
    count of misses is at most ``binom.ppf(1 − 10⁻³, draws, α)`` (a true miss rate ``α`` passes with probability
-   at least 1 − 10⁻³). Otherwise the cell shows the median and its interval (step 2), and says so. The resampled
+   at least 1 − 10⁻³). Otherwise the cell shows the median and its interval (step D2), and says so. The resampled
    population has no tail beyond the 30 records, so the study can only find intervals too short, never certify
    one: a kept interval is one the records do not contradict. (Half of those records chose the winner and lean
    low; they stand in for the method's law all the same, since what the study probes is the shape of its tail.)
@@ -112,8 +112,8 @@ D4. **Winner sets: multiple comparisons with the chosen winner, distribution-fre
 D5. **board-add: an entrant against the current best** (:func:`paired_sign_comparison`, for
    :func:`~dpkit.board.add.rank_entrant`). The same tests on the entrant's paired differences with
    the cell's current best ``w`` on the evaluation half: the two-sided sign test of a median difference of 0 for
-   the verdict, the median difference with its interval (step 2) at the cell's Holm level across the cells of a
-   table, and the one-sided test of step 4 for whether the entrant would be in the cell's winner set. A QUICK
+   the verdict, the median difference with its interval (step D2) at the cell's Holm level across the cells of a
+   table, and the one-sided test of step D4 for whether the entrant would be in the cell's winner set. A QUICK
    board-add judges 2 repetitions, fewer than the :func:`sign_min_reps` a sign test needs: its verdicts are ties.
 
 References
@@ -617,7 +617,7 @@ def median_interval(x: np.ndarray, alpha: np.ndarray | float) -> tuple[np.ndarra
 
 def winner_set_pvalues(judge: np.ndarray, winner: np.ndarray) -> np.ndarray:
     """One-sided exact sign-test p-values of "method j is worse than the winner" on paired repetitions (module
-    docstring, step 4).
+    docstring, step D4).
 
     Parameters
     ----------
@@ -727,7 +727,7 @@ def robust_family(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *, 
     decimals : int or None
         Decimals of the printed numbers (null interval ``printed ± 0.5·10^−decimals``); ``None``: exact.
     coverage : bool
-        Run the coverage study (step 3) and choose the interval shown by it; ``False`` shows the median's
+        Run the coverage study (step D3) and choose the interval shown by it; ``False`` shows the median's
         interval everywhere (for simulated boards, where the study is not needed).
     draws : int
         The coverage study's resampled samples per cell.
@@ -736,8 +736,8 @@ def robust_family(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *, 
     -------
     dict of arrays over the cells
         ``winner, runner_up, mean, median, p, level, verdict`` (the sign test against the printed number at the
-        cell's Holm level), ``median_ci_low, median_ci_high`` (step 2), ``mean_ci_low, mean_ci_high`` (the Gumbel
-        interval at the same level), ``keep_mean`` (step 3), ``param`` (``"mean"`` or ``"median"``: the interval
+        cell's Holm level), ``median_ci_low, median_ci_high`` (step D2), ``mean_ci_low, mean_ci_high`` (the Gumbel
+        interval at the same level), ``keep_mean`` (step D3), ``param`` (``"mean"`` or ``"median"``: the interval
         shown), ``est, ci_low, ci_high`` (the shown parameter's estimate and interval), the coverage study's
         arrays prefixed ``coverage_`` (with ``coverage``), and over the methods (..., m, k): ``set_p``,
         ``in_set`` (the winner set), with ``set_size`` and ``certain`` (a set of one) over the cells.
@@ -830,7 +830,7 @@ def paired_sign_comparison(d: np.ndarray, *, gamma: float = DEFAULT_BUDGET) -> d
     the budget ``gamma``: ``"better"`` (rejected, median below 0), ``"worse"`` (rejected, median above 0) or
     ``"tie"``. The interval is :func:`median_interval` of the differences at the cell's Holm level (dual to the
     test). The entrant is in the cell's winner set unless the one-sided exact sign test of "the entrant is worse
-    than the current best", ``P(B ≥ c)`` with ``c`` the repetitions on which it errs more (as in step 4), rejects
+    than the current best", ``P(B ≥ c)`` with ``c`` the repetitions on which it errs more (as in step D4), rejects
     under Holm across the family's cells at ``gamma``. With fewer than :func:`sign_min_reps` ``(gamma)`` judged
     repetitions no test can reject: every verdict is ``"tie"``, the entrant is in the set, and ``decided`` is
     ``False``.
