@@ -176,7 +176,7 @@ board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yam
 # board-add: only the entrant runs, on every cell of the stored board (data/leaderboard/records.parquet, or BOARD=...)
 # with its seeds, so on the same workloads; the updated board is a copy in results/board/ (the published file is never
 # written). METHOD: package.module:NAME, an entry-point name (group dpkit.methods) or a registered name not on the board.
-# QUICK=1: one data set, one sigma, 4 repetitions (board_pairing.QUICK_REPS); GATE=0: without the audit gate (the
+# QUICK=1: one data set, one sigma, 4 repetitions (dpkit.board.add.QUICK_REPS); GATE=0: without the audit gate (the
 # entrant's ledgers are still checked against the board's budget); REPLACE=1: overwrite results/board/; REP_WORKERS=N:
 # repetitions computed at once
 #: METHOD      board-add: the entrant, package.module:NAME, an entry-point name (group dpkit.methods) or a registered name

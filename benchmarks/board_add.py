@@ -7,7 +7,7 @@ otherwise idle machine, after the board has been published (``data/leaderboard/r
 The entrant (default ``benchmarks.board_add:ENTRANT``: a configured instance equal to the registered
 ``marginals-histogram-eps``, so an entrant that does not depend on σ and has exactly its cost, under a name the board
 does not have) joins twice in this one invocation, each time exactly as ``make board-add`` does
-(:func:`dpkit.experiments.board_add.board_add`: the audit gate, the entrant on every cell of the stored board with
+(:func:`dpkit.board.add.board_add`: the audit gate, the entrant on every cell of the stored board with
 its seeds, the pairing, the ranks and the updated copy), with ``W`` repetitions at once:
 
 1. **cold**: with a new, empty disk cache (``DPKIT_CACHE_DIR``), so every workload's exact answers and embeddings are
@@ -17,7 +17,7 @@ its seeds, the pairing, the ranks and the updated copy), with ``W`` repetitions 
 It prints both wall times, their ratio, and whether the two runs gave the same entrant records (they must: the cache
 holds the exact answers and never changes them). For the default entrant it also prints a **null control**: the
 entrant is ``marginals-histogram-eps`` under another name, so on the same workloads with other random streams; paired
-by repetition over all of them (:func:`dpkit.experiments.board_stats.compare_paired`, Holm across the cells at
+by repetition over all of them (:func:`dpkit.board.statistics.compare_paired`, Holm across the cells at
 false-alarm budget γ = 0.05), it must tie with the registered method in every cell, for the thesis metric and for
 the class supremum. A cell that differs fails the benchmark (exit 1), which happens by chance at most with
 probability γ for each error kind. With ``--quick`` the board-add is QUICK (one data set, one σ, four
@@ -46,8 +46,8 @@ TWIN = "marginals-histogram-eps"
 
 
 def _entrant_frame(folder: Path) -> Any:
-    from dpkit.experiments.board_add import ENTRANT_RECORDS_NAME
-    from dpkit.experiments.board_records import read_records
+    from dpkit.board.add import ENTRANT_RECORDS_NAME
+    from dpkit.board.records import read_records
 
     frame = read_records(folder / ENTRANT_RECORDS_NAME)  # the board's columns: time_s is the only measured time
     return frame.drop(columns=["time_s"]).sort_values(["dataset", "sigma", "rep"]).reset_index(drop=True)
@@ -56,8 +56,8 @@ def _entrant_frame(folder: Path) -> Any:
 def null_control(folder: Path, entrant: str, *, twin: str = TWIN, gamma: float = 0.05) -> dict[str, Any] | None:
     """The entrant against ``twin`` on the updated board in ``folder`` (module docstring); ``None`` when the board
     has no ``twin``. Per error kind: the cells compared, how many are not a tie, and the smallest p-value."""
-    from dpkit.experiments.board_records import RECORDS_NAME, read_records
-    from dpkit.experiments.board_stats import compare_paired
+    from dpkit.board.records import RECORDS_NAME, read_records
+    from dpkit.board.statistics import compare_paired
 
     board = read_records(folder / RECORDS_NAME)
     if twin not in set(board["method"]):
@@ -74,7 +74,7 @@ def measure(*, board: str | os.PathLike | None, entrant: str = DEFAULT_ENTRANT, 
             quick: bool = False, scratch: str | os.PathLike | None = None) -> dict[str, Any]:
     """Time the entrant's board-add cold and warm (module docstring); return the times and the runs' summaries."""
     from dpkit.batch.scheduler import environ_restored
-    from dpkit.experiments.board_add import board_add
+    from dpkit.board.add import board_add
 
     root = Path(scratch or tempfile.mkdtemp(prefix="dpkit-bench-board-add-"))
     cache = root / "cache"

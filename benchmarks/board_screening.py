@@ -89,7 +89,7 @@ def release_hours(records: pd.DataFrame, sigma_independent: set[str]) -> pd.Seri
 
 
 def _sigma_independent(methods: list[str], sigmas: list[float]) -> set[str]:
-    from dpkit.experiments.leaderboard import board_methods
+    from dpkit.board.report import board_methods
     from dpkit.experiments.records import width_independent
 
     known = board_methods(methods, epsilon=1.0, delta=1e-3)  # every name the board's suites register (AIM too)
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"board_screening: no records at {args.board} (publish a board first: make board-publish)",
               file=sys.stderr)
         return 2
-    from dpkit.experiments.board_records import InvalidRecordsError, read_records
+    from dpkit.board.records import InvalidRecordsError, read_records
 
     try:
         records = read_records(args.board)  # checked: one budget, paired repetitions, finite errors, ...

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.board.report import board_methods
 from dpkit.data.api import load
-from dpkit.experiments.leaderboard import board_methods
 from dpkit.experiments.protocol import timed_release
 from dpkit.experiments.records import cell_seed, record_release, repetitions
 from dpkit.queries.supremum import class_supremum

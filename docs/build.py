@@ -15,7 +15,7 @@ changelog. A result that is not there is said so on its page, with the command t
 
 Exit codes: 0 built; 1 Sphinx failed (a warning is an error) or a notebook run failed; 2 the build could not start
 (one line naming the file or folder: e.g. a leaderboard records file that is named but missing, or not a valid
-board, :func:`dpkit.experiments.board_records.check_records`).
+board, :func:`dpkit.board.records.check_records`).
 """
 from __future__ import annotations
 
@@ -213,11 +213,11 @@ def _md_table(df) -> str:
 
 
 def _coverage_table(cov: list[dict[str, Any]]) -> str:
-    """The coverage study's rows (:func:`dpkit.experiments.board_report.coverage_rows`) as Markdown tables, one per
+    """The coverage study's rows (:func:`dpkit.board.report.coverage_rows`) as Markdown tables, one per
     table and error kind, with headers in words and three significant digits, narrow enough for the page."""
     import pandas as pd
 
-    from dpkit.experiments.board_report import COVERAGE_COLUMNS
+    from dpkit.board.report import COVERAGE_COLUMNS
 
     words = {"cell": "cell", "winner": "winner (interval shown)", "skewness": "skew", "nominal_miss": "nominal",
              "mean_ci_miss": "mean CI miss", "upper_end_misses": "upper end misses", "miss_limit": "miss limit",
@@ -244,7 +244,7 @@ def _published_tables_parts(tables: Path) -> list[str]:
     correct-constant tables beside the thesis, the printed-constant ones folded."""
     import pandas as pd
 
-    from dpkit.experiments.board_records import BoardFileError, provenance_line
+    from dpkit.board.records import BoardFileError, provenance_line
     from dpkit.experiments.tables_records import read_tables
     from dpkit.outputs.tables import paper_comparison_table
 
@@ -349,22 +349,22 @@ def _rel(path: Path) -> str:
 
 def read_records(path: Path):
     """The leaderboard's records (one row per data set, σ, repetition and method), read and checked by
-    :func:`dpkit.experiments.board_records.read_board`.
+    :func:`dpkit.board.records.read_board`.
 
     Raises
     ------
-    dpkit.experiments.board_records.BoardFileError, dpkit.experiments.board_records.InvalidRecordsError
+    dpkit.board.records.BoardFileError, dpkit.board.records.InvalidRecordsError
         The file is missing, or it is not a valid records table (one line naming it and the problem).
     """
-    from dpkit.experiments.board_records import read_board
+    from dpkit.board.records import read_board
 
     return read_board(path)
 
 
 def board_of(records) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The per-method rows and the board of the records, made as notebook 45 and the assembler make them
-    (:func:`dpkit.experiments.leaderboard.board_from_records`)."""
-    from dpkit.experiments.leaderboard import board_from_records
+    (:func:`dpkit.board.report.board_from_records`)."""
+    from dpkit.board.report import board_from_records
 
     return board_from_records(records)
 
@@ -378,7 +378,7 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
              "Each cell's winner is chosen on the even repetitions and judged on the odd ones, so its numbers are "
              "not flattered by the choice. Every claim holds whatever the distribution of the per-repetition errors "
              "(a worst error over 10⁴ dependent queries, with rare failures far in the tail for some methods; "
-             "`dpkit.experiments.board_robust`): a cell is better than the thesis when an exact sign test says the "
+             "`dpkit.board.statistics`): a cell is better than the thesis when an exact sign test says the "
              "winner's **median** error lies below the printed number (every value that rounds to it), with Holm's "
              "correction at the stated false-alarm budget across the cells of a table and error kind. The thesis "
              "printed means; for a right-skewed error the median is the smaller, so *better* reads: below the "
@@ -396,11 +396,10 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
         return
     import pandas as pd
 
-    from dpkit.experiments.board_records import PUBLISHED as PUBLISHED_BOARD
-    from dpkit.experiments.board_records import BoardFileError, provenance_line
-    from dpkit.experiments.board_report import coverage_rows, winner_set_rows
-    from dpkit.experiments.board_robust import COVERAGE_DRAWS
-    from dpkit.experiments.leaderboard import headline, lost_cells_text, summary_markdown
+    from dpkit.board.records import PUBLISHED as PUBLISHED_BOARD
+    from dpkit.board.records import BoardFileError, provenance_line
+    from dpkit.board.report import coverage_rows, headline, lost_cells_text, summary_markdown, winner_set_rows
+    from dpkit.board.statistics import COVERAGE_DRAWS
 
     records = read_records(board_file) if records is None else records
     rows, board = board_of(records)
@@ -418,7 +417,7 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
             if png.is_file():
                 caption = cap.read_text().strip().split("\n\n")[0] if cap.is_file() else f"The best method per cell, {what}."
                 figures += [f"```{{figure}} /figures/{png.name}", ":width: 100%", "", caption, "```", ""]
-    parts += [f"Read from `{_rel(board_file)}` with `dpkit.experiments.board_records.read_board`: {len(records)} "
+    parts += [f"Read from `{_rel(board_file)}` with `dpkit.board.records.read_board`: {len(records)} "
               f"records, {records['dataset'].nunique()} data set(s), {records['method'].nunique()} methods, "
               f"{records['rep'].nunique()} repetition(s) per cell. {origin}", "",
               *figures, "## The best method per cell", "",
@@ -682,7 +681,7 @@ def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, bo
     """Stage, generate and run Sphinx (``-W``); the exit code (see the module docstring)."""
     records = None
     if board.is_file():  # a bad records file stops the build before anything runs
-        from dpkit.experiments.board_records import InvalidRecordsError
+        from dpkit.board.records import InvalidRecordsError
 
         try:
             records = read_records(board)

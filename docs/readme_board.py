@@ -6,14 +6,14 @@
     python docs/readme_board.py --records FILE --check   # exit 1 if the block differs from FILE's board
 
 The block between ``<!-- board:begin ... -->`` and ``<!-- board:end -->`` is the headline
-(:func:`dpkit.experiments.leaderboard.headline`) and the board's summary table
-(:func:`dpkit.experiments.leaderboard.summary_markdown`, the absolute errors and the winner sets' sizes: the
+(:func:`dpkit.board.report.headline`) and the board's summary table
+(:func:`dpkit.board.report.summary_markdown`, the absolute errors and the winner sets' sizes: the
 README stays a front page; the relative errors and the sets' members are in the docs' results), the text the
 assembler writes into ``leaderboard_headline.md`` and
 ``leaderboard_summary.md``: never typed by hand. Exit codes: 0 written (or, with
 ``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file, the ``provenance.json`` beside
 it or the block is missing, or the records file is not a valid board (one line naming it; nothing is written). The
-block ends with the provenance's line (:func:`dpkit.experiments.board_records.provenance_line`): date, commit, runs,
+block ends with the provenance's line (:func:`dpkit.board.records.provenance_line`): date, commit, runs,
 compute and machine.
 """
 from __future__ import annotations
@@ -37,8 +37,8 @@ def board_block(records: Path) -> str:
     build = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = build
     spec.loader.exec_module(build)  # docs/build.py: the one reader of the records file
-    from dpkit.experiments.board_records import provenance_line
-    from dpkit.experiments.leaderboard import headline, summary_markdown
+    from dpkit.board.records import provenance_line
+    from dpkit.board.report import headline, summary_markdown
 
     _rows, board = build.board_of(build.read_records(records))
     return f"{headline(board).text()}\n\n{summary_markdown(board, kinds=('abs',), names=0)}\n\n{provenance_line(records)}\n"
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if m is None:
         print(f"readme_board: {args.readme} has no <!-- board:begin --> ... <!-- board:end --> block", file=sys.stderr)
         return 2
-    from dpkit.experiments.board_records import BoardFileError, InvalidRecordsError
+    from dpkit.board.records import BoardFileError, InvalidRecordsError
 
     try:
         block = board_block(args.records)

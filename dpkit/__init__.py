@@ -35,7 +35,7 @@ __all__ = [
 
 
 #: The layers, bottom to top; each imports only from the ones before it.
-_LAYERS = ("core", "data", "queries", "mechanisms", "methods", "evaluation", "experiments", "claims", "outputs", "batch")
+_LAYERS = ("core", "data", "queries", "mechanisms", "methods", "evaluation", "experiments", "board", "claims", "outputs", "batch")
 
 
 def __getattr__(name: str):

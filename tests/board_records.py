@@ -1,7 +1,7 @@
 """Per-repetition records for the leaderboard's tests, made from summary rows: every method's repetitions have
 the row's mean on each half of the split (even and odd repetitions) and a small spread, so the board's winners,
 means and rankings are the rows'. The records are the leaderboard's records table
-(:data:`dpkit.experiments.board_records.COLUMNS`), as notebook 45 writes it."""
+(:data:`dpkit.board.records.COLUMNS`), as notebook 45 writes it."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpkit.experiments.board_records import COLUMNS, RECORDS_NAME, check_records, write_records
+from dpkit.board.records import COLUMNS, RECORDS_NAME, check_records, write_records
 
 
 def _pattern(rep: int) -> float:

@@ -242,8 +242,8 @@ def _serial(dataset: str, params: dict) -> list:
     """The records of the notebook's ``run_cells`` for one data set, computed here in one process, serially."""
     import warnings
 
+    from dpkit.board.report import board_methods
     from dpkit.data import load_available
-    from dpkit.experiments.leaderboard import board_methods
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

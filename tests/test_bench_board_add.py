@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from benchmarks.board_add import TWIN, _entrant_frame, main, null_control
+from dpkit.board.records import records_frame, write_records
+from dpkit.board.report import board_methods
 from dpkit.data import load
 from dpkit.experiments import run_cells
-from dpkit.experiments.board_records import records_frame, write_records
-from dpkit.experiments.leaderboard import board_methods
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""board-add (dpkit.experiments.board_add, ``python -m dpkit.batch board-add``, notebook 45's ``ENTRANT``): only the
+"""board-add (dpkit.board.add, ``python -m dpkit.batch board-add``, notebook 45's ``ENTRANT``): only the
 entrant runs, on the stored board's cells with its seeds; its records are paired with the stored ones by
 (data set, σ, repetition), it is ranked in every cell, the audit gate comes first, and the published board is never
 written."""
@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpkit.experiments import board_add as ba
-from dpkit.experiments import board_records
-from dpkit.experiments.board_records import read_records, records_frame, write_records
+from dpkit.board import add as ba
+from dpkit.board import records as board_records
+from dpkit.board.records import read_records, records_frame, write_records
+from dpkit.board.statistics import DEFAULT_BUDGET
 
 SOURCE = textwrap.dedent('''
     from dataclasses import dataclass
@@ -83,7 +84,7 @@ def stored(tmp_path, monkeypatch, scratch):
     published = tmp_path / "data" / "leaderboard" / "records.parquet"
     write_records(df.sample(frac=1.0, random_state=0).reset_index(drop=True), published)
     monkeypatch.setattr(board_records, "PUBLISHED", published)
-    monkeypatch.setattr(ba, "_load_data", lambda plan: {"TOY": X})
+    monkeypatch.setattr(ba, "load_board_data", lambda plan, board: {"TOY": X})
     return published, X, df
 
 
@@ -179,24 +180,11 @@ def test_no_stored_board_is_named(tmp_path, monkeypatch, capsys):
 
 
 def _gate_module(monkeypatch, result, calls):
-    mod = types.ModuleType("dpkit.evaluation.gate")
-
     def audit_gate(name, method, *, epsilon, delta):
         calls.append((name, type(method).__name__, epsilon, delta))
         return result
 
-    mod.audit_gate = audit_gate
-    monkeypatch.setitem(sys.modules, "dpkit.evaluation.gate", mod)
-
-
-def test_the_gate_requested_but_absent_is_a_clear_error(stored, scratch, tmp_path, monkeypatch, capsys):
-    from dpkit.batch.cli import main
-
-    monkeypatch.setitem(sys.modules, "dpkit.evaluation.gate", None)  # import fails as if the module were absent
-    assert main(["board-add", f"{scratch}:Zero", "--out", str(tmp_path / "out"), "--quick"]) == 2
-    err = capsys.readouterr().err
-    assert "the audit gate was requested, but dpkit.evaluation.gate.audit_gate is not part of this dpkit" in err
-    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(ba, "audit_gate", audit_gate)  # board-add calls the gate it imports, dpkit.evaluation.gate's
 
 
 def test_a_refuted_entrant_is_listed_as_refuted_and_not_ranked(stored, scratch, tmp_path, monkeypatch, capsys):
@@ -231,7 +219,7 @@ def test_the_entrant_is_compared_with_each_cells_current_best_paired_with_holm_a
     judged repetitions (fewer than the 6 a sign test needs at 0.05) every verdict is a tie that says so."""
     from scipy import stats
 
-    from dpkit.experiments.board_stats import holm
+    from dpkit.board.statistics import holm
 
     _published, _X, df = stored
     name = f"{scratch}:Noisy"
@@ -256,8 +244,8 @@ def test_the_entrant_is_compared_with_each_cells_current_best_paired_with_holm_a
             assert r.sign_p == pytest.approx(stats.binomtest(int((d > 0).sum()), REPS // 2).pvalue, rel=1e-12)
             assert r.worse_p == pytest.approx(stats.binom.sf((d > 0).sum() - 1, REPS // 2, 0.5), rel=1e-12)
         # Holm across the table's cells (two σ): the levels are Holm's, not one cell's γ each
-        _reject, level = holm(mine["sign_p"].to_numpy(), ba.DEFAULT_BUDGET)
-        assert mine["level"].tolist() == level.tolist() and min(level) == ba.DEFAULT_BUDGET / 2
+        _reject, level = holm(mine["sign_p"].to_numpy(), DEFAULT_BUDGET)
+        assert mine["level"].tolist() == level.tolist() and min(level) == DEFAULT_BUDGET / 2
         assert set(mine["verdict"]) == {"tie"} and mine["in_winner_set"].all() and not mine["decided"].any()
     text = ba.ranks_text(ranks, name)
     for r in ranks.itertuples():
@@ -270,7 +258,7 @@ def test_a_board_too_short_to_judge_on_is_refused_before_anything_runs(stored, s
     """An interval needs 2 odd repetitions: a board of 3 repetitions cannot judge an entrant, said before the entrant
     runs (exit 2, naming the repetitions), and compare_paired itself refuses 1 (not a nan interval)."""
     from dpkit.batch.cli import main
-    from dpkit.experiments.board_stats import compare_paired
+    from dpkit.board.statistics import compare_paired
 
     published, _X, df = stored
     short = df[df["rep"] < 3].reset_index(drop=True)
@@ -301,6 +289,13 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
     merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
     assert len(merged) == len(df) + 4
+    # board_add's own files and summary, as the command writes them (one path: the same plan, gate record, status)
+    folder = tmp_path / "45_leaderboard" / "board"
+    written = [board_records.RECORDS_NAME, ba.ENTRANT_RECORDS_NAME, ba.RANKS_NAME, ba.SUMMARY_NAME]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(written)
+    summary = json.loads((folder / ba.SUMMARY_NAME).read_text())
+    assert summary["status"] == "ranked" and summary["gate"] is None and summary["plan"]["reps"] == 4
+    assert summary["board"] == str(stored)
 
 
 GUIDE = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "guide", "add-method.md")
@@ -340,7 +335,7 @@ def test_the_guides_own_example_passes_the_gate_and_is_ranked_by_a_quick_board_a
 
 def test_the_guide_and_the_command_line_state_the_quick_repetitions_of_the_code():
     from dpkit.batch.cli import _parser
-    from dpkit.experiments.board_pairing import QUICK_REPS
+    from dpkit.board.add import QUICK_REPS
 
     with open(GUIDE, encoding="utf-8") as fh:
         guide = fh.read()

@@ -1,5 +1,5 @@
 """board-add's comparison of an entrant with a cell's current best, distribution-free
-(dpkit.experiments.board_robust.paired_sign_comparison behind dpkit.experiments.board_pairing.rank_entrant).
+(dpkit.board.statistics.paired_sign_comparison behind dpkit.board.add.rank_entrant).
 
 On NULL boards with a planted heavy tail (``rap-eps`` on CSN: a log-normal body, one repetition in ten failing by a
 factor 6 to 27) where the entrant is the current best in distribution, the sign-test verdicts and the winner-set
@@ -20,9 +20,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpkit.experiments.board_pairing import RANK_COLUMNS, SIGN_TEST, rank_entrant, too_few_note
-from dpkit.experiments.board_robust import median_interval, paired_sign_comparison, sign_min_reps
-from dpkit.experiments.board_stats import holm, printed_pvalue
+from dpkit.board.add import RANK_COLUMNS, SIGN_TEST, rank_entrant, too_few_note
+from dpkit.board.statistics import holm, median_interval, paired_sign_comparison, printed_pvalue, sign_min_reps
 
 GAMMA = 0.05
 BOARDS, CELLS, JUDGED = 400, 25, 15
@@ -40,7 +39,7 @@ def _heavy(rng: np.random.Generator, size: tuple[int, ...]) -> np.ndarray:
 
 
 def _t_rule(d: np.ndarray) -> np.ndarray:
-    """The old rule (board_stats.compare_paired): the t-interval of the mean difference, two-sided p of 0, Holm
+    """The old rule (statistics.compare_paired): the t-interval of the mean difference, two-sided p of 0, Holm
     across the cells at γ; the verdicts, over (boards, cells)."""
     n = d.shape[-1]
     mean, se = d.mean(axis=-1), d.std(axis=-1, ddof=1) / math.sqrt(n)
@@ -138,7 +137,7 @@ def test_rank_entrant_reports_the_median_difference_the_sign_test_and_the_winner
     """rank_entrant on a board of 30 repetitions with an entrant planted better (σ = 1), equal in law (σ = 2) and
     worse (σ = 3) than the current best: its columns are paired_sign_comparison's on the odd repetitions' differences
     (Holm across the table's three cells), named as a median and a sign test; ranks_text says so."""
-    from dpkit.experiments.board_add import ranks_text
+    from dpkit.board.add import ranks_text
 
     rng = np.random.default_rng(11)
     plant = {1.0: -np.full(30, 0.5), 2.0: _heavy(rng, (30,)) - _heavy(rng, (30,)), 3.0: np.full(30, 0.5)}
@@ -173,7 +172,7 @@ def test_a_quick_board_add_is_a_tie_that_says_it_cannot_decide():
     """4 repetitions (QUICK) judge on 2: even an entrant better on every repetition is a tie, in the winner set, not
     decided, with the note; the printed line shows the median difference without an interval and says why. One odd
     repetition is refused, naming the repetitions."""
-    from dpkit.experiments.board_add import ranks_text
+    from dpkit.board.add import ranks_text
 
     rng = np.random.default_rng(5)
     ranks = rank_entrant(_board(4, {2.0: -np.full(4, 0.5)}, rng), "new")

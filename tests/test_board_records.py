@@ -1,4 +1,4 @@
-"""The board as data (dpkit.experiments.board_records): the per-repetition records table, its schema, its Parquet
+"""The board as data (dpkit.board.records): the per-repetition records table, its schema, its Parquet
 round trip, the refusal to overwrite, the reader's error, and the assembler gathering the runs' records with their
 provenance and publishing them."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpkit.experiments import board_records
-from dpkit.experiments.board_records import (
+from dpkit.board import records as board_records
+from dpkit.board.records import (
     COLUMNS,
     KEY,
     BoardFileError,

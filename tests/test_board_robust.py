@@ -1,4 +1,4 @@
-"""The leaderboard's distribution-free statistics (dpkit.experiments.board_robust): on NULL boards, light-tailed
+"""The leaderboard's distribution-free statistics (dpkit.board.statistics): on NULL boards, light-tailed
 (maxima of Gaussian errors) and heavy-tailed (a planted law like ``rap-eps``'s on CSN: a log-normal body, and one
 repetition in ten failing by a factor 6 to 27), the sign-test verdicts and the winner sets stay within the
 false-alarm budget γ, while today's Gumbel-calibrated interval and the single-winner rule exceed it; the coverage
@@ -17,14 +17,14 @@ import pytest
 from scipy import stats
 from scipy.special import ndtri
 
-from dpkit.experiments.board_robust import (
+from dpkit.board.statistics import (
     coverage_study,
+    family_verdicts,
     median_interval,
     robust_family,
     sign_pvalue,
     winner_set_pvalues,
 )
-from dpkit.experiments.board_stats import family_verdicts
 
 GAMMA = 0.05
 BOARDS, CELLS, METHODS, REPS, QUERIES = 400, 25, 6, 30, 10_000
@@ -155,9 +155,8 @@ def test_the_published_board_shows_the_median_where_the_gumbel_interval_misses()
     study measures that and the board shows the median; every set holds its winner, first."""
     from pathlib import Path
 
-    from dpkit.experiments.board_records import read_board
-    from dpkit.experiments.board_report import coverage_rows
-    from dpkit.experiments.leaderboard import board_from_records
+    from dpkit.board.records import read_board
+    from dpkit.board.report import board_from_records, coverage_rows
 
     records = read_board(Path(__file__).resolve().parents[1] / "data" / "leaderboard" / "records.parquet")
     _rows, board = board_from_records(records[records["dataset"] == "CSN"])

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from dpkit.batch.board_files import board_provenance, run_commit
-from dpkit.experiments.board_records import provenance_line, write_provenance
+from dpkit.board.records import provenance_line, write_provenance
 from dpkit.outputs.report import Report
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The leaderboard's statistics (dpkit.experiments.board_stats): Holm's step-down, the printed number's rounding,
+"""The leaderboard's statistics (dpkit.board.statistics): Holm's step-down, the printed number's rounding,
 intervals that agree with the verdicts, paired comparisons, the split-half choice of the winner, and on simulated
 NULL boards (k identical methods, a printed number equal to the true mean) a false-alarm rate within the budget,
 while the procedure without each of its parts (the split, Holm, the Gumbel calibration) and the old best-by-mean
@@ -17,8 +17,8 @@ import pytest
 from scipy import stats
 from scipy.special import ndtri
 
-from dpkit.experiments.baselines import gaussian_abs_max_mean
-from dpkit.experiments.board_stats import (
+from dpkit.board.report import headline, leaderboard_rows, summary_markdown
+from dpkit.board.statistics import (
     compare_paired,
     family_verdicts,
     holm,
@@ -26,7 +26,7 @@ from dpkit.experiments.board_stats import (
     printed_pvalue,
     winner_tests,
 )
-from dpkit.experiments.leaderboard import headline, leaderboard_rows, summary_markdown
+from dpkit.experiments.baselines import gaussian_abs_max_mean
 
 GAMMA = 0.05
 BOARDS, CELLS, METHODS, REPS, QUERIES = 2000, 25, 10, 30, 10_000
@@ -85,7 +85,7 @@ def test_without_each_part_a_null_board_exceeds_the_budget(null_boards):
     """Negative controls on the same boards: the old rule (the best mean below the printed number) wins nearly every
     board; choosing and judging on the same repetitions without the Bonferroni factor, dropping Holm, and the plain
     t-interval (no Gumbel calibration of its upper end) each exceed γ beyond the binomial margin."""
-    from dpkit.experiments.leaderboard import verdict
+    from dpkit.board.report import verdict
 
     x, mu = null_boards
     reps = np.arange(REPS)
@@ -234,8 +234,8 @@ def test_holm_across_the_cells_of_a_table():
 def test_the_records_table_is_the_frame_board_stats_takes():
     """One records frame: the leaderboard's records table (board_records.records_frame) holds every column the
     statistics need and is taken as it is (a release without a class supremum has ``nan``)."""
-    from dpkit.experiments.board_records import COLUMNS, records_frame
-    from dpkit.experiments.board_stats import REPETITION_COLUMNS, compare_paired
+    from dpkit.board.records import COLUMNS, records_frame
+    from dpkit.board.statistics import REPETITION_COLUMNS, compare_paired
     from dpkit.experiments.records import RunRecord
 
     assert set(REPETITION_COLUMNS) <= set(COLUMNS)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpkit.experiments.board_records import (
+from dpkit.board.records import (
     PROVENANCE_NAME,
     RECORDS_NAME,
     BoardFileError,
@@ -356,7 +356,7 @@ def test_a_quick_board_add_writes_a_valid_board_copy(tmp_path):
 
 def test_the_board_from_an_unchecked_table_is_refused(small):
     """The board's statistics take a records table only if it is valid (here a record over the budget)."""
-    from dpkit.experiments.leaderboard import board_from_records
+    from dpkit.board.report import board_from_records
 
     with pytest.raises(InvalidRecordsError, match=r"^the board's records: record \(WDBC, σ=2, rep 0, trig-I\) spent "
                                                   r"ε = 1\.5, over the board's budget"):

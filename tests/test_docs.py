@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from dpkit.experiments.board_records import write_provenance, write_records
+from dpkit.board.records import write_provenance, write_records
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -47,12 +47,12 @@ BOARD_METHODS = ("trig-I", "marginals-histogram-eps", "kme-synthetic")
 
 
 def _records():
-    """A records table of the published board's form (dpkit.experiments.board_records.COLUMNS): 16 repetitions (the
+    """A records table of the published board's form (dpkit.board.records.COLUMNS): 16 repetitions (the
     board's split selection chooses on half of them and judges on the other half; the exact sign test of a verdict
     needs at least 6 judged)."""
     import pandas as pd
 
-    from dpkit.experiments.board_records import COLUMNS, check_records
+    from dpkit.board.records import COLUMNS, check_records
 
     rows = []
     for ds in ("WDBC", "CSN"):
@@ -246,7 +246,7 @@ def test_missing_tables_say_how_to_make_them(tmp_path):
 
 
 def test_the_published_leaderboard_page_has_its_figure_and_a_summary_first(tmp_path):
-    from dpkit.experiments.board_records import PUBLISHED
+    from dpkit.board.records import PUBLISHED
 
     (tmp_path / "figures").mkdir()
     for png in (ROOT / "figures").glob("45_leaderboard__leaderboard_table_3_*_abs.png"):

@@ -1,4 +1,4 @@
-"""Entrants from anywhere (dpkit.methods.entrants): methods named ``package.module:NAME`` or registered through the
+"""Entrants from anywhere (dpkit.board.entrants): methods named ``package.module:NAME`` or registered through the
 entry-point group ``dpkit.methods``, at the board's budget, checked against the protocol before anything runs."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from dpkit.experiments.leaderboard import board_methods
-from dpkit.methods.entrants import ENTRY_POINT_GROUP, EntrantError, entry_point_names, is_entrant_name, load_entrant
+from dpkit.board.entrants import ENTRY_POINT_GROUP, EntrantError, entry_point_names, is_entrant_name, load_entrant
+from dpkit.board.report import board_methods
 
 SOURCE = textwrap.dedent('''
     import dataclasses
@@ -215,7 +215,7 @@ def test_load_entrant_without_the_trial_skips_only_the_release(scratch):
 def test_the_boards_own_methods_pass_the_trial_release(name):
     """The trial's synthetic array is large enough for the registered methods (the trigonometric ones need
     t^d >= R moments), so a method like them is not refused as an entrant."""
-    from dpkit.methods.entrants import trial_release
+    from dpkit.board.entrants import trial_release
     from dpkit.methods.registry import get
 
     rel = trial_release(name, get(name))

@@ -1,8 +1,8 @@
 """The open board cannot be cheated: cheating entrants as fixtures, each refused or refuted before it is
 ranked, and honest ones that pass (positive controls).
 
-* The budget is the board's (dpkit.methods.entrants.check_board_budget, check_spent;
-  dpkit.experiments.board_pairing.check_entrant_spend): an entrant that keeps its own ε, one whose records spend 3ε,
+* The budget is the board's (dpkit.board.entrants.check_board_budget, check_spent;
+  dpkit.board.add.check_entrant_spend): an entrant that keeps its own ε, one whose records spend 3ε,
   δ > 0 in the ε-DP table, or nothing, is refused on every path (load_entrant's trial release, board_add(), the CLI
   with and without the gate), naming the record and the spend. These are exact checks, not statistics.
 * The gate audits the release as a black box (dpkit.evaluation.gate): a release without noise, one whose measure()
@@ -27,11 +27,11 @@ import warnings
 import numpy as np
 import pytest
 
+from dpkit.board import add as ba
+from dpkit.board import records as board_records
+from dpkit.board.entrants import TRIAL_SHAPE, BudgetViolationError, check_spent, load_entrant
+from dpkit.board.records import records_frame, write_records
 from dpkit.evaluation.gate import NOT_A_PROOF, audit_gate
-from dpkit.experiments import board_add as ba
-from dpkit.experiments import board_records
-from dpkit.experiments.board_records import records_frame, write_records
-from dpkit.methods.entrants import TRIAL_SHAPE, BudgetViolationError, check_spent, load_entrant
 
 SOURCE = textwrap.dedent(f'''
     """Entrants for the board: an honest noisy mean, and cheats."""
@@ -196,7 +196,7 @@ def stored(tmp_path, monkeypatch):
     write_records(records_frame(recs, dataset="TOY", run_seed=3, n_queries=300, J=10, epsilon=1.0, delta=1e-3),
                   published)
     monkeypatch.setattr(board_records, "PUBLISHED", published)
-    monkeypatch.setattr(ba, "_load_data", lambda plan: {"TOY": X})
+    monkeypatch.setattr(ba, "load_board_data", lambda plan, board: {"TOY": X})
     return published
 
 
@@ -257,7 +257,7 @@ def test_a_record_cheat_is_refused_before_it_is_ranked_with_or_without_the_gate(
     from dpkit.batch.cli import main
 
     if use_gate:  # the gate as a stub that passes everything: the check does not rest on the gate
-        monkeypatch.setattr(ba, "_gate_function", lambda name: lambda n, m, *, epsilon, delta: type(
+        monkeypatch.setattr(ba, "audit_gate", lambda n, m, *, epsilon, delta: type(
             "Passed", (), {"refuted": False, "epsilon_lb": 0.0, "epsilon": epsilon})())
     name = f"{cheats.__name__}:{attr}"
     out = tmp_path / "out"
@@ -272,7 +272,7 @@ def test_a_record_cheat_is_refused_before_it_is_ranked_with_or_without_the_gate(
 def test_pair_refuses_a_record_cheat_on_every_path(cheats, stored, tmp_path):
     """The check runs as the entrant's records are made (entrant_records) and again in pair(), which notebook 45's
     ENTRANT branch calls too, on records from anywhere."""
-    from dpkit.experiments.board_pairing import pair
+    from dpkit.board.add import pair
 
     prep = ba.prepare_board_add(f"{cheats.__name__}:ThreeEps", out=tmp_path / "o", quick=True, gate=False)
     with pytest.raises(BudgetViolationError, match=r"record \(TOY, σ=2, rep 0\) \(ε-DP\) records ε = 3"):
@@ -286,7 +286,7 @@ def test_pair_refuses_a_record_cheat_on_every_path(cheats, stored, tmp_path):
 
 def test_the_gate_audits_the_boards_claim_not_the_entrants(cheats, stored, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(ba, "_gate_function", lambda name: lambda n, m, *, epsilon, delta: calls.append(
+    monkeypatch.setattr(ba, "audit_gate", lambda n, m, *, epsilon, delta: calls.append(
         (epsilon, delta)) or type("Passed", (), {"refuted": False})())
     prep = ba.prepare_board_add(f"{cheats.__name__}:Honest", out=tmp_path / "o", quick=True)
     object.__setattr__(prep.method, "epsilon", 10.0)  # whatever the entrant holds by now

@@ -15,7 +15,7 @@ import pytest
 from board_records import records_for, write_run_records
 
 from dpkit.batch.checks import to_latex as checks_latex
-from dpkit.experiments.leaderboard import board_from_records, leaderboard_rows
+from dpkit.board.report import board_from_records, leaderboard_rows
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
 PDFLATEX = shutil.which("pdflatex")

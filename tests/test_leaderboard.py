@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from board_records import records_for, write_run_records
 
-from dpkit.experiments.leaderboard import headline, leaderboard_rows, lost_cells_text, summary_markdown, verdict
+from dpkit.board.report import headline, leaderboard_rows, lost_cells_text, summary_markdown, verdict
 
 
 def _row(method, privacy, abs_mean, rel_mean=0.5, sigma=2.0, dataset="WDBC"):
@@ -97,9 +97,9 @@ def test_assembling_runs_without_repetition_records_fails_naming_them(tmp_path, 
 def test_the_board_from_a_written_and_read_records_file_is_the_board_in_memory(tmp_path):
     """The published records.parquet alone regenerates the board: method rows and board from the file read back
     equal those from the table in memory, key for key (NaN equal to NaN)."""
+    from dpkit.board.records import read_records, records_frame, write_records
+    from dpkit.board.report import METHOD_ROW_KEYS, board_from_records
     from dpkit.experiments.baselines import baseline_rows
-    from dpkit.experiments.board_records import read_records, records_frame, write_records
-    from dpkit.experiments.leaderboard import METHOD_ROW_KEYS, board_from_records
     from dpkit.experiments.protocol import run_cells
     from dpkit.methods.registry import get
 
@@ -124,7 +124,7 @@ def test_the_board_from_a_written_and_read_records_file_is_the_board_in_memory(t
 def test_method_rows_do_not_depend_on_the_order_of_the_records():
     """The mean is summed in repetition order whatever the order of the rows (a gathered board is sorted by key, a
     run's table is in run order): 0.1 + 0.2 + 0.3 + 0.4 and 0.4 + 0.3 + 0.2 + 0.1 differ in the last bit."""
-    from dpkit.experiments.leaderboard import method_rows
+    from dpkit.board.report import method_rows
 
     table = records_for([_row("m1", "ε-DP", 0.25)], reps=4).assign(abs=[0.1, 0.2, 0.3, 0.4])
     assert sum([0.1, 0.2, 0.3, 0.4]) != sum([0.4, 0.3, 0.2, 0.1])
@@ -173,7 +173,7 @@ def test_leaderboard_notebook_quick(run_notebook, tmp_path):
     assert {"marginals-histogram-eps", "gauss-psi-eps"} <= {r["method"] for r in m["method_rows"]}
     # the second ranking, by the class supremum: in the board's rows, the written summary (from these numbers), the
     # cells where the rankings differ, its table and one figure per data set
-    from dpkit.experiments.leaderboard import SUPREMUM_COLUMNS, supremum_summary_text
+    from dpkit.board.report import SUPREMUM_COLUMNS, supremum_summary_text
 
     assert all(set(SUPREMUM_COLUMNS) <= set(r) for r in m["table"])
     assert all(r["method_sup"] for r in m["table"])  # the trigonometric mechanisms (at least) have a supremum

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpkit.experiments.leaderboard import BOARD_SUITES, board_methods
+from dpkit.board.report import BOARD_SUITES, board_methods
 from dpkit.methods.registry import configure, get, names, suite
 
 EPS, DELTA = 1.0, 1e-3

@@ -315,7 +315,7 @@ ENTRANT = textwrap.dedent('''
 @pytest.mark.notebook
 def test_a_quick_board_of_its_own_on_the_example_and_board_add_against_it(tmp_path, monkeypatch, capsys):
     from dpkit.batch.cli import main
-    from dpkit.experiments.board_records import read_records
+    from dpkit.board.records import read_records
 
     out = tmp_path / "board-diabetes"
     assert main(["board", str(EXAMPLE), "--quick", "--out", str(out), "--scheduler", "sync"]) == 0
@@ -366,6 +366,30 @@ def test_a_quick_board_of_its_own_on_the_example_and_board_add_against_it(tmp_pa
         sys.modules.pop("scratch_own_entrant", None)
 
 
+def test_board_add_finds_a_board_of_its_own_data_through_its_provenance_whatever_calls_it(tmp_path):
+    """board_add (the one path of the command, make board-add and notebook 45's ENTRANT) loads the data sets of a board
+    of its own by what its provenance names, checked against the fingerprint the board was made with; before, only
+    the command line did, and the library (notebook 45's path) looked the data set up by name and refused it."""
+    from dpkit.board.add import EntrantRefusedError, prepare_board_add
+    from dpkit.board.records import PROVENANCE_NAME, records_frame, write_records
+
+    ds = _load_quiet(str(EXAMPLE))
+    recs = [{"sigma": 2.0, "rep": r, "method": "trig-I", "privacy": "ε-DP", "eps_spent": 1.0, "delta_spent": 0.0,
+             "abs": 0.1, "rel": 0.2, "sup_abs": None, "centre_abs": None, "time_s": 0.0, "error_bound": 0.0,
+             "support_size": 0, "seeds": None} for r in range(4)]
+    board = tmp_path / "board" / "records.parquet"
+    write_records(records_frame(recs, dataset=ds.name, run_seed=0, n_queries=300, J=10, epsilon=1.0, delta=1e-3), board)
+    prov = {"data": {ds.name: {"argument": str(EXAMPLE), "fingerprint": data_fingerprint(ds)}}}
+    (board.parent / PROVENANCE_NAME).write_text(json.dumps(prov))
+    prep = prepare_board_add("direct-gaussian", board=board, out=tmp_path / "out", quick=True, gate=False)
+    assert list(prep.data) == [ds.name] and np.array_equal(prep.data[ds.name], ds.X)
+    prov["data"][ds.name]["fingerprint"] = {"sha256": "0" * 64}  # the data changed since the board was made
+    (board.parent / PROVENANCE_NAME).write_text(json.dumps(prov))
+    with pytest.raises(EntrantRefusedError, match=f"data set {ds.name} of board .* has changed since the board was made"):
+        prepare_board_add("direct-gaussian", board=board, out=tmp_path / "out", quick=True, gate=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_widgets_data_set_choice_writes_a_spec_files_path_into_commands(tmp_path, toy):
     from dpkit.outputs.widgets import as_datasets, as_list, notebook_parameters
 
@@ -378,7 +402,7 @@ def test_the_widgets_data_set_choice_writes_a_spec_files_path_into_commands(tmp_
 
 
 def test_a_board_without_printed_numbers_makes_no_thesis_comparison():
-    from dpkit.experiments.board_report import headline, lost_cells_text
+    from dpkit.board.report import headline, lost_cells_text
     from dpkit.outputs.figures.leaderboard import LEADERBOARD_CAPTION, leaderboard_caption
 
     board = [{"dataset": "diabetes", "sigma": s, "privacy": p, "verdict_abs": "n/a", "verdict_rel": "n/a",
@@ -540,7 +564,7 @@ def test_a_quick_tables_notebook_on_a_spec_file_named_relative_to_the_current_fo
 
 
 def test_the_summary_of_a_board_without_printed_numbers_has_no_thesis_column():
-    from dpkit.experiments.board_report import summary_markdown
+    from dpkit.board.report import summary_markdown
 
     row = {"dataset": "diabetes", "sigma": 2.0, "privacy": "ε-DP", "method": "m", "method_rel": "m", "abs_est": 0.05,
            "abs_ci_low": 0.04, "abs_ci_high": 0.06, "rel_est": 0.1, "rel_ci_low": 0.08, "rel_ci_high": 0.12,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpkit.experiments.board_records import PROVENANCE_NAME, read_board
+from dpkit.board.records import PROVENANCE_NAME, read_board
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "data" / "leaderboard" / "records.parquet"

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from dpkit.board.report import board_methods
 from dpkit.experiments import run_cell
-from dpkit.experiments.leaderboard import board_methods
 from dpkit.queries.release import MethodBase
 
 

@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from board_records import records_for, write_run_records  # noqa: E402
 
-from dpkit.experiments.leaderboard import (  # noqa: E402
+from dpkit.board.report import (  # noqa: E402
     leaderboard_rows,
     ranking_disagreements,
     supremum_rows,
@@ -154,7 +154,7 @@ def test_the_supremum_summary_is_written_from_the_numbers():
 
 def test_assembler_writes_the_ranking_by_the_class_supremum(tmp_path, capsys):
     from dpkit.batch.assemble import main
-    from dpkit.experiments.leaderboard import board_from_records
+    from dpkit.board.report import board_from_records
 
     for key, sigma in (("aaa", 2.0), ("bbb", 4.0)):
         d = tmp_path / "45_leaderboard" / key

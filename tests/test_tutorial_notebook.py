@@ -15,9 +15,9 @@ import math
 import pandas as pd
 import pytest
 
+from dpkit.board.add import BoardAddResult, BoardPlan, GateOutcome
+from dpkit.board.records import read_records
 from dpkit.claims.board import entrant_rows, tutorial_checks
-from dpkit.experiments.board_add import BoardAddResult, BoardPlan, GateOutcome
-from dpkit.experiments.board_records import read_records
 
 PLAN = BoardPlan(datasets=("WDBC",), sigmas=(2.0,), reps=4, seed=0, n_queries=300, J=10, epsilon=1.0, delta=1e-3)
 

@@ -63,8 +63,8 @@ class _OneRepetition:
 def record(dataset: str, rep: int, sigmas: list[float], methods: list[str]) -> dict[str, Any]:
     """Repetition ``rep`` of notebook 45's job on ``dataset``: ``{"settings", "records", "seconds"}``."""
     import dpkit
+    from dpkit.board.report import board_methods
     from dpkit.data import load_available
-    from dpkit.experiments.leaderboard import board_methods
     from dpkit.experiments.protocol import run_cells
 
     with warnings.catch_warnings():

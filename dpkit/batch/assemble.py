@@ -5,8 +5,8 @@ by :mod:`dpkit.batch.assemble_runs` (its names are re-exported here).
 
 The leaderboard is computed from the runs' per-repetition records alone (each run's ``records.parquet``; its
 intervals and verdicts need the repetitions): they are gathered into one ``records.parquet`` with its
-``provenance.json`` (:mod:`dpkit.experiments.board_records`) and the board and the per-method rows are made from
-that table (:func:`~dpkit.experiments.leaderboard.board_from_records`), so the published records regenerate the
+``provenance.json`` (:mod:`dpkit.board.records`) and the board and the per-method rows are made from
+that table (:func:`~dpkit.board.report.board_from_records`), so the published records regenerate the
 board. A finished run without records (a run of a notebook 45 that did not write them) cannot be on the board: it
 is named and the exit status is 1 (the board of the other runs is assembled, its records table is not written and
 not published); when no finished run has records, nothing is assembled (exit 2, naming the runs).
@@ -52,7 +52,7 @@ from dpkit.batch.assemble_runs import (
 )
 from dpkit.batch.board_files import board_provenance, gather_records
 from dpkit.batch.results import UNAVAILABLE, Unavailable
-from dpkit.experiments.board_records import (
+from dpkit.board.records import (
     PROVENANCE_NAME,
     RECORDS_NAME,
     BoardFileError,
@@ -60,7 +60,7 @@ from dpkit.experiments.board_records import (
     write_provenance,
     write_records,
 )
-from dpkit.experiments.leaderboard import (
+from dpkit.board.report import (
     BOARD_CAPTION,
     DISAGREEMENT_COLUMNS,
     SUPREMUM_COLUMNS,
@@ -218,7 +218,7 @@ class RecordsMissingError(ValueError):
 
 def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: bool = False) -> dict[str, Any]:
     """The leaderboard from the per-repetition records of the ``45_leaderboard`` runs of a batch output (split per
-    cell): the board and every method's rows (:func:`~dpkit.experiments.leaderboard.board_from_records`), the
+    cell): the board and every method's rows (:func:`~dpkit.board.report.board_from_records`), the
     headline and one figure per table and error kind; and the ranking by the class supremum:
     ``leaderboard_supremum.{csv,md,tex}`` (best method and runner-up per cell by it),
     ``leaderboard_disagreements.{csv,md,tex}`` (the cells where the two rankings differ),
@@ -287,7 +287,7 @@ def check_publish_tables(publish: str | os.PathLike | None = None, *, replace: b
 
 def publish_targets(publish: str | os.PathLike | None = None) -> tuple[Path, Path]:
     """The published board's records and provenance files (in ``publish``, default ``data/leaderboard/``)."""
-    from dpkit.experiments import board_records
+    from dpkit.board import records as board_records
 
     folder = Path(publish) if publish else board_records.PUBLISHED.parent
     return folder / RECORDS_NAME, folder / PROVENANCE_NAME

@@ -1,7 +1,7 @@
 """The leaderboard's records and provenance gathered from a batch output folder.
 
 :func:`gather_records` collects the per-repetition records table
-(:mod:`dpkit.experiments.board_records`) of every finished ``45_leaderboard`` run of a batch output, and
+(:mod:`dpkit.board.records`) of every finished ``45_leaderboard`` run of a batch output, and
 :func:`board_provenance` says where a board came from. Both read the runner's run folders
 (:func:`dpkit.batch.execute.read_record`), hence they live in the batch layer.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpkit.experiments.board_records import COLUMNS, KEY, RECORDS_NAME, check_records, read_records, typed_records
+from dpkit.board.records import COLUMNS, KEY, RECORDS_NAME, check_records, read_records, typed_records
 
 __all__ = ["gather_records", "run_commit", "board_provenance"]
 

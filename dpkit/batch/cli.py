@@ -1,5 +1,5 @@
 """``python -m dpkit.batch notebook|run|status|collect|board-add|board``: the command line of
-:mod:`dpkit.batch.runner` (``board-add``: :mod:`dpkit.experiments.board_add`; ``board``, a board of its own on your
+:mod:`dpkit.batch.runner` (``board-add``: :func:`dpkit.board.add.board_add`; ``board``, a board of its own on your
 data set: :mod:`dpkit.batch.own_board`, whose docstring gives its exit status).
 
 Exit status: 0 all well; 1 a notebook or run failed, a verdict differs from its expected verdict,
@@ -15,7 +15,7 @@ beside ``--output``, for ``board`` to the finished runs and kept repetitions of 
 ``board-add`` exits 1 when the entrant's runs failed, the audit gate refuted it (listed as refuted, not ranked) or a
 record of it spends nothing or beyond the board's budget (refused, not ranked; also with ``--no-gate``),
 2 when it cannot start (no stored board, an entrant that cannot be loaded or does not follow the protocol, a name
-already on the board, an output file in the way, the gate requested but absent, a data set missing).
+already on the board, an output file in the way, a data set missing or changed since the board was made).
 Runs recorded as ``unavailable`` (their data sets are documented as possibly unavailable offline and are
 not on this machine) are listed with the reason and do not change the exit status, except with
 ``--require-data`` (``run`` and ``notebook``: exit 1).
@@ -47,8 +47,8 @@ from dpkit.batch.manifest import BatchError, check_parameters, parse_value
 from dpkit.batch.results import UNAVAILABLE, collect, is_run_key
 from dpkit.batch.runner import run_manifest
 from dpkit.batch.stale import STALE_POLICIES, confirm_adopted, handle_stale_checkpoint, move_aside
+from dpkit.board.add import QUICK_REPS
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
-from dpkit.experiments.board_pairing import QUICK_REPS
 
 __all__ = ["main", "parse_params"]
 
@@ -238,23 +238,16 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _board_add(args: argparse.Namespace) -> int:
-    """Run one entrant on the stored board's cells, rank it, write the updated copy (exit status: module docstring)."""
+    """Run one entrant on the stored board's cells, rank it, write the updated copy (:func:`dpkit.board.add.board_add`;
+    exit status: module docstring)."""
+    from dpkit.board.add import outcome_text, prepare_board_add, run_board_add
     from dpkit.core.paths import results_dir
-    from dpkit.experiments.board_add import (
-        GateUnavailableError,
-        files_text,
-        gate_text,
-        prepare_board_add,
-        ranks_text,
-        run_board_add,
-    )
 
     out = args.out or results_dir() / "board"
     try:
-        data = _own_board_data(args.board)
         prep = prepare_board_add(args.method, board=args.board, out=out, quick=args.quick, gate=not args.no_gate,
-                                 replace=args.replace, data=data)
-    except (ValueError, FileNotFoundError, GateUnavailableError) as exc:
+                                 replace=args.replace)
+    except (ValueError, FileNotFoundError) as exc:
         print(f"error: board-add {args.method}: {exc}", file=sys.stderr)
         return 2
     try:
@@ -262,48 +255,8 @@ def _board_add(args: argparse.Namespace) -> int:
     except Exception as exc:
         print(f"error: board-add {args.method} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    if result.gate is not None or result.status != "refuted":
-        print(gate_text(args.method, result.gate))
-    if result.status == "refuted":
-        detail = "" if result.gate is None else f": {result.gate.detail}"
-        print(f"{args.method}: refuted by the audit gate, not ranked{detail} ({result.files['summary']})")
-        return 1
-    if result.status == "refused":
-        print(f"{args.method}: refused, not ranked: {result.reason} ({result.files['summary']})")
-        return 1
-    print(ranks_text(result.ranks, args.method))
-    print(f"updated board (a copy; the stored board is unchanged): {result.files['board']}")
-    print(files_text(result.files))
-    return 0
-
-
-def _own_board_data(board: str | None) -> dict[str, Any] | None:
-    """A board of its own (``make board``): its data sets loaded again by what its provenance names, each checked to
-    have the fingerprint the board was made with; ``None`` for a board without them (the published one)."""
-    import warnings
-
-    from dpkit.batch.own_board import board_data_arguments
-    from dpkit.data import load
-    from dpkit.data.spec import data_fingerprint
-
-    if board is None:
-        return None
-    named = board_data_arguments(board)
-    if not named:
-        return None
-    data = {}
-    for name, info in named.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # recorded in the board's provenance when it was made
-            ds = load(str(info.get("argument")))
-        want = (info.get("fingerprint") or {}).get("sha256")
-        got = data_fingerprint(ds)["sha256"]
-        if ds.name != name or got != want:
-            raise ValueError(f"data set {name} of board {board} ({info.get('argument')}) has changed since the board "
-                             f"was made (fingerprint {want}, now {got}); an entrant would not answer the stored methods' "
-                             "queries on the same data. Make the board again (make board DATA=...)")
-        data[name] = ds.X
-    return data
+    print(outcome_text(result))
+    return 0 if result.status == "ranked" else 1
 
 
 def _board(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ never the published board::
         records.parquet  the board's records             provenance.json  as the published board's, plus "data"
 
 ``make board-add METHOD=... BOARD=results/board-<name>/records.parquet`` ranks an entrant against it: the data set
-is found again through ``provenance.json``'s ``data`` (:func:`board_data_arguments`) and must have the same
+is found again through ``provenance.json``'s ``data`` (:func:`dpkit.board.records.board_data_arguments`) and must have the same
 fingerprint. The board has no thesis verdicts (the thesis printed no number for your data): it ranks the methods.
 
 A second run on changed data (another file, spec or bounds: another fingerprint) is refused naming both
@@ -34,7 +34,7 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ import yaml
 
 from dpkit.batch.manifest import BatchError
 
-__all__ = ["OwnBoardError", "OwnBoard", "prepare_own_board", "run_own_board", "board_data_arguments", "SIGMAS",
+__all__ = ["OwnBoardError", "OwnBoard", "prepare_own_board", "run_own_board", "SIGMAS",
            "DATA_NAME", "MANIFEST_NAME"]
 
 #: the published board's σ's
@@ -207,7 +207,7 @@ def run_own_board(board: OwnBoard, *, scheduler: str = "local", workers: int | N
     """
     from dpkit.batch.assemble import assemble_leaderboard
     from dpkit.batch.runner import run_manifest
-    from dpkit.experiments.board_records import PROVENANCE_NAME, RECORDS_NAME, read_records, write_provenance, write_records
+    from dpkit.board.records import PROVENANCE_NAME, RECORDS_NAME, read_records, write_provenance, write_records
 
     results = run_manifest(board.manifest, scheduler=scheduler, workers=workers, timeout=timeout, progress=progress,
                            on_stale=on_stale, **({"verify_reps": verify_reps} if verify_reps is not None else {}))
@@ -229,17 +229,3 @@ def run_own_board(board: OwnBoard, *, scheduler: str = "local", workers: int | N
     board.files = {"records": str(board.out / RECORDS_NAME), "provenance": str(board.out / PROVENANCE_NAME),
                    "assembled": str(assembled), "headline": info["headline"]}
     return board
-
-
-def board_data_arguments(records: str | os.PathLike) -> dict[str, Mapping[str, Any]]:
-    """The data sets a board of its own was made on, from the ``provenance.json`` beside its ``records``: name ->
-    ``{"argument": what to load it by, "fingerprint": ...}``; ``{}`` for a board without them (the published one)."""
-    prov_path = Path(records).parent / "provenance.json"
-    if not prov_path.is_file():
-        return {}
-    try:
-        prov = json.loads(prov_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise OwnBoardError(f"{prov_path} is unreadable ({exc})") from exc
-    data = prov.get("data") if isinstance(prov, dict) else None
-    return dict(data) if isinstance(data, dict) else {}

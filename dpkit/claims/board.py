@@ -1,9 +1,9 @@
 """Checks and rows of the open board's tutorial (notebook ``46_add_your_method``): a method from a researcher's own
-module put on a stored board with board-add (:mod:`dpkit.experiments.board_add`), and an under-noised copy of it
+module put on a stored board with board-add (:mod:`dpkit.board.add`), and an under-noised copy of it
 stopped by the audit gate (:mod:`dpkit.evaluation.gate`).
 
 The checks read the gate's record (:meth:`dpkit.evaluation.gate.GateResult.as_dict`, kept by board-add as
-:attr:`~dpkit.experiments.board_add.GateOutcome.record`): the auditor's lower bound ``epsilon_lb`` on ε holds with
+:attr:`~dpkit.board.add.GateOutcome.record`): the auditor's lower bound ``epsilon_lb`` on ε holds with
 probability at least ``confidence``, so a correctly accounted method has ``epsilon_lb ≤ epsilon`` (the claimed ε)
 except with probability at most ``1 − confidence`` (one audit per check, fixed seeds).
 
@@ -17,8 +17,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from dpkit.board.add import BoardAddResult
 from dpkit.evaluation.verdicts import Check, check
-from dpkit.experiments.board_add import BoardAddResult
 
 __all__ = ["GATE_RECORD_KEYS", "gate_check", "tutorial_checks", "entrant_rows"]
 
@@ -69,7 +69,7 @@ def tutorial_checks(correct: BoardAddResult, under_noised: BoardAddResult) -> li
 
 def entrant_rows(result: BoardAddResult) -> list[dict[str, Any]]:
     """The rows of a board-add for the notebook's table: one per ranked (data set, σ, table) with the entrant's rank
-    and its paired comparison as board-add reports it (:data:`~dpkit.experiments.board_pairing.RANK_COLUMNS` where
+    and its paired comparison as board-add reports it (:data:`~dpkit.board.add.RANK_COLUMNS` where
     present), or one row with status ``"refuted"`` and no rank; every row carries the gate's ``epsilon_lb``."""
     rec = result.gate.record if result.gate is not None and result.gate.record is not None else {}
     head = {"entrant": result.entrant, "status": result.status,

@@ -10,7 +10,7 @@ Every read is checked (:func:`check_tables`): exactly the :data:`COLUMNS` with t
 repetition, finite non-negative errors with min ≤ mean ≤ max, no more (ε, δ) spent than the thesis's budget
 (ε = 1, δ = 10⁻³; mechanism I spends no δ), and the thesis's columns equal to
 :mod:`dpkit.experiments.reference`'s numbers; a provenance file must be beside it (the date, dpkit's commit, the
-runs, the machine and the compute: :func:`dpkit.experiments.board_records.provenance_line` reads it).
+runs, the machine and the compute: :func:`dpkit.board.records.provenance_line` reads it).
 """
 from __future__ import annotations
 

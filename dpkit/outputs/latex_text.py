@@ -30,7 +30,7 @@ HEADERS: dict[str, str] = {
     "value": "value", "win_abs": "abs.", "win_rel": "rel.", "error": "error", "runner_up": "runner-up",
     "runner_up_abs": "runner-up abs.", "reference_abs": "non-private abs.", "method_rel": "method (rel.)",
     "support_median": "support", "error_bound": "numerical bound",
-    # the board's intervals and verdicts (dpkit.experiments.leaderboard.leaderboard_rows)
+    # the board's intervals and verdicts (dpkit.board.report.leaderboard_rows)
     "abs_est": "judged abs.", "abs_ci_low": "abs. CI low", "abs_ci_high": "abs. CI high", "abs_level": "abs. level",
     "verdict_abs": "verdict abs.", "rel_est": "judged rel.", "rel_ci_low": "rel. CI low", "rel_ci_high": "rel. CI high",
     "rel_level": "rel. level", "verdict_rel": "verdict rel.", "abs_vs_runner_up": "abs. minus runner-up",
@@ -38,7 +38,7 @@ HEADERS: dict[str, str] = {
     "verdict_runner_up": "vs runner-up", "budget": r"budget $\gamma$", "selection": "winner chosen",
     "judged_reps": "judged reps", "sup_est": "judged sup.", "sup_ci_low": "sup. CI low", "sup_ci_high": "sup. CI high",
     "sup_param": "sup. shown",
-    # the distribution-free verdicts, winner sets and coverage study (dpkit.experiments.board_robust)
+    # the distribution-free verdicts, winner sets and coverage study (dpkit.board.statistics)
     **{f"{k}_{key}": f"{k}. {text}" for k in ("abs", "rel") for key, text in (
         ("param", "shown"), ("p", "p-value"), ("judged_mean", "judged mean"), ("median", "judged median"),
         ("median_ci_low", "median CI low"), ("median_ci_high", "median CI high"), ("mean_ci_low", "mean CI low"),

@@ -43,7 +43,7 @@ def leaderboard_caption(board: Sequence[dict[str, Any]], *, kind: str, privacy: 
 def plot_leaderboard(board: Sequence[dict[str, Any]], *, privacy: str, kind: str = "abs") -> Figure:
     """Best private method (solid, circles: its mean, or median (``{kind}_param``), over the judged repetitions
     ``{kind}_est`` with its interval ``{kind}_ci_low`` to ``{kind}_ci_high``,
-    :func:`dpkit.experiments.leaderboard.leaderboard_rows`) vs the thesis (dashed, crosses) per data set, for one
+    :func:`dpkit.board.report.leaderboard_rows`) vs the thesis (dashed, crosses) per data set, for one
     table.
 
     Told apart by line style and marker, so the figure reads in grayscale. The winner at each point is a letter
@@ -112,7 +112,7 @@ _SUP_CURVES = (
 def plot_leaderboard_supremum(board: Sequence[dict[str, Any]], *, dataset: str) -> Figure:
     """The board's two rankings for one data set, side by side: per table (:data:`SUPREMUM_PANELS`) and σ, the best
     method by the thesis metric and the best by the class supremum, each on both metrics (board columns
-    ``abs_mean, sup_of_best, abs_of_sup, sup_abs_mean``; :func:`dpkit.experiments.leaderboard.leaderboard_rows`).
+    ``abs_mean, sup_of_best, abs_of_sup, sup_abs_mean``; :func:`dpkit.board.report.leaderboard_rows`).
 
     The winner's letter (a, b, … in the order of the methods' names) sits at its point on the metric it won by,
     keyed in the legend. A method without a class supremum has no point on it.

@@ -20,7 +20,7 @@ Every reader and writer of records checks them with the one validator :func:`che
 one budget, spends within it, paired repetitions: what the board's statistics assume): :func:`read_records` and
 :func:`read_board` (which check the file's Parquet schema first), :func:`write_records`, :func:`records_frame`, the
 assembler's :func:`~dpkit.batch.board_files.gather_records` and board-add's
-:func:`~dpkit.experiments.board_pairing.pair`. A table that is not a valid board raises
+:func:`~dpkit.board.add.pair`. A table that is not a valid board raises
 :class:`InvalidRecordsError`, one line naming the file (or table) and the problem; the commands that read records
 print that line and exit 2.
 """
@@ -40,7 +40,7 @@ from dpkit.queries.release import PRIVACY_CLASSES
 
 __all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS", "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME",
            "RECORDS_NAME", "BoardFileError", "InvalidRecordsError", "records_frame", "check_records", "write_records",
-           "read_records", "read_board", "write_provenance", "provenance_line", "typed_records"]
+           "read_records", "read_board", "write_provenance", "provenance_line", "typed_records", "board_data_arguments"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
 COLUMNS: dict[str, str] = {
@@ -316,7 +316,7 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
       slack), and δ = 0 exactly for an ε-DP record; non-private references (ε = ∞) are not held to it;
     * one privacy class per method;
     * the repetitions 0 … R−1, all of them for every method of every (data set, σ) (the board's comparisons are
-      paired by repetition and split into even and odd ones: :mod:`dpkit.experiments.board_stats`);
+      paired by repetition and split into even and odd ones: :mod:`dpkit.board.statistics`);
     * a class supremum (``sup_abs``) in every repetition of a method in a cell or in none (the ranking by it uses
       only the methods with one in every repetition).
 
@@ -510,3 +510,22 @@ def provenance_line(records_path: str | os.PathLike) -> str:
                  + " workers: " + "/".join(f"{float(p['list_schedule_s']) / 60:.0f}" for p in projection)
                  + " min of wall time (start-up and assembly not included).")
     return line
+
+
+def board_data_arguments(records: str | os.PathLike) -> dict[str, Mapping[str, Any]]:
+    """The data sets a board of its own was made on, from the ``provenance.json`` beside its ``records``: name ->
+    ``{"argument": what to load it by, "fingerprint": ...}``; ``{}`` for a board without them (the published one).
+
+    Raises
+    ------
+    InvalidRecordsError
+        For a ``provenance.json`` that cannot be read, naming it."""
+    prov_path = Path(records).parent / PROVENANCE_NAME
+    if not prov_path.is_file():
+        return {}
+    try:
+        prov = json.loads(prov_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidRecordsError(f"{prov_path} is unreadable ({exc})") from exc
+    data = prov.get("data") if isinstance(prov, dict) else None
+    return dict(data) if isinstance(data, dict) else {}

@@ -1,15 +1,12 @@
 """Entrants from anywhere: methods named by import path or registered by another package.
 
-Beside the names of :mod:`dpkit.methods.registry`, the leaderboard (:func:`dpkit.experiments.leaderboard.board_methods`,
+Beside the names of :mod:`dpkit.methods.registry`, the leaderboard (:func:`dpkit.board.report.board_methods`,
 notebook 45's ``METHODS``, a manifest, ``python -m dpkit.batch board-add``) accepts
 
 * ``"package.module:NAME"``: ``NAME`` in the importable module ``package.module`` is a method class (instantiated
   with its defaults) or a configured method instance;
-* a name that a package registers in the entry-point group ``dpkit.methods`` (:data:`ENTRY_POINT_GROUP`), e.g. in
-  its ``pyproject.toml``::
-
-      [project.entry-points."dpkit.methods"]
-      my-method = "my_package.methods:MyMethod"
+* a name that a package registers in the entry-point group ``dpkit.methods`` (:data:`ENTRY_POINT_GROUP`; the
+  ``pyproject.toml`` entry: ``docs/guide/add-method.md``).
 
 Every entrant gets the board's budget as a registered method does (:func:`dpkit.methods.registry.with_budget`:
 ε on a private method, δ on an (ε, δ)-DP method only). Before anything runs, each entrant is checked
@@ -224,7 +221,7 @@ def check_spent(name: str, where: str, *, privacy: str, spent: tuple[float, floa
     """Refuse one release of entrant ``name`` whose ledger is not within the board's budget for its privacy class.
 
     The one check of every path an entrant takes to the board (the trial release of :func:`load_entrant`, and every
-    record of a board-add, :func:`dpkit.experiments.board_pairing.check_entrant_spend`): for a private release the
+    record of a board-add, :func:`dpkit.board.add.check_entrant_spend`): for a private release the
     ledger must record something spent (ε > 0 and, where the ledger is at hand, at least one spend), ε spent ≤ the
     board's ε, δ spent ≤ the board's δ, and δ spent exactly 0 for an ε-DP release (:func:`class_budget`); a
     non-private release is never ranked and is not checked.
