@@ -37,6 +37,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dpkit.core.settings import setting
+
 __all__ = ["CacheWarning", "cache_dir", "entry_key", "load", "save", "clear", "FORMAT_VERSION"]
 
 #: Bumped whenever the meaning or layout of a cached entry changes (part of every key).
@@ -51,7 +53,7 @@ class CacheWarning(RuntimeWarning):
 
 def cache_dir() -> Path | None:
     """The cache root (``$DPKIT_CACHE_DIR`` or ``<clone>/results/cache``); ``None`` when disabled."""
-    env = os.environ.get("DPKIT_CACHE_DIR")
+    env = setting("DPKIT_CACHE_DIR")
     if env is not None:
         return None if env.strip().lower() in _OFF else Path(env)
     from dpkit.core.paths import results_dir
