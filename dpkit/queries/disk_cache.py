@@ -7,9 +7,9 @@ and recomputed the same exact answers. Entries here are keyed by *content* (SHA-
 and the workload's float64 bytes and shapes, σ, the fit options, the tolerance), never by a name
 or a path, so the same data under another name hits and a different array never does.
 
-**Where.** ``$DPKIT_CACHE_DIR`` if set (``off``, ``0``, ``none`` or the empty string disable the
-cache), else ``<clone>/results/cache`` (gitignored, like every result). One ``.npz`` file per entry
-in a sub-folder per kind (``embeddings/``, ``truth/``, ``mmd_self/``: the data's kernel-mean self-term of
+**Where.** The folder the setting ``DPKIT_CACHE_DIR`` names (:mod:`dpkit.core.settings`; ``off``, ``0``,
+``none`` or the empty string disable the cache), else ``<results>/cache`` (gitignored, like every result). One
+``.npz`` file per entry in a sub-folder per kind (``embeddings/``, ``truth/``, ``mmd_self/``: the data's kernel-mean self-term of
 :mod:`dpkit.queries.supremum_upper`).
 
 **Safe.** A file is written to a temporary name in the same folder and moved into place with
