@@ -98,3 +98,16 @@ def test_the_core_package_says_what_core_holds():
     assert "release protocol" not in doc or ":mod:`dpkit.queries.release`" in doc, "the protocol is not in core"
     for module in ("validation", "rng", "accounting", "composition", "exceptions", "paths", "settings", "threads"):
         assert module in {m.name for m in pkgutil.iter_modules(dpkit.core.__path__)}, module
+
+
+def test_the_faq_s_board_sizes_are_the_manifest_s_and_the_published_board_s():
+    import pandas as pd
+    import yaml
+
+    (reps,) = _stated("faq.md", r"\| `make leaderboard` \| every method on every cell of the tables, (\d+) repetitions \|")
+    manifest = yaml.safe_load((ROOT / "notebooks" / "manifests" / "leaderboard.yaml").read_text())
+    assert int(reps) == manifest["defaults"]["REPS"], "docs/faq.md: make leaderboard's repetitions"
+    (workloads,) = _stated("faq.md", r"your method on the stored board's ([\d,]+) workloads")
+    records = pd.read_parquet(ROOT / "data" / "leaderboard" / "records.parquet", columns=["dataset", "sigma", "rep"])
+    cells = len(records.drop_duplicates())
+    assert int(workloads.replace(",", "")) == cells, f"docs/faq.md: {workloads} workloads; the published board: {cells}"
