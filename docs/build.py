@@ -40,7 +40,8 @@ STAGING_MARKER = ".dpkit-docs-staging"
 STAGED_ROOT = ".dpkit-docs-root"
 #: what each layer holds (ARCHITECTURE.md), in layer order
 LAYERS: dict[str, str] = {
-    "core": "Primitives: validation, random streams, the privacy ledger and accounting, composition, paths, thread shares.",
+    "core": "Primitives: validation, random streams, the privacy ledger and accounting, composition, paths, thread shares, "
+            "the environment's settings.",
     "data": "The data registry, loaders and recipes: the six UCI data sets, rescaled to [-1, 1]^d.",
     "queries": "Gaussian-kernel workloads, weighted synthetic databases, exact answers with proven bounds, the "
                "error metric and the method protocol (``Release``, ``MethodBase``).",
