@@ -51,6 +51,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from dpkit.core.threads import environ_restored
 from dpkit.core.validation import check_positive_int
 from dpkit.queries.evaluate import answer_data
 from dpkit.queries.exact import embedding_for, exact_answers, lowrank_cost
@@ -99,16 +100,8 @@ def _load(name: str) -> np.ndarray:
 @contextlib.contextmanager
 def _private_disk_cache() -> Any:
     """A fresh, empty disk cache for the duration (fits and exact answers are measured, not read back)."""
-    old = os.environ.get("DPKIT_CACHE_DIR")
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["DPKIT_CACHE_DIR"] = tmp
-        try:
-            yield tmp
-        finally:
-            if old is None:
-                os.environ.pop("DPKIT_CACHE_DIR", None)
-            else:
-                os.environ["DPKIT_CACHE_DIR"] = old
+    with tempfile.TemporaryDirectory() as tmp, environ_restored(DPKIT_CACHE_DIR=tmp):
+        yield tmp
 
 
 def _timed(fn: Any, times: list[float]) -> Any:
@@ -417,17 +410,10 @@ def measure_tables(output: str | os.PathLike, *, manifest: str | os.PathLike | N
     m["defaults"] = {**(m.get("defaults") or {}), "CONSTANTS": ["correct"]}
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    old_env = os.environ.get("DPKIT_CACHE_DIR")
-    os.environ["DPKIT_CACHE_DIR"] = str(cache_dir or out / "cache")  # inherited by the worker processes
-    try:
+    with environ_restored(DPKIT_CACHE_DIR=str(cache_dir or out / "cache")):  # inherited by the worker processes
         t0 = time.perf_counter()
         res = run_manifest(m, workers=workers, output=out / "runs", progress=False)
         wall = time.perf_counter() - t0
-    finally:
-        if old_env is None:
-            os.environ.pop("DPKIT_CACHE_DIR", None)
-        else:
-            os.environ["DPKIT_CACHE_DIR"] = old_env
     return {"wall_s": wall, "runs": len(res), "ok": sum(r["status"] == "ok" for r in res),
             "failed": sum(r["status"] == "failed" for r in res)}
 

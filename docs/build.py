@@ -36,9 +36,12 @@ DOCS = ROOT / "docs"
 NOTEBOOKS = ROOT / "notebooks"
 #: the marker build.py writes into the staged source folder: only a folder holding it is ever removed
 STAGING_MARKER = ".dpkit-docs-staging"
+#: the file build.py writes into the staged source folder naming the repository it was staged from (docs/conf.py)
+STAGED_ROOT = ".dpkit-docs-root"
 #: what each layer holds (ARCHITECTURE.md), in layer order
 LAYERS: dict[str, str] = {
-    "core": "Primitives: validation, random streams, the privacy ledger and accounting, composition, paths, thread shares.",
+    "core": "Primitives: validation, random streams, the privacy ledger and accounting, composition, paths, thread shares, "
+            "the environment's settings.",
     "data": "The data registry, loaders and recipes: the six UCI data sets, rescaled to [-1, 1]^d.",
     "queries": "Gaussian-kernel workloads, weighted synthetic databases, exact answers with proven bounds, the "
                "error metric and the method protocol (``Release``, ``MethodBase``).",
@@ -82,6 +85,7 @@ def stage(out: Path) -> Path:
         shutil.rmtree(src)
     shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints"))
     (src / STAGING_MARKER).write_text("staged by docs/build.py from " + DOCS.name + "/\n")
+    (src / STAGED_ROOT).write_text(str(ROOT) + "\n")
     science = src / "science" / "index.md"
     if not [p for p in science.parent.glob("*") if p.suffix in (".md", ".ipynb", ".rst") and p.stem != "index"]:
         # the glob of science/index.md matches nothing yet (Sphinx would warn): say so on the page instead
@@ -670,6 +674,19 @@ def execute_notebooks(out: Path, stems: list[str]) -> list[str]:
     return failures
 
 
+def configuration_page(src: Path) -> None:
+    """``configuration.md``: every environment variable, generated from :data:`dpkit.core.settings.SETTINGS`."""
+    from dpkit.core.settings import settings_markdown
+
+    write(src / "configuration.md", "\n".join([
+        "# Configuration", "",
+        "dpkit reads these environment variables, and no others: each is a machine's setting (where the data and the "
+        "caches live, whether downloads are allowed, how many threads a process may use), never a run's parameter "
+        "(a run's folder, checkpoint and `--stale` policy are the batch runner's parameters). One module reads them, "
+        "`dpkit.core.settings`; this table is generated from it.", "",
+        settings_markdown(), ""]))
+
+
 def changelog_page(src: Path) -> None:
     write(src / "changelog.md", (ROOT / "CHANGELOG.md").read_text())
 
@@ -710,17 +727,19 @@ def build(out: Path, *, notebooks: Path | None = None, execute: bool = False, bo
     leaderboard_page(src, board, records)
     checks_page(src, checks)
     faq_page(src, board)
+    configuration_page(src)
     notebook_pages(src, runs)
     changelog_page(src)
-    env = {**os.environ, "DPKIT_DOCS_ROOT": str(ROOT),
+    env = {**os.environ,
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder, "-d", str(out / "doctrees"),
            str(src), str(out / builder)]
     return 0 if subprocess.run(cmd, env=env).returncode == 0 else 1
 
 
-def _env_path(name: str, default: Path) -> Path:
-    return Path(os.environ[name]) if os.environ.get(name) else default
+def _env_path(value: str | None, default: Path | None) -> Path | None:
+    """The path a setting's ``value`` names (:func:`dpkit.core.settings.setting`), else ``default``."""
+    return Path(value) if value else default
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -741,7 +760,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a checks summary .md (else $DPKIT_DOCS_CHECKS, the --notebooks batch's "
                          "checks_summary.md, results/batch/full/checks_summary.md)")
     args = ap.parse_args(argv)
-    named = args.board or (Path(os.environ["DPKIT_BOARD_RECORDS"]) if os.environ.get("DPKIT_BOARD_RECORDS") else None)
+    from dpkit.core.settings import setting
+
+    named = args.board or _env_path(setting("DPKIT_BOARD_RECORDS"), None)
     if named is not None and not named.is_file():  # a records file asked for and not there: not a page without it
         print(f"docs/build.py: leaderboard records file not found: {named}", file=sys.stderr)
         return 2
@@ -749,11 +770,11 @@ def main(argv: list[str] | None = None) -> int:
     batch = args.notebooks
     if args.tables is None:  # --tables, $DPKIT_DOCS_TABLES, the batch's own assembled tables, the published ones
         own = batch / "assembled" if batch is not None else None
-        args.tables = _env_path("DPKIT_DOCS_TABLES", own if own is not None and (own / "tables_3_2_3_3.md").is_file()
+        args.tables = _env_path(setting("DPKIT_DOCS_TABLES"), own if own is not None and (own / "tables_3_2_3_3.md").is_file()
                                 else ROOT / "data" / "tables")
     if args.checks is None:  # --checks, $DPKIT_DOCS_CHECKS, the batch's own summary, make reproduce's
         own = batch / "checks_summary.md" if batch is not None else None
-        args.checks = _env_path("DPKIT_DOCS_CHECKS", own if own is not None and own.is_file()
+        args.checks = _env_path(setting("DPKIT_DOCS_CHECKS"), own if own is not None and own.is_file()
                                 else ROOT / "results" / "batch" / "full" / "checks_summary.md")
     try:
         return build(args.out.resolve(), notebooks=args.notebooks, execute=args.execute, board=args.board,

@@ -7,13 +7,14 @@ with the generated pages (API reference, results, notebooks, changelog) and call
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# the staged source folder records the repository it was staged from; this file, in docs/, is one level below it
-ROOT = Path(os.environ.get("DPKIT_DOCS_ROOT", HERE.parent)).resolve()
+# the staged source folder records the repository it was staged from (docs/build.py's STAGED_ROOT file); this file,
+# in docs/, is one level below it
+_STAGED_ROOT = HERE / ".dpkit-docs-root"
+ROOT = Path(_STAGED_ROOT.read_text().strip() if _STAGED_ROOT.is_file() else HERE.parent).resolve()
 sys.path.insert(0, str(ROOT))
 
 import dpkit  # noqa: E402

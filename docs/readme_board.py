@@ -46,7 +46,9 @@ def board_block(records: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python docs/readme_board.py", description=__doc__.split("\n\n")[0])
-    default = os.environ.get("DPKIT_BOARD_RECORDS") or str(ROOT / "data" / "leaderboard" / "records.parquet")
+    from dpkit.core.settings import setting
+
+    default = setting("DPKIT_BOARD_RECORDS") or str(ROOT / "data" / "leaderboard" / "records.parquet")
     ap.add_argument("--records", type=Path, default=Path(default), help="the records file ($DPKIT_BOARD_RECORDS)")
     ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
     ap.add_argument("--check", action="store_true", help="only compare; exit 1 if the block is out of date")

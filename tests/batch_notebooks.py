@@ -51,6 +51,8 @@ QUICK: bool = False
 INTERACTIVE: bool = True
 OUTPUT_DIR: str = "out"
 CHECKPOINT_DIR: str = ""
+CHECKPOINT_ADOPT: bool = False
+CHECKPOINT_VERIFY_REPS: int = 2
 STOP: str = \"\""""
 
 CHECKPOINT_BODY = """from pathlib import Path
@@ -71,7 +73,8 @@ def stop_once(i, reps):  # the attempt dies after the repetition the file STOP n
 X = load("mock", n=200, d=3, rng=1).X
 recs = run_cells(X, methods={"trig-II": get("trig-II", C=100, R=6), "floor": SamplingFloor(size=10)}, sigmas=[2.0, 4.0],
                  reps=4, seed=SEED, dataset="mock", n_queries=80, on_repetition=stop_once,
-                 checkpoint=Path(CHECKPOINT_DIR) / "mock" if CHECKPOINT_DIR else None)
+                 checkpoint=Path(CHECKPOINT_DIR) / "mock" if CHECKPOINT_DIR else None, adopt=CHECKPOINT_ADOPT,
+                 verify_reps=CHECKPOINT_VERIFY_REPS)
 rep = Report(OUTPUT_DIR, params={"SEED": SEED})
 rep.check("positive-error", "worst errors are >= 0", min(r.abs for r in recs), 0.0, relation=">=")
 for r in recs:

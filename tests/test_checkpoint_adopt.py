@@ -6,6 +6,7 @@ go on from such repetitions.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -20,7 +21,7 @@ from batch_notebooks import make_checkpoint_notebook, make_manifest, stop_after
 from dpkit import batch
 from dpkit import experiments as ex
 from dpkit.experiments import checkpoint as ck
-from dpkit.experiments.adoption import ADOPT_ENV, adoption_switch, first_difference, record_difference
+from dpkit.experiments.adoption import adoption_switch, first_difference, record_difference
 from dpkit.experiments.checkpoint import CheckpointMismatchError, RepetitionCheckpoint
 from dpkit.methods.references import SamplingFloor
 from dpkit.methods.registry import get
@@ -35,11 +36,6 @@ def X():
     from dpkit.data import load
 
     return load("mock", n=200, d=3, rng=1).X
-
-
-@pytest.fixture(autouse=True)
-def _no_switch(monkeypatch):
-    monkeypatch.delenv(ADOPT_ENV, raising=False)
 
 
 def _methods():
@@ -93,12 +89,13 @@ def test_a_record_differs_in_anything_but_its_times(X):
 
 
 def test_the_switch_is_explicit(monkeypatch):
-    assert adoption_switch() is False and adoption_switch(True) is True
-    monkeypatch.setenv(ADOPT_ENV, "verify")
-    assert adoption_switch() is True and adoption_switch(False) is False
-    monkeypatch.setenv(ADOPT_ENV, "yes")
-    with pytest.raises(ValueError, match=f"{ADOPT_ENV} must be 'verify'"):
-        adoption_switch()
+    """Adoption is the caller's parameter, never the environment's: a variable of the old name changes nothing."""
+    assert adoption_switch(True) is True and adoption_switch(False) is False
+    with pytest.raises(TypeError, match="adopt must be True or False"):
+        adoption_switch("verify")
+    monkeypatch.setenv("DPKIT_CHECKPOINT_ADOPT", "verify")
+    assert adoption_switch(False) is False
+    assert inspect.signature(ex.run_cells).parameters["adopt"].default is False
 
 
 # --------------------------------------------------------------------------- adoption by run_cells
@@ -111,8 +108,11 @@ def test_kept_repetitions_are_adopted_by_sources_that_compute_the_same_numbers(X
     with pytest.raises(CheckpointMismatchError, match="dpkit_sha256"):
         ex.run_cells(X, methods=_methods(), reps=3, checkpoint=folder, **KW)
     assert _files(folder) == before
-    monkeypatch.setenv(ADOPT_ENV, "verify")
-    again = ex.run_cells(X, methods=_methods(), reps=3, checkpoint=folder, **KW)
+    monkeypatch.setenv("DPKIT_CHECKPOINT_ADOPT", "verify")  # the retired variable: not a switch any more
+    with pytest.raises(CheckpointMismatchError, match="dpkit_sha256"):
+        ex.run_cells(X, methods=_methods(), reps=3, checkpoint=folder, **KW)
+    assert _files(folder) == before
+    again = ex.run_cells(X, methods=_methods(), reps=3, checkpoint=folder, adopt=True, **KW)
     # the kept records are returned (their release times are the first run's), equal to the first run's to the bit
     assert [(r.rep, r.method, r.sigma, r.time_s) for r in again] == [(r.rep, r.method, r.sigma, r.time_s) for r in first]
     assert _numbers(again) == _numbers(first)
@@ -128,7 +128,6 @@ def test_kept_repetitions_are_adopted_by_sources_that_compute_the_same_numbers(X
         payload = pickle.loads((folder / f"rep-{i:05d}.pkl").read_bytes())
         assert payload["seconds"] == pickle.loads(before[f"rep-{i:05d}.pkl"])["seconds"]
     # the adopted folder goes on (no second verification: it is current now) with the numbers of one fresh run
-    monkeypatch.delenv(ADOPT_ENV)
     longer = ex.run_cells(X, methods=_methods(), reps=4, checkpoint=folder, **KW)
     assert _numbers(longer) == _numbers(ex.run_cells(X, methods=_methods(), reps=4, **KW))
     assert len(json.loads((folder / "adoptions.json").read_text())) == 1
@@ -278,7 +277,7 @@ def test_stale_verify_goes_on_from_kept_repetitions_that_compute_the_same(X, tmp
     assert (keep / "notebook_sha256").read_text().strip() == notebook_fingerprint(tmp_path / "long.ipynb")
     [entry] = json.loads((keep / "mock" / "adoptions.json").read_text())
     assert (entry["from"], entry["to"], entry["verified"], entry["adopted"]) == (OLD, library_fingerprint(), [0, 1], 2)
-    assert ADOPT_ENV not in os.environ  # the switch was the kernels', not this process's
+    assert "DPKIT_CHECKPOINT_ADOPT" not in os.environ  # the switch was the notebook's parameter, not an environment's
     # the folder is current now: the default policy goes on, and run.json records the adoption
     [r2] = batch.run_manifest(m, scheduler="sync")
     assert r2["status"] == "ok" and not keep.exists()

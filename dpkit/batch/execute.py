@@ -23,7 +23,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpkit.batch.manifest import BatchError, check_parameters, declared_parameters, notebook_fingerprint, run_key
+from dpkit.batch.manifest import (
+    BatchError,
+    NotebookParameterError,
+    check_parameters,
+    declared_parameters,
+    notebook_fingerprint,
+    run_key,
+)
 from dpkit.batch.results import UNAVAILABLE, key_problem
 from dpkit.core.paths import library_fingerprint, repetition_files, write_atomic
 from dpkit.core.pysource import literal_eval
@@ -31,7 +38,7 @@ from dpkit.core.pysource import literal_eval
 __all__ = ["execute_notebook", "failure_message", "unavailable_reason", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
            "library_fingerprint", "record_checkpoint", "NoMetricsError", "key_problem", "unfinished_reason", "read_record",
-           "remove_checkpoint", "confirm_checkpoint", "refused_adoption", "kernel_environ"]
+           "remove_checkpoint", "confirm_checkpoint", "refused_adoption", "ADOPTION_PARAMETERS"]
 
 #: files in a run's checkpoint folder naming the notebook version and the dpkit sources that wrote it
 CHECKPOINT_NOTEBOOK = "notebook_sha256"
@@ -119,7 +126,7 @@ def open_checkpoint(folder: str | os.PathLike, notebook_sha256: str, *, adopt: b
     """Create the checkpoint folder (recording the notebook's and dpkit's versions) or check that it was
     written by the same versions; :class:`StaleCheckpointError` otherwise, unless ``adopt``: then the notebook's
     ``run_cells`` decides, adopting its kept repetitions only if some computed again are equal to the bit
-    (:mod:`dpkit.experiments.adoption`; its kernel runs with ``DPKIT_CHECKPOINT_ADOPT=verify``), and
+    (:mod:`dpkit.experiments.adoption`; the notebook gets ``CHECKPOINT_ADOPT=True``), and
     :func:`confirm_checkpoint` records the current versions afterwards."""
     p = Path(folder).resolve()
     library = library_fingerprint()
@@ -285,16 +292,28 @@ def _rename_in_notebook(executed: Path, tmp: str, final: str) -> None:
 
 
 # --------------------------------------------------------------------------- one notebook
-def kernel_environ(*, adopt: bool = False, verify_reps: int | None = None) -> dict[str, str | None]:
-    """The environment variables one kernel gets from its run's policy, on top of this process's environment
-    (``None``: removed): with ``adopt``, :data:`~dpkit.experiments.adoption.ADOPT_ENV` ``verify`` and
-    :data:`~dpkit.experiments.adoption.VERIFY_REPS_ENV` ``verify_reps`` (unset if ``None``: 2), else both unset, so
-    that only the run's own policy reaches its kernel, never one left in this process by another run."""
-    from dpkit.core.validation import check_positive_int
-    from dpkit.experiments.adoption import ADOPT_ENV, VERIFY_REPS_ENV
+#: The parameters that carry a run's adoption policy to a notebook that declares ``CHECKPOINT_DIR``
+#: (:func:`execute_notebook`; ``run_cells(adopt=CHECKPOINT_ADOPT, verify_reps=CHECKPOINT_VERIFY_REPS)``).
+ADOPTION_PARAMETERS = ("CHECKPOINT_ADOPT", "CHECKPOINT_VERIFY_REPS")
 
-    reps = None if verify_reps is None else check_positive_int(verify_reps, name="verify_reps")
-    return {ADOPT_ENV: "verify" if adopt else None, VERIFY_REPS_ENV: str(reps) if adopt and reps is not None else None}
+
+def _adoption_parameters(nb: Path, declared: Mapping[str, Any], *, adopt: bool,
+                         verify_reps: int | None) -> dict[str, Any]:
+    """The values of :data:`ADOPTION_PARAMETERS` for a run of ``nb`` that keeps its repetitions (``{}`` without
+    ``adopt``: the notebook's defaults, no adoption); a notebook that cannot be told is a
+    :class:`~dpkit.batch.manifest.NotebookParameterError` naming it and the missing parameters."""
+    from dpkit.experiments.adoption import verify_reps_switch
+
+    reps = verify_reps_switch(verify_reps)
+    if not adopt:
+        return {}
+    missing = [n for n in ADOPTION_PARAMETERS if n not in declared]
+    if missing:
+        raise NotebookParameterError(f"{nb.name} declares CHECKPOINT_DIR but not {' and '.join(missing)}, so its "
+                                     "kept repetitions cannot be adopted (--stale verify); declare "
+                                     "CHECKPOINT_ADOPT: bool = False and CHECKPOINT_VERIFY_REPS: int = 2 and pass "
+                                     "them to run_cells(adopt=..., verify_reps=...)")
+    return {"CHECKPOINT_ADOPT": True, "CHECKPOINT_VERIFY_REPS": reps}
 
 
 def _kernel_manager_class(overrides: dict[str, str | None]) -> type:
@@ -340,14 +359,14 @@ def execute_notebook(
     (:mod:`dpkit.experiments.checkpoint`), so that a run interrupted by a timeout, a dead kernel or a
     killed machine resumes there. The folder records the fingerprints of the notebook and of dpkit's sources;
     one written by another version of either raises :class:`StaleCheckpointError` before anything runs, unless
-    ``adopt`` (:func:`open_checkpoint`; the kernel then runs with ``DPKIT_CHECKPOINT_ADOPT=verify``).
+    ``adopt`` (:func:`open_checkpoint`).
 
-    With ``adopt``, an adoption computes ``verify_reps`` kept repetitions again (default 2, the lowest and the
-    highest: :func:`~dpkit.experiments.adoption.verify_reps_switch`). The kernel's environment is this process's,
-    changed by :func:`kernel_environ` (``adopt``, ``verify_reps``) and by ``environ`` (variables to set, ``None``:
-    to remove; the batch runner's thread share, :func:`~dpkit.batch.cluster.thread_environ`) for this kernel only:
-    this process's environment is not changed, so that runs executed in this process at the same time or later are
-    not affected.
+    With ``adopt``, the notebook gets ``CHECKPOINT_ADOPT=True`` and ``CHECKPOINT_VERIFY_REPS=verify_reps`` (default
+    2, the lowest and the highest: :func:`~dpkit.experiments.adoption.verify_reps_switch`), parameters like its
+    folder, which it passes to ``run_cells``; they are not part of the run's recorded parameters (its key). The
+    kernel's environment is this process's, changed by ``environ`` (variables to set, ``None``: to remove; the
+    batch runner's thread share, :func:`~dpkit.batch.cluster.thread_environ`) for this kernel only: this process's
+    environment is not changed, so that runs executed in this process at the same time or later are not affected.
     """
     import papermill as pm
 
@@ -359,7 +378,10 @@ def execute_notebook(
     out = Path(output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     params = {"INTERACTIVE": False, **dict(parameters or {}), "OUTPUT_DIR": str(out)}
-    if checkpoint_dir is not None and "CHECKPOINT_DIR" in declared_parameters(nb):
+    policy: dict[str, Any] = {}  # the run's adoption policy: injected, not recorded (not what the run computes)
+    declared = declared_parameters(nb)
+    if checkpoint_dir is not None and "CHECKPOINT_DIR" in declared:
+        policy = _adoption_parameters(nb, declared, adopt=adopt, verify_reps=verify_reps)
         params["CHECKPOINT_DIR"] = str(open_checkpoint(checkpoint_dir, fingerprint, adopt=adopt))
     executed = out / nb.name
     metrics = out / "metrics.json"
@@ -370,12 +392,10 @@ def execute_notebook(
     try:
         # the kernel runs on loopback only; its "running over TCP without encryption" log line is silenced
         # (kernel log level ERROR), errors and tracebacks still come through
-        pm.execute_notebook(str(nb), str(executed), parameters=params, kernel_name=kernel_name or "python3",
+        pm.execute_notebook(str(nb), str(executed), parameters={**params, **policy}, kernel_name=kernel_name or "python3",
                             cwd=str(nb.resolve().parent), progress_bar=progress, execution_timeout=timeout, log_output=False,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            kernel_manager_class=_kernel_manager_class({**dict(environ or {}),
-                                                                        **kernel_environ(adopt=adopt,
-                                                                                         verify_reps=verify_reps)}))
+                            kernel_manager_class=_kernel_manager_class(dict(environ or {})))
         written = _metrics_id(metrics)
         if written is None or written == earlier:
             raise NoMetricsError("the notebook ran to its end but wrote no metrics.json into its OUTPUT_DIR"

@@ -57,7 +57,7 @@ __all__ = [
 TOP_KEYS = ("name", "output", "defaults", "runs")
 RUN_KEYS = ("notebook", "parameters", "grid", "exclude")
 #: set by the runner for every run; a manifest or ``-p`` may not set them
-RESERVED = ("OUTPUT_DIR", "CHECKPOINT_DIR")
+RESERVED = ("OUTPUT_DIR", "CHECKPOINT_DIR", "CHECKPOINT_ADOPT", "CHECKPOINT_VERIFY_REPS")
 
 
 class BatchError(DPKitError):
@@ -240,7 +240,8 @@ def default_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
 def _parameter_problem(notebook: Path, name: str, value: Any, declared: dict[str, tuple[str, frozenset[str] | None]]
                        ) -> NotebookParameterError | None:
     if name in RESERVED:
-        return NotebookParameterError(f"{name} is set by the runner (a folder of the run); do not set it")
+        return NotebookParameterError(f"{name} is set by the runner (a folder of the run, or its --stale policy); "
+                                      "do not set it")
     if name not in declared:
         if not declared:
             return NotebookParameterError(f"{notebook.name} has no cell tagged 'parameters', so {name!r} cannot be set")

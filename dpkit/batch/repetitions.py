@@ -44,6 +44,7 @@ from dpkit.batch.cluster import thread_environ, worker_share
 from dpkit.batch.locks import RunLock
 from dpkit.core.paths import repetition_file, write_atomic
 from dpkit.core.pysource import literal_eval
+from dpkit.core.settings import setting
 from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.parallel import InOrder
@@ -77,7 +78,7 @@ def repetition_workers(backend: str, workers: int = 1) -> int | DaskRepetitions:
     if backend not in REP_BACKENDS:
         raise ValueError(f"REP_BACKEND must be one of {', '.join(map(repr, REP_BACKENDS))}; got {backend!r}")
     workers = check_positive_int(workers, name="REP_WORKERS")
-    address = os.environ.get(SCHEDULER_ENV) or None
+    address = setting(SCHEDULER_ENV) or None
     if backend == "dask" or (backend == "auto" and address):
         return DaskRepetitions(address)
     return workers

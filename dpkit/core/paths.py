@@ -11,6 +11,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dpkit.core.settings import setting
+
 __all__ = ["repo_root", "shared_dir", "figures_dir", "results_dir", "write_atomic", "library_fingerprint",
            "repetition_file", "repetition_files"]
 
@@ -28,7 +30,7 @@ def repo_root() -> Path | None:
 def shared_dir() -> Path | None:
     """``$DPKIT_SHARED_DIR`` if set, else the first ancestor ``a/shared`` (holding ``data/raw``)
     found walking up from the package and from the current directory; ``None`` if there is none."""
-    env = os.environ.get("DPKIT_SHARED_DIR")
+    env = setting("DPKIT_SHARED_DIR")
     if env:
         p = Path(env)
         return p if p.is_dir() else None
@@ -52,13 +54,13 @@ def _in_repo(*parts: str) -> Path:
 def figures_dir() -> Path:
     """``<clone>/figures``: where paper figures are exported (the current directory's otherwise);
     ``$DPKIT_FIGURES_DIR`` when set (e.g. a test's scratch folder)."""
-    env = os.environ.get("DPKIT_FIGURES_DIR")
+    env = setting("DPKIT_FIGURES_DIR")
     return Path(env) if env else _in_repo("figures")
 
 
 def results_dir() -> Path:
     """``<clone>/results``: the default home of run outputs (gitignored); ``$DPKIT_RESULTS_DIR`` when set."""
-    env = os.environ.get("DPKIT_RESULTS_DIR")
+    env = setting("DPKIT_RESULTS_DIR")
     return Path(env) if env else _in_repo("results")
 
 

@@ -2,7 +2,7 @@
 
 :func:`make_pooch` is :func:`pooch.create` with ``registry`` (key ``CODE/<file>`` -> ``sha256:...``
 where the registry accepts exactly one variant, ``None`` where it accepts several or none),
-``urls`` (the official UCI addresses, and each data set's ``archive``), ``env="DPKIT_DATA_DIR"``
+``urls`` (the official UCI addresses, and each data set's ``archive``), ``path`` ``$DPKIT_DATA_DIR``
 (the download folder; else the repo's gitignored ``data/raw``) and ``allow_updates=False`` (a
 corrupt file in place is an error, never silently replaced). Every download is streamed by
 pooch to a temporary file next to its target; :func:`fetch` checks it against *all* registry
@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from dpkit.core.settings import setting
 from dpkit.data import files
 from dpkit.data.errors import ChecksumError, DataConfigError, DataNotFoundError
 from dpkit.data.files import FoundFile, search_locations, verify_file
@@ -39,7 +40,7 @@ def downloads_allowed(download: bool | None) -> bool:
     """``download`` if given, else not ``$DPKIT_OFFLINE`` (an unknown value is a :class:`DataConfigError`)."""
     if download is not None:
         return bool(download)
-    raw = os.environ.get("DPKIT_OFFLINE", "")
+    raw = setting("DPKIT_OFFLINE") or ""
     value = raw.strip().lower()
     if value in _OFFLINE or value in _ONLINE:
         return value in _ONLINE
@@ -86,11 +87,11 @@ def make_pooch(dest: str | os.PathLike | None = None) -> pooch.Pooch:
     common = dict(base_url="", registry=registry, urls=urls, allow_updates=False)
     if dest is not None:
         return pooch.create(path=Path(dest).expanduser(), **common)
-    files.env_data_dir()  # a DPKIT_DATA_DIR that is missing or a file is an error naming it
-    default = files.repo_raw_dir()
-    if default is None and not os.environ.get("DPKIT_DATA_DIR"):
+    env = files.env_data_dir()  # a DPKIT_DATA_DIR that is missing or a file is an error naming it
+    folder = env if env is not None else files.repo_raw_dir()
+    if folder is None:
         raise DataNotFoundError("no download folder: set DPKIT_DATA_DIR to a writable folder")
-    return pooch.create(path=default if default is not None else ".", env="DPKIT_DATA_DIR", **common)
+    return pooch.create(path=folder, **common)
 
 
 def _check_download(code: str, f: FileSpec, tmp: Path, structure_check: StructureCheck | None,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpkit.core.paths import repo_root, shared_dir
+from dpkit.core.settings import setting
 from dpkit.data.errors import ChecksumError, DataConfigError
 from dpkit.data.registry import FileSpec, FileVariant
 
@@ -60,9 +61,8 @@ class FoundFile:
     verified: bool = False
 
 
-def _env_folder(var: str, what: str) -> Path | None:
-    """The folder named by environment variable ``var``; an error naming it if it is not one."""
-    env = os.environ.get(var)
+def _env_folder(var: str, env: str | None, what: str) -> Path | None:
+    """The folder ``env`` that the setting ``var`` names (``None`` if unset); an error naming it if it is not one."""
     if not env:
         return None
     p = Path(env).expanduser()
@@ -75,7 +75,8 @@ def _env_folder(var: str, what: str) -> Path | None:
 
 def env_data_dir() -> Path | None:
     """``$DPKIT_DATA_DIR`` if set (it must be an existing folder: :class:`DataConfigError` otherwise)."""
-    return _env_folder("DPKIT_DATA_DIR", "the folder searched first for raw files and where fetch downloads")
+    return _env_folder("DPKIT_DATA_DIR", setting("DPKIT_DATA_DIR"),
+                       "the folder searched first for raw files and where fetch downloads")
 
 
 def repo_raw_dir() -> Path | None:
@@ -91,7 +92,7 @@ def shared_raw_dir() -> Path | None:
     holding ``data/raw``). A ``$DPKIT_SHARED_DIR`` that is not a folder with ``data/raw`` is a
     :class:`DataConfigError` naming it.
     """
-    env = _env_folder("DPKIT_SHARED_DIR", "the reference folder holding data/raw")
+    env = _env_folder("DPKIT_SHARED_DIR", setting("DPKIT_SHARED_DIR"), "the reference folder holding data/raw")
     shared = shared_dir()
     if shared is None:
         return None

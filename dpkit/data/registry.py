@@ -8,13 +8,13 @@ module only reads and checks it; :mod:`dpkit.data.download` turns it into a pooc
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from dpkit.core.paths import repo_root
+from dpkit.core.settings import setting
 from dpkit.data.errors import RegistryError, UnknownDatasetError
 
 __all__ = ["PUBLIC_STEPS", "FileVariant", "FileSpec", "DatasetSpec", "registry_path", "load_registry", "get_spec"]
@@ -94,7 +94,7 @@ class DatasetSpec:
 
 def registry_path() -> Path:
     """Path of the registry: ``$DPKIT_REGISTRY`` if set, else ``<repo>/data/registry.yaml``."""
-    env = os.environ.get("DPKIT_REGISTRY")
+    env = setting("DPKIT_REGISTRY")
     if env:
         return Path(env).expanduser()
     root = repo_root()
@@ -187,7 +187,7 @@ def load_registry() -> dict[str, DatasetSpec]:
     """All registry entries by code (cached per file modification time)."""
     p = registry_path()
     if not p.is_file():
-        via = " (from DPKIT_REGISTRY)" if os.environ.get("DPKIT_REGISTRY") else ""
+        via = " (from DPKIT_REGISTRY)" if setting("DPKIT_REGISTRY") else ""
         raise RegistryError(f"registry file {p}{via} does not exist or is not a file")
     return _load_registry_cached(str(p), p.stat().st_mtime_ns)
 

@@ -1,27 +1,15 @@
 """Your own data: a spec file, a pandas DataFrame or an installed package's entry point, without editing dpkit.
 
 A data set from outside the package is described by a small YAML *spec file*; its path works wherever a data set name
-does (:func:`dpkit.data.load`, the notebooks' ``DATASETS``, the manifests, the widgets, ``make board DATA=...``)::
-
-    name: diabetes                    # required; not a name of data/registry.yaml
-    title: Diabetes (Efron et al. 2004)
-    citation: "B. Efron, T. Hastie, I. Johnstone, R. Tibshirani, Least Angle Regression, Ann. Statist. 32(2), 2004"
-    package: sklearn.datasets.data    # one of: path (relative to this file), url (+ sha256), package (+ path)
-    path: diabetes_data_raw.csv.gz
-    sha256: <64 hex digits>           # required with url; checked when given
-    format: csv                       # csv, parquet or excel (default: from the file's suffix)
-    read: {sep: " ", header: null, names: [age, sex, bmi, bp, s1, s2, s3, s4, s5, s6]}
-    columns: [age, sex, bmi, bp, s1, s2, s3, s4, s5, s6]   # the columns to keep (default: all)
-    bounds: {age: [0, 100], bmi: [10, 60]}                 # PUBLIC bounds per column (the others: from the data)
-    bounds_reference: "the study's inclusion criteria"
-    encodings: {sex: {ordinal: [1, 2]}}                     # or {one_hot: [levels]}: non-numeric columns
-    missing: refuse                   # refuse (default), drop_rows or {fill: {column: value}}
-    rows: 442                         # the expected number of rows
-
-:func:`from_dataframe` takes the same keys for a DataFrame in memory; :func:`register_dataset` gives a DataFrame or
-a spec a name for this process; an installed package names its data sets in the entry-point group
-``dpkit.datasets`` (the entry point's object is a spec path, a spec mapping, a DataFrame or a function returning
-one of these).
+does (:func:`dpkit.data.load`, the notebooks' ``DATASETS``, the manifests, the widgets, ``make board DATA=...``). Its
+keys: ``name`` (required, not a registry code), ``title``, ``citation``; the file, by one of ``path`` (relative to
+the spec), ``url`` with ``sha256``, or ``package`` with ``path``; ``sha256`` (checked when given), ``format``
+(``csv``, ``parquet`` or ``excel``), ``read`` (pandas options), ``columns``, ``bounds`` (public bounds per column)
+with ``bounds_reference``, ``encodings`` (``ordinal`` or ``one_hot`` levels of a non-numeric column), ``missing``
+(``refuse``, ``drop_rows`` or ``fill``) and ``rows`` (the expected count). :func:`from_dataframe` takes the same keys
+for a DataFrame in memory; :func:`register_dataset` gives a DataFrame or a spec a name for this process; an installed
+package names its data sets in the entry-point group ``dpkit.datasets``. A worked example of each: the user guide's
+page on your own data (``docs/guide/own-data.md``).
 
 Privacy of the preprocessing (Dwork and Roth 2014, Sec 2.3: anything computed from the data outside the budget is a
 release): declared bounds are used as they are (values outside are clipped with a

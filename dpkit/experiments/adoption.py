@@ -13,10 +13,10 @@ nested dict (the class supremum's search time). Floats compare bit for bit (a Na
 shape and :func:`numpy.array_equal` with ``equal_nan``; dataclasses, dicts, lists and tuples recursively, and
 every value must have the kept value's type.
 
-Adoption is switched on explicitly: :func:`~dpkit.experiments.protocol.run_cells`'s ``adopt``, or the environment
-variable :data:`ADOPT_ENV` set to ``verify`` (the batch runner sets it in its kernels under ``--stale verify``).
-How many kept repetitions are computed again is ``run_cells``'s ``verify_reps``, or :data:`VERIFY_REPS_ENV`
-(``--verify-reps``), default 2: the lowest and the highest kept index (:func:`verified_indices`).
+Adoption is switched on explicitly, by :func:`~dpkit.experiments.protocol.run_cells`'s ``adopt`` (a notebook passes
+its ``CHECKPOINT_ADOPT`` parameter, which the batch runner sets under ``--stale verify``). How many kept repetitions
+are computed again is ``run_cells``'s ``verify_reps`` (the notebook's ``CHECKPOINT_VERIFY_REPS``, ``--verify-reps``),
+default 2: the lowest and the highest kept index (:func:`verified_indices`).
 """
 from __future__ import annotations
 
@@ -32,13 +32,9 @@ import numpy as np
 
 from dpkit.core.validation import check_positive_int
 
-__all__ = ["ADOPT_ENV", "ADOPTIONS", "VERIFY_REPS_ENV", "DEFAULT_VERIFY_REPS", "adoption_switch", "verify_reps_switch",
-           "verified_indices", "first_difference", "record_difference", "adoptions"]
+__all__ = ["ADOPTIONS", "DEFAULT_VERIFY_REPS", "adoption_switch", "verify_reps_switch", "verified_indices",
+           "first_difference", "record_difference", "adoptions"]
 
-#: The environment variable that switches adoption on in :func:`~dpkit.experiments.protocol.run_cells` (``verify``).
-ADOPT_ENV = "DPKIT_CHECKPOINT_ADOPT"
-#: The environment variable that says how many kept repetitions an adoption computes again (a positive integer).
-VERIFY_REPS_ENV = "DPKIT_CHECKPOINT_VERIFY_REPS"
 #: Kept repetitions an adoption computes again by default: the lowest and the highest.
 DEFAULT_VERIFY_REPS = 2
 #: The log of a checkpoint folder's adoptions (a JSON list, one entry per adoption).
@@ -48,36 +44,18 @@ _MEASURED_FIELDS = frozenset({"time_s", "timings"})  # a record's measured times
 _MEASURED_KEY = "seconds"  # a measured time inside a nested dict (the class supremum's search)
 
 
-def adoption_switch(adopt: bool | None = None) -> bool:
-    """Whether adoption is on: ``adopt`` if given, else whether :data:`ADOPT_ENV` says ``verify``.
-
-    Any other non-empty value of the variable raises ``ValueError`` naming it and its one allowed value.
-    """
-    if adopt is not None:
-        if not isinstance(adopt, bool):
-            raise TypeError(f"adopt must be True, False or None; got {adopt!r}")
-        return adopt
-    value = os.environ.get(ADOPT_ENV, "").strip()
-    if value not in ("", "verify"):
-        raise ValueError(f"{ADOPT_ENV} must be 'verify' (adopt kept repetitions after recomputing some) or unset; "
-                         f"got {value!r}")
-    return value == "verify"
+def adoption_switch(adopt: bool) -> bool:
+    """``adopt``, checked: adoption is on only when the caller says so (``TypeError`` for anything but a bool)."""
+    if not isinstance(adopt, bool):
+        raise TypeError(f"adopt must be True or False; got {adopt!r}")
+    return adopt
 
 
 def verify_reps_switch(verify_reps: int | None = None) -> int:
-    """How many kept repetitions an adoption computes again: ``verify_reps`` if given, else :data:`VERIFY_REPS_ENV`,
-    else 2 (the lowest and the highest kept index). A value that is not a positive integer raises ``ValueError``
-    naming it."""
-    if verify_reps is not None:
-        return check_positive_int(verify_reps, name="verify_reps")
-    value = os.environ.get(VERIFY_REPS_ENV, "").strip()
-    if not value:
-        return DEFAULT_VERIFY_REPS
-    try:
-        return check_positive_int(int(value), name=VERIFY_REPS_ENV)
-    except ValueError:
-        raise ValueError(f"{VERIFY_REPS_ENV} must be a positive integer (kept repetitions computed again) or unset; "
-                         f"got {value!r}") from None
+    """How many kept repetitions an adoption computes again: ``verify_reps`` if given, else
+    :data:`DEFAULT_VERIFY_REPS` (the lowest and the highest kept index). A value that is not an integer ≥ 1 raises
+    ``ValueError`` (``TypeError`` for a non-integer) naming ``verify_reps``."""
+    return DEFAULT_VERIFY_REPS if verify_reps is None else check_positive_int(verify_reps, name="verify_reps")
 
 
 def verified_indices(kept: Sequence[int], n: int) -> list[int]:

@@ -134,7 +134,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
               seed: int, dataset: str, n_queries: int = 10_000, J: int = 10, progress: bool = False,
               on_repetition: RepetitionCallback | None = None,
               checkpoint: str | os.PathLike | None = None, workers: int | RepetitionExecutor = 1,
-              supremum: str | None = "cube", adopt: bool | None = None,
+              supremum: str | None = "cube", adopt: bool = False,
               verify_reps: int | None = None) -> list[RunRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
@@ -182,16 +182,16 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         with this process, even if it is killed with SIGKILL (:func:`_die_with_parent`).
     supremum : {"cube", "space"} or None
         As :func:`run_cell`.
-    adopt : bool, optional
+    adopt : bool
         Adopt a ``checkpoint`` kept by other dpkit sources (:mod:`dpkit.experiments.adoption`): its lowest and
         highest kept repetitions (``verify_reps``) are computed again here, in this process, before any other work,
         and the folder is reused only if they equal the kept ones to the bit (measured times aside); else
-        :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError` names the difference. Default: on only when
-        the environment variable ``DPKIT_CHECKPOINT_ADOPT`` is ``verify`` (the batch runner's ``--stale verify``).
+        :class:`~dpkit.experiments.checkpoint.CheckpointMismatchError` names the difference. Default off; a notebook
+        passes its ``CHECKPOINT_ADOPT`` parameter (the batch runner's ``--stale verify`` sets it).
     verify_reps : int, optional
         How many kept repetitions an adoption computes again, evenly spread from the lowest to the highest kept index
-        (:func:`~dpkit.experiments.adoption.verified_indices`). Default: the environment variable
-        ``DPKIT_CHECKPOINT_VERIFY_REPS`` (the batch runner's ``--verify-reps``), else 2 (the lowest and the highest).
+        (:func:`~dpkit.experiments.adoption.verified_indices`). Default 2 (the lowest and the highest); a notebook
+        passes its ``CHECKPOINT_VERIFY_REPS`` parameter (the batch runner's ``--verify-reps``).
 
     Returns
     -------

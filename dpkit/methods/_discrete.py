@@ -41,6 +41,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from dpkit.core.settings import setting
 from dpkit.core.validation import check_int_in_range
 from dpkit.methods._contraction import (
     LOG_LOSS_LIMIT,
@@ -109,9 +110,9 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- mbi estimation and sampling
 def jax_cache_dir() -> str | None:
     """The persistent compilation cache directory dpkit sets for JAX (module docstring); ``None`` if turned off."""
-    if os.environ.get("DPKIT_JAX_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+    if (setting("DPKIT_JAX_CACHE") or "1").strip().lower() in ("0", "false", "no", "off"):
         return None
-    if os.environ.get("DPKIT_CACHE_DIR") is not None:  # dpkit's cache root; "off" etc. turn both caches off
+    if setting("DPKIT_CACHE_DIR") is not None:  # dpkit's cache root; "off" etc. turn both caches off
         root = cache_dir()
         return None if root is None else os.path.join(root, "jax")
     return os.path.join(os.path.expanduser("~"), ".cache", "dpkit", "jax")  # programs hold no data: per user

@@ -65,7 +65,7 @@ _T = ("tables",)
 _B = ("baselines",)
 _TB = ("tables", "baselines")
 _L = ("leaderboard",)
-_S = ("slow",)  # registered and tested, run only when named: too slow for a 30-repetition board here
+_S = ("slow",)  # registered and tested, run only when named (AIM: the full board runs it from its own manifest)
 _BL = ("baselines", "leaderboard")
 
 #: Every registered method (name, instance, suites), in the order tables list them.
@@ -91,14 +91,17 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("gauss-analyze-gauss-eps", GaussianFit(epsilon=EPS, delta=0.0, method="analyze_gauss"), _B),
     Entry("gauss-psi-eps", GaussianFit(epsilon=EPS, delta=0.0, method="psi"), _B),
     # marginal-based synthetic data on a public grid (Private-PGM; needs the optional dependency mbi). Not in
-    # "baselines": notebook 40 runs that whole suite and its QUICK test allows 60 s, while mbi compiles (JAX)
-    # one estimator per selected tree (timings: docs/performance_notes.md)
+    # "baselines": notebook 40 runs that whole suite and its QUICK test allows 60 s, while a release compiles (JAX)
+    # its estimator's programs the first time a process meets their size (timings: docs/performance_notes.md)
     Entry("mst", MST(epsilon=EPS, delta=DELTA), _L),
     Entry("mst-eps", MST(epsilon=EPS, delta=0.0), _L),
     # AIM (McKenna et al. 2022) on the same grid and mbi; zCDP only (no ε-DP variant, see dpkit.methods.aim).
-    # Suite "slow": every round adds a marginal, so mbi compiles a new estimator per round: even shared
-    # across σ (run_cells) a full board's 150 releases take many hours (docs/performance_notes.md). Name it:
-    # notebook 45 with METHODS=["aim", ...], or suite("slow").
+    # Suite "slow": every round adds a marginal and fits the model again. dpkit's compiled estimator (the default,
+    # dpkit.methods._compiled_pgm) compiles a handful of programs per process, not one per round as mbi's does,
+    # yet a release still costs many of MST's fits, and most on the widest data (CRM); measured times:
+    # docs/results/performance.md. The full board runs it from its own manifest
+    # (notebooks/manifests/leaderboard_aim.yaml, make leaderboard-aim); else name it: notebook 45 with
+    # METHODS=["aim", ...], or suite("slow").
     Entry("aim", AIM(epsilon=EPS, delta=DELTA), _S),
     # relaxed projection onto noisy trigonometric moments (Aydore et al. 2021)
     Entry("rap", RelaxedProjection(epsilon=EPS, delta=DELTA), _BL),

@@ -1,31 +1,10 @@
-"""Interactive controls for notebooks (ipywidgets), used only when ``INTERACTIVE=True``.
+"""Interactive controls for notebooks (ipywidgets), used only when ``INTERACTIVE=True``: a view, never a second runner.
 
-:func:`explorer` turns a plain function ``fn(**params) -> Figure | (Figure, DataFrame, ...)``
-— the same function the batch path calls — into a panel of controls, a *Run* button, a *Stop*
-button with a progress bar and an output area. Headless runs never import ipywidgets.
-
-From exploring to the paper: given the notebook's path and the map *control → notebook
-parameter*, the panel also offers *Copy as papermill call* (the ``python -m dpkit.batch notebook``
-command of the current setting), *Save as manifest* (a batch manifest of the current setting in
-``results/manifests/``) and *Export figure* (the last figure in the paper style into ``figures/``
-via :func:`dpkit.outputs.plotting.export_figure`).
-
-Control specs
--------------
-- ``(lo, hi, step)`` floats → ``FloatSlider``; ints → ``IntSlider``
-- ``("log", lo, hi)`` → ``FloatLogSlider`` (base 10, bounds given as values)
-- a list → ``Dropdown``; a list passed with ``multi=True`` in a dict spec → ``SelectMultiple``
-- a bool → ``Checkbox``
-- ``"text"`` → ``Text`` (a free-form entry, e.g. a sweep grid parsed by the callback)
-
-Parameter map
--------------
-``parameters`` maps a control (or a ``fixed`` keyword) to the notebook parameter it sets: a name
-(``"epsilon": "EPSILON"``) or ``(name, convert)`` when the value needs converting
-(``"dataset": ("DATASETS", as_datasets)``: your own data set by its spec file, :func:`as_datasets`). With a
-notebook every control must be mapped, and no two entries may set the same parameter. The commands leave ``QUICK``
-unset: a QUICK run overrides some parameters (repetitions, sizes), so the command spells the panel's setting out in
-full.
+:func:`explorer` turns a plain function ``fn(**params) -> Figure | (Figure, DataFrame, ...)`` — the same function
+the batch path calls — into a panel of controls, a *Run* button, a *Stop* button with a progress bar and an output
+area; given the notebook and the map *control → notebook parameter*, the panel also writes the batch command, a
+manifest or a paper figure of its current setting. Headless runs never import ipywidgets. How to use the panels:
+the user guide's page on the widgets (``docs/guide/widgets.md``).
 """
 from __future__ import annotations
 
@@ -386,7 +365,10 @@ def explorer(fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, ti
         other items (e.g. a DataFrame) are displayed below it. Its :func:`~dpkit.experiments.protocol.run_cell`
         repetitions drive the progress bar; *Stop* cancels between two repetitions.
     controls : dict
-        ``name -> (spec, initial value)``; see the module docstring for specs.
+        ``name -> (spec, initial value)``. A spec: ``(lo, hi, step)``, a ``FloatSlider`` for floats or an
+        ``IntSlider`` for ints; ``("log", lo, hi)``, a ``FloatLogSlider`` (base 10, bounds given as values); a list,
+        a ``Dropdown`` (``SelectMultiple`` for a list passed with ``multi=True`` in a dict spec); a bool, a
+        ``Checkbox``; ``"text"``, a ``Text`` (a free-form entry, e.g. a sweep grid parsed by the callback).
     fixed : dict, optional
         Keyword arguments passed unchanged (e.g. the data matrix).
     run_on_start : bool
@@ -395,7 +377,11 @@ def explorer(fn: Callable[..., Any], controls: dict[str, tuple[Any, Any]], *, ti
         The notebook the panel belongs to (relative to the working directory, i.e. the notebook's
         folder in Jupyter); enables the papermill, manifest and export buttons.
     parameters : mapping, optional
-        Control (or fixed keyword) → notebook parameter (module docstring); required with ``notebook``.
+        Control (or ``fixed`` keyword) → the notebook parameter it sets: a name (``"epsilon": "EPSILON"``) or
+        ``(name, convert)`` when the value needs converting (``"dataset": ("DATASETS", as_datasets)``: your own data
+        set by its spec file, :func:`as_datasets`). Required with ``notebook``; then every control must be mapped,
+        and no two entries may set the same parameter. The commands leave ``QUICK`` unset (a QUICK run overrides
+        repetitions and sizes), so they spell the panel's setting out in full.
     name : str
         The panel's name in exported figure files ``<notebook>__<name>_<hash>``.
     caption : str or callable, optional

@@ -7,9 +7,9 @@ and recomputed the same exact answers. Entries here are keyed by *content* (SHA-
 and the workload's float64 bytes and shapes, σ, the fit options, the tolerance), never by a name
 or a path, so the same data under another name hits and a different array never does.
 
-**Where.** ``$DPKIT_CACHE_DIR`` if set (``off``, ``0``, ``none`` or the empty string disable the
-cache), else ``<clone>/results/cache`` (gitignored, like every result). One ``.npz`` file per entry
-in a sub-folder per kind (``embeddings/``, ``truth/``, ``mmd_self/``: the data's kernel-mean self-term of
+**Where.** The folder the setting ``DPKIT_CACHE_DIR`` names (:mod:`dpkit.core.settings`; ``off``, ``0``,
+``none`` or the empty string disable the cache), else ``<results>/cache`` (gitignored, like every result). One
+``.npz`` file per entry in a sub-folder per kind (``embeddings/``, ``truth/``, ``mmd_self/``: the data's kernel-mean self-term of
 :mod:`dpkit.queries.supremum_upper`).
 
 **Safe.** A file is written to a temporary name in the same folder and moved into place with
@@ -37,6 +37,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dpkit.core.settings import setting
+
 __all__ = ["CacheWarning", "cache_dir", "entry_key", "load", "save", "clear", "FORMAT_VERSION"]
 
 #: Bumped whenever the meaning or layout of a cached entry changes (part of every key).
@@ -51,7 +53,7 @@ class CacheWarning(RuntimeWarning):
 
 def cache_dir() -> Path | None:
     """The cache root (``$DPKIT_CACHE_DIR`` or ``<clone>/results/cache``); ``None`` when disabled."""
-    env = os.environ.get("DPKIT_CACHE_DIR")
+    env = setting("DPKIT_CACHE_DIR")
     if env is not None:
         return None if env.strip().lower() in _OFF else Path(env)
     from dpkit.core.paths import results_dir

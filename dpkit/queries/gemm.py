@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from dpkit.core.settings import setting
 from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_choice, check_finite_array, check_positive_int, check_real_in_range
 from dpkit.queries.rounding import DEFAULT_RTOL, SUM_GROUP, choose_precision
@@ -73,7 +74,7 @@ def usable_cores() -> int:
         cores = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         cores = max(1, os.cpu_count() or 1)
-    text = os.environ.get("DPKIT_THREADS", "").strip()
+    text = (setting("DPKIT_THREADS") or "").strip()
     if not text:
         return cores
     try:
