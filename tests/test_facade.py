@@ -1,0 +1,65 @@
+"""``import dpkit as dp`` is the public API: every façade name resolves to the object its module defines, every
+registered method's class is exported (by the façade and by ``dpkit.methods``), and the import stays lazy."""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dpkit as dp
+from dpkit.methods.registry import CATALOGUE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", sorted(dp._API))
+def test_every_facade_name_resolves_to_its_defining_module(name):
+    target = dp._API[name]
+    module, _, attr = target.partition(":")
+    value = getattr(dp, name)
+    if attr:
+        assert value is getattr(importlib.import_module(module), attr)
+    else:
+        assert value is importlib.import_module(module)
+    assert name in dp.__all__ and name in dir(dp)
+
+
+def test_an_unknown_name_is_refused_by_name():
+    with pytest.raises(AttributeError, match="no attribute 'lod'"):
+        dp.lod  # noqa: B018
+
+
+def _registered_classes() -> set[type]:
+    """The classes of every registered method and of every method-valued field (candidate sources)."""
+    out = set()
+    for entry in CATALOGUE:
+        out.add(type(entry.method))
+        for f in dataclasses.fields(entry.method):
+            v = getattr(entry.method, f.name)
+            if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                out.add(type(v))
+    return out
+
+
+@pytest.mark.parametrize("cls", sorted(_registered_classes(), key=lambda c: c.__name__), ids=lambda c: c.__name__)
+def test_every_registered_method_is_exported(cls):
+    assert getattr(dp, cls.__name__, None) is cls
+    if cls.__module__.startswith("dpkit.methods."):  # the methods layer exports every method it defines
+        import dpkit.methods
+
+        assert cls.__name__ in dpkit.methods.__all__ and getattr(dpkit.methods, cls.__name__) is cls
+
+
+def test_import_dpkit_loads_no_facade_module():
+    """The façade is lazy: ``import dpkit`` imports none of the modules its table names, nor pandas or matplotlib."""
+    code = ("import sys, dpkit; mods = {t.partition(':')[0] for t in dpkit._API.values()}; "
+            "print(sorted(m for m in mods | {'pandas', 'matplotlib', 'scipy'} if m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
