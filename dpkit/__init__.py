@@ -230,13 +230,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """A façade name (:data:`_API`) or a layer (``dpkit.methods``, ...), imported on first use and kept."""
+    """A façade name (:data:`_API`) or a layer (``dpkit.methods``, ...), imported on first use.
+
+    Resolved on every access (not copied into this module), so ``dp.name`` is always what its defining module holds."""
     import importlib
 
     if name in _API:
-        value = pkgutil.resolve_name(_API[name])
-        globals()[name] = value  # resolved once
-        return value
+        return pkgutil.resolve_name(_API[name])
     if name in _LAYERS:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'dpkit' has no attribute {name!r}")
