@@ -2,8 +2,10 @@
 registered method's class is exported (by the façade and by ``dpkit.methods``), and the import stays lazy."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -80,3 +82,29 @@ def test_the_api_page_lists_every_facade_name_and_its_example_runs():
     ns: dict = {}
     exec(example, ns)  # noqa: S102
     assert len(ns["records"]) == 2
+
+
+def _notebook_code(path: Path) -> ast.Module:
+    cells = json.loads(path.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return ast.parse("\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))))
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_notebooks_reach_dpkit_through_the_facade_only(path):
+    """A notebook imports dpkit once, as ``import dpkit as dp``, uses only façade names, and hands its checks to its
+    report through ``Report.record`` (no loop of ``report.add(c)``)."""
+    tree = _notebook_code(path)
+    dpkit_imports = [ast.unparse(n) for n in ast.walk(tree)
+                     if isinstance(n, ast.Import) and any(a.name.split(".")[0] == "dpkit" for a in n.names)
+                     or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "dpkit"]
+    assert dpkit_imports == ["import dpkit as dp"]
+    used = {n.attr for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "dp"}
+    assert used - set(dp.__all__) == set()
+    assert not any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "dp" for t in n.targets)
+                   for n in ast.walk(tree)), "a variable named dp hides the façade"
+    copy_loops = [ast.unparse(n).splitlines()[0] for n in ast.walk(tree)
+                  if isinstance(n, ast.For) and len(n.body) == 1 and isinstance(n.body[0], ast.Expr)
+                  and isinstance(call := n.body[0].value, ast.Call) and getattr(call.func, "attr", "") == "add"]
+    assert copy_loops == []
