@@ -162,9 +162,45 @@ def documented_names(modname: str) -> list[str]:
     return out
 
 
+def facade_page() -> str:
+    """``api/facade.md``: every name of ``import dpkit as dp`` (``dpkit._API`` and the names ``dpkit`` imports itself),
+    grouped by the layer that defines it, with the defining module and its summary line: written from the table the
+    façade reads, so the page lists exactly what ``dp.`` reaches."""
+    import dpkit
+
+    targets = {name: dpkit._API[name] if name in dpkit._API else f"{getattr(dpkit, name).__module__}:{name}"
+               for name in dpkit.__all__ if name != "__version__"}
+    lines = ["# `import dpkit as dp`: the public API", "",
+             "One import reaches what a notebook needs: the data, the methods (every registered method's class and the "
+             "registry), the runner, the board, the checks of each topic and the outputs. `import dpkit` stays light: "
+             "each name is imported from the module that defines it on first use (`dpkit._API`, the one table of "
+             "names and modules, from which this page is written). A name is documented once, in its module's entry "
+             "of the layer pages.", "",
+             "```python", "import dpkit as dp", "", "ds = dp.load(\"mock\", n=500, d=3, rng=0)",
+             "records = dp.run_cell(ds.X, methods=[dp.get(\"marginals-histogram-eps\")], sigma=4.0, reps=2, "
+             "n_queries=100, rng=0)", "```", ""]
+    for layer in dpkit._LAYERS:
+        rows = []
+        for name, target in targets.items():
+            module, _, attr = target.partition(":")
+            if module.split(".")[1] != layer:
+                continue
+            obj = getattr(dpkit, name)
+            doc = (inspect.getdoc(obj) or "").strip().split("\n")[0] if attr and callable(obj) else ""
+            if not attr:
+                doc = (inspect.getdoc(obj) or "").strip().split("\n")[0]
+            kind = "module" if not attr else "class" if inspect.isclass(obj) else "function" if callable(obj) else "data"
+            shown = f"`{module}`" if not attr else f"`{module}.{attr}`"
+            rows.append(f"| `dp.{name}` | {kind} | {shown} | {doc.replace('|', '/')} |")
+        if rows:
+            lines += [f"## {layer}", "", "| name | kind | defined in | |", "|---|---|---|---|", *rows, ""]
+    return "\n".join(lines)
+
+
 def api_pages(src: Path) -> None:
-    """``api/index.md`` and one page per group of layers, an ``automodule`` per public module."""
-    rows, toc = [], []
+    """``api/facade.md``, ``api/index.md`` and one page per group of layers, an ``automodule`` per public module."""
+    write(src / "api" / "facade.md", facade_page())
+    rows, toc = [], ["facade"]
     for page, layers in API_GROUPS:
         toc.append(page)
         lines = []
@@ -194,6 +230,8 @@ def api_pages(src: Path) -> None:
                     lines.append("")
         write(src / "api" / f"{page}.rst", "\n".join(lines))
     index = ["# API reference", "",
+             "The public API is one import, `import dpkit as dp`: [its names](facade.md), each with the module that "
+             "defines it.", "",
              "Every public module of dpkit, grouped by layer, bottom to top: each layer imports only from the layers "
              "above it in this list (`ARCHITECTURE.md`; `tests/test_architecture.py` enforces it). A name is documented "
              "once, in the module that defines it; a package re-exports the names its users need.", "",

@@ -6,6 +6,7 @@ import json
 import pandas as pd
 import pytest
 
+import dpkit as dp
 from dpkit.evaluation.verdicts import check
 from tools import false_alarms as fa
 
@@ -54,7 +55,8 @@ def test_the_suite_runs_the_function_the_notebook_runs(name) -> None:
     nb = nbformat.read(fa.NOTEBOOKS / f"{name}.ipynb", as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
     module = fn.__module__.rsplit(".", 1)[1]
-    assert ".notebook_checks(SEED, QUICK, FALSE_ALARM, " in code and f"from dpkit.claims import {module}" in code
+    assert f"dp.{module}_checks.notebook_checks(SEED, QUICK, FALSE_ALARM, " in code
+    assert dp._API[f"{module}_checks"] == fn.__module__
     for hand_made in ("spawn(", "Streams.from_seed", "FalseAlarmBudget(", "rng=g_", "rng=streams"):
         assert hand_made not in code, (name, hand_made)
     keywords = fa._keywords(name)  # every parameter of the notebook is a keyword of the function, and back

@@ -357,7 +357,7 @@ def _quick_overrides(tree: ast.AST, flag: str) -> list[str]:
             for t, v in zip(targets, values):
                 if not (isinstance(t, ast.Name) and t.id in USER_LISTS):
                     continue
-                ok = (isinstance(v, ast.Call) and getattr(v.func, "id", "") == "quick_values") or (
+                ok = (isinstance(v, ast.Call) and getattr(v.func, "id", getattr(v.func, "attr", "")) == "quick_values") or (
                     isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == t.id
                     and isinstance(v.slice, ast.Slice))
                 if not ok:

@@ -93,5 +93,5 @@ def test_board_methods_refuses_an_unknown_name_naming_it(requested, unknown, clo
 def test_notebook_45_selects_its_methods_with_board_methods_before_anything_runs():
     nb = json.loads((Path(__file__).parents[1] / "notebooks" / "45_leaderboard.ipynb").read_text())
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    call = code.index("methods = board_methods(METHODS, epsilon=EPSILON, delta=DELTA)")
+    call = code.index("methods = dp.board_methods(METHODS, epsilon=EPSILON, delta=DELTA)")
     assert call < code.index("Path(OUTPUT_DIR).mkdir") and "suite(" not in code

@@ -104,3 +104,30 @@ def test_paper_figure_refuses_a_suptitle(tmp_path, monkeypatch):
     assert not (tmp_path / "figures").exists()
     fig.suptitle("")
     assert export_figure(fig, "paper", tmp_path / "run", notebook="nb", paper=True)
+
+
+def test_record_writes_a_notebooks_checks_into_its_report(tmp_path):
+    """Report.record takes a topic's NotebookRun (parameters, checks, rows and false-alarm budget), a result with
+    ``checks`` or an iterable of checks, in order; anything else is refused by type, a repeated id by name."""
+    from dpkit.claims.results import NotebookRun, TableResult
+    from dpkit.evaluation.verdicts import FalseAlarmBudget
+
+    a, b = check("a", "x<=1", 0.5, 1.0, confidence=0.999), check("b", "x<=1", 0.2, 1.0)
+    budget = FalseAlarmBudget(1e-3, n_tests=1)
+    run = NotebookRun(params={"SEED": 1}, checks=(a, b), rows=({"part": "p", "v": 1.0},),
+                      budget=budget.record([a, b]), parts={})
+    rep = Report(tmp_path, params={"QUICK": True})
+    rep.record(run)
+    assert rep.params == {"QUICK": True, "SEED": 1} and rep.checks == [a, b] and rep.table == [{"part": "p", "v": 1.0}]
+    assert rep.extra["false_alarm_budget"] == run.budget
+    c, d = check("c", "x<=1", 0.1, 1.0), check("d", "x<=1", 0.1, 1.0)
+    rep.record(TableResult(checks=(c,), table=None))  # a result: its checks
+    rep.record(x for x in [d])  # an iterable
+    assert [x.id for x in rep.checks] == ["a", "b", "c", "d"] and len(rep.table) == 1
+    with pytest.raises(ValueError, match="duplicate check id 'a'"):
+        rep.record([a])
+    with pytest.raises(TypeError, match="takes checks; got dict"):
+        rep.record([{"id": "e"}])
+    plain = Report(tmp_path / "plain")
+    plain.record(NotebookRun(params={}, checks=(b,), rows=(), budget=None, parts={}))  # no statistical check: no budget
+    assert "false_alarm_budget" not in plain.extra

@@ -90,6 +90,7 @@ def _panel_of(nb: str, monkeypatch, **overrides):
     import pandas as pd
     from IPython.display import Markdown
 
+    import dpkit as dp
     import dpkit.outputs.panels as panels
     from dpkit.methods.registry import get
 
@@ -101,8 +102,10 @@ def _panel_of(nb: str, monkeypatch, **overrides):
     shown = []
     X = np.zeros((20, 4))
     name = ns.get("DATASET", "CRM")  # the earlier cells' data set (ds) and its name (NAME), loaded from DATASET
+    # a sweep notebook's run (dp.sweep_notebook): its data, name, method, QUICK grid and C
+    run = type("SweepRun", (), {"X": X, "name": name, "method": get("trig-I"), "values": ns.get("VALUES"), "C": ns.get("C")})()
     ns.update(INTERACTIVE=True, display=shown.append, X=X, data={"CRM": type("D", (), {"X": X})()}, method=get("trig-I"),
-              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={},
+              PARAM="kappa", XLABEL="x", LOGX=False, pd=pd, Markdown=Markdown, methods={}, dp=dp, run=run,
               ds=type("D", (), {"X": X, "name": name})(), NAME=name, **overrides)
     exec(_cell(nb, lambda c: c.source.startswith("if INTERACTIVE")), ns)
     assert len(shown) == 1

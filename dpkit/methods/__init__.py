@@ -18,12 +18,14 @@ SamplingFloor          random subsample of the data (non-private)               
 CandidateLP            Alg 9/10 with DP-Gaussian / marginal / uniform candidates     as Alg 9/10
 …Candidates            the candidate sources of MWEM and CandidateLP (components)    (charged)
 MST                    max-spanning-tree marginals + Private-PGM on a public grid    ε or (ε, δ)
+AIM                    adaptive marginals (McKenna et al. 2022) + Private-PGM        (ε, δ) (zCDP)
 RelaxedProjection      RAP: noisy trig moments, m points fitted by L-BFGS-B          ε or (ε, δ)
 KMEAnswers             noisy random-Fourier mean embedding, answers from it          ε or (ε, δ)
 KMESynthetic           m points fitted to the noisy mean embedding                   ε or (ε, δ)
 =====================  ============================================================  ===========
 """
 from dpkit.methods._kernels import kernel_query_ranges, kernel_values
+from dpkit.methods.aim import AIM
 from dpkit.methods.candidate_lp import CandidateLP
 from dpkit.methods.candidates import GaussianCandidates, MarginalCandidates, UniformCandidates
 from dpkit.methods.direct import DirectAnswering
@@ -46,6 +48,7 @@ __all__ = [
     "psd_project",
     "MWEM",
     "MST",
+    "AIM",
     "RelaxedProjection",
     "KMEAnswers",
     "KMESynthetic",

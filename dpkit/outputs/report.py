@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from dpkit.claims.results import NotebookRun
 from dpkit.evaluation.verdicts import VERDICTS, Check, check
 from dpkit.outputs.provenance import provenance
 
@@ -81,6 +82,39 @@ class Report:
 
     def row(self, **values: Any) -> None:
         self.table.append(values)
+
+    def record(self, checks: NotebookRun | Iterable[Check] | Any) -> None:
+        """Write a notebook's checks into this report, in their order: the one way a notebook hands them over.
+
+        Parameters
+        ----------
+        checks : NotebookRun, iterable of Check, or a result with a ``checks`` attribute
+            A topic's :class:`~dpkit.claims.results.NotebookRun` brings its parameters (merged into
+            :attr:`params`), its checks, its table rows and its false-alarm budget's record
+            (``extra["false_alarm_budget"]``, when it has statistical checks); any other result gives its
+            ``checks`` (a :class:`~dpkit.claims.results.TableResult`, say), an iterable its items.
+
+        Raises
+        ------
+        TypeError
+            For an item that is not a :class:`~dpkit.evaluation.verdicts.Check`, naming its type.
+        ValueError
+            For a check id already in the report (:meth:`add`).
+        """
+        run = checks if isinstance(checks, NotebookRun) else None
+        items = list(getattr(checks, "checks", checks))
+        for c in items:
+            if not isinstance(c, Check):
+                raise TypeError(f"Report.record takes checks; got {type(c).__name__} {c!r:.80}")
+        if run is not None:
+            self.params.update(run.params)
+        for c in items:
+            self.add(c)
+        if run is not None:
+            for r in run.rows:
+                self.row(**r)
+            if run.budget is not None:
+                self.extra["false_alarm_budget"] = run.budget
 
     @property
     def all_consistent(self) -> bool:
