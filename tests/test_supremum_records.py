@@ -112,8 +112,15 @@ def test_table_rows_carry_the_supremum_and_say_why_not(data, records):
     st = spread_stats(records_frame([r for r in records if r.method == "trig-I"]))
     sups = [r.sup_abs for r in records if r.method == "trig-I"]
     assert st["sup_abs_mean"] == pytest.approx(np.mean(sups), abs=0) and st["sup_abs_max"] == max(sups)
+    ups = [r.sup_upper for r in records if r.method == "trig-I"]
+    assert st["sup_upper_mean"] == pytest.approx(np.mean(ups), abs=0) and st["sup_upper_note"] == ""
+    assert st["sup_upper_mean"] >= st["sup_abs_mean"] and st["sup_upper_max"] == max(ups)
+    assert st["sup_evaluations_mean"] == np.mean([r.supremum["n_evaluations"] for r in records if r.method == "trig-I"])
     st = spread_stats(records_frame([r for r in records if r.method == "direct-laplace_I"]))
     assert st["sup_abs_mean"] is None and "no answer for any other query" in st["sup_note"]
+    assert st["sup_upper_mean"] is None and "no answer for any other query" in st["sup_upper_note"]
+    st = spread_stats(records_frame([r for r in records if r.method == "kme-answers"]))
+    assert st["sup_abs_mean"] is not None and st["sup_upper_mean"] is None and "answer function" in st["sup_upper_note"]
     rows = table_rows([r for r in records if r.method == "trig-I"], dataset="WDBC")
     assert all(set(SUP_KEYS) <= set(row) for row in rows)
 

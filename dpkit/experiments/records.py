@@ -308,12 +308,17 @@ def _supremum_upper(rel: Release[Any], X: np.ndarray, *, sigma: float, found: Cl
     the MMD with its rounding bound, the data's self-term from its cache, the low-rank embedding above
     :data:`~dpkit.queries.supremum.LOWRANK_ABOVE` rows, the branch and bound's bound where d ≤ 8 and cheap), over
     the search's domain; not applicable where the search is not, with the search's reason. It draws no random
-    number: the release, the thesis metric and the search do not depend on it."""
+    number: the release, the thesis metric and the search do not depend on it. What depends on the caches' state
+    (whether the self-term was computed here, the kernel values that took) is left out, so a record is the same
+    whichever ran first."""
     from dpkit.queries.supremum_upper import sup_upper
 
     if not found.applicable:
         return {"applicable": False, "reason": found.reason, "upper": None}
-    return sup_upper(X, rel, sigma, domain=found.domain, initial=found).as_dict()
+    out = sup_upper(X, rel, sigma, domain=found.domain, initial=found).as_dict()
+    for k in ("self_cached", "n_kernel_values"):
+        out.pop(k)
+    return out
 
 
 def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
