@@ -44,8 +44,9 @@ from dpkit.core.paths import write_atomic
 from dpkit.queries.release import PRIVACY_CLASSES
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "INTERVAL_TOLERANCE", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS",
-           "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError", "records_frame", "check_records", "write_records",
-           "read_records", "read_board", "write_provenance", "provenance_line", "typed_records"]
+           "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
+           "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
+           "provenance_line", "typed_records"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
 COLUMNS: dict[str, str] = {
