@@ -108,3 +108,22 @@ def test_parameters_are_validated():
         certified_better(np.ones((2, 2)), np.ones((2, 3)))
     with pytest.raises(ValueError, match="missing column"):
         certified_cells(pd.DataFrame({"dataset": ["x"]}))
+
+
+def test_the_results_page_section_lists_the_certified_cells():
+    """docs/build.py's section on the leaderboard page: the sentence, the interval's width, one row per cell."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "build.py"
+    spec = importlib.util.spec_from_file_location("dpkit_docs_build", path)
+    build = sys.modules.get("dpkit_docs_build") or importlib.util.module_from_spec(spec)
+    if "dpkit_docs_build" not in sys.modules:
+        sys.modules["dpkit_docs_build"] = build
+        spec.loader.exec_module(build)
+    spec_ = {"a": ("ε-DP", [0.10, 0.11], [0.15, 0.16]), "b": ("ε-DP", [0.20, 0.21], [0.30, 0.31])}
+    text = "\n".join(build._certified_parts(_records(spec_)))
+    assert "certified in 1/1 (ε-DP) and 1/1 ((ε,δ)-DP) cells" in text and "median 1.49" in text
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| WDBC")]
+    assert rows == [["WDBC", "4", "ε-DP", "a", "a"], ["WDBC", "4", "(ε,δ)-DP", "a", "a"]]
