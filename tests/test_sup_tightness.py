@@ -35,3 +35,25 @@ def test_board_names_an_invalid_file_in_one_line(tmp_path, capsys):
     assert st.main(["board", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("sup_tightness: ") and str(bad) in err and "\n" not in err
+
+
+def test_sample_brackets_every_search_by_the_bound(tmp_path, capsys, monkeypatch):
+    """On a toy data set: each release's three searches (the board's over the cube, over R^d, a longer one) lie below
+    its sup_upper (the MMD, valid on R^d: d = 9 keeps the branch and bound out), and the summary is printed."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import dpkit.data
+
+    X = np.clip(np.random.default_rng(0).normal(0.1, 0.4, (250, 9)), -1.0, 1.0)
+    monkeypatch.setattr(dpkit.data, "load", lambda name: SimpleNamespace(X=X))
+    out = tmp_path / "s.json"
+    assert st.main(["sample", "--datasets", "toy", "--sigmas", "3", "--methods", "subsample", "direct-laplace_I",
+                    "--n-queries", "50", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    [row] = data["rows"]  # direct answering has no synthetic database
+    assert row["bound"] == "mmd" and row["upper"] >= max(row["sup_cube"], row["sup_space"], row["sup_long"])
+    assert row["ratio_long"] <= row["ratio_space"] <= row["ratio_cube"]
+    assert row["evaluations_long"] > row["evaluations_space"]
+    assert "ratio_long   n =   1" in capsys.readouterr().out
