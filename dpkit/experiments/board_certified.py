@@ -163,7 +163,10 @@ def certified_pairs(records: pd.DataFrame, *, rule: str = "every", gamma: float 
     ----------
     records : pandas.DataFrame
         A leaderboard records table (:mod:`dpkit.experiments.board_records`), with or without ``sup_upper``.
-    rule, gamma : as :func:`certified_better`.
+    rule : {"every", "sign"}
+        The rule over the repetitions (:func:`certified_better`).
+    gamma : float
+        The sign test's family-wise level per cell (``rule="sign"``).
 
     Returns
     -------
@@ -189,7 +192,10 @@ def certified_cells(records: pd.DataFrame, *, rule: str = "every", gamma: float 
     ----------
     records : pandas.DataFrame
         A leaderboard records table, with or without ``sup_upper``.
-    rule, gamma : as :func:`certified_better`.
+    rule : {"every", "sign"}
+        The rule over the repetitions (:func:`certified_better`).
+    gamma : float
+        The sign test's family-wise level per cell (``rule="sign"``).
 
     Returns
     -------
