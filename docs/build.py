@@ -491,19 +491,41 @@ def leaderboard_page(src: Path, board_file: Path, records=None) -> None:
               else "No coverage study on this board.", "",
               "## Every method", "",
               "Mean and standard deviation of the worst absolute error over the repetitions, the mean worst relative "
-              "error, the mean class supremum (where the method has one) and the mean release time, per data set "
-              "(click to unfold):", ""]
+              "error, the mean class supremum (where the method has one) with the mean of its certified upper bound "
+              "(where the records have one) and the mean release time, per data set (click to unfold):", ""]
     cols = {"sigma": "σ", "method": "method", "abs_mean": "abs. mean", "abs_std": "abs. sd",
-            "rel_mean": "rel. mean", "sup_abs_mean": "sup. mean", "time_s": "time (s)"}
+            "rel_mean": "rel. mean", "sup_abs_mean": "sup. mean", "sup_upper_mean": "sup. upper", "time_s": "time (s)"}
     for ds, g in table.groupby("dataset", sort=True):
         body = []
         for privacy, h in g.groupby("privacy", sort=False):
             shown = h[list(cols)].rename(columns=cols)
-            for c in ("abs. mean", "abs. sd", "rel. mean", "sup. mean", "time (s)"):
+            for c in ("abs. mean", "abs. sd", "rel. mean", "sup. mean", "sup. upper", "time (s)"):
                 shown[c] = [("–" if v is None or v != v else f"{float(v):.3g}") for v in shown[c]]
             body += [f"**{privacy}**", "", _md_table(shown), ""]
         parts += [_details(f"{ds}: {g['method'].nunique()} methods × {g['sigma'].nunique()} σ", "\n".join(body)), ""]
+    parts += _certified_parts(records)
     write(src / "results" / "leaderboard.md", "\n".join(parts))
+
+
+def _certified_parts(records) -> list[str]:
+    """What the intervals ``[sup_abs, sup_upper]`` certify per cell (:mod:`dpkit.board.certified`)."""
+    import pandas as pd
+
+    from dpkit.board.certified import certified_cells, certified_sentence, interval_ratios
+
+    cells = certified_cells(records)
+    parts = ["## Certified on the whole query class", "", certified_sentence(cells), ""]
+    ratios = interval_ratios(records)
+    if not ratios["n"]:
+        return parts
+    parts += [f"The interval's width, `sup_upper / sup_abs` over {ratios['n']} records: median {ratios['median']:.2f}, "
+              f"largest {ratios['max']:.2f}, above 3 in {ratios['above_3']} (`python tools/sup_tightness.py board`). "
+              "A method is certified better than another in a cell when its upper bound lies below the other's "
+              "witness in every repetition; *may be best*: the methods no other is certified better than.", ""]
+    shown = pd.DataFrame([{"data": c["dataset"], "σ": f"{c['sigma']:g}", "table": c["table"],
+                           "certified best": c["certified_best"] or "–", "may be best": ", ".join(c["may_be_best"])}
+                          for c in cells if c["with_upper"]])
+    return parts + [_details(f"Per cell: {len(shown)} cells", _md_table(shown)), ""]
 
 
 #: the line of ``docs/faq.md`` that :func:`faq_page` replaces with the table generated from the board's records

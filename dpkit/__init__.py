@@ -141,6 +141,11 @@ _API: dict[str, str] = {
     "read_board": "dpkit.board.records:read_board",
     "records_frame": "dpkit.board.records:records_frame",
     "write_records": "dpkit.board.records:write_records",
+    "certified_cells": "dpkit.board.certified:certified_cells",
+    "certified_pairs": "dpkit.board.certified:certified_pairs",
+    "certified_sentence": "dpkit.board.certified:certified_sentence",
+    "interval_ratios": "dpkit.board.certified:interval_ratios",
+    "CERTIFIED_COLUMNS": "dpkit.board.certified:CELL_COLUMNS",
     # --- the checks: one module per topic (its ``notebook_checks`` runs a notebook's checks) -----------------
     "data_checks": "dpkit.claims.data",
     "linear_checks": "dpkit.claims.linear",

@@ -14,6 +14,7 @@ from dpkit.board import records as board_records
 from dpkit.board.records import (
     COLUMNS,
     KEY,
+    OPTIONAL_COLUMNS,
     BoardFileError,
     read_board,
     read_records,
@@ -35,8 +36,8 @@ def _record(rep=0, method="m", sigma=2.0, abs_=0.1, sup=None, *, support_size=3,
 def test_schema_of_the_records_table():
     recs = [_record(0, "a", sup=0.3), _record(0, "b"), _record(1, "a", sup=0.4), _record(1, "b")]
     df = records_frame(recs, dataset="WDBC", **PROTOCOL)
-    assert list(df.columns) == list(COLUMNS)
-    assert {c: str(t) for c, t in df.dtypes.items()} == COLUMNS
+    assert list(df.columns) == [*COLUMNS, *OPTIONAL_COLUMNS]
+    assert {c: str(t) for c, t in df.dtypes.items()} == {**COLUMNS, **OPTIONAL_COLUMNS}
     assert len(df) == 4 and not df.duplicated(list(KEY)).any()
     assert df["sup_abs"].isna().tolist() == [False, True, False, True]  # no class supremum: null
     assert df["centre_abs"].isna().all() and df["seeds"].isna().all()  # records without these fields
@@ -56,6 +57,38 @@ def test_each_row_carries_its_records_numerical_bound_and_support_size():
     recs = [_record(0, "a", error_bound=3e-7, support_size=1200), _record(0, "b", error_bound=0.0, support_size=0)]
     df = records_frame(recs, dataset="WDBC", **PROTOCOL)
     assert df["error_bound"].tolist() == [3e-7, 0.0] and df["support_size"].tolist() == [1200, 0]
+
+
+def _interval_records(up_a0=0.5, up_a1=0.6, sup_b=None, up_b=None):
+    search = {"applicable": True, "n_evaluations": 900, "n_starts": 400}
+    return [_record(0, "a", sup=0.3, sup_upper=up_a0, supremum=search),
+            _record(1, "a", sup=0.4, sup_upper=up_a1, supremum=search),
+            _record(0, "b", sup=sup_b, sup_upper=up_b), _record(1, "b", sup=sup_b, sup_upper=up_b)]
+
+
+def test_the_certified_interval_and_the_search_effort_are_optional_columns(tmp_path):
+    """A table written now carries sup_upper and the search's effort after the board's columns (NaN where a record
+    has none); the published records, without them, stay valid; a table with some of them, an upper bound without a
+    witness, below its witness or in only some repetitions of a method is refused, naming it."""
+    df = records_frame(_interval_records(), dataset="WDBC", **PROTOCOL)
+    assert df["sup_upper"].tolist()[:2] == [0.5, 0.6] and df["sup_upper"].isna().tolist()[2:] == [True, True]
+    assert df["sup_evaluations"].tolist()[:2] == [900.0, 900.0] and df["sup_starts"].tolist()[:2] == [400.0, 400.0]
+    assert df["sup_evaluations"].isna().tolist()[2:] == [True, True]
+    back = read_records(write_records(df, tmp_path / "r.parquet"))
+    pd.testing.assert_frame_equal(back, df)
+    old = df[list(COLUMNS)]
+    pd.testing.assert_frame_equal(read_records(write_records(old, tmp_path / "old.parquet")), old)
+    with pytest.raises(ValueError, match=r"all of \['sup_upper', 'sup_evaluations', 'sup_starts'\].*or none"):
+        board_records.check_records(df.drop(columns=["sup_starts"]), source="t")
+    with pytest.raises(ValueError, match=r"sup_upper = 0.29 < sup_abs = 0.3 in record \(WDBC, σ=2, rep 0, a\)"):
+        records_frame(_interval_records(up_a0=0.29), dataset="WDBC", **PROTOCOL)
+    records_frame(_interval_records(up_a0=0.3 - 1e-10), dataset="WDBC", **PROTOCOL)  # within the tolerance
+    with pytest.raises(ValueError, match=r"record \(WDBC, σ=2, rep 0, b\) and 1 other.* has a sup_upper but no sup_abs"):
+        records_frame(_interval_records(up_b=0.2), dataset="WDBC", **PROTOCOL)
+    with pytest.raises(ValueError, match=r"method 'a' has a sup_upper in 1 of its 2 repetitions"):
+        records_frame(_interval_records(up_a1=None), dataset="WDBC", **PROTOCOL)
+    with pytest.raises(ValueError, match=r"sup_upper = -1.0 .*a finite non-negative bound or missing"):
+        records_frame(_interval_records(up_a0=-1.0), dataset="WDBC", **PROTOCOL)
 
 
 def test_a_duplicated_key_is_refused():

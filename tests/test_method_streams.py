@@ -40,8 +40,9 @@ def _key(r: ex.RunRecord) -> dict[str, Any]:
     """Everything of a record but the measured times."""
     d = r.as_dict()
     d.pop("time_s"), d.pop("timings")
-    if d["supremum"] is not None:
-        d["supremum"] = {k: v for k, v in d["supremum"].items() if k != "seconds"}
+    for k in ("supremum", "supremum_upper"):
+        if d[k] is not None:
+            d[k] = {k: v for k, v in d[k].items() if k != "seconds"}
     return d
 
 

@@ -42,14 +42,36 @@ def _search(r):
 
 
 def _without_supremum(r):
-    return {k: v for k, v in r.as_dict().items() if k not in ("sup_abs", "supremum", "time_s", "timings")}
+    return {k: v for k, v in r.as_dict().items()
+            if k not in ("sup_abs", "supremum", "sup_upper", "supremum_upper", "time_s", "timings")}
 
 
 def test_the_supremum_changes_no_other_number(data, records):
     off = run_cell(data, methods=_methods(METHODS), sigma=2.0, reps=2, n_queries=300,
                    rng=cell_seed(0, "toy", 2.0), supremum=None)
     assert [_without_supremum(r) for r in records] == [_without_supremum(r) for r in off]
-    assert all(r.sup_abs is None and r.supremum is None for r in off)
+    assert all(r.sup_abs is None and r.supremum is None and r.sup_upper is None and r.supremum_upper is None
+               for r in off)
+
+
+def test_every_synthetic_database_has_a_certified_upper_bound_at_least_its_witness(data, records):
+    """sup_abs ≤ the class supremum ≤ sup_upper on every record of a weighted database (the MMD over R^d, its rounding
+    bound added); an answer function (kme-answers) and answers to the workload only have none, with the reason; the
+    search's effort is on every applicable record."""
+    seen = set()
+    for r in records:
+        u = r.supremum_upper
+        if r.method == "direct-laplace_I":
+            assert r.sup_upper is None and not u["applicable"] and u["reason"] == r.supremum["reason"]
+        elif r.method == "kme-answers":
+            assert r.sup_upper is None and not u["applicable"] and "answer function" in u["reason"]
+            assert r.supremum["n_starts"] > 0
+        else:
+            assert u["applicable"] and r.sup_upper == u["upper"] and u["domain"] == "cube"
+            assert r.sup_abs - r.supremum["numerical_bound"] <= r.sup_upper <= 4 * r.sup_abs, (r.method, r.sup_upper)
+            assert r.supremum["n_starts"] >= r.supremum["n_ascended"] > 0 and r.supremum["n_evaluations"] > 0
+            seen.add(r.method)
+    assert seen == {"trig-I", "marginals-histogram-eps"}
 
 
 def test_every_release_with_answers_outside_its_workload_has_a_supremum_and_its_witness_attains_it(data, records):
@@ -90,8 +112,15 @@ def test_table_rows_carry_the_supremum_and_say_why_not(data, records):
     st = spread_stats(records_frame([r for r in records if r.method == "trig-I"]))
     sups = [r.sup_abs for r in records if r.method == "trig-I"]
     assert st["sup_abs_mean"] == pytest.approx(np.mean(sups), abs=0) and st["sup_abs_max"] == max(sups)
+    ups = [r.sup_upper for r in records if r.method == "trig-I"]
+    assert st["sup_upper_mean"] == pytest.approx(np.mean(ups), abs=0) and st["sup_upper_note"] == ""
+    assert st["sup_upper_mean"] >= st["sup_abs_mean"] and st["sup_upper_max"] == max(ups)
+    assert st["sup_evaluations_mean"] == np.mean([r.supremum["n_evaluations"] for r in records if r.method == "trig-I"])
     st = spread_stats(records_frame([r for r in records if r.method == "direct-laplace_I"]))
     assert st["sup_abs_mean"] is None and "no answer for any other query" in st["sup_note"]
+    assert st["sup_upper_mean"] is None and "no answer for any other query" in st["sup_upper_note"]
+    st = spread_stats(records_frame([r for r in records if r.method == "kme-answers"]))
+    assert st["sup_abs_mean"] is not None and st["sup_upper_mean"] is None and "answer function" in st["sup_upper_note"]
     rows = table_rows([r for r in records if r.method == "trig-I"], dataset="WDBC")
     assert all(set(SUP_KEYS) <= set(row) for row in rows)
 

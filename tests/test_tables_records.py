@@ -11,6 +11,7 @@ import pytest
 from dpkit.experiments.reference import SIGMAS, paper_value
 from dpkit.experiments.tables_records import (
     COLUMNS,
+    OPTIONAL_COLUMNS,
     TablesFileError,
     check_tables,
     read_tables,
@@ -57,7 +58,21 @@ def test_written_and_read_to_the_bit(published):
     df, folder = published
     back = read_tables(folder)
     pd.testing.assert_frame_equal(back, df)
-    assert list(back.columns) == list(COLUMNS) and back["sup_abs_mean"].isna().sum() == 10  # mechanism II here: no supremum
+    assert list(back.columns) == [*COLUMNS, *OPTIONAL_COLUMNS]
+    assert back["sup_abs_mean"].isna().sum() == 10  # mechanism II here: no supremum
+
+
+def test_the_mean_upper_bound_is_an_optional_column_never_below_the_mean_witness(published, tmp_path):
+    """The published tables, without sup_upper_mean, stay readable; where it is there it is ≥ sup_abs_mean."""
+    df, folder = published
+    old = df[list(COLUMNS)]
+    write_tables(old, tmp_path / "old", PROV)
+    pd.testing.assert_frame_equal(read_tables(tmp_path / "old"), old)
+    bad = df.copy()
+    have = bad["sup_abs_mean"].notna()
+    bad.loc[have, "sup_upper_mean"] = bad.loc[have, "sup_abs_mean"] / 2
+    with pytest.raises(ValueError, match="sup_upper_mean must be finite and at least sup_abs_mean"):
+        check_tables(bad, source="t")
 
 
 def test_never_overwritten_without_replace(published):

@@ -16,6 +16,11 @@ the protocol of its run (``run_seed``, ``n_queries``, ``J`` and the board's budg
 ``budget_delta``): with them a new method is run on the very same workloads (``python -m dpkit.batch board-add``).
 ``seeds`` is the record's own seeds, as a JSON string (null where the record has none).
 
+The :data:`OPTIONAL_COLUMNS` follow the :data:`COLUMNS` in a table that has them, all three or none (the published
+records of 2026-11-28 have none; the next regeneration adds them): ``sup_upper``, the certified upper bound on the
+class supremum (:func:`dpkit.queries.supremum_upper.sup_upper`; ``sup_abs ≤ sup_upper``), and the search's effort
+behind ``sup_abs`` (``sup_evaluations``, ``sup_starts``), NaN where a release has none.
+
 Every reader and writer of records checks them with the one validator :func:`check_records` (the schema, the values,
 one budget, spends within it, paired repetitions: what the board's statistics assume): :func:`read_records` and
 :func:`read_board` (which check the file's Parquet schema first), :func:`write_records`, :func:`records_frame`, the
@@ -38,9 +43,10 @@ import pandas as pd
 from dpkit.core.paths import write_atomic
 from dpkit.queries.release import PRIVACY_CLASSES
 
-__all__ = ["COLUMNS", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS", "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME",
-           "RECORDS_NAME", "BoardFileError", "InvalidRecordsError", "records_frame", "check_records", "write_records",
-           "read_records", "read_board", "write_provenance", "provenance_line", "typed_records", "board_data_arguments"]
+__all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "INTERVAL_TOLERANCE", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS",
+           "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
+           "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
+           "provenance_line", "typed_records", "board_data_arguments"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
 COLUMNS: dict[str, str] = {
@@ -65,13 +71,24 @@ COLUMNS: dict[str, str] = {
     "budget_epsilon": "float64",
     "budget_delta": "float64",
 }
+#: Columns after :data:`COLUMNS` in a table that has them (all or none; NaN where a record has none): the certified
+#: upper bound on the class supremum and the search's effort (centres evaluated, starts screened; counts as floats,
+#: since a record without a search has none).
+OPTIONAL_COLUMNS: dict[str, str] = {
+    "sup_upper": "float64",
+    "sup_evaluations": "float64",
+    "sup_starts": "float64",
+}
+#: ``sup_abs`` may exceed ``sup_upper`` by at most this (the search's rounding bound on ``sup_abs``, ≤ 10⁻¹² on the
+#: board, with room): a record whose interval is empty beyond it is refused.
+INTERVAL_TOLERANCE = 1e-9
 #: The key of a row: one record per data set, σ, repetition and method.
 KEY: tuple[str, ...] = ("dataset", "sigma", "rep", "method")
 #: The columns that fix the workloads of a (data set, σ, repetition): a new method paired with the board uses them.
 PROTOCOL_COLUMNS: tuple[str, ...] = ("run_seed", "n_queries", "J", "budget_epsilon", "budget_delta")
 #: The columns that may be missing in a record (NaN or null): the class supremum and the worst single centre where
 #: a release has none, and the seeds where a record has none. Every other value is present in every record.
-NULLABLE_COLUMNS: tuple[str, ...] = ("sup_abs", "centre_abs", "seeds")
+NULLABLE_COLUMNS: tuple[str, ...] = ("sup_abs", "centre_abs", "seeds", *OPTIONAL_COLUMNS)
 #: File names of a run's (and an assembled board's) records and of the board's provenance.
 RECORDS_NAME = "records.parquet"
 PROVENANCE_NAME = "provenance.json"
@@ -115,8 +132,9 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
     """The records table (:data:`COLUMNS`) of one data set's :class:`~dpkit.experiments.record_types.RunRecord` s.
 
     ``centre_abs`` and ``seeds`` are taken where the records have them (NaN and null otherwise); ``seeds`` is
-    written as a JSON string. ``run_seed``, ``n_queries``, ``J``, ``epsilon`` and ``delta`` are the run's protocol
-    (notebook 45's ``SEED``, ``N_QUERIES``, ``J``, ``EPSILON``, ``DELTA``).
+    written as a JSON string. The :data:`OPTIONAL_COLUMNS` are written too (``sup_upper`` from the record, the
+    effort from its ``supremum``; NaN where a record has none). ``run_seed``, ``n_queries``, ``J``, ``epsilon`` and
+    ``delta`` are the run's protocol (notebook 45's ``SEED``, ``N_QUERIES``, ``J``, ``EPSILON``, ``DELTA``).
 
     Raises
     ------
@@ -125,7 +143,9 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
     """
     rows = []
     for r in records:
-        sup, centre = _field(r, "sup_abs"), _field(r, "centre_abs")
+        sup, centre, upper = _field(r, "sup_abs"), _field(r, "centre_abs"), _field(r, "sup_upper")
+        search = _field(r, "supremum") or {}
+        applicable = bool(search.get("applicable"))
         rows.append({
             "dataset": str(dataset), "sigma": float(_field(r, "sigma")), "rep": int(_field(r, "rep")),
             "method": str(_field(r, "method")), "privacy": str(_field(r, "privacy")),
@@ -137,14 +157,18 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
             "support_size": int(_field(r, "support_size")), "seeds": _seeds_json(_field(r, "seeds")),
             "run_seed": int(run_seed), "n_queries": int(n_queries), "J": int(J),
             "budget_epsilon": float(epsilon), "budget_delta": float(delta),
+            "sup_upper": float("nan") if upper is None else float(upper),
+            "sup_evaluations": float(search["n_evaluations"]) if applicable else float("nan"),
+            "sup_starts": float(search["n_starts"]) if applicable and "n_starts" in search else float("nan"),
         })
-    df = typed_records(pd.DataFrame(rows, columns=list(COLUMNS)))
+    df = typed_records(pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS]))
     check_records(df, source=f"records of {dataset}")
     return df
 
 
 def typed_records(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with the dtypes of :data:`COLUMNS` (e.g. an empty records table that keeps its dtypes).
+    """``df`` with the dtypes of :data:`COLUMNS` (e.g. an empty records table that keeps its dtypes), and of the
+    :data:`OPTIONAL_COLUMNS` it has.
 
     Parameters
     ----------
@@ -156,7 +180,15 @@ def typed_records(df: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         A copy with each column cast to its dtype.
     """
-    return df.astype(COLUMNS)
+    return df.astype(_schema([str(c) for c in df.columns]))
+
+
+def _schema(names: list[str]) -> dict[str, str]:
+    """The columns (and dtypes) of a table with these column names: :data:`COLUMNS`, and the
+    :data:`OPTIONAL_COLUMNS` when it has any of them."""
+    if any(c in OPTIONAL_COLUMNS for c in names):
+        return {**COLUMNS, **OPTIONAL_COLUMNS}
+    return dict(COLUMNS)
 
 
 #: Relative (and absolute) slack of the budget check: the ledger's (:meth:`dpkit.core.accounting.Ledger.can_spend`),
@@ -172,6 +204,9 @@ _RANGES: dict[str, tuple[Any, str]] = {
     "abs": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative error"),
     "rel": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative error"),
     "sup_abs": (lambda v: np.isnan(v) | (np.isfinite(v) & (v >= 0)), "a finite non-negative error or missing"),
+    "sup_upper": (lambda v: np.isnan(v) | (np.isfinite(v) & (v >= 0)), "a finite non-negative bound or missing"),
+    "sup_evaluations": (lambda v: np.isnan(v) | ((v >= 1) & (v == np.floor(v))), "a count ≥ 1 or missing"),
+    "sup_starts": (lambda v: np.isnan(v) | ((v >= 1) & (v == np.floor(v))), "a count ≥ 1 or missing"),
     "centre_abs": (lambda v: np.isnan(v) | (np.isfinite(v) & (v >= 0)), "a finite non-negative error or missing"),
     "time_s": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative time"),
     "error_bound": (lambda v: np.isfinite(v) & (v >= 0), "a finite non-negative bound"),
@@ -203,9 +238,13 @@ def _records_at(df: pd.DataFrame, mask: Any) -> str:
 
 
 def _check_columns(names: list[Any], source: str) -> None:
-    """Exactly the :data:`COLUMNS`, each once, in their order."""
-    if names == list(COLUMNS):
+    """Exactly the :data:`COLUMNS`, each once, in their order (then all the :data:`OPTIONAL_COLUMNS`, or none)."""
+    if names == list(COLUMNS) or names == [*COLUMNS, *OPTIONAL_COLUMNS]:
         return
+    if names[:len(COLUMNS)] == list(COLUMNS):
+        raise InvalidRecordsError(f"{source}: after the board's columns come all of {list(OPTIONAL_COLUMNS)}, in this "
+                                  f"order, or none; found {[str(c) for c in names[len(COLUMNS):]]}")
+    names = [c for c in names if c not in OPTIONAL_COLUMNS]
     twice = sorted({str(c) for c in names if names.count(c) > 1})
     missing = [c for c in COLUMNS if c not in names]
     extra = [str(c) for c in names if c not in COLUMNS]
@@ -220,7 +259,7 @@ def _check_columns(names: list[Any], source: str) -> None:
 
 def _check_values(df: pd.DataFrame, source: str) -> None:
     """Present values of the right kind and range in every record."""
-    for c, t in COLUMNS.items():
+    for c, t in _schema(list(df.columns)).items():
         col = df[c]
         if t == "object":
             absent = col.isna().to_numpy()
@@ -296,6 +335,29 @@ def _check_board(df: pd.DataFrame, source: str) -> None:
         raise InvalidRecordsError(f"{source}: cell ({ds}, σ={float(sigma):g}): method {m!r} has a class supremum "
                                   f"(sup_abs) in {int(partial.iloc[0])} of its {len(reps)} repetitions; a method has "
                                   "one in every repetition or in none")
+    if "sup_upper" in df.columns:
+        _check_intervals(df, source, cells, len(reps))
+
+
+def _check_intervals(df: pd.DataFrame, source: str, cells: list[str], reps: int) -> None:
+    """``sup_upper`` in every repetition of a method in a cell or in none, only beside a ``sup_abs``, and never below
+    it (beyond :data:`INTERVAL_TOLERANCE`): ``[sup_abs, sup_upper]`` holds the class supremum."""
+    upper, lower = df["sup_upper"].to_numpy(dtype=float), df["sup_abs"].to_numpy(dtype=float)
+    alone = ~np.isnan(upper) & np.isnan(lower)
+    if alone.any():
+        raise InvalidRecordsError(f"{source}: {_records_at(df, alone)} has a sup_upper but no sup_abs; the upper bound "
+                                  "is recorded with the search")
+    empty = upper < lower - INTERVAL_TOLERANCE
+    if empty.any():
+        raise InvalidRecordsError(f"{source}: sup_upper = {float(upper[empty][0])!r} < sup_abs = {float(lower[empty][0])!r} in "
+                                  f"{_records_at(df, empty)}: a certified upper bound below the witness's error")
+    with_up = df["sup_upper"].notna().groupby([df[c] for c in cells], sort=True).sum()
+    partial = with_up[(with_up > 0) & (with_up < reps)]
+    if len(partial):
+        ds, sigma, m = partial.index[0]
+        raise InvalidRecordsError(f"{source}: cell ({ds}, σ={float(sigma):g}): method {m!r} has a sup_upper in "
+                                  f"{int(partial.iloc[0])} of its {reps} repetitions; a method has one in every "
+                                  "repetition or in none")
 
 
 def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
@@ -305,7 +367,8 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
 
     * exactly the :data:`COLUMNS`, in their order, with their dtypes (a table in another column order is refused,
       not reordered: a file in another order was not written by :func:`write_records`, and a reader by position
-      would misread it), strings in the string columns;
+      would misread it), strings in the string columns; then all the :data:`OPTIONAL_COLUMNS` in their order, or
+      none;
     * every value present except in :data:`NULLABLE_COLUMNS`; finite non-negative errors (``abs``, ``rel``, and
       ``sup_abs``, ``centre_abs`` where present), times and bounds; σ > 0, repetitions ≥ 0, a privacy class of
       :data:`~dpkit.queries.release.PRIVACY_CLASSES`; non-empty data set and method names;
@@ -318,7 +381,9 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     * the repetitions 0 … R−1, all of them for every method of every (data set, σ) (the board's comparisons are
       paired by repetition and split into even and odd ones: :mod:`dpkit.board.statistics`);
     * a class supremum (``sup_abs``) in every repetition of a method in a cell or in none (the ranking by it uses
-      only the methods with one in every repetition).
+      only the methods with one in every repetition);
+    * where the table has ``sup_upper``: likewise in every repetition or none, only beside a ``sup_abs``, and never
+      below it (beyond :data:`INTERVAL_TOLERANCE`).
 
     An empty table (no records) is valid. The check is vectorised (the published board's 23,250 records take a few
     hundredths of a second).
@@ -346,9 +411,10 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{source}: a records table is a pandas DataFrame; got {type(df).__name__}")
     _check_columns(list(df.columns), source)
-    wrong = {c: str(df[c].dtype) for c, t in COLUMNS.items() if str(df[c].dtype) != t}
+    schema = _schema(list(df.columns))
+    wrong = {c: str(df[c].dtype) for c, t in schema.items() if str(df[c].dtype) != t}
     if wrong:
-        raise InvalidRecordsError(f"{source}: column dtype(s) {wrong}; expected {({c: COLUMNS[c] for c in wrong})} "
+        raise InvalidRecordsError(f"{source}: column dtype(s) {wrong}; expected {({c: schema[c] for c in wrong})} "
                                   "(read a records file with read_records)")
     if df.empty:
         return df
@@ -409,15 +475,16 @@ def read_records(path: str | os.PathLike) -> pd.DataFrame:
     schema = table.schema
     names = [n for n in schema.names if not n.startswith("__index_level_")]  # a pandas index written beside
     _check_columns(names, str(path))
-    wrong = {c: str(schema.field(c).type) for c, t in COLUMNS.items() if str(schema.field(c).type) not in _ARROW_TYPES[t]}
+    columns = _schema(names)
+    wrong = {c: str(schema.field(c).type) for c, t in columns.items() if str(schema.field(c).type) not in _ARROW_TYPES[t]}
     if wrong:
         raise InvalidRecordsError(f"{path}: column type(s) {wrong}; expected "
-                                  f"{({c: _ARROW_TYPES[COLUMNS[c]][0] for c in wrong})}")
+                                  f"{({c: _ARROW_TYPES[columns[c]][0] for c in wrong})}")
     nulls = {c: table.column(c).null_count for c, t in COLUMNS.items() if t == "int64"}
     if any(nulls.values()):
         raise InvalidRecordsError(f"{path}: null values in integer column(s) "
                                   f"{({c: n for c, n in nulls.items() if n})}")
-    df = table.select(list(COLUMNS)).to_pandas()
+    df = table.select(list(columns)).to_pandas()
     df = df.astype({c: t for c, t in COLUMNS.items() if t == "object"})
     return check_records(df, source=str(path))
 

@@ -186,7 +186,8 @@ def leaderboard_rows(rows: Iterable[dict[str, Any]], *, records: pd.DataFrame | 
         confidence); ``reference_abs`` (the best non-private reference); ``budget``, ``selection`` and ``judged_reps``;
         and the ranking by the class supremum (:mod:`dpkit.queries.supremum`; the quantity the thesis's theorems bound)
         among the methods that have one on every repetition, chosen the same way: no printed number, so a rank and an
-        interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std``, ``sup_est, sup_ci_low, sup_ci_high``
+        interval only: ``method_sup`` with its ``sup_abs_mean, sup_abs_std`` and the mean of its certified upper bound
+        ``sup_upper_mean`` (NaN without one), ``sup_est, sup_ci_low, sup_ci_high``
         (level ``1 − budget``, no multiplicity; the mean's interval where its coverage study keeps it, else the
         median's, ``sup_param``) and its thesis metric ``abs_of_sup``, ``runner_up_sup`` with its
         ``runner_up_sup_abs``, ``sup_of_best`` (the class supremum of ``method``) and ``rankings_agree`` (``method_sup
@@ -254,7 +255,8 @@ _FAMILY_KEYS = ("est", "param", "ci_low", "ci_high", "level", "p", "judged_mean"
 #: The keys of :func:`method_rows`: the summary of a method's repetitions that the records table holds.
 METHOD_ROW_KEYS = ("dataset", "sigma", "method", "privacy", "private", "abs_mean", "abs_std", "abs_min", "abs_max",
                    "rel_mean", "rel_std", "time_s", "time_max_s", "eps_spent", "delta_spent", "error_bound",
-                   "support_median", "reps", "sup_abs_mean", "sup_abs_std", "sup_abs_max")
+                   "support_median", "reps", "sup_abs_mean", "sup_abs_std", "sup_abs_max", "sup_upper_mean",
+                   "sup_upper_max")
 
 
 def _sd(s: pd.Series) -> float:
@@ -269,7 +271,9 @@ def method_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
     mean and worst release time, the largest ledger spends, the largest proven numerical error bound of the worst
     errors (``error_bound``), the median support size of the synthetic databases (``support_median``; 0 for
     released answers), the repetitions, and the class supremum's mean, standard
-    deviation and maximum over the repetitions that have one (``None`` where none has).
+    deviation and maximum over the repetitions that have one (``None`` where none has), with the mean and maximum of
+    its certified upper bound beside them (``sup_upper_mean``, ``sup_upper_max``: ``None`` where no repetition has
+    one, as in records without the column).
 
     Raises
     ------
@@ -290,6 +294,7 @@ def method_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
             raise ValueError(f"records: {method!r} at {ds}, σ = {float(sigma):g} has the privacy classes "
                              f"{sorted(map(str, privacy))}; one per method")
         sup = g["sup_abs"][g["sup_abs"].notna()].astype(float)
+        up = g["sup_upper"][g["sup_upper"].notna()].astype(float) if "sup_upper" in g else pd.Series(dtype=float)
         out.append({
             "dataset": str(ds), "sigma": float(sigma), "method": str(method), "privacy": str(privacy[0]),
             "private": str(privacy[0]) != "non-private",
@@ -302,6 +307,7 @@ def method_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
             "reps": int(len(g)),
             "sup_abs_mean": float(sup.mean()) if len(sup) else None, "sup_abs_std": _sd(sup) if len(sup) else None,
             "sup_abs_max": float(sup.max()) if len(sup) else None,
+            "sup_upper_mean": float(up.mean()) if len(up) else None, "sup_upper_max": float(up.max()) if len(up) else None,
         })
     return out
 
@@ -402,7 +408,8 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
                  budget: float, selection: str) -> dict[str, Any]:
     """The cell's ranking by the class supremum among the methods with one on every repetition, chosen as the
     board's winners are, with the winner's interval at level ``1 − budget`` (no verdict: no printed number)."""
-    none = {"method_sup": None, "sup_abs_mean": math.nan, "sup_abs_std": math.nan, "sup_est": math.nan, "sup_param": None,
+    none = {"method_sup": None, "sup_abs_mean": math.nan, "sup_abs_std": math.nan, "sup_upper_mean": math.nan,
+            "sup_est": math.nan, "sup_param": None,
             "sup_ci_low": math.nan, "sup_ci_high": math.nan, "abs_of_sup": math.nan, "runner_up_sup": None,
             "runner_up_sup_abs": math.nan, "sup_of_best": math.nan, "rankings_agree": None}
     sup_of_best = best.get("sup_abs_mean") if "sup_abs_mean" in best else None
@@ -428,7 +435,8 @@ def _sup_ranking(records: pd.DataFrame, ds: str, sigma: float, cand: pd.DataFram
     second = _method_row(cand, has[int(t.runner_up[0])]) if t.runner_up[0] >= 0 else None
     return {
         "method_sup": top["method"], "sup_abs_mean": number_or_nan(top.get("sup_abs_mean")),
-        "sup_abs_std": number_or_nan(top.get("sup_abs_std")), "sup_est": est, "sup_param": param,
+        "sup_abs_std": number_or_nan(top.get("sup_abs_std")), "sup_upper_mean": number_or_nan(top.get("sup_upper_mean")),
+        "sup_est": est, "sup_param": param,
         "sup_ci_low": max(0.0, float(low[0])), "sup_ci_high": float(high[0]), "abs_of_sup": float(top["abs_mean"]),
         "runner_up_sup": None if second is None else second["method"],
         "runner_up_sup_abs": math.nan if second is None else number_or_nan(second.get("sup_abs_mean")),
@@ -497,9 +505,10 @@ def ranking_disagreements(board: Sequence[dict[str, Any]]) -> list[dict[str, Any
 
 
 #: The columns of the board's ranking by the class supremum (:func:`supremum_rows`): the best method by the class
-#: supremum and its runner-up, next to the best by the thesis metric with its own class supremum.
-SUPREMUM_COLUMNS = ("dataset", "sigma", "privacy", "method_sup", "sup_abs_mean", "sup_abs_std", "abs_of_sup",
-                    "runner_up_sup", "runner_up_sup_abs", "method", "abs_mean", "sup_of_best", "rankings_agree")
+#: supremum (with the mean of its certified upper bound) and its runner-up, next to the best by the thesis metric with
+#: its own class supremum.
+SUPREMUM_COLUMNS = ("dataset", "sigma", "privacy", "method_sup", "sup_abs_mean", "sup_abs_std", "sup_upper_mean",
+                    "abs_of_sup", "runner_up_sup", "runner_up_sup_abs", "method", "abs_mean", "sup_of_best", "rankings_agree")
 #: The thesis's own mechanism per table (its Table 3.2 is mechanism I, its Table 3.3 mechanism II).
 THESIS_MECHANISMS: dict[str, str] = {table: f"trig-{mech}" for table, (_allowed, mech) in TABLES.items()}
 

@@ -61,7 +61,17 @@ class RunRecord:
         its workload's queries: ``supremum["reason"]`` says why).
     supremum : dict or None
         The search's record (:meth:`~dpkit.queries.supremum.ClassSupremum.as_dict`: witness centre, its signed
-        and relative error, domain, numerical bound, evaluations).
+        and relative error, domain, numerical bound, and its effort: ``n_evaluations``, ``n_starts``,
+        ``n_ascended``).
+    sup_upper : float or None
+        A certified *upper* bound on the class supremum of this release (:func:`dpkit.queries.supremum_upper.sup_upper`:
+        the kernel MMD between the data and the synthetic database with its rounding bound, or the branch and
+        bound's where d ≤ 8 and it is smaller), so ``sup_abs ≤ sup_c |E(c)| ≤ sup_upper`` up to ``sup_abs``'s
+        numerical bound; recorded with ``sup_abs`` and ``None`` where that is, or where the argument does not hold
+        (a released answer function: ``supremum_upper["reason"]`` says why).
+    supremum_upper : dict or None
+        The bound's record (:meth:`~dpkit.queries.supremum_upper.SupremumUpper.as_dict`: which bound, the MMD's
+        estimate and rounding bound, the data side, the self-term's cache).
     centre_abs : float or None
         The worst single centre of the workload: ``max |K̄_D̂(c) − K̄_D(c)|`` over its ``Q·J`` centres ``c``
         (the kernel means of the synthetic database and of the data that the answers contract with ``α``);
@@ -100,6 +110,8 @@ class RunRecord:
     centre_bound: float | None = None
     centre_note: str = ""
     seeds: dict[str, Any] | None = None
+    sup_upper: float | None = None
+    supremum_upper: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A plain dict (for DataFrames and JSON)."""

@@ -40,6 +40,7 @@ from dpkit.experiments.record_types import Repetition, RunRecord
 from dpkit.queries.evaluate import answer_synthetic
 from dpkit.queries.metrics import errors_from_answers
 from dpkit.queries.release import Method, Release
+from dpkit.queries.supremum_error import ClassSupremum
 from dpkit.queries.synthetic import check_released_database
 from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
@@ -280,7 +281,7 @@ def _largest_first(values: np.ndarray, k: int) -> np.ndarray:
 
 
 def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, rep: Repetition, sigma: float,
-              domain: str, centre_errors: np.ndarray | None = None) -> dict[str, Any]:
+              domain: str, centre_errors: np.ndarray | None = None) -> ClassSupremum:
     """The class supremum of one release (:func:`~dpkit.queries.supremum.class_supremum`), started from the
     workload's worst single centres (``centre_errors``, (Q, J): ``|K̄_D̂(c) − K̄_D(c)|``, for a synthetic
     database; so its result is at least the record's ``centre_abs``, up to the numerical bounds, and on the
@@ -298,9 +299,26 @@ def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, r
         worst = _largest_first(err, SUPREMUM_WORKLOAD_QUERIES)
         centres = rep.workload.centres[worst].reshape(-1, d)
         scores = np.repeat(err[worst], J)
-    found = class_supremum(X, rel, sigma, rng=np.random.default_rng(supremum_seed(name, rep.index, sigma)),
-                           domain=domain, workload_centres=centres, workload_scores=scores)
-    return found.as_dict()
+    return class_supremum(X, rel, sigma, rng=np.random.default_rng(supremum_seed(name, rep.index, sigma)),
+                          domain=domain, workload_centres=centres, workload_scores=scores)
+
+
+def _supremum_upper(rel: Release[Any], X: np.ndarray, *, sigma: float, found: ClassSupremum) -> dict[str, Any]:
+    """The certified upper bound on the class supremum of one release (:func:`~dpkit.queries.supremum_upper.sup_upper`:
+    the MMD with its rounding bound, the data's self-term from its cache, the low-rank embedding above
+    :data:`~dpkit.queries.supremum.LOWRANK_ABOVE` rows, the branch and bound's bound where d ≤ 8 and cheap), over
+    the search's domain; not applicable where the search is not, with the search's reason. It draws no random
+    number: the release, the thesis metric and the search do not depend on it. What depends on the caches' state
+    (whether the self-term was computed here, the kernel values that took) is left out, so a record is the same
+    whichever ran first."""
+    from dpkit.queries.supremum_upper import sup_upper
+
+    if not found.applicable:
+        return {"applicable": False, "reason": found.reason, "upper": None}
+    out = sup_upper(X, rel, sigma, domain=found.domain, initial=found).as_dict()
+    for k in ("self_cached", "n_kernel_values"):
+        out.pop(k)
+    return out
 
 
 def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
@@ -331,7 +349,9 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
         The data (needed with ``supremum``).
     supremum : {"cube", "space"} or None
         Also record the class supremum of the release's error (:func:`~dpkit.queries.supremum.class_supremum`
-        over centres in the cube, or anywhere; ``sup_abs`` and ``supremum`` of the record).
+        over centres in the cube, or anywhere; ``sup_abs`` and ``supremum`` of the record) and its certified upper
+        bound (:func:`~dpkit.queries.supremum_upper.sup_upper`; ``sup_upper`` and ``supremum_upper``), which draws
+        no random number.
     stream : SeedSequence, optional
         The stream the release was made with (the record's ``seeds["method"]``); default
         ``rep.streams[name]`` when the repetition has a stream of that name.
@@ -355,11 +375,13 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
     err = errors_from_answers(est, rep.truth.answers)
     lp = getattr(rel.diagnostics, "lp", None)
     eps, dl = rel.spent
-    sup = None
+    sup = upper = None
     if supremum is not None:
         if X is None:
             raise ValueError("record_release: supremum needs the data X")
-        sup = _supremum(name, rel, X, est, rep=rep, sigma=sigma, domain=supremum, centre_errors=centre_errors)
+        found = _supremum(name, rel, X, est, rep=rep, sigma=sigma, domain=supremum, centre_errors=centre_errors)
+        sup = found.as_dict()
+        upper = _supremum_upper(rel, X, sigma=sigma, found=found)
     return RunRecord(
         rep=rep.index, method=name, privacy=rel.privacy, sigma=float(sigma), abs=err.abs, rel=err.rel,
         time_s=seconds + float(rel.timings.get("truth", 0.0)), timings=dict(rel.timings),
@@ -368,6 +390,7 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
         sup_abs=None if sup is None else sup["sup_abs"], supremum=sup,
         centre_abs=centre_abs, centre_bound=centre_bound, centre_note=centre_note,
         seeds=_record_seeds(rep, stream if stream is not None else rep.streams.get(name)),
+        sup_upper=None if upper is None else upper["upper"], supremum_upper=upper,
     )
 
 

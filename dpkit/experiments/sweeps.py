@@ -59,7 +59,8 @@ def sweep(X: np.ndarray, *, method: Method, param: str, values: Sequence[Any], s
 
 def sweep_rows(results: dict[Any, list[RunRecord]], *, dataset: str, param: str) -> list[dict[str, Any]]:
     """Mean, std, min and max of the worst errors per swept value (ascending), and of the class supremum
-    (:data:`~dpkit.experiments.summary.SUP_KEYS` and ``sup_abs_min``; ``None`` where a method has none)."""
+    (:data:`~dpkit.experiments.summary.SUP_KEYS`, with the mean certified upper bound ``sup_upper_mean`` beside
+    ``sup_abs_mean``, and ``sup_abs_min``; ``None`` where a method has none)."""
     rows = []
     for value in sorted(results):
         g = records_frame(results[value])

@@ -5,7 +5,9 @@
 copies both to ``data/tables/`` (:data:`PUBLISHED`), where the documentation reads them (:func:`read_tables`), so
 the site shows the full-size tables without running them. The file is small (about a hundred rows) and diffable.
 
-Every read is checked (:func:`check_tables`): exactly the :data:`COLUMNS` with their dtypes, one row per key
+Every read is checked (:func:`check_tables`): exactly the :data:`COLUMNS` with their dtypes (then the
+:data:`OPTIONAL_COLUMNS`, or not: the published tables of 2026-11 predate them; where present, the mean upper bound is
+at least the mean witness), one row per key
 (:data:`KEY`), σ among the thesis's, mechanism I or II, the printed or the correct constants, at least one
 repetition, finite non-negative errors with min ≤ mean ≤ max, no more (ε, δ) spent than the thesis's budget
 (ε = 1, δ = 10⁻³; mechanism I spends no δ), and the thesis's columns equal to
@@ -27,7 +29,7 @@ import pandas as pd
 from dpkit.core.paths import write_atomic
 from dpkit.experiments.reference import PAPER_WORST_TIME, SIGMAS, paper_value
 
-__all__ = ["COLUMNS", "KEY", "TABLES_NAME", "PROVENANCE_NAME", "PUBLISHED", "BUDGET", "TablesFileError",
+__all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "KEY", "TABLES_NAME", "PROVENANCE_NAME", "PUBLISHED", "BUDGET", "TablesFileError",
            "tables_frame", "check_tables", "write_tables", "read_tables"]
 
 #: The columns of the published tables and their pandas dtypes (the class supremum may be missing: NaN).
@@ -39,6 +41,9 @@ COLUMNS: dict[str, str] = {
     "sup_abs_mean": "float64", "sup_abs_std": "float64", "sup_abs_max": "float64",
     "paper_abs": "float64", "paper_rel": "float64", "paper_time_s": "float64",
 }
+#: Columns after :data:`COLUMNS` in a table that has them (NaN where a row has none): the mean certified upper bound
+#: on the class supremum (:func:`dpkit.queries.supremum_upper.sup_upper`) beside ``sup_abs_mean``.
+OPTIONAL_COLUMNS: dict[str, str] = {"sup_upper_mean": "float64"}
 #: One row per cell of the tables.
 KEY: tuple[str, ...] = ("dataset", "sigma", "mechanism", "constants")
 #: The budget of the thesis's tables: ε = 1 for both mechanisms, δ = 10⁻³ for mechanism II.
@@ -72,12 +77,13 @@ def tables_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         When a row lacks a column that must be there (naming it and the row's key).
     """
     out = []
+    schema = {**COLUMNS, **OPTIONAL_COLUMNS}
     for r in rows:
         missing = [c for c in COLUMNS if c not in r and c not in _MAY_BE_MISSING]
         if missing:
             raise ValueError(f"a Tables 3.2/3.3 row {tuple(r.get(k) for k in KEY)} lacks {missing}")
-        out.append({c: (math.nan if r.get(c) is None and COLUMNS[c] == "float64" else r.get(c)) for c in COLUMNS})
-    df = pd.DataFrame(out, columns=list(COLUMNS)).astype(COLUMNS)
+        out.append({c: (math.nan if r.get(c) is None and schema[c] == "float64" else r.get(c)) for c in schema})
+    df = pd.DataFrame(out, columns=list(schema)).astype(schema)
     return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
 
 
@@ -104,13 +110,15 @@ def check_tables(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
         not the thesis's.
     """
     cols = list(df.columns)
-    if cols != list(COLUMNS):
+    schema = {**COLUMNS, **OPTIONAL_COLUMNS} if cols == [*COLUMNS, *OPTIONAL_COLUMNS] else COLUMNS
+    if cols != list(schema):
         missing = [c for c in COLUMNS if c not in cols]
         extra = [c for c in cols if c not in COLUMNS]
-        raise ValueError(f"{source}: not a Tables 3.2/3.3 table (missing columns {missing}, extra {extra})")
-    wrong = {c: str(df[c].dtype) for c, t in COLUMNS.items() if str(df[c].dtype) != t}
+        raise ValueError(f"{source}: not a Tables 3.2/3.3 table (missing columns {missing}, extra {extra}; "
+                         f"{list(OPTIONAL_COLUMNS)} may follow the others)")
+    wrong = {c: str(df[c].dtype) for c, t in schema.items() if str(df[c].dtype) != t}
     if wrong:
-        raise ValueError(f"{source}: column dtype(s) {wrong}; expected {({c: COLUMNS[c] for c in wrong})}")
+        raise ValueError(f"{source}: column dtype(s) {wrong}; expected {({c: schema[c] for c in wrong})}")
     if df.empty:
         raise ValueError(f"{source}: no rows")
     dup = df.duplicated(list(KEY), keep=False)
@@ -133,6 +141,10 @@ def check_tables(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
         f"the columns {must} must be finite and non-negative")
     bad((df["abs_min"] > df["abs_mean"] * (1 + 1e-12)) | (df["abs_mean"] > df["abs_max"] * (1 + 1e-12)),
         "abs_min <= abs_mean <= abs_max must hold")
+    if "sup_upper_mean" in df.columns:
+        up = df["sup_upper_mean"].to_numpy(dtype=float)
+        bad(pd.Series(~np.isnan(up) & ~(np.isfinite(up) & (up >= df["sup_abs_mean"].to_numpy(dtype=float) - 1e-9)),
+                      index=df.index), "sup_upper_mean must be finite and at least sup_abs_mean (or missing)")
     eps = df["mechanism"].map(lambda m: BUDGET[m][0])
     delta = df["mechanism"].map(lambda m: BUDGET[m][1])
     bad(df["eps_spent"] > eps * (1 + 1e-9), "more ε spent than the tables' budget ε = 1")
@@ -192,7 +204,8 @@ def read_tables(path: str | os.PathLike | None = None) -> pd.DataFrame:
                               "dpkit.batch.assemble tables results/batch/tables --publish` publishes it)")
     if not (path.parent / PROVENANCE_NAME).is_file():
         raise TablesFileError(f"{path}: no {PROVENANCE_NAME} beside it (where the numbers came from)")
-    df = pd.read_csv(path, dtype={c: t for c, t in COLUMNS.items() if t == "object"}, keep_default_na=False,
-                     na_values={c: ["", "NaN", "nan"] for c, t in COLUMNS.items() if t == "float64"})
-    df = df.astype({c: t for c, t in COLUMNS.items() if c in df.columns and t == "float64"})
+    schema = {**COLUMNS, **OPTIONAL_COLUMNS}
+    df = pd.read_csv(path, dtype={c: t for c, t in schema.items() if t == "object"}, keep_default_na=False,
+                     na_values={c: ["", "NaN", "nan"] for c, t in schema.items() if t == "float64"})
+    df = df.astype({c: t for c, t in schema.items() if c in df.columns and t == "float64"})
     return check_tables(df, source=str(path))

@@ -53,7 +53,8 @@ HEADERS: dict[str, str] = {
     "sup_of_best": "sup. of best", "rankings_agree": "rankings agree", "private": "private",
     # the rest of the class-supremum columns (dpkit.experiments.summary.SUP_KEYS) and the sweeps' rows
     "sup_abs_min": "min sup.", "sup_witness_rel_mean": "rel. error of the sup. witness",
-    "sup_note": "supremum note",
+    "sup_note": "supremum note", "sup_upper_mean": "mean sup. upper bound", "sup_upper_max": "max sup. upper bound",
+    "sup_upper_note": "upper bound note", "sup_evaluations_mean": "search evaluations",
     "centre_abs_mean": "mean worst centre abs.", "centre_abs_std": "sd worst centre abs.", "param": "swept parameter",
 }
 

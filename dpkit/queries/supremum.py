@@ -368,6 +368,8 @@ def _class_supremum(
         sigma=sigma,
         n_evaluations=err.n_evaluations,
         n_gradients=err.n_gradients,
+        n_starts=int(C0.shape[0]),
+        n_ascended=int(S_n),
         source=sources[int(cand_labels[i])][0],
         seconds=time.perf_counter() - t0,
         **side,

@@ -160,6 +160,9 @@ class ClassSupremum:
         ``"cube"`` or ``"space"``; ``reach`` is the half-width of the searched box ``[-reach, reach]^d``.
     n_evaluations, n_gradients : int
         Centres whose error (resp. error and gradient) was computed.
+    n_starts, n_ascended : int
+        Candidate centres screened, and those of them ascended (the search's effort beside ``n_evaluations``: two
+        releases' ``sup_abs`` are lower bounds found with comparable effort when these agree).
     source : str
         Which kind of start led to the witness (``"workload"``, ``"data"``, ``"synthetic"``, ``"random"``).
     data_side : str
@@ -188,6 +191,8 @@ class ClassSupremum:
     sigma: float | None = None
     n_evaluations: int = 0
     n_gradients: int = 0
+    n_starts: int = 0
+    n_ascended: int = 0
     source: str = ""
     data_side: str = "exact"
     rank: int = 0
@@ -198,8 +203,8 @@ class ClassSupremum:
         """Scalars for run records (the witness as a list)."""
         out = {k: getattr(self, k) for k in ("applicable", "reason", "sup_abs", "signed_error", "truth", "released",
                                               "witness_rel", "numerical_bound", "domain", "reach", "sigma",
-                                              "n_evaluations", "n_gradients", "source", "data_side", "rank",
-                                              "surrogate_bound", "seconds")}
+                                              "n_evaluations", "n_gradients", "n_starts", "n_ascended", "source",
+                                              "data_side", "rank", "surrogate_bound", "seconds")}
         out["witness"] = None if self.witness is None else [float(v) for v in self.witness]
         return out
 
