@@ -18,7 +18,7 @@ from dpkit.claims.baselines import (
     laplace_max_mean_deviation_bound,
 )
 from dpkit.evaluation.verdicts import FalseAlarmBudget
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import RunRecord
 
 
 def _max_exp(rng, q, size):

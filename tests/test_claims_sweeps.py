@@ -7,7 +7,7 @@ import pytest
 
 from dpkit.claims.sweeps import interior_optimum, no_clear_trend, paired_errors
 from dpkit.evaluation.verdicts import FalseAlarmBudget
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import RunRecord
 
 BUDGET = FalseAlarmBudget(1e-2, n_tests=1)
 

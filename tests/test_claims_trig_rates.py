@@ -175,7 +175,7 @@ def test_supremum_of_a_run_without_it_is_refused():
 def test_certified_interval_contains_independent_lower_bounds(d):
     """The recorded interval of a release (centres in R^d) is closed, contains the search's own lower bound, and is
     above the lower bounds that independent searches (other seeds, over R^d and over the cube) prove."""
-    from dpkit.mechanisms.trig.mechanisms import TrigonometricMechanism
+    from dpkit.mechanisms.trig.full_grid import TrigonometricMechanism
     from dpkit.queries.supremum import class_supremum
 
     g = np.random.default_rng(5)

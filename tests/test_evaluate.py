@@ -7,22 +7,16 @@ import numpy as np
 import pytest
 
 from dpkit.queries.evaluate import (
-    DEFAULT_RTOL,
-    EXP_ULP_F32,
-    UNIT_ROUNDOFF_F32,
     answer_data,
     answer_reference,
     answer_synthetic,
     answer_weighted,
-    choose_precision,
-    deduplicate,
-    float32_error_bound,
     kernel_evals_per_second,
-    kernel_sums,
-    peak_memory_bytes,
     relative_errors,
     worst_case_errors,
 )
+from dpkit.queries.gemm import deduplicate, kernel_sums, peak_memory_bytes
+from dpkit.queries.rounding import DEFAULT_RTOL, EXP_ULP_F32, UNIT_ROUNDOFF_F32, choose_precision, float32_error_bound
 from dpkit.queries.workload import GaussianKernelWorkload
 
 

@@ -49,9 +49,7 @@ from dpkit.experiments import cell_seed, run_cell, run_cells, run_table_cell, sh
 from dpkit.methods import registry
 from dpkit.methods.registry import get
 from dpkit.queries.evaluate import answer_synthetic, answer_weighted
-from dpkit.queries.supremum import class_supremum
-from dpkit.queries.supremum_bound import certify_supremum
-from dpkit.queries.supremum_error import ErrorFunction
+from dpkit.queries.supremum import ErrorFunction, certify_supremum, class_supremum
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -466,7 +464,7 @@ def test_the_gate_pilots_release_probe_refuses_a_synthetic_database_with_bad_wei
     """An entrant's release is a consumer too: its mean and mass near the differing row are not computed from NaNs."""
     from types import SimpleNamespace
 
-    from dpkit.evaluation.gate_pilot import neighbour_pairs, probes
+    from dpkit.evaluation.gate import neighbour_pairs, probes
 
     pair = neighbour_pairs(4, 2)[0]
     method = SimpleNamespace(release=lambda X, rng=None: SimpleNamespace(

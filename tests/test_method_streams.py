@@ -13,7 +13,7 @@ from dpkit import experiments as ex
 from dpkit.core.rng import spawn_seeds
 from dpkit.experiments import records as records_module
 from dpkit.experiments.checkpoint import CheckpointMismatchError, RepetitionCheckpoint, run_identity
-from dpkit.experiments.protocol import SEEDING, seed_record
+from dpkit.experiments.records import SEEDING, seed_record
 from dpkit.methods.references import SamplingFloor
 from dpkit.methods.registry import get
 from dpkit.queries.evaluate import answer_synthetic

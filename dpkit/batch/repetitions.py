@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpkit.batch.cluster import thread_environ, worker_share
+from dpkit.batch.cluster import worker_share
 from dpkit.batch.locks import RunLock
 from dpkit.core.paths import repetition_file, write_atomic
 from dpkit.core.pysource import literal_eval
-from dpkit.core.threads import limit_threads
+from dpkit.core.threads import limit_threads, thread_environ
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.parallel import InOrder
 

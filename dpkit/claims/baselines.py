@@ -38,7 +38,7 @@ from dpkit.core.quick import quick_values
 from dpkit.core.validation import check_name_list, check_positive_int, check_seed, check_sigmas
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.experiments.baselines import gaussian_abs_max_mean
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import RunRecord
 from dpkit.experiments.summary import records_frame
 
 __all__ = [

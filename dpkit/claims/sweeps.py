@@ -26,7 +26,7 @@ import numpy as np
 from scipy.stats import binom, page_trend_test, spearmanr
 
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import RunRecord
 
 __all__ = ["budget_checks", "paired_errors", "interior_optimum", "no_clear_trend"]
 

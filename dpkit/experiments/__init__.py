@@ -8,16 +8,8 @@
 * :mod:`~dpkit.experiments.reference` — the thesis's printed numbers (data);
 * :mod:`~dpkit.experiments.pca_compare` — diffprivlib's PCA against dpkit's PSI.
 """
-from dpkit.experiments.protocol import (
-    RunRecord,
-    as_methods,
-    cell_seed,
-    repetitions,
-    run_cell,
-    run_cells,
-    shared_seed,
-    width_independent,
-)
+from dpkit.experiments.protocol import run_cell, run_cells
+from dpkit.experiments.records import RunRecord, as_methods, cell_seed, repetitions, shared_seed, width_independent
 from dpkit.experiments.reference import PAPER_TABLE_3_2, PAPER_TABLE_3_3, PAPER_WORST_TIME, SIGMAS, paper_value
 from dpkit.experiments.sweeps import parse_values, sweep, sweep_rows
 from dpkit.experiments.thesis import run_table_cell, table_methods, table_rows

@@ -3,7 +3,7 @@ answering, and the generated written conclusion.
 
 Every method of the ``baselines`` suite of :mod:`dpkit.methods.registry` runs through the one runner
 (:func:`dpkit.experiments.protocol.run_cell`) at the same (ε, δ) on the same data and workloads (a
-paired comparison); a cell is seeded by :func:`~dpkit.experiments.protocol.cell_seed`. Non-private
+paired comparison); a cell is seeded by :func:`~dpkit.experiments.records.cell_seed`. Non-private
 references (privacy class ``"non-private"``) stay in the tables, marked, and are never "best".
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import RunRecord
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 
 __all__ = [

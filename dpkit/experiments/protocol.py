@@ -50,32 +50,21 @@ from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
 from dpkit.experiments.parallel import CellsJob, RepetitionExecutor, parallel_repetitions
 from dpkit.experiments.records import (
     ON_REPETITION,
-    SEEDING,
-    SUPREMUM_DOMAINS,
-    Cancelled,
-    Repetition,
     RepetitionCallback,
     RunRecord,
     as_methods,
     cell_seed,
     check_supremum,
-    method_seed,
     name_words,
-    on_repetitions,
     record_release,
     repetitions,
-    seed_record,
     shared_seed,
-    supremum_seed,
     timed_release,
     width_independent,
-    workload_seed,
 )
 from dpkit.queries.release import Method
 
-__all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions", "run_cell",
-           "run_cells", "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS",
-           "method_seed", "workload_seed", "name_words", "seed_record", "SEEDING"]
+__all__ = ["run_cell", "run_cells"]
 
 
 def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,

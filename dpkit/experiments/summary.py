@@ -1,4 +1,4 @@
-"""Aggregation of :class:`~dpkit.experiments.protocol.RunRecord` s into table rows (mean ± spread)."""
+"""Aggregation of :class:`~dpkit.experiments.records.RunRecord` s into table rows (mean ± spread)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import RunRecord
 
 __all__ = ["records_frame", "spread_stats", "supremum_stats", "SUP_KEYS"]
 

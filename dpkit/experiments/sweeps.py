@@ -15,7 +15,8 @@ from tqdm.auto import tqdm
 
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_finite, check_positive_int, check_sequence
-from dpkit.experiments.protocol import RunRecord, run_cell
+from dpkit.experiments.protocol import run_cell
+from dpkit.experiments.records import RunRecord
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.queries.release import Method
 

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.validation import check_name
-from dpkit.experiments.protocol import RunRecord, cell_seed, run_cell
+from dpkit.experiments.protocol import run_cell
+from dpkit.experiments.records import RunRecord, cell_seed
 from dpkit.experiments.reference import PAPER_WORST_TIME, paper_value
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.methods.registry import get, with_budget

@@ -27,27 +27,10 @@ import numpy as np
 
 from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_finite_array, check_positive_int
-from dpkit.queries.gemm import (
-    DEFAULT_BLOCK_CENTRES,
-    DEFAULT_BLOCK_POINTS,
-    deduplicate,
-    kernel_sums,
-    peak_memory_bytes,
-)
-from dpkit.queries.rounding import (
-    DEFAULT_RTOL,
-    EXP_ULP_F32,
-    SUM_GROUP,
-    UNIT_ROUNDOFF_F32,
-    UNIT_ROUNDOFF_F64,
-    Precision,
-    choose_precision,
-    float32_error_bound,
-)
+from dpkit.queries.gemm import kernel_sums
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = [
-    "kernel_sums",
     "answer_weighted",
     "answer_data",
     "answer_synthetic",
@@ -55,20 +38,7 @@ __all__ = [
     "worst_case_errors",
     "relative_errors",
     "WorstCaseErrors",
-    "float32_error_bound",
-    "choose_precision",
-    "Precision",
-    "deduplicate",
-    "peak_memory_bytes",
     "kernel_evals_per_second",
-    "UNIT_ROUNDOFF_F32",
-    "EXP_ULP_F32",
-    "DEFAULT_RTOL",
-    # also importable from here (they live in gemm / rounding)
-    "DEFAULT_BLOCK_CENTRES",
-    "DEFAULT_BLOCK_POINTS",
-    "SUM_GROUP",
-    "UNIT_ROUNDOFF_F64",
 ]
 
 _WEIGHT_SUM_TOL = 1e-6
