@@ -206,11 +206,11 @@ def test_claims_notebook_checks_refuse_bad_repetition_counts_by_name(module, par
 @pytest.mark.parametrize("param, value, exc", [("sigma", 0.0, ValueError), ("reps", 1.5, TypeError),
                                                ("n_queries", 0, ValueError), ("J", None, TypeError)], ids=repr)
 def test_trig_runs_refuse_bad_values_by_name(param, value, exc):
-    from dpkit.claims import trig_runs
+    from dpkit.claims import trig_rates
 
     args = {**dict(reps=1, n_queries=2, J=2, epsilon=1.0, sigma=2.0, rng=0), param: value}
-    _refused(lambda: trig_runs.error_terms(n=10, **args), exc, param)
-    _refused(lambda: trig_runs.rate_runs(ns_d1=[10], ns_d2=[10], delta=1e-3, **args), exc, param)
+    _refused(lambda: trig_rates.error_terms(n=10, **args), exc, param)
+    _refused(lambda: trig_rates.rate_runs(ns_d1=[10], ns_d2=[10], delta=1e-3, **args), exc, param)
 
 
 BASELINE_ARGS = dict(datasets=["WDBC"], sigmas=[4.0], epsilon=1.0, delta=1e-3, reps=1, n_queries=5, J=2, C=10, R=2,

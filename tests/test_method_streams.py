@@ -36,7 +36,7 @@ def _methods() -> dict[str, Any]:
             "direct-gaussian": get("direct-gaussian"), "floor": SamplingFloor(size=20)}
 
 
-def _key(r: ex.RunRecord) -> dict[str, Any]:
+def _key(r: ex.ReleaseRecord) -> dict[str, Any]:
     """Everything of a record but the measured times."""
     d = r.as_dict()
     d.pop("time_s"), d.pop("timings")
@@ -45,7 +45,7 @@ def _key(r: ex.RunRecord) -> dict[str, Any]:
     return d
 
 
-def _by_method(recs: list[ex.RunRecord]) -> dict[tuple, dict[str, Any]]:
+def _by_method(recs: list[ex.ReleaseRecord]) -> dict[tuple, dict[str, Any]]:
     return {(r.sigma, r.rep, r.method): _key(r) for r in recs}
 
 

@@ -1,7 +1,10 @@
 """Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch
 output split per cell by the batch runner:
 ``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``. The run folders are read
-by :mod:`dpkit.batch.assemble_runs` (its names are re-exported here).
+here too: :func:`rows_from_runs` gathers the rows of every finished run (one cell computed by two runs is an error),
+:func:`failed_runs` names the runs that did not finish or cannot be read, :func:`unavailable_runs` the runs recorded as
+unavailable, and :func:`run_times_markdown` tabulates the finished runs' wall times and fingerprints and projects
+their repetitions on more workers.
 
 The leaderboard is computed from the runs' per-repetition records alone (each run's ``records.parquet``; its
 intervals and verdicts need the repetitions): they are gathered into one ``records.parquet`` with its

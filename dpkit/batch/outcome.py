@@ -6,7 +6,6 @@ process holds it). :func:`finish_run` writes the run's records into its temporar
 :func:`install_run`, never over a finished run (an unfinished attempt is replaced; a record of another run is moved
 to ``.superseded/``). :func:`record_failure` records a run that failed outside its notebook (its worker died).
 All three return the run's summary in the batch (:data:`Summary`, made by :func:`run_summary`).
-:mod:`dpkit.batch.runner` re-exports :func:`record_failure`.
 """
 from __future__ import annotations
 

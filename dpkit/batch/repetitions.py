@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from dpkit.experiments.checkpoint import RepetitionCheckpoint
     from dpkit.experiments.parallel import CellsJob
-    from dpkit.experiments.records import RunRecord
+    from dpkit.experiments.records import ReleaseRecord
 
 __all__ = ["SCHEDULER_ENV", "REP_BACKENDS", "DaskRepetitions", "repetition_workers", "repetition_task",
            "cut_off_attempts", "running_repetitions", "uses_repetition_tasks"]
@@ -192,7 +192,7 @@ def prepare_task(job: CellsJob, sigma: float, *, shares: Mapping[str, int]) -> b
 
 
 def repetition_task(i: int, job: CellsJob, *, folder: str | None, identity: Mapping[str, Any] | None,
-                    shares: Mapping[str, int]) -> tuple[list[RunRecord], float | None]:
+                    shares: Mapping[str, int]) -> tuple[list[ReleaseRecord], float | None]:
     """On a Dask worker: repetition ``i`` of ``job``, kept in the checkpoint ``folder`` (if any) before it returns.
 
     Returns the records and the wall time of their computation (``None``: loaded, an earlier attempt kept it).
@@ -296,7 +296,7 @@ class DaskRepetitions:
         yield client
 
     def __call__(self, job: CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
-                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None:
+                 finished: Callable[[int, list[ReleaseRecord]], None], arrived: Callable[[int], None]) -> None:
         """Compute ``job``'s repetitions ``0 … reps-1`` (loading the kept ones), calling ``arrived(i)`` as each one
         arrives and ``finished(i, records)`` in repetition order. On the first failure the tasks not yet started
         are cancelled (those running finish and are kept) and the exception propagates."""

@@ -9,7 +9,6 @@ only) or ``verify`` (kept repetitions only: they stay, and each run's kernel ado
 computes again are equal to the bit, :mod:`dpkit.experiments.adoption`; finished runs are refused as by ``error``).
 :func:`checkpoint_folder` is where a run's checkpoint is kept. :func:`handle_stale_checkpoint` applies the policy to
 the kept repetitions of one run outside a batch (``notebook``), :func:`confirm_adopted` records their adoption.
-:mod:`dpkit.batch.runner` re-exports every name.
 """
 from __future__ import annotations
 

@@ -17,9 +17,6 @@ one statement (or a few sharing one computation) and returns checks, with the ta
 - :func:`dr_cor_3_21_exact` — D–R Cor 3.21 against the exact worst-case δ of k ε-DP steps (k-fold RR, KOV Thm 3.3).
 
 Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
-
-:func:`basic_composition`, :func:`kl_bound`, :func:`adaptive_composition_audit` and :func:`pld_monte_carlo` are in
-:mod:`dpkit.claims.composition_basic`; every name is importable from here.
 """
 from __future__ import annotations
 

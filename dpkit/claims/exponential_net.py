@@ -19,7 +19,7 @@ Exact oracles first (enumeration and 1-D quadrature), Monte Carlo second (D–R 
 Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 
 The sparse-vector checks are :mod:`dpkit.claims.above_threshold`, the net mechanism and PMW
-:mod:`dpkit.claims.net_pmw`; every name is importable from here.
+:mod:`dpkit.claims.net_pmw`.
 """
 from __future__ import annotations
 

@@ -3,12 +3,16 @@
 The science behind each check is on the docs page *The science › Level-set mechanism* (``docs/science/linear_queries.md``);
 ``[3, …]`` cites the paper (``docs/science/references.md``), whose own sections are also written ``Sec. n``. Each public
 ``*_check``/``*_checks`` function checks one statement (or a pair measured on the same draws) and returns
-:class:`~dpkit.evaluation.verdicts.Check` values; the statistics themselves are in
-:mod:`dpkit.claims.linear_statistics`. The study helpers (:func:`rate_maps`, :func:`min_rate_curves`,
-:func:`densities_at_radius_star`) run the δ-tuning of Figs 1–2 and (9) that the checks and figures share.
+:class:`~dpkit.evaluation.verdicts.Check` values; the statistics they compare with the bounds (exact level
+checks, Monte Carlo errors, closed forms) are plain functions returning numbers. The study helpers
+(:func:`rate_maps`, :func:`min_rate_curves`, :func:`densities_at_radius_star`) run the δ-tuning of Figs 1–2 and (9)
+that the checks and figures share.
 
-The configurations and studies are :mod:`dpkit.claims.linear_studies`, the checks of the paper's findings and
-closed forms :mod:`dpkit.claims.linear_findings`; every name is importable from here.
+:data:`CONFIGURATIONS` are the experiment configurations V1–V7. The paper's findings (the group ordering of the
+configurations, "never worse than the staircase") are checked by :func:`group_ordering_checks` and
+:func:`never_worse_than_staircase_check`, the number of steps of the radius search by
+:func:`convergence_steps_checks`, the closed-form absolute error against Monte Carlo by
+:func:`closed_form_abs_error_checks` and its geometric limit by :func:`geometric_limit_check`.
 """
 from __future__ import annotations
 
@@ -624,7 +628,7 @@ def closed_form_abs_error_checks(
     epsilons: Sequence[float], *, gammas: Sequence[float] = (0.1, 0.5, 0.9), counting_radii: Sequence[float] = (0.5, 0.8, 1.7),
     truncated_radii: Sequence[float] = (0.3, 0.1, 0.01), tail_tol: float = 1e-15,
 ) -> AbsErrorOracleClaims:
-    """The closed-form ``E|Z|`` cases (docs/science/linear_queries.md; formulas in :mod:`dpkit.claims.linear_statistics`), each a
+    """The closed-form ``E|Z|`` cases (docs/science/linear_queries.md; formulas in this module), each a
     check of :attr:`LevelSetDensity.expected_abs_error` (the shell sums) against the closed form, with a
     tolerance from float64 rounding of those sums (plus, for the truncated construction, the width of its stated
     interval for the ideal ``E|Z|``):

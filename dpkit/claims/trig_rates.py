@@ -18,6 +18,9 @@ Notebook ``55_trig_rates`` calls these functions; each returns
   over all grid pairs (:func:`dpkit.mechanisms.trig.sensitivity.moment_sensitivity`) with the correct
   constants ≤ ε, and the printed ``Lap(t^d/(nε))`` above ε (negative control).
 * :func:`error_terms` — the five error sources of (2.5) switched off one by one (no check).
+* :func:`sensitivity_scan` — the exact replace-one L1 and L2 sensitivity of the moment vector by a scan of every
+  pair of grid points (:func:`grid_pair_scan`; Alg 4 step 4, Alg 9 step 3), beside the default bound, the printed
+  constant and the mechanism's ``sensitivity="exact"`` switch.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ Contents
 - :func:`laplace_privacy_loss_exact` / :func:`laplace_composition_delta` — the exact
   ``δ(ε)`` of ``k`` Laplace releases (worst-case shift), by convolution of the discretised
   privacy-loss distribution with a rigorous lower/upper bracket (defined in
-  :mod:`dpkit.core.pld`, re-exported here).
+  :mod:`dpkit.core.pld`).
 
 All logarithms are natural.
 """

@@ -1,19 +1,19 @@
 """The records and seeds of the Chapter 3 protocol, and the record of one release.
 
-* :class:`~dpkit.experiments.records.RunRecord` — one method in one repetition of a table cell;
+* :class:`~dpkit.experiments.records.ReleaseRecord` — one method in one repetition of a table cell;
   :class:`~dpkit.experiments.records.Repetition` — what a repetition shares (its workload, the exact answers,
-  the methods' streams); both defined in :mod:`dpkit.experiments.record_types` and re-exported here.
+  the methods' streams).
 * Seeds: :func:`cell_seed` (a table cell, from the run seed and the cell's values), :func:`shared_seed`
   (the width-independent releases of a data set), :func:`repetitions` (the repetitions of a cell),
   :func:`workload_seed` and :func:`method_seed` (a repetition's workload, and each method's stream keyed by
   its name), :func:`seed_record` (a seed as plain ints, on every record), :func:`supremum_seed` (the search
   of the class supremum).
 * :func:`record_release` — evaluate one release on a repetition's workload into a
-  :class:`~dpkit.experiments.records.RunRecord`; :func:`repetition_at` (repetition ``i`` from its own seed) and
+  :class:`~dpkit.experiments.records.ReleaseRecord`; :func:`repetition_at` (repetition ``i`` from its own seed) and
   :func:`timed_release` (a release and its wall time), which the parallel and Dask repetitions use too.
 * :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
 
-:mod:`dpkit.experiments.protocol` (the runner) has the protocol and re-exports every name.
+:mod:`dpkit.experiments.protocol` (the runner) runs the protocol on them.
 
 Seeding: a repetition's workload is the first child of its seed, exactly as in every earlier version
 of the runner (the workloads and exact answers of a run are unchanged); a method's stream is keyed by
@@ -45,7 +45,7 @@ from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = [
-    "RunRecord",
+    "ReleaseRecord",
     "Repetition",
     "Cancelled",
     "on_repetitions",
@@ -70,7 +70,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunRecord:
+class ReleaseRecord:
     """One (repetition, method) result of :func:`~dpkit.experiments.protocol.run_cell`.
 
     Attributes
@@ -426,8 +426,8 @@ def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, r
 
 def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
                    X: np.ndarray | None = None, supremum: str | None = None,
-                   stream: np.random.SeedSequence | None = None) -> RunRecord:
-    """Score one method's release on one repetition: the :class:`~dpkit.experiments.records.RunRecord` the
+                   stream: np.random.SeedSequence | None = None) -> ReleaseRecord:
+    """Score one method's release on one repetition: the :class:`~dpkit.experiments.records.ReleaseRecord` the
     runner keeps.
 
     The release's answers to the repetition's workload (its own answers, or the workload answered on its
@@ -459,7 +459,7 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
 
     Returns
     -------
-    RunRecord
+    ReleaseRecord
     """
     centre_abs = centre_bound = centre_errors = None
     if rel.answers is not None:
@@ -481,7 +481,7 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
         if X is None:
             raise ValueError("record_release: supremum needs the data X")
         sup = _supremum(name, rel, X, est, rep=rep, sigma=sigma, domain=supremum, centre_errors=centre_errors)
-    return RunRecord(
+    return ReleaseRecord(
         rep=rep.index, method=name, privacy=rel.privacy, sigma=float(sigma), abs=err.abs, rel=err.rel,
         time_s=seconds + float(rel.timings.get("truth", 0.0)), timings=dict(rel.timings),
         support_size=rel.support_size, eps_spent=eps, delta_spent=dl, error_bound=bound, params=dict(rel.params),
@@ -507,7 +507,7 @@ def _centre_errors(synthetic_means: np.ndarray, synthetic_rel_bound: float, trut
 
 
 def _record_seeds(rep: Repetition, stream: np.random.SeedSequence | None) -> dict[str, Any]:
-    """The record's ``seeds`` (:class:`~dpkit.experiments.records.RunRecord`)."""
+    """The record's ``seeds`` (:class:`~dpkit.experiments.records.ReleaseRecord`)."""
     return {"seeding": SEEDING, "workload": seed_record(rep.workload_seed),
             "method": None if stream is None else seed_record(stream)}
 

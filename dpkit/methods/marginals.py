@@ -34,7 +34,6 @@ from dpkit.methods._discrete import cell_cdf, grid_codes, uniform_in_cells
 from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 
-# noisy_release and noise_std are re-exported from their home, dpkit.mechanisms.vector_release
 __all__ = ["IndependentMarginals", "MarginalStats"]
 
 

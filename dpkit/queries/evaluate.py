@@ -12,8 +12,6 @@ over 10⁴ queries × 10 centres × up to 10⁵ rows, 30 runs per cell.
 :mod:`dpkit.queries.gemm`) and the answers are one (Q, J) contraction with ``α``. Every answer
 carries the a-priori relative bound of :mod:`dpkit.queries.rounding` (float32 or float64).
 
-This module keeps the public names it always had (the engine and the bounds are re-exported
-from their modules), so ``from dpkit.queries.evaluate import kernel_sums`` keeps working.
 The low-rank fast path for data answers is :func:`dpkit.queries.exact.exact_answers`.
 """
 from __future__ import annotations

@@ -60,9 +60,12 @@ absolute supremum.
 **Certified upper bound** (:func:`certify_supremum`, d ≤ 8): branch and bound over boxes; see
 its docstring.
 
-**Modules.** This module is the search; the error function and the result records are
-:mod:`dpkit.queries.supremum_error`, the certified upper bound :mod:`dpkit.queries.supremum_bound`
-(their public names are importable from here).
+**Parts.** The error function ``E(c)`` and its gradient in the GEMM form, in blocks (:class:`ErrorFunction`);
+what a release answers for every single-kernel query (:class:`AnswerFunction`, :func:`random_feature_answers`,
+:func:`released_answers`); the search (:func:`class_supremum`, the certified lower bound) and the branch and bound
+(:func:`certify_supremum`, the certified upper bound; per-box bounds :func:`taylor_box_bound` and
+:func:`interval_box_bound`); the results (:class:`ClassSupremum`, the lower bound with its witness, and
+:class:`SupremumInterval`, the certified interval).
 
 References
 ----------

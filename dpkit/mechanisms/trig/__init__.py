@@ -45,8 +45,9 @@ composition (Thm 2.13), each step recorded in the ledger before its noise is dra
 Feasibility (full grid)
 -----------------------
 :class:`TrigonometricMechanism` builds the dense W of size t^d × N^d. It refuses, with a
-:class:`~dpkit.core.exceptions.FeasibilityError` naming N^d and t^d, when N^d > :data:`~dpkit.mechanisms.trig.base.MAX_GRID_POINTS`,
-t^d > :data:`~dpkit.mechanisms.trig.base.MAX_BASIS_SIZE` or t^d · N^d > :data:`~dpkit.mechanisms.trig.base.MAX_W_ENTRIES`. Grids beyond
+:class:`~dpkit.core.exceptions.FeasibilityError` naming N^d and t^d, when
+N^d > :data:`~dpkit.mechanisms.trig.base.MAX_GRID_POINTS`, t^d > :data:`~dpkit.mechanisms.trig.base.MAX_BASIS_SIZE`
+or t^d · N^d > :data:`~dpkit.mechanisms.trig.base.MAX_W_ENTRIES`. Grids beyond
 :data:`dpkit.mechanisms.trig.lp.CG_THRESHOLD` points are solved by exact column generation.
 
 Performance: the LP is the bottleneck at large K; BLAS is pinned to one thread inside ``fit``
