@@ -132,7 +132,7 @@ def test_study_helpers(small_grids):
     r_hit = cl.radius_star(V5, 2.0, curve=curves["V5"], grid=small_grids["V5"], max_refine=4)
     assert r_hit == curves["V5"][1].radius  # taken from the curve, no new search
     dens = cl.densities_at_radius_star({"V5": V5}, 2.0, curves=curves, grids={"V5": small_grids["V5"]}, max_refine=4)
-    assert dens["V5"].levecl.radius == r_hit and dens["V5"].epsilon == 2.0
+    assert dens["V5"].levels.radius == r_hit and dens["V5"].epsilon == 2.0
 
 
 # ----------------------------------------------------------------------------- closed-form oracles
