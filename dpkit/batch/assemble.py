@@ -1,34 +1,19 @@
 """Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch
-output split per cell by the batch runner:
-``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``. The run folders are read
-here too: :func:`rows_from_runs` gathers the rows of every finished run (one cell computed by two runs is an error),
-:func:`failed_runs` names the runs that did not finish or cannot be read, :func:`unavailable_runs` the runs recorded as
-unavailable, and :func:`run_times_markdown` tabulates the finished runs' wall times and fingerprints and projects
-their repetitions on more workers.
+output split per cell by the batch runner: ``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR]
+[--paper-figures] [--publish [DIR]] [--replace]`` (its outputs, publishing and exit statuses: the batch guide,
+``docs/guide/batch.md``, "Assembling a batch").
+
+The run folders are read here: :func:`rows_from_runs` gathers the rows of every finished run (one cell computed by
+two runs is an error), :func:`failed_runs` names the runs that did not finish or cannot be read,
+:func:`unavailable_runs` the runs recorded as unavailable, and :func:`run_times_markdown` tabulates the finished runs'
+wall times and fingerprints and projects their repetitions on more workers.
 
 The leaderboard is computed from the runs' per-repetition records alone (each run's ``records.parquet``; its
 intervals and verdicts need the repetitions): they are gathered into one ``records.parquet`` with its
 ``provenance.json`` (:mod:`dpkit.experiments.board_records`) and the board and the per-method rows are made from
 that table (:func:`~dpkit.experiments.leaderboard.board_from_records`), so the published records regenerate the
-board. A finished run without records (a run of a notebook 45 that did not write them) cannot be on the board: it
-is named and the exit status is 1 (the board of the other runs is assembled, its records table is not written and
-not published); when no finished run has records, nothing is assembled (exit 2, naming the runs).
-``leaderboard OUTPUT --publish`` also copies both files to ``data/leaderboard/`` (or ``--publish DIR``); an existing
-published file is only replaced with ``--replace`` (otherwise: exit 2 before anything is assembled).
-
-``tables OUTPUT --publish`` also writes the rows of the runs as data, ``tables.csv`` (one row per data set, σ,
-mechanism and constants, checked: :mod:`dpkit.experiments.tables_records`) with its ``provenance.json``, into
-``data/tables/`` (or ``--publish DIR``), where the documentation reads them; the same ``--replace`` rule; a batch
-with failed runs is not published.
-
-Every output is written into a temporary folder first and moved into place once all are written, so a
-failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
-0 all well; 1 assembled, but runs failed or could not be read (each named); 2 nothing assembled (no
-finished run, one cell computed twice, a malformed run, an unwritable or missing folder: one line naming it).
-
-A run recorded as ``unavailable`` (its data sets are documented as possibly unavailable offline and are not on
-this machine) has no rows; it is not a failure: the assembled output names it with its reason
-(``tables_unavailable.{csv,md}``, the captions of Tables 3.2/3.3, ``*_runs.md``).
+board. Every output is written into a temporary folder first and moved into place once all are written, so a
+failure leaves nothing half-written.
 """
 from __future__ import annotations
 
