@@ -384,7 +384,7 @@ def test_the_scaling_benchmark_runs_the_tables_manifests_groups():
 
 
 def test_one_helper_sets_and_restores_environment_variables_for_the_runner_and_the_benchmark(monkeypatch):
-    """dpkit.batch.scheduler.environ_restored: set for the block (None: unset), put back on exit, also after an
+    """dpkit.core.threads.environ_restored: set for the block (None: unset), put back on exit, also after an
     exception; the scaling benchmark uses it instead of a copy of its own."""
     import benchmarks.dask_scaling as bench
     from dpkit.core.threads import environ_restored

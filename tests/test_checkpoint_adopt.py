@@ -353,7 +353,7 @@ def test_stale_verify_fails_a_run_whose_kept_numbers_differ(tmp_path, capsys):
     assert "CheckpointMismatchError" in out and "repetition 0 " in out and "method 'trig-II', σ 2.0: abs kept" in out
     assert "--stale rerun" in out
     assert _files(keep) == before  # nothing adopted, the folder's record still says stale
-    with pytest.raises(batch.runner.StaleRunsError, match="dpkit sources: ran 0000000000000000"):
+    with pytest.raises(batch.stale.StaleRunsError, match="dpkit sources: ran 0000000000000000"):
         batch.run_manifest(m, scheduler="sync")
 
 
