@@ -225,10 +225,10 @@ def test_the_check_finds_planted_re_exports(tmp_path):
     root = _write(tmp_path, {
         "__init__.py": "", "core/__init__.py": "from dpkit.core.a import x\n__all__ = ['x']\n",  # a package: fine
         "core/a.py": "x = 1\ny = 2\nz = 3\n",
-        "core/b.py": ("from dpkit.core.a import x, y\n"                   # x listed in __all__: flagged; y used: fine
+        "core/b.py": ("from dpkit.core.a import x, y\n"                   # x used but listed in __all__: flagged
                       "from dpkit.core.a import z as w  # noqa: F401\n"  # imported, never used: flagged
-                      "__all__ = ['x', 'f']\n"
-                      "def f():\n    from dpkit.core.a import z\n    return y + z\n"),  # function level: fine
+                      "__all__ = ['x', 'f']\n"                           # y used, not listed: fine
+                      "def f():\n    from dpkit.core.a import z\n    return x + y + z\n"),  # function level: fine
         "core/c.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                       "    from .a import y\n"),                           # relative, under TYPE_CHECKING, unused
     })
