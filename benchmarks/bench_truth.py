@@ -22,9 +22,9 @@ Timings alternate (old, new) ``repeats`` times and keep the best of each, so bot
 background load of the shared machine; ratios, not absolute times, are the result.
 
 **Full Tables 3.2 + 3.3** (``--tables``): :func:`table_costs` measures, per (data set, σ) cell, the stages of
-the real runner path (:func:`dpkit.experiments.protocol.repetitions` with the cell's own seeds, the registry's
+the real runner path (:func:`dpkit.experiments.records.repetitions` with the cell's own seeds, the registry's
 trig-I/trig-II with the notebook's parameters and correct constants, the runner's record step
-:func:`~dpkit.experiments.protocol.record_release`) on ``probe_reps`` repetitions: data load, the one-time
+:func:`~dpkit.experiments.records.record_release`) on ``probe_reps`` repetitions: data load, the one-time
 embedding fit (the fit seconds of the embedding the exact answers left in the cache, 0 if none), per
 repetition the workload draw, the exact answers, each mechanism's release and the answering of its synthetic
 database, plus the fixed cost of one notebook run (a tiny ``20_tables`` run through papermill).
@@ -260,7 +260,7 @@ def table_costs(
     cell has ``dataset, sigma, fit_s, workload_s, truth_s, truth_method, release_s`` (dict per mechanism),
     ``answer_s`` (dict per mechanism), per-repetition means. ``notebook_overhead`` None measures it.
     """
-    from dpkit.experiments.protocol import cell_seed, record_release, repetitions
+    from dpkit.experiments.records import cell_seed, record_release, repetitions
     from dpkit.experiments.thesis import table_methods
     from dpkit.queries import exact
     from dpkit.queries.truth_cache import clear_truth_cache

@@ -73,8 +73,8 @@ def null_control(folder: Path, entrant: str, *, twin: str = TWIN, gamma: float =
 def measure(*, board: str | os.PathLike | None, entrant: str = DEFAULT_ENTRANT, workers: int = 2,
             quick: bool = False, scratch: str | os.PathLike | None = None) -> dict[str, Any]:
     """Time the entrant's board-add cold and warm (module docstring); return the times and the runs' summaries."""
-    from dpkit.batch.scheduler import environ_restored
     from dpkit.board.add import board_add
+    from dpkit.core.threads import environ_restored
 
     root = Path(scratch or tempfile.mkdtemp(prefix="dpkit-bench-board-add-"))
     cache = root / "cache"

@@ -115,7 +115,8 @@ def run_once(data: dict[str, Any], methods: dict[str, Any], *, workers: int, sig
     from distributed import Client
 
     from dpkit.batch.repetitions import DaskRepetitions
-    from dpkit.batch.scheduler import batch_client, environ_restored
+    from dpkit.batch.scheduler import batch_client
+    from dpkit.core.threads import environ_restored
     from dpkit.experiments import run_cells
 
     with tempfile.TemporaryDirectory(prefix="dpkit-dask-scaling-") as tmp, \

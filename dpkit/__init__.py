@@ -75,7 +75,7 @@ _API: dict[str, str] = {
     "privatize_restaurant": "dpkit.mechanisms.consistency:privatize_restaurant",
     "advanced_composition": "dpkit.core.composition:advanced_composition",
     "optimal_composition": "dpkit.core.composition:optimal_composition",
-    "laplace_privacy_loss_exact": "dpkit.core.composition:laplace_privacy_loss_exact",
+    "laplace_privacy_loss_exact": "dpkit.core.pld:laplace_privacy_loss_exact",
     # --- the methods: every registered method's class, and the registry ---------------------------------------
     "ImprovedTrigonometricMechanism": "dpkit.mechanisms.trig:ImprovedTrigonometricMechanism",
     "AIM": "dpkit.methods.aim:AIM",
@@ -108,7 +108,7 @@ _API: dict[str, str] = {
     # --- the runner: the protocol, tables and sweeps ----------------------------------------------------------
     "run_cell": "dpkit.experiments.protocol:run_cell",
     "run_cells": "dpkit.experiments.protocol:run_cells",
-    "cell_seed": "dpkit.experiments.protocol:cell_seed",
+    "cell_seed": "dpkit.experiments.records:cell_seed",
     "table_methods": "dpkit.experiments.thesis:table_methods",
     "table_rows": "dpkit.experiments.thesis:table_rows",
     "sweep": "dpkit.experiments.sweeps:sweep",

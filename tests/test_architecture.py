@@ -1,5 +1,6 @@
-"""dpkit's layers: every import points down a layer (or stays in its own), and no import closes a circle; and no
-module of dpkit imports a private (``_name``) name of another: what two modules share is public in its home module.
+"""dpkit's layers: every import points down a layer (or stays in its own), and no import closes a circle; no
+module of dpkit imports a private (``_name``) name of another: what two modules share is public in its home module;
+and no module but a package's ``__init__`` re-exports a name of another: a name has one address, its home module.
 
 The layers, bottom to top, are ``dpkit._LAYERS`` (ARCHITECTURE.md explains them). The test reads every
 module's imports from its syntax tree (module-level, function-level and ``TYPE_CHECKING`` imports alike: each
@@ -101,6 +102,55 @@ def private_imports(root: Path = ROOT) -> list[str]:
     return sorted(out)
 
 
+def _module_level(body: list[ast.stmt]):
+    """The statements of a module body, with those inside its module-level ``if``/``try`` blocks (``TYPE_CHECKING``)."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.If, ast.Try)):
+            for block in (node.body, node.orelse, getattr(node, "finalbody", []),
+                          *[h.body for h in getattr(node, "handlers", [])]):
+                yield from _module_level(block)
+
+
+def reexports(root: Path = ROOT) -> list[str]:
+    """``file:line module.name`` of every name a module other than a package ``__init__`` imports at module level from
+    another dpkit module and hands on: listed in its ``__all__``, or imported without being used.
+
+    A module that only passes a name on is a second address for it (a shim); the importer should use the defining
+    module or its package. ``from dpkit.m import x as y`` is reported as ``dpkit.m.x``.
+    """
+    out = []
+    for mod, path in _modules(root).items():
+        if path.name == "__init__.py":
+            continue
+        package = mod.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), filename=str(path))
+        imported: dict[str, tuple[int, str]] = {}
+        for node in _module_level(tree.body):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            if base == "dpkit" or base.startswith("dpkit."):
+                for a in node.names:
+                    imported[a.asname or a.name] = (node.lineno, f"{base}.{a.name}")
+        listed: set[str] = set()
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
+                listed |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        for name, (line, full) in imported.items():
+            if name in listed or name not in used:
+                out.append(f"{path.relative_to(root.parent)}:{line} {full}")
+    return sorted(out)
+
+
+
+
 def circles(g: nx.DiGraph) -> list[list[str]]:
     """The import circles: strongly connected sets of more than one module."""
     return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
@@ -159,3 +209,24 @@ def test_the_check_finds_planted_private_imports(tmp_path):
         "core/c.py": "_z = 0\nfrom dpkit.core.c import _z\n",    # its own name: fine
     })
     assert private_imports(root) == ["dpkit/core/b.py:1 dpkit.core.a._x", "dpkit/core/b.py:6 dpkit.core.a._x"]
+
+
+def test_no_module_but_a_package_init_re_exports_a_name():
+    found = reexports()
+    assert found == [], ("names re-exported by a module that does not define them (import them from their home "
+                         "module, or export them from the package's __init__):\n" + "\n".join(found))
+
+
+def test_the_check_finds_planted_re_exports(tmp_path):
+    root = _write(tmp_path, {
+        "__init__.py": "", "core/__init__.py": "from dpkit.core.a import x\n__all__ = ['x']\n",  # a package: fine
+        "core/a.py": "x = 1\ny = 2\nz = 3\n",
+        "core/b.py": ("from dpkit.core.a import x, y\n"                   # x used but listed in __all__: flagged
+                      "from dpkit.core.a import z as w  # noqa: F401\n"  # imported, never used: flagged
+                      "__all__ = ['x', 'f']\n"                           # y used, not listed: fine
+                      "def f():\n    from dpkit.core.a import z\n    return x + y + z\n"),  # function level: fine
+        "core/c.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from .a import y\n"),                           # relative, under TYPE_CHECKING, unused
+    })
+    assert reexports(root) == ["dpkit/core/b.py:1 dpkit.core.a.x", "dpkit/core/b.py:2 dpkit.core.a.z",
+                               "dpkit/core/c.py:3 dpkit.core.a.y"]

@@ -10,7 +10,7 @@ from batch_notebooks import make_checkpoint_notebook, make_manifest, make_notebo
 
 from dpkit import batch
 from dpkit.batch.manifest import expand_manifest, load_manifest
-from dpkit.batch.runner import StaleRunsError, checkpoint_folder
+from dpkit.batch.stale import StaleRunsError, checkpoint_folder
 
 pytestmark = pytest.mark.notebook
 

@@ -25,7 +25,8 @@ import yaml
 from batch_notebooks import make_notebook
 
 from dpkit import batch
-from dpkit.batch.cluster import check_workers, cluster_shares, probe_worker, slot_key, thread_environ, thread_share
+from dpkit.batch.cluster import check_workers, cluster_shares, probe_worker, slot_key
+from dpkit.core.threads import thread_environ, thread_share
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "batch_fixture.ipynb"

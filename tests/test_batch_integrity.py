@@ -14,7 +14,7 @@ from board_records import write_run_records
 from dpkit import batch
 from dpkit.batch import runner
 from dpkit.batch.locks import MARKER, clean_stale, make_temporary
-from dpkit.batch.runner import StaleRunsError
+from dpkit.batch.stale import StaleRunsError
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:

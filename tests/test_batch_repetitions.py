@@ -143,7 +143,7 @@ def test_status_counts_kept_and_running_repetitions(tmp_path):
 
     from dpkit.batch import expand_manifest, load_manifest
     from dpkit.batch.locks import RunLock
-    from dpkit.batch.runner import checkpoint_folder
+    from dpkit.batch.stale import checkpoint_folder
     from dpkit.batch.status import batch_status, format_status
 
     (tmp_path / "45_leaderboard.ipynb").write_bytes((ROOT / "notebooks" / "45_leaderboard.ipynb").read_bytes())
@@ -384,10 +384,10 @@ def test_the_scaling_benchmark_runs_the_tables_manifests_groups():
 
 
 def test_one_helper_sets_and_restores_environment_variables_for_the_runner_and_the_benchmark(monkeypatch):
-    """dpkit.batch.scheduler.environ_restored: set for the block (None: unset), put back on exit, also after an
+    """dpkit.core.threads.environ_restored: set for the block (None: unset), put back on exit, also after an
     exception; the scaling benchmark uses it instead of a copy of its own."""
     import benchmarks.dask_scaling as bench
-    from dpkit.batch.scheduler import environ_restored
+    from dpkit.core.threads import environ_restored
 
     monkeypatch.setenv("DPKIT_T_SET", "before")
     monkeypatch.setenv("DPKIT_T_GONE", "there")

@@ -10,7 +10,7 @@ from batch_notebooks import make_manifest, make_notebook
 
 from dpkit import batch
 from dpkit.batch.manifest import notebook_fingerprint
-from dpkit.batch.runner import StaleRunsError
+from dpkit.batch.stale import StaleRunsError
 
 pytestmark = pytest.mark.notebook
 

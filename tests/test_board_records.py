@@ -21,7 +21,7 @@ from dpkit.board.records import (
     records_frame,
     write_records,
 )
-from dpkit.experiments.records import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 
 PROTOCOL = dict(run_seed=0, n_queries=10_000, J=10, epsilon=1.0, delta=1e-3)
 
@@ -30,7 +30,7 @@ def _record(rep=0, method="m", sigma=2.0, abs_=0.1, sup=None, *, support_size=3,
     base = dict(rep=rep, method=method, privacy="ε-DP", sigma=sigma, abs=abs_, rel=0.5, time_s=0.2, timings={},
                 support_size=support_size, eps_spent=1.0, delta_spent=0.0, error_bound=error_bound, params={},
                 ledger={}, sup_abs=sup)
-    return SimpleNamespace(**base, **extra) if extra else RunRecord(**base)
+    return SimpleNamespace(**base, **extra) if extra else ReleaseRecord(**base)
 
 
 def test_schema_of_the_records_table():

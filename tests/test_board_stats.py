@@ -236,10 +236,10 @@ def test_the_records_table_is_the_frame_board_stats_takes():
     statistics need and is taken as it is (a release without a class supremum has ``nan``)."""
     from dpkit.board.records import COLUMNS, records_frame
     from dpkit.board.statistics import REPETITION_COLUMNS, compare_paired
-    from dpkit.experiments.records import RunRecord
+    from dpkit.experiments.records import ReleaseRecord
 
     assert set(REPETITION_COLUMNS) <= set(COLUMNS)
-    recs = [RunRecord(rep=r, method=m, privacy="ε-DP", sigma=2.0, abs=0.1 * (r + 1) + off, rel=0.2, time_s=0.1,
+    recs = [ReleaseRecord(rep=r, method=m, privacy="ε-DP", sigma=2.0, abs=0.1 * (r + 1) + off, rel=0.2, time_s=0.1,
                       timings={}, support_size=1, eps_spent=1.0, delta_spent=0.0, error_bound=0.0, params={}, ledger={},
                       sup_abs=sup)
             for r in range(4) for m, off, sup in (("trig-I", 0.0, 0.5), ("direct-laplace_I", 0.01 * r, None))]

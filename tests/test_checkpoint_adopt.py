@@ -224,7 +224,7 @@ OLD = "0" * 16  # "the older sources" that kept the repetitions
 
 def _batch(tmp_path: Path) -> tuple[Path, Path]:
     from dpkit.batch.manifest import expand_manifest, load_manifest
-    from dpkit.batch.runner import checkpoint_folder
+    from dpkit.batch.stale import checkpoint_folder
 
     make_checkpoint_notebook(tmp_path)
     m = make_manifest(tmp_path, [{"notebook": "long.ipynb", "parameters": {"STOP": str(tmp_path / "stop")}}])
@@ -258,9 +258,9 @@ def _stopped_run(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_stale_verify_goes_on_from_kept_repetitions_that_compute_the_same(X, tmp_path, capsys):
-    from dpkit.batch.execute import library_fingerprint
     from dpkit.batch.manifest import notebook_fingerprint
-    from dpkit.batch.runner import StaleRunsError
+    from dpkit.batch.stale import StaleRunsError
+    from dpkit.core.paths import library_fingerprint
 
     m, keep = _stopped_run(tmp_path)
     with pytest.raises(StaleRunsError, match="--stale verify"):
@@ -352,14 +352,14 @@ def test_stale_verify_fails_a_run_whose_kept_numbers_differ(tmp_path, capsys):
     assert "CheckpointMismatchError" in out and "repetition 0 " in out and "method 'trig-II', σ 2.0: abs kept" in out
     assert "--stale rerun" in out
     assert _files(keep) == before  # nothing adopted, the folder's record still says stale
-    with pytest.raises(batch.runner.StaleRunsError, match="dpkit sources: ran 0000000000000000"):
+    with pytest.raises(batch.stale.StaleRunsError, match="dpkit sources: ran 0000000000000000"):
         batch.run_manifest(m, scheduler="sync")
 
 
 def test_stale_verify_refuses_finished_runs_of_a_changed_notebook(tmp_path):
     import nbformat
 
-    from dpkit.batch.runner import StaleRunsError
+    from dpkit.batch.stale import StaleRunsError
 
     m = make_manifest(tmp_path)
     [r] = batch.run_manifest(m, scheduler="sync")
@@ -377,7 +377,7 @@ def test_stale_verify_leaves_kept_repetitions_of_another_computation_stale(tmp_p
     repetitions, and the folder stays stale, for --stale rerun to move it aside."""
     import nbformat
 
-    from dpkit.batch.runner import StaleRunsError
+    from dpkit.batch.stale import StaleRunsError
 
     m, keep = _batch(tmp_path)
     _stop_after(tmp_path, 1)

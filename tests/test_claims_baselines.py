@@ -18,7 +18,7 @@ from dpkit.claims.baselines import (
     laplace_max_mean_deviation_bound,
 )
 from dpkit.evaluation.verdicts import FalseAlarmBudget
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 
 
 def _max_exp(rng, q, size):
@@ -70,7 +70,7 @@ def _records(noise, scale_factor, n, q, rng):
         z = _max_exp(rng, q, n)
     else:
         z = np.abs(rng.standard_normal((n, q))).max(axis=1)
-    return [RunRecord(rep=i, method=name, privacy="ε-DP", sigma=4.0, abs=float(scale_factor * b * z[i]), rel=0.0,
+    return [ReleaseRecord(rep=i, method=name, privacy="ε-DP", sigma=4.0, abs=float(scale_factor * b * z[i]), rel=0.0,
                       time_s=0.0, timings={}, support_size=0, eps_spent=1.0, delta_spent=0.0, error_bound=0.0,
                       params={"epsilon": 1.0, "delta": 0.0, "n_queries": q, "scale_mean": b}, ledger={})
             for i in range(n)]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dpkit.claims import composition as cc
-from dpkit.core.composition import laplace_privacy_loss_exact
+from dpkit.core.pld import laplace_privacy_loss_exact
 from dpkit.evaluation.oracles import AdaptiveComposition
 
 

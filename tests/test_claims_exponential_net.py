@@ -5,6 +5,16 @@ import numpy as np
 import pytest
 
 from dpkit.claims import exponential_net as en
+from dpkit.claims.above_threshold import above_threshold_accuracy, above_threshold_privacy, above_threshold_sampler
+from dpkit.claims.net_pmw import (
+    PMW_PRINTED_EXAMPLE,
+    cube_queries,
+    net_mechanism,
+    net_size,
+    pmw_accuracy,
+    pmw_alpha_example,
+    pmw_printed_threshold,
+)
 
 
 def test_exponential_privacy_holds_and_is_tight():
@@ -51,21 +61,21 @@ def test_randomized_response_estimator_detects_bias(monkeypatch):
 
 
 def test_above_threshold_privacy_sampler_accuracy():
-    ok, broken = en.above_threshold_privacy(k=6, n_instances=3, rng=0)
+    ok, broken = above_threshold_privacy(k=6, n_instances=3, rng=0)
     assert (ok.verdict, broken.verdict, broken.expected) == ("PASS", "FAIL", "FAIL")
     assert ok.note == "7 neighbour pairs"
-    assert en.above_threshold_sampler(k=6, n_samples=20_000, rng=0).verdict == "PASS"
-    acc = en.above_threshold_accuracy(ks=(1, 10), betas=(0.05,))
+    assert above_threshold_sampler(k=6, n_samples=20_000, rng=0).verdict == "PASS"
+    acc = above_threshold_accuracy(ks=(1, 10), betas=(0.05,))
     assert acc.checks[0].verdict == "PASS" and list(acc.table.k) == [1, 10]
 
 
 def test_net_mechanism_and_net_size():
-    res = en.net_mechanism(n=50, m=3, rng=0)
+    res = net_mechanism(n=50, m=3, rng=0)
     assert [c.id for c in res.checks] == ["Thm 1.16 (privacy)", "D-R Thm 4.2 (net exists)", "Thm 1.16 (accuracy)"]
     assert all(c.verdict == "PASS" for c in res.checks)
     assert res.table.N[0] == math.comb(8 + 3 - 1, 3)
-    assert en.net_size(m_max=10).verdict == "PASS"
-    dom, Q = en.cube_queries()
+    assert net_size(m_max=10).verdict == "PASS"
+    dom, Q = cube_queries()
     assert dom.shape == (8, 3) and Q.shape == (6, 8)
 
 
@@ -114,9 +124,9 @@ def test_pmw_alpha_fixed_point_and_printed_example():
     a = pmw_alpha(domain_size=441, n_queries=200, epsilon=1.0, beta=0.05, n=10**7)
     L = math.log(441)
     assert a**3 == pytest.approx(36 * L * (math.log(400) + math.log(16 * L / (a * a * 0.05))) / 1e7, rel=1e-12)
-    c = en.pmw_alpha_example()
+    c = pmw_alpha_example()
     assert c.verdict == "PASS" and "c = 4404" in c.note
-    bad = en.pmw_alpha_example(example=dict(en.PMW_PRINTED_EXAMPLE, alpha=0.0750))  # a wrong printed α
+    bad = pmw_alpha_example(example=dict(PMW_PRINTED_EXAMPLE, alpha=0.0750))  # a wrong printed α
     assert bad.verdict == "FAIL"
     m = PrivateMultiplicativeWeights(epsilon=1.0, beta=0.05, n=10**7, domain_size=441, n_queries=200)
     assert m.cutoff == 4404 and m.alpha >= a and m.alpha == pytest.approx(a, rel=1e-3)
@@ -127,12 +137,12 @@ def test_pmw_alpha_fixed_point_and_printed_example():
 
 
 def test_pmw_run_is_accurate_reproducible_and_the_printed_threshold_fails():
-    ok = en.pmw_accuracy(gamma=1e-3, rng=3)
+    ok = pmw_accuracy(gamma=1e-3, rng=3)
     (c,) = ok.checks
     assert c.verdict == "PASS" and c.confidence == pytest.approx(0.999) and c.bound == pytest.approx(3 * ok.table.alpha[0])
     assert 0 < ok.table.updates[0] <= ok.table.cutoff[0] and not ok.table.halted[0]
-    assert en.pmw_accuracy(gamma=1e-3, rng=3).checks[0].statistic == c.statistic  # same seed, same run
-    bad = en.pmw_printed_threshold(gamma=1e-3, rng=3)
+    assert pmw_accuracy(gamma=1e-3, rng=3).checks[0].statistic == c.statistic  # same seed, same run
+    bad = pmw_printed_threshold(gamma=1e-3, rng=3)
     assert (bad.checks[0].verdict, bad.checks[0].expected) == ("FAIL", "FAIL") and bad.table.updates[0] == 0
     assert bad.checks[0].statistic > 2 * bad.checks[0].bound  # a wide margin
 
@@ -143,7 +153,7 @@ def test_pmw_accuracy_flags_a_too_small_alpha(monkeypatch):
 
     orig = pmw.PrivateMultiplicativeWeights.alpha
     monkeypatch.setattr(pmw.PrivateMultiplicativeWeights, "alpha", property(lambda self: orig.fget(self) / 100))
-    assert en.pmw_accuracy(gamma=1e-3, rng=3).checks[0].verdict == "FAIL"
+    assert pmw_accuracy(gamma=1e-3, rng=3).checks[0].verdict == "FAIL"
 
 
 def test_pmw_refuses_bad_input_and_charges_the_ledger():

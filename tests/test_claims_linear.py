@@ -137,8 +137,6 @@ def test_study_helpers(small_grids):
 
 # ----------------------------------------------------------------------------- closed-form oracles
 def test_convergence_steps_equal_the_closed_form_and_a_wrong_count_is_caught(monkeypatch):
-    from dpkit.claims import linear_statistics as ls
-
     configs = {k: cl.CONFIGURATIONS[k] for k in ("V1", "V4", "V5")}
     res = cl.convergence_steps_checks(configs, [1e-3, 0.1, 0.5], truncation_radii=(0.2,))
     assert [c.id for c in res.checks] == ["convergence-steps-V1", "convergence-steps-V4", "convergence-steps-V5",
@@ -146,27 +144,23 @@ def test_convergence_steps_equal_the_closed_form_and_a_wrong_count_is_caught(mon
     assert all(_verdict(c) == "PASS" for c in res.checks)
     v5 = {r.rel_radius: r.steps_oracle for r in res.rows if r.config == "V5"}
     assert v5 == {1e-3: 101, 0.1: 81, 0.5: 1}  # V5 = [0,1]∪[100,101]: ⌈((200−2−4δ)/1 + 1)/2⌉ + 1
-    assert ls.convergence_step_oracle(np.array([[1.0, 1.0]]), 0.3) is None  # the counting query never converges
+    assert cl.convergence_step_oracle(np.array([[1.0, 1.0]]), 0.3) is None  # the counting query never converges
     # an oracle off by one step on every δ is rejected
-    monkeypatch.setattr(ls, "convergence_step_oracle", lambda V, r, _f=ls.convergence_step_oracle: _f(V, r) + 1)
+    monkeypatch.setattr(cl, "convergence_step_oracle", lambda V, r, _f=cl.convergence_step_oracle: _f(V, r) + 1)
     bad = cl.convergence_steps_checks({"V5": V5}, [1e-3, 0.1], truncation_radii=())
     assert bad.checks[0].verdict == "FAIL" and bad.checks[0].statistic == 2
 
 
 def test_closed_form_abs_error_cases_and_a_wrong_formula_is_rejected():
-    from dpkit.claims import linear_statistics as ls
-
     res = cl.closed_form_abs_error_checks([0.5, 2.0], gammas=(0.3,), counting_radii=(0.6,), truncated_radii=(0.2, 0.02))
     assert [c.id for c in res.checks] == ["EZ-V4-staircase", "EZ-counting-converged", "EZ-counting-truncated"]
     assert all(_verdict(c) == "PASS" for c in res.checks)
     for e in (0.5, 2.0):  # at γ* the band formula is the staircase value Δf e^{ε/2}/(e^ε − 1)
         g = 1 / (1 + np.exp(e / 2))
-        assert ls.staircase_abs_error_closed_form(g, e) == pytest.approx(np.exp(e / 2) / np.expm1(e), rel=1e-14)
+        assert cl.staircase_abs_error_closed_form(g, e) == pytest.approx(np.exp(e / 2) / np.expm1(e), rel=1e-14)
     # the Laplace value Δf/ε in place of the staircase closed form is far outside the tolerance
-    from dpkit.claims import linear_findings as lf
-
-    row = lf._abs_error_row("V4 wrong", cl.CONFIGURATIONS["V4"], 1.0, 300.0, 1001.0 / 1.0)
-    assert lf._worst_ratio_check("x", "wrong formula", [row]).verdict == "FAIL"
+    row = cl._abs_error_row("V4 wrong", cl.CONFIGURATIONS["V4"], 1.0, 300.0, 1001.0 / 1.0)
+    assert cl._worst_ratio_check("x", "wrong formula", [row]).verdict == "FAIL"
     assert row.abs_diff / row.tolerance > 1e6
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from dpkit.claims.sweeps import interior_optimum, no_clear_trend, paired_errors
 from dpkit.evaluation.verdicts import FalseAlarmBudget
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 
 BUDGET = FalseAlarmBudget(1e-2, n_tests=1)
 
@@ -15,7 +15,7 @@ BUDGET = FalseAlarmBudget(1e-2, n_tests=1)
 def _results(E: np.ndarray, values) -> dict:
     """Paired records: E[i, r] is value i's worst error in repetition r."""
     def rec(v, r, e):
-        return RunRecord(rep=r, method="m", privacy="ε-DP", sigma=4.0, abs=float(e), rel=0.0, time_s=0.0, timings={},
+        return ReleaseRecord(rep=r, method="m", privacy="ε-DP", sigma=4.0, abs=float(e), rel=0.0, time_s=0.0, timings={},
                          support_size=1, eps_spent=1.0, delta_spent=0.0, error_bound=0.0, params={}, ledger={})
     return {v: [rec(v, r, e) for r, e in enumerate(row)] for v, row in zip(values, E)}
 

@@ -9,7 +9,6 @@ import pytest
 from scipy import stats
 
 from dpkit.claims import trig_rates as tr
-from dpkit.claims import trig_runs
 from dpkit.queries.evaluate import answer_reference
 
 SMALL = dict(ns_d1=[300, 1200, 4800], ns_d2=[300, 1200], reps=2, n_queries=8, J=4, epsilon=1.0, delta=1e-3, sigma=2.0)
@@ -175,15 +174,15 @@ def test_supremum_of_a_run_without_it_is_refused():
 def test_certified_interval_contains_independent_lower_bounds(d):
     """The recorded interval of a release (centres in R^d) is closed, contains the search's own lower bound, and is
     above the lower bounds that independent searches (other seeds, over R^d and over the cube) prove."""
-    from dpkit.mechanisms.trig.mechanisms import TrigonometricMechanism
+    from dpkit.mechanisms.trig.full_grid import TrigonometricMechanism
     from dpkit.queries.supremum import class_supremum
 
     g = np.random.default_rng(5)
-    X = trig_runs._data(2000, d, g)
-    work = trig_runs._workload(d, 10, 4, 2.0, g)
+    X = tr._data(2000, d, g)
+    work = tr._workload(d, 10, 4, 2.0, g)
     res = TrigonometricMechanism(epsilon=1.0, K=4.0).release(X, rng=g)
-    errors = trig_runs._errors(work, res, answer_reference(work, X))
-    f = trig_runs._supremum_fields(X, res, 2.0, errors, work, np.random.default_rng(0))
+    errors = tr._errors(work, res, answer_reference(work, X))
+    f = tr._supremum_fields(X, res, 2.0, errors, work, np.random.default_rng(0))
     assert f["sup_closed"] and f["sup_search"] <= f["sup_lower"] <= f["sup_upper"]
     assert f["sup_upper"] - f["sup_lower"] <= tr.SUPREMUM_RTOL * f["sup_lower"] * (1 + 1e-9)
     assert f["sup_upper"] >= errors.max()  # a mixture's error is at most the worst single kernel's

@@ -10,14 +10,13 @@ from dpkit.core.composition import (
     advanced_composition,
     advanced_composition_heterogeneous,
     basic_composition,
-    laplace_composition_delta,
-    laplace_privacy_loss_exact,
     optimal_composition,
     optimal_composition_delta,
     optimal_composition_pairs,
     per_step_epsilon,
 )
 from dpkit.core.exceptions import FeasibilityError
+from dpkit.core.pld import laplace_composition_delta, laplace_privacy_loss_exact
 
 
 def test_basic():

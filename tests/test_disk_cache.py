@@ -144,7 +144,8 @@ def test_other_method_lists_of_a_cell_reuse_the_answers_from_disk(cache, monkeyp
     """A table cell and a leaderboard cell (other methods, same cell seed) see the same workloads: the second
     process computes no exact answer (the workload is the first child of each repetition's seed)."""
     import dpkit.queries.truth_cache as tc
-    from dpkit.experiments.protocol import cell_seed, run_cell
+    from dpkit.experiments.protocol import run_cell
+    from dpkit.experiments.records import cell_seed
     from dpkit.methods.registry import get
 
     X = _data(500, 2, seed=4)
@@ -160,7 +161,7 @@ def test_other_method_lists_of_a_cell_reuse_the_answers_from_disk(cache, monkeyp
     rec2 = run_cell(X, methods=board, sigma=4.0, reps=2, n_queries=20, rng=cell_seed(0, "toy", 4.0))
     assert len(calls) == 2  # every exact answer of the second run came from the disk cache
     assert len(rec1) == 4 and len(rec2) == 6
-    from dpkit.experiments.protocol import repetitions
+    from dpkit.experiments.records import repetitions
 
     kw = dict(sigma=4.0, reps=2, n_queries=20)
     w2 = [r.workload.centres for r in repetitions(X, names=["a", "b"], rng=cell_seed(0, "toy", 4.0), **kw)]

@@ -49,9 +49,7 @@ from dpkit.experiments import cell_seed, run_cell, run_cells, run_table_cell, sh
 from dpkit.methods import registry
 from dpkit.methods.registry import get
 from dpkit.queries.evaluate import answer_synthetic, answer_weighted
-from dpkit.queries.supremum import class_supremum
-from dpkit.queries.supremum_bound import certify_supremum
-from dpkit.queries.supremum_error import ErrorFunction
+from dpkit.queries.supremum import ErrorFunction, certify_supremum, class_supremum
 from dpkit.queries.synthetic import WeightedDatabase
 from dpkit.queries.workload import GaussianKernelWorkload
 
@@ -208,11 +206,11 @@ def test_claims_notebook_checks_refuse_bad_repetition_counts_by_name(module, par
 @pytest.mark.parametrize("param, value, exc", [("sigma", 0.0, ValueError), ("reps", 1.5, TypeError),
                                                ("n_queries", 0, ValueError), ("J", None, TypeError)], ids=repr)
 def test_trig_runs_refuse_bad_values_by_name(param, value, exc):
-    from dpkit.claims import trig_runs
+    from dpkit.claims import trig_rates
 
     args = {**dict(reps=1, n_queries=2, J=2, epsilon=1.0, sigma=2.0, rng=0), param: value}
-    _refused(lambda: trig_runs.error_terms(n=10, **args), exc, param)
-    _refused(lambda: trig_runs.rate_runs(ns_d1=[10], ns_d2=[10], delta=1e-3, **args), exc, param)
+    _refused(lambda: trig_rates.error_terms(n=10, **args), exc, param)
+    _refused(lambda: trig_rates.rate_runs(ns_d1=[10], ns_d2=[10], delta=1e-3, **args), exc, param)
 
 
 BASELINE_ARGS = dict(datasets=["WDBC"], sigmas=[4.0], epsilon=1.0, delta=1e-3, reps=1, n_queries=5, J=2, C=10, R=2,
@@ -466,7 +464,7 @@ def test_the_gate_pilots_release_probe_refuses_a_synthetic_database_with_bad_wei
     """An entrant's release is a consumer too: its mean and mass near the differing row are not computed from NaNs."""
     from types import SimpleNamespace
 
-    from dpkit.evaluation.gate_pilot import neighbour_pairs, probes
+    from dpkit.evaluation.gate import neighbour_pairs, probes
 
     pair = neighbour_pairs(4, 2)[0]
     method = SimpleNamespace(release=lambda X, rng=None: SimpleNamespace(

@@ -234,7 +234,7 @@ def test_assembled_leaderboard_figures_carry_a_caption(tmp_path):
 def test_the_boards_columns_have_human_headers(tmp_path):
     """Every column of the board (its intervals, verdicts, the ranking by the class supremum) and of its per-method
     rows has a human header; the board's table with them compiles."""
-    from dpkit.outputs.tables import HEADERS
+    from dpkit.outputs.latex_text import HEADERS
 
     method_rows, board = board_from_records(records_for(_method_rows()))
     assert [c for c in board[0] if c not in HEADERS] == [] and [c for c in method_rows[0] if c not in HEADERS] == []
@@ -476,7 +476,7 @@ def test_wide_tables_keep_every_number_of_the_csv(name, wide_tables):
 def test_wide_table_without_rows_keeps_every_header(tmp_path):
     """A wide frame without rows (a run whose data set is unavailable) is split into parts like any wide table: every
     header is printed (none taken for a one-value column or a heading line) and it fits the article."""
-    from dpkit.outputs.tables import HEADERS
+    from dpkit.outputs.latex_text import HEADERS
 
     cols = ["abs_mean", "abs_std", "abs_min", "abs_max", "rel_mean", "rel_std", "time_s", "time_max_s", "paper_abs",
             "paper_rel", "ratio_abs", "ratio_rel", "eps_spent", "delta_spent"]

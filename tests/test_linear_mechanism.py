@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.claims import linear_statistics as lc
+from dpkit.claims import linear as lc
 from dpkit.claims.linear import CONFIGURATIONS
 from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import BudgetExceededError

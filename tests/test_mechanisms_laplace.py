@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpkit.core.composition import advanced_composition, laplace_composition_delta
+from dpkit.core.composition import advanced_composition
+from dpkit.core.pld import laplace_composition_delta
 from dpkit.mechanisms import (
     Laplace,
     LaplaceI,

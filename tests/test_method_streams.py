@@ -13,7 +13,7 @@ from dpkit import experiments as ex
 from dpkit.core.rng import spawn_seeds
 from dpkit.experiments import records as records_module
 from dpkit.experiments.checkpoint import CheckpointMismatchError, RepetitionCheckpoint, run_identity
-from dpkit.experiments.protocol import SEEDING, seed_record
+from dpkit.experiments.records import SEEDING, seed_record
 from dpkit.methods.references import SamplingFloor
 from dpkit.methods.registry import get
 from dpkit.queries.evaluate import answer_synthetic
@@ -36,7 +36,7 @@ def _methods() -> dict[str, Any]:
             "direct-gaussian": get("direct-gaussian"), "floor": SamplingFloor(size=20)}
 
 
-def _key(r: ex.RunRecord) -> dict[str, Any]:
+def _key(r: ex.ReleaseRecord) -> dict[str, Any]:
     """Everything of a record but the measured times."""
     d = r.as_dict()
     d.pop("time_s"), d.pop("timings")
@@ -46,7 +46,7 @@ def _key(r: ex.RunRecord) -> dict[str, Any]:
     return d
 
 
-def _by_method(recs: list[ex.RunRecord]) -> dict[tuple, dict[str, Any]]:
+def _by_method(recs: list[ex.ReleaseRecord]) -> dict[tuple, dict[str, Any]]:
     return {(r.sigma, r.rep, r.method): _key(r) for r in recs}
 
 

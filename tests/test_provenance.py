@@ -21,7 +21,7 @@ def test_the_processor_and_numpys_kernels_are_recorded():
     are named, as numpy itself reports them."""
     import numpy as np
 
-    from dpkit.outputs.provenance import cpu
+    from dpkit.core.machine import cpu
 
     info = cpu()
     assert info["model"] is None or isinstance(info["model"], str) and info["model"]

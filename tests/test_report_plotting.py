@@ -6,8 +6,9 @@ import math
 
 import pytest
 
+from dpkit.evaluation.verdicts import check
 from dpkit.outputs.plotting import export_figure, new_figure, rc_params
-from dpkit.outputs.report import Report, check, read_metrics, to_jsonable
+from dpkit.outputs.report import Report, read_metrics, to_jsonable
 
 
 def test_check_verdicts_follow_relation():

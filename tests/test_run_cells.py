@@ -38,7 +38,7 @@ def _methods() -> dict[str, Any]:
             "count": CountingFloor(size=20)}
 
 
-def _key(r: ex.RunRecord) -> tuple:
+def _key(r: ex.ReleaseRecord) -> tuple:
     return (r.rep, r.method, r.sigma, r.abs, r.rel, r.support_size, r.eps_spent, r.delta_spent)
 
 

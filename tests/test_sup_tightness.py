@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from dpkit.board.records import records_frame, write_records
-from dpkit.experiments.records import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 from tools import sup_tightness as st
 
 PROTOCOL = dict(run_seed=0, n_queries=100, J=10, epsilon=1.0, delta=1e-3)
@@ -12,7 +12,7 @@ PROTOCOL = dict(run_seed=0, n_queries=100, J=10, epsilon=1.0, delta=1e-3)
 
 def _record(rep, method, low, up, privacy="ε-DP"):
     search = {"applicable": True, "n_evaluations": 800, "n_starts": 400}
-    return RunRecord(rep=rep, method=method, privacy=privacy, sigma=4.0, abs=0.01, rel=0.1, time_s=0.1, timings={},
+    return ReleaseRecord(rep=rep, method=method, privacy=privacy, sigma=4.0, abs=0.01, rel=0.1, time_s=0.1, timings={},
                      support_size=5, eps_spent=1.0, delta_spent=0.0, error_bound=0.0, params={}, ledger={},
                      sup_abs=low, supremum=search, sup_upper=up)
 

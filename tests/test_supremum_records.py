@@ -9,7 +9,7 @@ from board_records import records_for
 
 from dpkit.board.report import leaderboard_rows, ranking_disagreements
 from dpkit.experiments import cell_seed, run_cell, run_cells
-from dpkit.experiments.protocol import supremum_seed
+from dpkit.experiments.records import supremum_seed
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.experiments.thesis import table_rows
 from dpkit.methods.registry import get

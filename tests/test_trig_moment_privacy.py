@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from dpkit.mechanisms.trig import basis_indices, grid_points, moment_noise, release_moments
-from dpkit.mechanisms.trig.privacy import moment_privacy_loss, moment_sensitivity
+from dpkit.mechanisms.trig.privacy import moment_privacy_loss
+from dpkit.mechanisms.trig.sensitivity import moment_sensitivity
 
 
 def _chebyshev(points, idx):

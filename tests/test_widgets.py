@@ -185,7 +185,8 @@ def _methods():
 
 
 def test_repetition_hook_sees_every_repetition_and_changes_no_result(X):
-    from dpkit.experiments.protocol import on_repetitions, run_cell
+    from dpkit.experiments.protocol import run_cell
+    from dpkit.experiments.records import on_repetitions
 
     plain = run_cell(X, methods=_methods(), sigma=2.0, reps=3, n_queries=100, rng=7)
     seen, ctx = [], []

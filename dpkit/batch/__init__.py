@@ -20,8 +20,9 @@ from dpkit.batch.manifest import (
     load_manifest,
     run_key,
 )
+from dpkit.batch.outcome import record_failure
 from dpkit.batch.results import Problem, collect, scan_runs
-from dpkit.batch.runner import record_failure, run_manifest, run_one
+from dpkit.batch.runner import run_manifest, run_one
 
 __all__ = [
     "execute_notebook",

@@ -1,31 +1,19 @@
 """Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch
-output split per cell by the batch runner:
-``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR] [--paper-figures]``. The run folders are read
-by :mod:`dpkit.batch.assemble_runs` (its names are re-exported here).
+output split per cell by the batch runner: ``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR]
+[--paper-figures] [--publish [DIR]] [--replace]`` (its outputs, publishing and exit statuses: the batch guide,
+``docs/guide/batch.md``, "Assembling a batch").
+
+The run folders are read here: :func:`rows_from_runs` gathers the rows of every finished run (one cell computed by
+two runs is an error), :func:`failed_runs` names the runs that did not finish or cannot be read,
+:func:`unavailable_runs` the runs recorded as unavailable, and :func:`run_times_markdown` tabulates the finished runs'
+wall times and fingerprints and projects their repetitions on more workers.
 
 The leaderboard is computed from the runs' per-repetition records alone (each run's ``records.parquet``; its
 intervals and verdicts need the repetitions): they are gathered into one ``records.parquet`` with its
 ``provenance.json`` (:mod:`dpkit.board.records`) and the board and the per-method rows are made from
 that table (:func:`~dpkit.board.report.board_from_records`), so the published records regenerate the
-board. A finished run without records (a run of a notebook 45 that did not write them) cannot be on the board: it
-is named and the exit status is 1 (the board of the other runs is assembled, its records table is not written and
-not published); when no finished run has records, nothing is assembled (exit 2, naming the runs).
-``leaderboard OUTPUT --publish`` also copies both files to ``data/leaderboard/`` (or ``--publish DIR``); an existing
-published file is only replaced with ``--replace`` (otherwise: exit 2 before anything is assembled).
-
-``tables OUTPUT --publish`` also writes the rows of the runs as data, ``tables.csv`` (one row per data set, σ,
-mechanism and constants, checked: :mod:`dpkit.experiments.tables_records`) with its ``provenance.json``, into
-``data/tables/`` (or ``--publish DIR``), where the documentation reads them; the same ``--replace`` rule; a batch
-with failed runs is not published.
-
-Every output is written into a temporary folder first and moved into place once all are written, so a
-failure (an unwritable ``--out``, a full disk, a malformed run) leaves nothing half-written. Exit status:
-0 all well; 1 assembled, but runs failed or could not be read (each named); 2 nothing assembled (no
-finished run, one cell computed twice, a malformed run, an unwritable or missing folder: one line naming it).
-
-A run recorded as ``unavailable`` (its data sets are documented as possibly unavailable offline and are not on
-this machine) has no rows; it is not a failure: the assembled output names it with its reason
-(``tables_unavailable.{csv,md}``, the captions of Tables 3.2/3.3, ``*_runs.md``).
+board. Every output is written into a temporary folder first and moved into place once all are written, so a
+failure leaves nothing half-written.
 """
 from __future__ import annotations
 
@@ -36,22 +24,15 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 
-from dpkit.batch.assemble_runs import (
-    failed_runs,
-    rows_from_runs,
-    run_files,
-    run_state,
-    run_times_markdown,
-    unavailable_runs,
-)
 from dpkit.batch.board_files import board_provenance, gather_records
-from dpkit.batch.results import UNAVAILABLE, Unavailable
+from dpkit.batch.projection import projection_markdown, run_durations
+from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 from dpkit.board.records import (
     PROVENANCE_NAME,
     RECORDS_NAME,
@@ -85,11 +66,172 @@ from dpkit.outputs.figures.tables import plot_errors_vs_sigma, tables_caption
 from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
+__all__ = [
+    "rows_from_runs",
+    "failed_runs",
+    "unavailable_runs",
+    "run_times_markdown",
+    "run_files",
+    "run_state",
+    "assemble_tables",
+    "RecordsMissingError",
+    "assemble_leaderboard",
+    "publish_targets",
+    "check_publish",
+    "publish_board",
+    "publish_tables",
+    "check_publish_tables",
+    "main",
+]
+
+
+def _table_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["dataset"], r["sigma"], r["mechanism"], r.get("constants", "correct"))
+
+
+def run_files(output: str, notebook: str) -> list[Path]:
+    """``run.json`` of every run folder of ``notebook`` (temporary ``.<key>.tmp-*`` folders excluded).
+
+    Parameters
+    ----------
+    output : str
+        A batch's output folder.
+    notebook : str
+        A notebook's stem (its runs are ``<output>/<notebook>/<key>/``).
+
+    Returns
+    -------
+    list of Path
+        The ``run.json`` files, sorted.
+    """
+    return sorted(p for p in Path(output).glob(f"{notebook}/*/run.json") if not p.parent.name.startswith("."))
+
+
+def _read(path: Path) -> tuple[Any, str | None]:
+    """``(parsed JSON, None)`` or ``(None, "<path>: unreadable <name>: <error>")``."""
+    try:
+        return json.loads(path.read_text()), None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, f"{path}: unreadable {path.name}: {type(exc).__name__}: {exc}"
+
+
+def run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(metrics, None)`` for a finished run with a readable ``metrics.json``, else ``(None, why)`` naming the path.
+
+    Parameters
+    ----------
+    rj : Path
+        A run's ``run.json`` (:func:`run_files`).
+
+    Returns
+    -------
+    tuple
+        ``(metrics, None)``, or ``(None, why)`` for a run not finished ok, without ``metrics.json``, recorded for
+        another key, or with a file that cannot be read.
+    """
+    info, bad = _read(rj)
+    if bad is not None or not isinstance(info, dict):
+        return None, bad or f"{rj}: run.json is not a JSON object"
+    if info.get("status") != "ok":
+        return None, f"{rj.parent}: run {info.get('status')}"
+    mj = rj.parent / "metrics.json"
+    if not mj.is_file():
+        return None, f"{rj.parent}: finished run wrote no metrics.json"
+    from dpkit.batch.results import key_problem, read_metrics_json
+
+    wrong = key_problem(rj.parent, info)
+    if wrong is not None:
+        return None, f"{rj.parent}: {wrong}"
+    metrics, problem = read_metrics_json(mj)
+    if problem is not None:
+        return None, str(problem)
+    return metrics, None
+
+
+def failed_runs(output: str, notebook: str) -> list[str]:
+    """The runs of ``notebook`` that did not finish ok, lack ``metrics.json`` or whose files cannot be read: one line
+    each, naming the folder or the unreadable file. Runs recorded as unavailable are not failures (:func:`unavailable_runs`)."""
+    return [why for rj in run_files(output, notebook) if (why := run_state(rj)[1]) is not None
+            and not why.endswith(f": run {UNAVAILABLE}")]
+
+
+def unavailable_runs(output: str, notebook: str) -> list[Unavailable]:
+    """The runs of ``notebook`` recorded as unavailable: folder, data sets and the reason (from ``run.json``)."""
+    found = []
+    for rj in run_files(output, notebook):
+        info, _ = _read(rj)
+        u = as_unavailable(rj.parent, info) if isinstance(info, dict) else None
+        if u is not None:
+            found.append(u)
+    return found
+
+
+def rows_from_runs(output: str, *, notebook: str = "20_tables", field: str = "table",
+                   key: Callable[[dict[str, Any]], tuple[Any, ...]] = _table_key) -> list[dict[str, Any]]:
+    """Rows (``metrics.json[field]``) of every finished ``notebook`` run under a batch output folder.
+
+    Runs that failed or whose files cannot be read are left out (:func:`failed_runs` names them). Rows of the
+    same cell (``key``) from several runs are an error (two runs computed the same cell): nothing is silently
+    overwritten.
+    """
+    rows, seen = [], {}
+    for rj in run_files(output, notebook):
+        metrics, _ = run_state(rj)
+        if metrics is None:
+            continue
+        found = metrics.get(field) or []
+        if not isinstance(found, list) or not all(isinstance(r, dict) for r in found):
+            raise ValueError(f"{rj.parent / 'metrics.json'}: {field!r} must be a list of objects")
+        for r in found:
+            try:
+                k = key(r)
+            except KeyError as exc:
+                raise ValueError(f"{rj.parent / 'metrics.json'}: a {field!r} row has no {exc}") from None
+            if k in seen:
+                raise ValueError(f"cell {k} computed by two runs: {seen[k]} and {rj.parent.name}")
+            seen[k] = rj.parent.name
+            rows.append(r)
+    return rows
+
+
+def _minutes(seconds: Any) -> str:
+    return "–" if seconds is None else f"{float(seconds) / 60:.0f} min ({float(seconds):,.0f} s)"
+
+
+def run_times_markdown(output: str, *, notebook: str) -> str:
+    """A Markdown table of the finished runs of ``notebook``: their data sets, wall time and fingerprints.
+
+    Columns: the run's ``DATASETS`` (and its ``METHODS`` when it names them), its wall time (the attempt that
+    finished), its compute time over all attempts and the repetitions it resumed (``run.json`` ``checkpoint``, for a
+    run that kept repetitions), and the notebook fingerprint it ran with; then the wall time projected on 2, 8 and
+    64 workers from the repetitions' recorded times (:func:`dpkit.batch.projection.projection_markdown`), and one line
+    per run that did not finish.
+    Read from the run folders, so the README's run times are not copied by hand.
+    """
+    lines = ["| data sets | wall time | compute over all attempts | resumed repetitions | notebook |",
+             "|---|---|---|---|---|"]
+    finished: list[dict[str, Any]] = []
+    for rj in run_files(output, notebook):
+        info, bad = _read(rj)
+        if bad is not None or not isinstance(info, dict) or info.get("status") != "ok":
+            continue
+        finished.append(info)
+        params, ckpt = info.get("parameters") or {}, info.get("checkpoint") or {}
+        named = f" (methods: {', '.join(params['METHODS'])})" if params.get("METHODS") else ""
+        lines.append(f"| {', '.join(params.get('DATASETS') or ['?'])}{named} | {_minutes(info.get('wall_time_s'))} | "
+                     f"{_minutes(ckpt.get('compute_s')) if ckpt else '–'} | "
+                     f"{ckpt.get('resumed_repetitions', 0) if ckpt else '–'} | {info.get('notebook_sha256', '?')} |")
+    text = ("\n".join(lines) + "\n\n" + projection_markdown(run_durations(finished)) if finished
+            else f"no finished {notebook} run under {output}")
+    bad_runs = failed_runs(output, notebook)
+    missing = unavailable_runs(output, notebook)
+    return (text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")
+            + ("\n\nUnavailable here (data sets documented as possibly unavailable offline; no rows):\n"
+               + "\n".join(f"- {u}" for u in missing) if missing else ""))
+
+
 #: Caption of the Tables 3.2/3.3 figures.
 
-__all__ = ["rows_from_runs", "failed_runs", "unavailable_runs", "run_times_markdown", "assemble_tables",
-           "RecordsMissingError", "assemble_leaderboard", "publish_targets", "check_publish", "publish_board",
-           "publish_tables", "check_publish_tables", "main"]
 
 
 def _unavailable_text(unavailable: list[Unavailable]) -> str:

@@ -41,13 +41,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpkit.batch.manifest import BatchError, notebook_fingerprint
-from dpkit.core.threads import thread_environ, thread_share
+from dpkit.core.threads import thread_share
 
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["thread_share", "thread_environ", "slot_key", "probe_worker", "check_workers", "worker_share", "cluster_shares",
-           "warn_malloc_trim"]
+__all__ = ["slot_key", "probe_worker", "check_workers", "worker_share", "cluster_shares", "warn_malloc_trim"]
 
 def _mask() -> list[int]:
     try:

@@ -37,8 +37,8 @@ from dpkit.core.pysource import literal_eval
 
 __all__ = ["execute_notebook", "failure_message", "unavailable_reason", "check_writable", "write_json", "is_done", "is_enospc",
            "StaleCheckpointError", "open_checkpoint", "checkpoint_fingerprint", "checkpoint_changes", "kept_repetitions",
-           "library_fingerprint", "record_checkpoint", "NoMetricsError", "key_problem", "unfinished_reason", "read_record",
-           "remove_checkpoint", "confirm_checkpoint", "refused_adoption", "ADOPTION_PARAMETERS"]
+           "record_checkpoint", "NoMetricsError", "unfinished_reason", "read_record", "remove_checkpoint",
+           "confirm_checkpoint", "refused_adoption", "ADOPTION_PARAMETERS"]
 
 #: files in a run's checkpoint folder naming the notebook version and the dpkit sources that wrote it
 CHECKPOINT_NOTEBOOK = "notebook_sha256"
@@ -365,7 +365,7 @@ def execute_notebook(
     2, the lowest and the highest: :func:`~dpkit.experiments.adoption.verify_reps_switch`), parameters like its
     folder, which it passes to ``run_cells``; they are not part of the run's recorded parameters (its key). The
     kernel's environment is this process's, changed by ``environ`` (variables to set, ``None``: to remove; the
-    batch runner's thread share, :func:`~dpkit.batch.cluster.thread_environ`) for this kernel only: this process's
+    batch runner's thread share, :func:`~dpkit.core.threads.thread_environ`) for this kernel only: this process's
     environment is not changed, so that runs executed in this process at the same time or later are not affected.
     """
     import papermill as pm

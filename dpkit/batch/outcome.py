@@ -6,7 +6,6 @@ process holds it). :func:`finish_run` writes the run's records into its temporar
 :func:`install_run`, never over a finished run (an unfinished attempt is replaced; a record of another run is moved
 to ``.superseded/``). :func:`record_failure` records a run that failed outside its notebook (its worker died).
 All three return the run's summary in the batch (:data:`Summary`, made by :func:`run_summary`).
-:mod:`dpkit.batch.runner` re-exports :func:`record_failure`.
 """
 from __future__ import annotations
 
@@ -18,9 +17,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from dpkit.batch.execute import failure_message, is_done, is_enospc, kept_repetitions, key_problem, read_record, write_json
+from dpkit.batch.execute import failure_message, is_done, is_enospc, kept_repetitions, read_record, write_json
 from dpkit.batch.locks import RunLock, mark_temporary, stale_folders, unmark
 from dpkit.batch.manifest import RunSpec
+from dpkit.batch.results import key_problem
 from dpkit.batch.stale import checkpoint_folder, move_aside
 
 __all__ = ["run_summary", "install_run", "finish_run", "under_run_lock", "record_failure"]
@@ -57,7 +57,7 @@ def install_run(tmp: Path, final: Path, key: str) -> bool:
     """Rename ``tmp`` to ``final``; ``False`` (and ``tmp`` removed) if ``final`` is a finished run.
 
     What ``final`` held before is removed when it was an unfinished attempt of this run; a record of another
-    run (other parameters, :func:`~dpkit.batch.execute.key_problem`) is moved whole to ``.superseded/``, never
+    run (other parameters, :func:`~dpkit.batch.results.key_problem`) is moved whole to ``.superseded/``, never
     deleted.
 
     Parameters

@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpkit.batch.cluster import thread_environ, worker_share
+from dpkit.batch.cluster import worker_share
 from dpkit.batch.locks import RunLock
 from dpkit.core.paths import repetition_file, write_atomic
 from dpkit.core.pysource import literal_eval
 from dpkit.core.settings import setting
-from dpkit.core.threads import limit_threads
+from dpkit.core.threads import limit_threads, thread_environ
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.parallel import InOrder
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from dpkit.experiments.checkpoint import RepetitionCheckpoint
     from dpkit.experiments.parallel import CellsJob
-    from dpkit.experiments.records import RunRecord
+    from dpkit.experiments.records import ReleaseRecord
 
 __all__ = ["SCHEDULER_ENV", "REP_BACKENDS", "DaskRepetitions", "repetition_workers", "repetition_task",
            "cut_off_attempts", "running_repetitions", "uses_repetition_tasks"]
@@ -193,7 +193,7 @@ def prepare_task(job: CellsJob, sigma: float, *, shares: Mapping[str, int]) -> b
 
 
 def repetition_task(i: int, job: CellsJob, *, folder: str | None, identity: Mapping[str, Any] | None,
-                    shares: Mapping[str, int]) -> tuple[list[RunRecord], float | None]:
+                    shares: Mapping[str, int]) -> tuple[list[ReleaseRecord], float | None]:
     """On a Dask worker: repetition ``i`` of ``job``, kept in the checkpoint ``folder`` (if any) before it returns.
 
     Returns the records and the wall time of their computation (``None``: loaded, an earlier attempt kept it).
@@ -297,7 +297,7 @@ class DaskRepetitions:
         yield client
 
     def __call__(self, job: CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
-                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None:
+                 finished: Callable[[int, list[ReleaseRecord]], None], arrived: Callable[[int], None]) -> None:
         """Compute ``job``'s repetitions ``0 … reps-1`` (loading the kept ones), calling ``arrived(i)`` as each one
         arrives and ``finished(i, records)`` in repetition order. On the first failure the tasks not yet started
         are cancelled (those running finish and are kept) and the exception propagates."""

@@ -24,8 +24,8 @@ from dpkit.batch.manifest import NOT_IN_KEY, run_key
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["UNAVAILABLE", "Problem", "Unavailable", "RunRecord", "read_json", "read_metrics_json", "is_run_key", "key_problem",
-           "scan_runs", "as_unavailable", "unavailable_runs", "collect", "write_all"]
+__all__ = ["UNAVAILABLE", "Problem", "Unavailable", "BatchRunRecord", "read_json", "read_metrics_json", "is_run_key",
+           "key_problem", "scan_runs", "as_unavailable", "unavailable_runs", "collect", "write_all"]
 
 #: ``run.json`` status of a run whose data sets are all documented as possibly unavailable offline and are not on
 #: this machine (:class:`dpkit.data.DataUnavailableError` in its notebook): recorded with the reason, no rows.
@@ -56,7 +56,7 @@ class Unavailable:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class BatchRunRecord:
     """One run folder as read back: its ``run.json`` and ``metrics.json`` (empty if absent)."""
 
     folder: Path
@@ -126,7 +126,7 @@ def failure_reason(info: dict[str, Any]) -> str:
     return f"run {info.get('status')}" + (f": {err[-1]}" if err else "")
 
 
-def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
+def _read_run(folder: Path, problems: list[Problem]) -> BatchRunRecord | None:
     info, bad = read_json(folder / "run.json")
     if bad is not None or not isinstance(info, dict):
         problems.append(bad or Problem(folder / "run.json", "run.json is not a JSON object"))
@@ -149,10 +149,10 @@ def _read_run(folder: Path, problems: list[Problem]) -> RunRecord | None:
         if wrong is not None:  # another key's run: its rows are not this folder's
             problems.append(Problem(folder, wrong))
             return None
-    return RunRecord(folder, info, metrics)
+    return BatchRunRecord(folder, info, metrics)
 
 
-def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]]:
+def scan_runs(output: str | os.PathLike) -> tuple[list[BatchRunRecord], list[Problem]]:
     """Every run below a batch output folder and every problem found on the way.
 
     Raises :class:`FileNotFoundError` if ``output`` is not a folder. Temporary folders (``.*``)
@@ -163,7 +163,7 @@ def scan_runs(output: str | os.PathLike) -> tuple[list[RunRecord], list[Problem]
     root = Path(output)
     if not root.is_dir():
         raise FileNotFoundError(f"results folder not found (or not a folder): {root}")
-    runs: list[RunRecord] = []
+    runs: list[BatchRunRecord] = []
     problems: list[Problem] = []
     for folder in sorted(p for p in root.glob("*/*") if p.is_dir()):
         if folder.name.startswith(".") or folder.parent.name.startswith("."):
@@ -190,7 +190,7 @@ def as_unavailable(folder: Path, info: dict[str, Any]) -> Unavailable | None:
     return Unavailable(folder, datasets, str(info.get("error") or "").strip() or "no reason recorded")
 
 
-def unavailable_runs(runs: list[RunRecord]) -> list[Unavailable]:
+def unavailable_runs(runs: list[BatchRunRecord]) -> list[Unavailable]:
     """The runs of ``runs`` (:func:`scan_runs`) recorded as :data:`UNAVAILABLE`, with their data sets and reasons."""
     return [u for rec in runs if (u := as_unavailable(rec.folder, rec.info)) is not None]
 
@@ -222,7 +222,7 @@ def _lost_runs(root: Path) -> list[Problem]:
     return lost
 
 
-def _rows(runs: list[RunRecord], section: str) -> list[dict[str, Any]]:
+def _rows(runs: list[BatchRunRecord], section: str) -> list[dict[str, Any]]:
     rows = []
     for rec in runs:
         params = {f"param_{k}": (json.dumps(v) if isinstance(v, (list, dict)) else v)

@@ -97,7 +97,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpkit.batch.cluster import check_workers, thread_environ
+from dpkit.batch.cluster import check_workers
 from dpkit.batch.execute import (
     check_writable,
     execute_notebook,
@@ -123,7 +123,8 @@ from dpkit.batch.progress import TaskProgress
 from dpkit.batch.repetitions import SCHEDULER_ENV, cut_off_attempts, describe_cut_off, uses_repetition_tasks
 from dpkit.batch.results import UNAVAILABLE
 from dpkit.batch.scheduler import batch_client, check_scheduler, probe_scheduler
-from dpkit.batch.stale import STALE_POLICIES, StaleRunsError, checkpoint_folder, confirm_adopted, handle_stale
+from dpkit.batch.stale import STALE_POLICIES, checkpoint_folder, confirm_adopted, handle_stale
+from dpkit.core.threads import thread_environ
 from dpkit.core.validation import check_positive_int
 from dpkit.experiments.adoption import DEFAULT_VERIFY_REPS
 from dpkit.queries.gemm import usable_cores
@@ -131,8 +132,7 @@ from dpkit.queries.gemm import usable_cores
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["run_one", "record_failure", "run_manifest", "check_scheduler", "checkpoint_folder", "StaleRunsError",
-           "STALE_POLICIES"]
+__all__ = ["run_one", "run_manifest"]
 
 
 # --------------------------------------------------------------------------- one run of a batch

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING, Iterator
 from dpkit.batch.manifest import (
     BatchError,
 )
-from dpkit.core.threads import environ_restored
 
 if TYPE_CHECKING:
     from distributed import Client, LocalCluster
 
-__all__ = ["check_scheduler", "probe_scheduler", "batch_client", "environ_restored", "LOCAL_WORKER_CONFIG",
-           "CONNECT_TIMEOUT"]
+__all__ = ["check_scheduler", "probe_scheduler", "batch_client", "LOCAL_WORKER_CONFIG", "CONNECT_TIMEOUT"]
 
 #: Seconds a Dask scheduler address has to accept a connection and answer Dask's ``identity`` request
 #: (:func:`probe_scheduler`) before a batch gives up on it, naming the address.

@@ -9,7 +9,6 @@ only) or ``verify`` (kept repetitions only: they stay, and each run's kernel ado
 computes again are equal to the bit, :mod:`dpkit.experiments.adoption`; finished runs are refused as by ``error``).
 :func:`checkpoint_folder` is where a run's checkpoint is kept. :func:`handle_stale_checkpoint` applies the policy to
 the kept repetitions of one run outside a batch (``notebook``), :func:`confirm_adopted` records their adoption.
-:mod:`dpkit.batch.runner` re-exports every name.
 """
 from __future__ import annotations
 
@@ -26,8 +25,6 @@ from dpkit.batch.execute import (
     confirm_checkpoint,
     failure_message,
     is_done,
-    key_problem,
-    library_fingerprint,
     read_record,
 )
 from dpkit.batch.locks import RunLock
@@ -36,6 +33,8 @@ from dpkit.batch.manifest import (
     RunSpec,
     notebook_fingerprint,
 )
+from dpkit.batch.results import key_problem
+from dpkit.core.paths import library_fingerprint
 
 __all__ = ["STALE_POLICIES", "StaleRunsError", "stale_runs", "stale_checkpoints", "misplaced_runs", "supersede",
            "supersede_checkpoint", "checkpoint_folder", "handle_stale_checkpoint", "confirm_adopted", "move_aside",
@@ -101,7 +100,7 @@ def stale_checkpoints(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, st
 
 def misplaced_runs(specs: list[RunSpec], out: Path) -> list[tuple[RunSpec, str]]:
     """(spec, why) for every run folder holding a finished record of other parameters than its key's
-    (:func:`~dpkit.batch.execute.key_problem`): never taken for the spec's run, never replaced in place."""
+    (:func:`~dpkit.batch.results.key_problem`): never taken for the spec's run, never replaced in place."""
     found = []
     for s in specs:
         folder = s.folder(out)

@@ -325,7 +325,7 @@ class GateOutcome:
 class BoardAddResult:
     """The outcome of :func:`board_add`: ``status`` ``"ranked"``, ``"refuted"`` (by the audit gate) or ``"refused"``
     (a record spends nothing or beyond the board's budget: ``reason``), the ranks, the files written, and the
-    entrant's run records by data set (``runs``: the :class:`~dpkit.experiments.record_types.RunRecord` s of
+    entrant's run records by data set (``runs``: the :class:`~dpkit.experiments.records.ReleaseRecord` s of
     :func:`~dpkit.experiments.protocol.run_cells`, for the checks of notebook 45; empty unless it ran)."""
 
     entrant: str

@@ -1,6 +1,6 @@
 """The leaderboard as data: one row per (data set, σ, repetition, method), written as Parquet.
 
-:func:`records_frame` turns the :class:`~dpkit.experiments.record_types.RunRecord` s of a run (one data set) into the
+:func:`records_frame` turns the :class:`~dpkit.experiments.records.ReleaseRecord` s of a run (one data set) into the
 records table (:data:`COLUMNS`, with their dtypes); notebook 45 writes its own run's table into its ``OUTPUT_DIR``
 (``records.parquet``), the assembler (``python -m dpkit.batch.assemble leaderboard``) gathers the runs' tables into
 one (:func:`dpkit.batch.board_files.gather_records`) with its provenance
@@ -129,7 +129,7 @@ def _seeds_json(seeds: Any) -> str | None:
 
 def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_queries: int, J: int,
                   epsilon: float, delta: float) -> pd.DataFrame:
-    """The records table (:data:`COLUMNS`) of one data set's :class:`~dpkit.experiments.record_types.RunRecord` s.
+    """The records table (:data:`COLUMNS`) of one data set's :class:`~dpkit.experiments.records.ReleaseRecord` s.
 
     ``centre_abs`` and ``seeds`` are taken where the records have them (NaN and null otherwise); ``seeds`` is
     written as a JSON string. The :data:`OPTIONAL_COLUMNS` are written too (``sup_upper`` from the record, the

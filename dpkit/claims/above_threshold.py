@@ -5,8 +5,7 @@
 - :func:`above_threshold_sampler` — its sampler against the exact distribution;
 - :func:`above_threshold_accuracy` — its accuracy bound.
 
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`;
-:mod:`dpkit.claims.exponential_net` re-exports every name.
+Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from dpkit.core.quick import quick_values
 from dpkit.core.validation import check_name_list, check_positive_int, check_seed, check_sigmas
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.experiments.baselines import gaussian_abs_max_mean
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 from dpkit.experiments.summary import records_frame
 
 __all__ = [
@@ -123,7 +123,7 @@ def baseline_budget(methods: Sequence[str], false_alarm: float) -> FalseAlarmBud
     return FalseAlarmBudget(false_alarm, n_tests=n) if n else None
 
 
-def baseline_checks(records: Sequence[RunRecord], rows: Sequence[dict[str, Any]], *,
+def baseline_checks(records: Sequence[ReleaseRecord], rows: Sequence[dict[str, Any]], *,
                     budget: FalseAlarmBudget | None = None) -> list[Check]:
     """The notebook's checks on the run records and the summary rows (module docstring).
 

@@ -19,7 +19,7 @@ Exact oracles first (enumeration and 1-D quadrature), Monte Carlo second (D–R 
 Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 
 The sparse-vector checks are :mod:`dpkit.claims.above_threshold`, the net mechanism and PMW
-:mod:`dpkit.claims.net_pmw`; every name is importable from here.
+:mod:`dpkit.claims.net_pmw`.
 """
 from __future__ import annotations
 
@@ -31,16 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from dpkit.claims.above_threshold import above_threshold_accuracy, above_threshold_privacy, above_threshold_sampler
-from dpkit.claims.net_pmw import (
-    PMW_PRINTED_EXAMPLE,
-    cube_queries,
-    net_mechanism,
-    net_size,
-    pmw_accuracy,
-    pmw_alpha_example,
-    pmw_instance,
-    pmw_printed_threshold,
-)
+from dpkit.claims.net_pmw import net_mechanism, net_size, pmw_accuracy, pmw_alpha_example, pmw_printed_threshold
 from dpkit.claims.results import NotebookRecorder, NotebookRun, TableResult, retried
 from dpkit.core.rng import RNGLike, resolve_rng, spawn
 from dpkit.core.validation import check_positive_int, check_seed
@@ -58,19 +49,8 @@ __all__ = [
     "report_noisy_max_monotone_misuse_audit",
     "randomized_response_exact",
     "randomized_response_estimator",
-    "above_threshold_privacy",
-    "above_threshold_sampler",
-    "above_threshold_accuracy",
-    "cube_queries",
-    "net_mechanism",
-    "net_size",
     "RNM_EXACT_VARIANTS",
     "report_noisy_max_exact",
-    "PMW_PRINTED_EXAMPLE",
-    "pmw_alpha_example",
-    "pmw_instance",
-    "pmw_accuracy",
-    "pmw_printed_threshold",
     "notebook_checks",
 ]
 

@@ -7,7 +7,7 @@ Thm 2.13 is basic composition.
 * :func:`improved_runs` — Alg 9 and Alg 10 with the correct and the printed constants for each R.
 * :func:`ledger_check` — every run's ledger spends ε/3 × 3 (and δ/2 + δ/2) within (ε, δ).
 * :func:`exact_losses` — the exact worst-case loss of the moments (on the worst corner pair,
-  :func:`dpkit.mechanisms.trig.privacy.moment_sensitivity`) and of the mean: correct constants
+  :func:`dpkit.mechanisms.trig.sensitivity.moment_sensitivity`) and of the mean: correct constants
   within budget, the printed Alg 9 ``Lap(3R/(nε))`` above ε/3 (negative control).
 * :func:`moment_audits` — the auditor on Alg 9's moment release with the privacy loss
   (:func:`dpkit.mechanisms.trig.privacy.moment_privacy_loss`) as statistic: correct constants
@@ -24,22 +24,19 @@ import numpy as np
 
 from dpkit.claims.results import NotebookRecorder, NotebookRun, RowsResult
 from dpkit.claims.streams import Streams
-from dpkit.core.composition import laplace_composition_delta
+from dpkit.core.pld import laplace_composition_delta
 from dpkit.core.rng import RNGLike
 from dpkit.core.validation import check_seed
 from dpkit.evaluation.audit import audit
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
 from dpkit.mechanisms.gaussian import gaussian_exact_delta
+from dpkit.mechanisms.trig.base import TrigDiagnostics
 from dpkit.mechanisms.trig.basis import basis_indices, evaluate_basis
 from dpkit.mechanisms.trig.grid import discretise
-from dpkit.mechanisms.trig.mechanisms import (
-    ImprovedTrigonometricMechanism,
-    MomentNoise,
-    TrigDiagnostics,
-    moment_noise,
-    release_moments,
-)
-from dpkit.mechanisms.trig.privacy import moment_privacy_loss, moment_sensitivity
+from dpkit.mechanisms.trig.improved import ImprovedTrigonometricMechanism
+from dpkit.mechanisms.trig.moments import MomentNoise, moment_noise, release_moments
+from dpkit.mechanisms.trig.privacy import moment_privacy_loss
+from dpkit.mechanisms.trig.sensitivity import moment_sensitivity
 from dpkit.queries.release import Release
 
 __all__ = [
@@ -70,7 +67,7 @@ class ImprovedStreams(Streams):
 
 @dataclass(frozen=True, eq=False)
 class ImprovedRun:
-    """One fit of :class:`~dpkit.mechanisms.trig.mechanisms.ImprovedTrigonometricMechanism` (δ = 0: Alg 9, δ > 0: Alg 10)."""
+    """One fit of :class:`~dpkit.mechanisms.trig.improved.ImprovedTrigonometricMechanism` (δ = 0: Alg 9, δ > 0: Alg 10)."""
 
     delta: float
     constants: str

@@ -6,8 +6,7 @@
   of private multiplicative weights, and a run of :class:`~dpkit.mechanisms.pmw.PrivateMultiplicativeWeights`
   whose max error must be ≤ 3α (β = the per-test level), with the misprinted threshold ``⌈1/α⌉`` as control.
 
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`;
-:mod:`dpkit.claims.exponential_net` re-exports every name.
+Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
 """
 from __future__ import annotations
 

@@ -26,18 +26,18 @@ import numpy as np
 from scipy.stats import binom, page_trend_test, spearmanr
 
 from dpkit.evaluation.verdicts import Check, FalseAlarmBudget, check
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 
 __all__ = ["budget_checks", "paired_errors", "interior_optimum", "no_clear_trend"]
 
 
-def budget_checks(results: dict[Any, list[RunRecord]], *, epsilon: float) -> list[Check]:
+def budget_checks(results: dict[Any, list[ReleaseRecord]], *, epsilon: float) -> list[Check]:
     """Every run of the sweep spends at most the stated ε through its ledger (one check per run)."""
     return [check(f"budget-{value}-rep{r.rep}", "each run spends at most the stated ε through the ledger",
                   r.eps_spent, epsilon * (1 + 1e-12)) for value, recs in results.items() for r in recs]
 
 
-def paired_errors(results: dict[Any, list[RunRecord]]) -> tuple[list[Any], np.ndarray]:
+def paired_errors(results: dict[Any, list[ReleaseRecord]]) -> tuple[list[Any], np.ndarray]:
     """The swept values (ascending) and the worst absolute errors ``E[i, r]`` of value ``i`` in repetition ``r``.
 
     Raises ``ValueError`` unless every value has the same repetitions (the pairing the tests rely on).
@@ -56,7 +56,7 @@ def _sign_p(wins: int, n: int) -> float:
     return float(binom.sf(wins - 1, n, 0.5))
 
 
-def interior_optimum(results: dict[Any, list[RunRecord]], *, budget: FalseAlarmBudget,
+def interior_optimum(results: dict[Any, list[ReleaseRecord]], *, budget: FalseAlarmBudget,
                      claim_id: str = "thesis-interior-kappa", name: str = "κ") -> tuple[Check, float, bool]:
     """Fig 3.1's claim, an interior optimal ``name``, tested against the ends of the grid (module docstring).
 
@@ -82,7 +82,7 @@ def interior_optimum(results: dict[Any, list[RunRecord]], *, budget: FalseAlarmB
     return c, float(best), bool(interior)
 
 
-def no_clear_trend(results: dict[Any, list[RunRecord]], *, budget: FalseAlarmBudget,
+def no_clear_trend(results: dict[Any, list[ReleaseRecord]], *, budget: FalseAlarmBudget,
                    name: str = "k") -> tuple[Check, float]:
     """Fig 3.2's claim, no clear direction of the error in ``name``, tested by Page's L test (module docstring).
 

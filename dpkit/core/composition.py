@@ -15,7 +15,7 @@ Contents
 - :func:`laplace_privacy_loss_exact` / :func:`laplace_composition_delta` — the exact
   ``δ(ε)`` of ``k`` Laplace releases (worst-case shift), by convolution of the discretised
   privacy-loss distribution with a rigorous lower/upper bracket (defined in
-  :mod:`dpkit.core.pld`, re-exported here).
+  :mod:`dpkit.core.pld`).
 
 All logarithms are natural.
 """
@@ -27,7 +27,6 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.special import gammaln
 
-from dpkit.core.pld import MAX_PLD_POINTS, LaplacePLD, laplace_composition_delta, laplace_privacy_loss_exact
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_positive_int, check_real_in_range
 
 __all__ = [
@@ -38,10 +37,6 @@ __all__ = [
     "optimal_composition_delta",
     "optimal_composition_pairs",
     "per_step_epsilon",
-    "LaplacePLD",
-    "laplace_privacy_loss_exact",
-    "laplace_composition_delta",
-    "MAX_PLD_POINTS",
 ]
 
 def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, float]:

@@ -3,7 +3,7 @@ answering, and the generated written conclusion.
 
 Every method of the ``baselines`` suite of :mod:`dpkit.methods.registry` runs through the one runner
 (:func:`dpkit.experiments.protocol.run_cell`) at the same (ε, δ) on the same data and workloads (a
-paired comparison); a cell is seeded by :func:`~dpkit.experiments.protocol.cell_seed`. Non-private
+paired comparison); a cell is seeded by :func:`~dpkit.experiments.records.cell_seed`. Non-private
 references (privacy class ``"non-private"``) stay in the tables, marked, and are never "best".
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 
 __all__ = [
@@ -43,7 +43,7 @@ def toy_methods(*, epsilon: float, delta: float, levels: int, m: int, m_rows: in
     }
 
 
-def baseline_rows(records: Iterable[RunRecord], *, dataset: str) -> list[dict[str, Any]]:
+def baseline_rows(records: Iterable[ReleaseRecord], *, dataset: str) -> list[dict[str, Any]]:
     """Table rows per (σ, method) in the order the methods ran: ``dataset, sigma, method, privacy,
     private, abs_mean, abs_std, abs_min, abs_max, rel_mean, rel_std, time_s`` (mean release time),
     ``time_max_s``, the stated budget ``epsilon, delta``, the ledger totals ``eps_spent, delta_spent``,

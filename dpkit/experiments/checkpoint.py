@@ -238,7 +238,7 @@ class RepetitionCheckpoint:
         return list(kept["records"])
 
     def save(self, index: int, records: Sequence[Any], *, seconds: float | None = None) -> None:
-        """Keep repetition ``index``'s records (picklable, e.g. the ``RunRecord`` of :mod:`~dpkit.experiments.protocol`;
+        """Keep repetition ``index``'s records (picklable, e.g. the ``ReleaseRecord`` of :mod:`~dpkit.experiments.protocol`;
         atomically: a reader sees all of them or none), with the wall time it took to compute (``seconds``;
         see :func:`kept_seconds`)."""
         self._write(index, records, None if seconds is None else float(seconds), machine=numerics_machine())

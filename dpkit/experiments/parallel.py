@@ -22,7 +22,7 @@ import numpy as np
 
 from dpkit.core.threads import environ_restored, thread_environ, thread_share
 from dpkit.experiments.checkpoint import RepetitionCheckpoint
-from dpkit.experiments.records import RunRecord, method_seed, name_words, record_release, repetition_at, timed_release
+from dpkit.experiments.records import ReleaseRecord, method_seed, name_words, record_release, repetition_at, timed_release
 from dpkit.queries.gemm import usable_cores
 from dpkit.queries.release import Method, Release
 
@@ -62,7 +62,7 @@ class CellsJob:
     J: int
     supremum: str | None = "cube"
 
-    def run(self, i: int) -> tuple[list[RunRecord], float]:
+    def run(self, i: int) -> tuple[list[ReleaseRecord], float]:
         """Repetition ``i``'s records and the wall time it took."""
         t0 = time.perf_counter()
         records = _cells_repetition(self.X, i, named=self.named, shared=self.shared, configured=self.configured,
@@ -84,7 +84,7 @@ class RepetitionExecutor(Protocol):
     """
 
     def __call__(self, job: CellsJob, reps: int, *, keep: RepetitionCheckpoint | None, label: str,
-                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None]) -> None: ...
+                 finished: Callable[[int, list[ReleaseRecord]], None], arrived: Callable[[int], None]) -> None: ...
 
 
 _WORKER_JOB: CellsJob | None = None
@@ -142,7 +142,7 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="dpkit-parent-watch", daemon=True).start()
 
 
-def _worker_run(i: int) -> tuple[list[RunRecord], float]:
+def _worker_run(i: int) -> tuple[list[ReleaseRecord], float]:
     assert _WORKER_JOB is not None, "worker process not initialised"
     return _WORKER_JOB.run(i)
 
@@ -156,8 +156,8 @@ class InOrder:
     """
 
     def __init__(self, reps: int, *, keep: RepetitionCheckpoint | None,
-                 finished: Callable[[int, list[RunRecord]], None], arrived: Callable[[int], None] | None = None) -> None:
-        self.ready: dict[int, list[RunRecord]] = {}
+                 finished: Callable[[int, list[ReleaseRecord]], None], arrived: Callable[[int], None] | None = None) -> None:
+        self.ready: dict[int, list[ReleaseRecord]] = {}
         self.todo: list[int] = []
         self._finished, self._next = finished, 0
         for i in range(reps):
@@ -177,8 +177,8 @@ class InOrder:
 
 
 def parallel_repetitions(job: CellsJob, reps: int, *, workers: int, keep: RepetitionCheckpoint | None,
-                         computed: Callable[[int, list[RunRecord], float], None],
-                         finished: Callable[[int, list[RunRecord]], None]) -> None:
+                         computed: Callable[[int, list[ReleaseRecord], float], None],
+                         finished: Callable[[int, list[ReleaseRecord]], None]) -> None:
     """:func:`run_cells`'s repetitions in ``workers`` processes (its ``workers`` parameter).
 
     Kept repetitions are loaded here; the others are computed in a process pool (``spawn``, so nothing of
@@ -216,7 +216,7 @@ def parallel_repetitions(job: CellsJob, reps: int, *, workers: int, keep: Repeti
     with environ_restored(**thread_environ(share)), ProcessPoolExecutor(
             max_workers=n_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
             initargs=(job,)) as pool:  # the processes start (and inherit the environment) as the tasks are submitted
-        running: dict[Future[tuple[list[RunRecord], float]], int] = {pool.submit(_worker_run, i): i for i in todo}
+        running: dict[Future[tuple[list[ReleaseRecord], float]], int] = {pool.submit(_worker_run, i): i for i in todo}
         while running:
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=running.__getitem__):
@@ -246,7 +246,7 @@ def parallel_repetitions(job: CellsJob, reps: int, *, workers: int, keep: Repeti
 def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], shared: set[str],
                       configured: Mapping[float, Mapping[str, Method]], sigmas: Sequence[float],
                       cell_seeds: Sequence[np.random.SeedSequence], shared_seed_i: np.random.SeedSequence,
-                      n_queries: int, J: int, supremum: str | None = "cube") -> list[RunRecord]:
+                      n_queries: int, J: int, supremum: str | None = "cube") -> list[ReleaseRecord]:
     """Repetition ``i`` of :func:`run_cells` at every σ: σ-major, then method.
 
     A σ-dependent method's stream is :func:`method_seed` of the cell's repetition seed, a σ-independent one's
@@ -255,7 +255,7 @@ def _cells_repetition(X: np.ndarray, i: int, *, named: Mapping[str, Method], sha
     words = name_words(named)
     streams = {name: method_seed(shared_seed_i, name, words[name]) for name in shared}
     memo: dict[str, tuple[Release[Any], float]] = {}
-    records: list[RunRecord] = []
+    records: list[ReleaseRecord] = []
     for s, cseed in zip(sigmas, cell_seeds):
         rep = repetition_at(X, cseed, i, sigma=s, names={n: w for n, w in words.items() if n not in shared},
                             n_queries=n_queries, J=J)

@@ -17,7 +17,7 @@ depend on the run seed, the cell, the repetition and its own name, never on whic
 run or in which order. A table cell is seeded by :func:`cell_seed` from the run seed and the
 cell's *values* (data set, σ), so a table computed in one run and the same table split over many
 batch runs give identical numbers. Every record carries the seeds of its workload and of its
-method's stream (``RunRecord.seeds``, :func:`seed_record`), so a reader can re-create its release.
+method's stream (``ReleaseRecord.seeds``, :func:`seed_record`), so a reader can re-create its release.
 
 Shared releases (:func:`run_cells`): a method whose release does not depend on σ (its
 :meth:`~dpkit.queries.release.MethodBase.at_width` returns the method itself and it does not answer the
@@ -33,8 +33,7 @@ the queries directly the exact answers are their input, and their computation ti
 to them (``timings["truth"]``).
 
 Modules: the records, seeds and the record of one release are :mod:`dpkit.experiments.records`, the
-parallel repetitions of :func:`run_cells` :mod:`dpkit.experiments.parallel`; every public name is
-importable from here.
+parallel repetitions of :func:`run_cells` :mod:`dpkit.experiments.parallel`.
 """
 from __future__ import annotations
 
@@ -50,37 +49,26 @@ from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
 from dpkit.experiments.parallel import CellsJob, RepetitionExecutor, parallel_repetitions
 from dpkit.experiments.records import (
     ON_REPETITION,
-    SEEDING,
-    SUPREMUM_DOMAINS,
-    Cancelled,
-    Repetition,
+    ReleaseRecord,
     RepetitionCallback,
-    RunRecord,
     as_methods,
     cell_seed,
     check_supremum,
-    method_seed,
     name_words,
-    on_repetitions,
     record_release,
     repetitions,
-    seed_record,
     shared_seed,
-    supremum_seed,
     timed_release,
     width_independent,
-    workload_seed,
 )
 from dpkit.queries.release import Method
 
-__all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions", "run_cell",
-           "run_cells", "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS",
-           "method_seed", "workload_seed", "name_words", "seed_record", "SEEDING"]
+__all__ = ["run_cell", "run_cells"]
 
 
 def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,
              n_queries: int = 10_000, J: int = 10, rng: RNGLike = 0, progress: bool = False,
-             on_repetition: RepetitionCallback | None = None, supremum: str | None = "cube") -> list[RunRecord]:
+             on_repetition: RepetitionCallback | None = None, supremum: str | None = "cube") -> list[ReleaseRecord]:
     """Run ``reps`` repetitions of every method at kernel width σ on data ``X`` (module docstring).
 
     Parameters
@@ -112,13 +100,13 @@ def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method],
 
     Returns
     -------
-    list of RunRecord
+    list of ReleaseRecord
         One per (repetition, method), repetition-major.
     """
     supremum = check_supremum(supremum)
     named = as_methods(methods)
     configured = {name: m.at_width(sigma) for name, m in named.items()}
-    records: list[RunRecord] = []
+    records: list[ReleaseRecord] = []
     hook = on_repetition if on_repetition is not None else ON_REPETITION.get()
     for rep in repetitions(X, sigma=sigma, names=list(configured), reps=reps, n_queries=n_queries, J=J, rng=rng,
                            progress=progress):
@@ -135,7 +123,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
               on_repetition: RepetitionCallback | None = None,
               checkpoint: str | os.PathLike | None = None, workers: int | RepetitionExecutor = 1,
               supremum: str | None = "cube", adopt: bool = False,
-              verify_reps: int | None = None) -> list[RunRecord]:
+              verify_reps: int | None = None) -> list[ReleaseRecord]:
     """The cells (``dataset``, σ) for every σ in ``sigmas``, sharing the σ-independent releases.
 
     Every σ-dependent method gets exactly the records of ``run_cell(X, ..., sigma=σ,
@@ -195,7 +183,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
 
     Returns
     -------
-    list of RunRecord
+    list of ReleaseRecord
         σ-major (in the order of ``sigmas``), then repetition, then method: the concatenation of the
         :func:`run_cell` records of each σ.
 
@@ -235,10 +223,10 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
         X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J, supremum=supremum),
         verify=(lambda i: job.run(i)[0]) if adopt else None, verify_at=verify_reps_switch(verify_reps) if adopt else None)
-    out: dict[float, list[RunRecord]] = {s: [] for s in sigmas}
+    out: dict[float, list[ReleaseRecord]] = {s: [] for s in sigmas}
     bar = tqdm(total=reps, disable=not progress, desc=f"{dataset} σ={','.join(f'{s:g}' for s in sigmas)}")
 
-    def finished(i: int, records: list[RunRecord]) -> None:
+    def finished(i: int, records: list[ReleaseRecord]) -> None:
         for r in records:
             out[r.sigma].append(r)
         if executor is None:  # an executor's repetitions are counted as they arrive, in any order
@@ -246,7 +234,7 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
         if hook is not None:
             hook(i, int(reps))
 
-    def computed(i: int, records: list[RunRecord], seconds: float) -> None:
+    def computed(i: int, records: list[ReleaseRecord], seconds: float) -> None:
         if keep is not None:
             keep.save(i, records, seconds=seconds)
 

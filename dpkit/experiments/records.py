@@ -1,19 +1,19 @@
 """The records and seeds of the Chapter 3 protocol, and the record of one release.
 
-* :class:`~dpkit.experiments.record_types.RunRecord` — one method in one repetition of a table cell;
-  :class:`~dpkit.experiments.record_types.Repetition` — what a repetition shares (its workload, the exact answers,
-  the methods' streams); both defined in :mod:`dpkit.experiments.record_types` and re-exported here.
+* :class:`~dpkit.experiments.records.ReleaseRecord` — one method in one repetition of a table cell;
+  :class:`~dpkit.experiments.records.Repetition` — what a repetition shares (its workload, the exact answers,
+  the methods' streams).
 * Seeds: :func:`cell_seed` (a table cell, from the run seed and the cell's values), :func:`shared_seed`
   (the width-independent releases of a data set), :func:`repetitions` (the repetitions of a cell),
   :func:`workload_seed` and :func:`method_seed` (a repetition's workload, and each method's stream keyed by
   its name), :func:`seed_record` (a seed as plain ints, on every record), :func:`supremum_seed` (the search
   of the class supremum).
 * :func:`record_release` — evaluate one release on a repetition's workload into a
-  :class:`~dpkit.experiments.record_types.RunRecord`; :func:`repetition_at` (repetition ``i`` from its own seed) and
+  :class:`~dpkit.experiments.records.ReleaseRecord`; :func:`repetition_at` (repetition ``i`` from its own seed) and
   :func:`timed_release` (a release and its wall time), which the parallel and Dask repetitions use too.
 * :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
 
-:mod:`dpkit.experiments.protocol` (the runner) has the protocol and re-exports every name.
+:mod:`dpkit.experiments.protocol` (the runner) runs the protocol on them.
 
 Seeding: a repetition's workload is the first child of its seed, exactly as in every earlier version
 of the runner (the workloads and exact answers of a run are unchanged); a method's stream is keyed by
@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,19 +37,151 @@ import numpy as np
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.threads import one_blas_thread
 from dpkit.core.validation import check_positive_finite, check_positive_int, check_seed
-from dpkit.experiments.record_types import Repetition, RunRecord
 from dpkit.queries.evaluate import answer_synthetic
 from dpkit.queries.metrics import errors_from_answers
 from dpkit.queries.release import Method, Release
-from dpkit.queries.supremum_error import ClassSupremum
+from dpkit.queries.supremum import ClassSupremum
 from dpkit.queries.synthetic import check_released_database
 from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["RunRecord", "Repetition", "Cancelled", "on_repetitions", "cell_seed", "shared_seed", "repetitions",
-           "as_methods", "width_independent", "record_release", "supremum_seed", "SUPREMUM_DOMAINS", "method_seed",
-           "workload_seed", "name_words", "seed_record", "SEEDING", "repetition_at", "timed_release", "ON_REPETITION",
-           "check_supremum"]
+__all__ = [
+    "ReleaseRecord",
+    "Repetition",
+    "Cancelled",
+    "on_repetitions",
+    "cell_seed",
+    "shared_seed",
+    "repetitions",
+    "as_methods",
+    "width_independent",
+    "record_release",
+    "supremum_seed",
+    "SUPREMUM_DOMAINS",
+    "method_seed",
+    "workload_seed",
+    "name_words",
+    "seed_record",
+    "SEEDING",
+    "repetition_at",
+    "timed_release",
+    "ON_REPETITION",
+    "check_supremum",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseRecord:
+    """One (repetition, method) result of :func:`~dpkit.experiments.protocol.run_cell`.
+
+    Attributes
+    ----------
+    rep : int
+        Repetition index.
+    method : str
+        The method's name in this run (registry name or label).
+    privacy : str
+        Its privacy class.
+    sigma : float
+        Kernel width of the workload.
+    abs, rel : float
+        Worst absolute and relative error over the workload.
+    time_s : float
+        Wall time of the release (plus the exact answers for direct-answering methods).
+    timings : dict
+        The release's stage timings.
+    support_size : int
+        Distinct points of the synthetic database (0 for released answers).
+    eps_spent, delta_spent : float
+        Totals of the release's ledger.
+    error_bound : float
+        Proven bound on the absolute numerical error of the answers behind ``abs`` (exact answers plus the
+        synthetic database's answers); the reported worst errors are exact up to it.
+    params : dict
+        The release's parameters.
+    ledger : dict
+        The release's ledger record.
+    lp_status : int or None
+        HiGHS status of the LP for the LP-based methods.
+    sup_abs : float or None
+        The worst error over the whole query class (2.1) found for this release
+        (:func:`dpkit.queries.supremum.class_supremum`: a certified lower bound, attained by the single-kernel
+        query ``supremum["witness"]``); ``None`` when not computed or not defined (a release that answers only
+        its workload's queries: ``supremum["reason"]`` says why).
+    supremum : dict or None
+        The search's record (:meth:`~dpkit.queries.supremum.ClassSupremum.as_dict`: witness centre, its signed
+        and relative error, domain, numerical bound, and its effort: ``n_evaluations``, ``n_starts``,
+        ``n_ascended``).
+    sup_upper : float or None
+        A certified *upper* bound on the class supremum of this release (:func:`dpkit.queries.supremum_upper.sup_upper`:
+        the kernel MMD between the data and the synthetic database with its rounding bound, or the branch and
+        bound's where d ≤ 8 and it is smaller), so ``sup_abs ≤ sup_c |E(c)| ≤ sup_upper`` up to ``sup_abs``'s
+        numerical bound; recorded with ``sup_abs`` and ``None`` where that is, or where the argument does not hold
+        (a released answer function: ``supremum_upper["reason"]`` says why).
+    supremum_upper : dict or None
+        The bound's record (:meth:`~dpkit.queries.supremum_upper.SupremumUpper.as_dict`: which bound, the MMD's
+        estimate and rounding bound, the data side, the self-term's cache).
+    centre_abs : float or None
+        The worst single centre of the workload: ``max |K̄_D̂(c) − K̄_D(c)|`` over its ``Q·J`` centres ``c``
+        (the kernel means of the synthetic database and of the data that the answers contract with ``α``);
+        ``None`` for a release of answers only (``centre_note`` says why).
+    centre_bound : float or None
+        Proven bound on the numerical error of ``centre_abs`` (both kernel means' bounds).
+    centre_note : str
+        Why ``centre_abs`` is ``None`` (empty otherwise).
+    seeds : dict
+        The streams that produced the record, so that a reader can re-create the release: ``"workload"``
+        (the repetition's workload) and ``"method"`` (the stream given to ``method.release``), each
+        ``{"entropy": [...], "spawn_key": [...], "pool_size": int}`` with the entropy and spawn key as
+        32-bit words; ``numpy.random.SeedSequence(**seeds["method"])`` is the method's stream
+        (``"method"`` is ``None`` for a release recorded without its stream). ``"seeding"`` names the
+        scheme (:data:`~dpkit.experiments.records.SEEDING`).
+    """
+
+    rep: int
+    method: str
+    privacy: str
+    sigma: float
+    abs: float
+    rel: float
+    time_s: float
+    timings: dict[str, float]
+    support_size: int
+    eps_spent: float
+    delta_spent: float
+    error_bound: float
+    params: dict[str, Any]
+    ledger: dict[str, Any]
+    lp_status: int | None = None
+    sup_abs: float | None = None
+    supremum: dict[str, Any] | None = None
+    centre_abs: float | None = None
+    centre_bound: float | None = None
+    centre_note: str = ""
+    seeds: dict[str, Any] | None = None
+    sup_upper: float | None = None
+    supremum_upper: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """A plain dict (for DataFrames and JSON)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Repetition:
+    """One repetition's shared inputs: its workload (drawn from ``workload_seed``), the exact answers and
+    the stream of each method by name (:func:`~dpkit.experiments.records.method_seed`)."""
+
+    index: int
+    workload: GaussianKernelWorkload
+    truth: Truth
+    workload_seed: np.random.SeedSequence
+    streams: dict[str, np.random.SeedSequence]
+
+    def generator(self, name: str) -> np.random.Generator:
+        """A fresh generator on the stream of the method named ``name``."""
+        return np.random.default_rng(self.streams[name])
+
 
 #: the seeding scheme of the runner (a checkpoint's identity: repetitions of another scheme are never reused)
 SEEDING = "name-keyed-1"
@@ -323,8 +456,8 @@ def _supremum_upper(rel: Release[Any], X: np.ndarray, *, sigma: float, found: Cl
 
 def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetition, sigma: float,
                    X: np.ndarray | None = None, supremum: str | None = None,
-                   stream: np.random.SeedSequence | None = None) -> RunRecord:
-    """Score one method's release on one repetition: the :class:`~dpkit.experiments.record_types.RunRecord` the
+                   stream: np.random.SeedSequence | None = None) -> ReleaseRecord:
+    """Score one method's release on one repetition: the :class:`~dpkit.experiments.records.ReleaseRecord` the
     runner keeps.
 
     The release's answers to the repetition's workload (its own answers, or the workload answered on its
@@ -358,7 +491,7 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
 
     Returns
     -------
-    RunRecord
+    ReleaseRecord
     """
     centre_abs = centre_bound = centre_errors = None
     if rel.answers is not None:
@@ -382,7 +515,7 @@ def record_release(name: str, rel: Release[Any], seconds: float, *, rep: Repetit
         found = _supremum(name, rel, X, est, rep=rep, sigma=sigma, domain=supremum, centre_errors=centre_errors)
         sup = found.as_dict()
         upper = _supremum_upper(rel, X, sigma=sigma, found=found)
-    return RunRecord(
+    return ReleaseRecord(
         rep=rep.index, method=name, privacy=rel.privacy, sigma=float(sigma), abs=err.abs, rel=err.rel,
         time_s=seconds + float(rel.timings.get("truth", 0.0)), timings=dict(rel.timings),
         support_size=rel.support_size, eps_spent=eps, delta_spent=dl, error_bound=bound, params=dict(rel.params),
@@ -409,7 +542,7 @@ def _centre_errors(synthetic_means: np.ndarray, synthetic_rel_bound: float, trut
 
 
 def _record_seeds(rep: Repetition, stream: np.random.SeedSequence | None) -> dict[str, Any]:
-    """The record's ``seeds`` (:class:`~dpkit.experiments.record_types.RunRecord`)."""
+    """The record's ``seeds`` (:class:`~dpkit.experiments.records.ReleaseRecord`)."""
     return {"seeding": SEEDING, "workload": seed_record(rep.workload_seed),
             "method": None if stream is None else seed_record(stream)}
 

@@ -1,4 +1,4 @@
-"""Aggregation of :class:`~dpkit.experiments.protocol.RunRecord` s into table rows (mean ± spread)."""
+"""Aggregation of :class:`~dpkit.experiments.records.ReleaseRecord` s into table rows (mean ± spread)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -6,12 +6,12 @@ from typing import Any
 
 import pandas as pd
 
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 
 __all__ = ["records_frame", "spread_stats", "supremum_stats", "SUP_KEYS"]
 
 
-def records_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
+def records_frame(records: Iterable[ReleaseRecord]) -> pd.DataFrame:
     """The records as a DataFrame (one row per repetition and method)."""
     return pd.DataFrame([r.as_dict() for r in records])
 

@@ -15,7 +15,8 @@ from tqdm.auto import tqdm
 
 from dpkit.core.rng import RNGLike, spawn_seeds
 from dpkit.core.validation import check_positive_finite, check_positive_int, check_sequence
-from dpkit.experiments.protocol import RunRecord, run_cell
+from dpkit.experiments.protocol import run_cell
+from dpkit.experiments.records import ReleaseRecord
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.queries.release import Method
 
@@ -23,7 +24,7 @@ __all__ = ["sweep", "sweep_rows", "parse_values"]
 
 
 def sweep(X: np.ndarray, *, method: Method, param: str, values: Sequence[Any], sigma: float, reps: int,
-          n_queries: int = 10_000, J: int = 10, rng: RNGLike = 0, progress: bool = False) -> dict[Any, list[RunRecord]]:
+          n_queries: int = 10_000, J: int = 10, rng: RNGLike = 0, progress: bool = False) -> dict[Any, list[ReleaseRecord]]:
     """Worst-case errors of ``method`` with ``param`` set to each of ``values`` (common random numbers).
 
     Returns
@@ -47,7 +48,7 @@ def sweep(X: np.ndarray, *, method: Method, param: str, values: Sequence[Any], s
     n_queries = check_positive_int(n_queries, name="n_queries")
     J = check_positive_int(J, name="J")
     seed_root = spawn_seeds(rng, 1)[0]
-    out: dict[Any, list[RunRecord]] = {}
+    out: dict[Any, list[ReleaseRecord]] = {}
     for v in tqdm(list(values), disable=not progress, desc=f"{param} sweep"):
         m = dataclasses.replace(method, **{param: v})
         # a fresh copy of the root for every value: SeedSequence.spawn counts the children it has handed out, so
@@ -57,7 +58,7 @@ def sweep(X: np.ndarray, *, method: Method, param: str, values: Sequence[Any], s
     return out
 
 
-def sweep_rows(results: dict[Any, list[RunRecord]], *, dataset: str, param: str) -> list[dict[str, Any]]:
+def sweep_rows(results: dict[Any, list[ReleaseRecord]], *, dataset: str, param: str) -> list[dict[str, Any]]:
     """Mean, std, min and max of the worst errors per swept value (ascending), and of the class supremum
     (:data:`~dpkit.experiments.summary.SUP_KEYS`, with the mean certified upper bound ``sup_upper_mean`` beside
     ``sup_abs_mean``, and ``sup_abs_min``; ``None`` where a method has none)."""

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from dpkit.core.validation import check_name
-from dpkit.experiments.protocol import RunRecord, cell_seed, run_cell
+from dpkit.experiments.protocol import run_cell
+from dpkit.experiments.records import ReleaseRecord, cell_seed
 from dpkit.experiments.reference import PAPER_WORST_TIME, paper_value
 from dpkit.experiments.summary import SUP_KEYS, records_frame, spread_stats
 from dpkit.methods.registry import get, with_budget
@@ -44,7 +45,7 @@ def table_methods(mechanisms: Sequence[str] = ("I", "II"), constants: Sequence[s
 
 
 def run_table_cell(X: np.ndarray, *, dataset: str, sigma: float, methods: dict[str, Method], reps: int, seed: int,
-                   n_queries: int = 10_000, J: int = 10, progress: bool = False) -> list[RunRecord]:
+                   n_queries: int = 10_000, J: int = 10, progress: bool = False) -> list[ReleaseRecord]:
     """One (data set, σ) cell of Tables 3.2/3.3, seeded by :func:`cell_seed` from the cell's values.
 
     ``seed`` must be an integer ≥ 0 and ``dataset`` a non-empty string (else a TypeError or ValueError naming
@@ -60,7 +61,7 @@ def mechanism_of(params: dict[str, Any]) -> str:
     return "II" if float(params["delta"]) > 0 else "I"
 
 
-def table_rows(records: Iterable[RunRecord], *, dataset: str) -> list[dict[str, Any]]:
+def table_rows(records: Iterable[ReleaseRecord], *, dataset: str) -> list[dict[str, Any]]:
     """Rows per (mechanism, constants, σ): mean ± std, min, max of the worst errors, the worst and
     median time, the stage split of the slowest run, and the thesis's numbers and ratios.
 

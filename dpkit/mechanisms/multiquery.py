@@ -9,7 +9,7 @@
     (ε, δ)-DP by Thm 1.11 with δ' = δ.
   * ``"thesis"``: the printed ``Lap(Δ√(2k log(1/δ))/ε)``. **[erratum]** its proof uses
     ``√(1+u) − 1 ≥ u/2``, which points the wrong way, so Thm 1.11 gives ``ε + ≈ε²/(2ln(1/δ))``
-    rather than ε. Exact privacy-loss accounting (:func:`dpkit.core.composition.laplace_composition_delta`)
+    rather than ε. Exact privacy-loss accounting (:func:`dpkit.core.pld.laplace_composition_delta`)
     still shows (ε, δ)-DP with room to spare.
 
 - :func:`laplace_I_error_bound`, :func:`laplace_II_error_bound` — Prop 1.13 (both forms), and

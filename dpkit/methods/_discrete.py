@@ -43,19 +43,26 @@ from scipy.sparse.csgraph import connected_components
 
 from dpkit.core.settings import setting
 from dpkit.core.validation import check_int_in_range
-from dpkit.methods._contraction import (
-    LOG_LOSS_LIMIT,
-    CalibratedTree,
-    log_contraction,
-    normalised_contraction,
-    scaled_contraction,
-)
+from dpkit.methods._contraction import LOG_LOSS_LIMIT, CalibratedTree, log_contraction, scaled_contraction
 from dpkit.queries.disk_cache import cache_dir
 from dpkit.queries.synthetic import WeightedDatabase
 
-__all__ = ["grid_codes", "uniform_in_cells", "cell_cdf", "pair_counts", "project_simplex", "Measurement", "fit_model",
-           "sample_model", "synthetic_database", "attr_names", "model_marginals", "jax_cache_dir",
-           "normalised_contraction", "log_contraction", "CalibratedTree", "load_mbi", "MBI_IMPORT_ADVICE"]
+__all__ = [
+    "grid_codes",
+    "uniform_in_cells",
+    "cell_cdf",
+    "pair_counts",
+    "project_simplex",
+    "Measurement",
+    "fit_model",
+    "sample_model",
+    "synthetic_database",
+    "attr_names",
+    "model_marginals",
+    "jax_cache_dir",
+    "load_mbi",
+    "MBI_IMPORT_ADVICE",
+]
 
 Measurement = tuple[tuple[int, ...], np.ndarray, float]
 """A noisy marginal: (attribute indices, noisy counts flattened in C order, noise standard deviation)."""

@@ -29,13 +29,12 @@ from numpy.typing import ArrayLike
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_budget_fields, check_choice, check_in_unit_cube, check_positive_ints
-from dpkit.mechanisms.vector_release import noise_std, noisy_release
+from dpkit.mechanisms.vector_release import noisy_release
 from dpkit.methods._discrete import cell_cdf, grid_codes, uniform_in_cells
 from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 
-# noisy_release and noise_std are re-exported from their home, dpkit.mechanisms.vector_release
-__all__ = ["IndependentMarginals", "MarginalStats", "noisy_release", "noise_std"]
+__all__ = ["IndependentMarginals", "MarginalStats"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -4,7 +4,7 @@
 (Greek letters, accents, sub- and superscripts) into LaTeX that pdflatex typesets; :func:`estimate_width_pt`
 estimates the width of a cell in points against :data:`TEXT_WIDTH_PT`, which decides how
 :func:`~dpkit.outputs.tables.to_latex` splits a wide table; :func:`latex_cells`, :func:`split_header` and
-:func:`header_cell` make a table's cells and headers. :mod:`dpkit.outputs.tables` re-exports :data:`HEADERS`.
+:func:`header_cell` make a table's cells and headers.
 """
 from __future__ import annotations
 

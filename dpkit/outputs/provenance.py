@@ -14,7 +14,7 @@ from typing import Any
 from dpkit.core.machine import cpu
 from dpkit.core.paths import repo_root
 
-__all__ = ["provenance", "cpu", "PACKAGES"]
+__all__ = ["provenance", "PACKAGES"]
 
 #: Packages whose versions can change a number.
 PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "threadpoolctl", "matplotlib", "papermill", "diffprivlib", "mbi")

@@ -25,10 +25,10 @@ from typing import Any, Iterable
 import numpy as np
 
 from dpkit.claims.results import NotebookRun
-from dpkit.evaluation.verdicts import VERDICTS, Check, check
+from dpkit.evaluation.verdicts import Check, check
 from dpkit.outputs.provenance import provenance
 
-__all__ = ["Check", "Report", "check", "write_metrics", "read_metrics", "to_jsonable", "VERDICTS"]
+__all__ = ["Report", "write_metrics", "read_metrics", "to_jsonable"]
 
 def to_jsonable(x: Any) -> Any:
     """Convert numpy scalars/arrays, dataclasses, paths and non-finite floats for JSON."""

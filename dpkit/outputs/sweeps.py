@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from dpkit.core.quick import quick_values
 from dpkit.data.api import load
-from dpkit.experiments.protocol import RunRecord
+from dpkit.experiments.records import ReleaseRecord
 from dpkit.experiments.sweeps import sweep, sweep_rows
 from dpkit.methods.registry import get, with_budget
 from dpkit.outputs.figures.metric import check_metric, metric_caption
@@ -70,7 +70,7 @@ class SweepRun:
     name: str
     method: Method
     values: list[Any]
-    results: dict[Any, list[RunRecord]]
+    results: dict[Any, list[ReleaseRecord]]
     rows: list[dict[str, Any]]
     table: pd.DataFrame
     figure: Figure

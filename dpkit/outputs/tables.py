@@ -26,8 +26,14 @@ from dpkit.outputs.latex_text import (
     to_latex_text,
 )
 
-__all__ = ["rows_frame", "paper_comparison_table", "paper_tables_latex", "rows_longtable_latex", "export_table",
-           "to_latex", "HEADERS"]
+__all__ = [
+    "rows_frame",
+    "paper_comparison_table",
+    "paper_tables_latex",
+    "rows_longtable_latex",
+    "export_table",
+    "to_latex",
+]
 
 
 def rows_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -264,7 +264,7 @@ class _Explorer:
             self._work(values)
 
     def _tick(self, rep_index: int, reps: int) -> None:
-        from dpkit.experiments.protocol import Cancelled
+        from dpkit.experiments.records import Cancelled
 
         self.done += 1
         self.progress.max = max(self.progress.max, self.done)
@@ -273,7 +273,7 @@ class _Explorer:
             raise Cancelled(f"stopped after {self.done} repetitions")
 
     def _work(self, values: dict[str, Any]) -> None:
-        from dpkit.experiments.protocol import Cancelled, on_repetitions
+        from dpkit.experiments.records import Cancelled, on_repetitions
 
         t0 = time.perf_counter()
         try:

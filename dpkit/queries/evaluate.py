@@ -12,8 +12,6 @@ over 10⁴ queries × 10 centres × up to 10⁵ rows, 30 runs per cell.
 :mod:`dpkit.queries.gemm`) and the answers are one (Q, J) contraction with ``α``. Every answer
 carries the a-priori relative bound of :mod:`dpkit.queries.rounding` (float32 or float64).
 
-This module keeps the public names it always had (the engine and the bounds are re-exported
-from their modules), so ``from dpkit.queries.evaluate import kernel_sums`` keeps working.
 The low-rank fast path for data answers is :func:`dpkit.queries.exact.exact_answers`.
 """
 from __future__ import annotations
@@ -27,27 +25,10 @@ import numpy as np
 
 from dpkit.core.threads import limit_threads
 from dpkit.core.validation import check_finite_array, check_positive_int
-from dpkit.queries.gemm import (
-    DEFAULT_BLOCK_CENTRES,
-    DEFAULT_BLOCK_POINTS,
-    deduplicate,
-    kernel_sums,
-    peak_memory_bytes,
-)
-from dpkit.queries.rounding import (
-    DEFAULT_RTOL,
-    EXP_ULP_F32,
-    SUM_GROUP,
-    UNIT_ROUNDOFF_F32,
-    UNIT_ROUNDOFF_F64,
-    Precision,
-    choose_precision,
-    float32_error_bound,
-)
+from dpkit.queries.gemm import kernel_sums
 from dpkit.queries.workload import GaussianKernelWorkload
 
 __all__ = [
-    "kernel_sums",
     "answer_weighted",
     "answer_data",
     "answer_synthetic",
@@ -55,20 +36,7 @@ __all__ = [
     "worst_case_errors",
     "relative_errors",
     "WorstCaseErrors",
-    "float32_error_bound",
-    "choose_precision",
-    "Precision",
-    "deduplicate",
-    "peak_memory_bytes",
     "kernel_evals_per_second",
-    "UNIT_ROUNDOFF_F32",
-    "EXP_ULP_F32",
-    "DEFAULT_RTOL",
-    # also importable from here (they live in gemm / rounding)
-    "DEFAULT_BLOCK_CENTRES",
-    "DEFAULT_BLOCK_POINTS",
-    "SUM_GROUP",
-    "UNIT_ROUNDOFF_F64",
 ]
 
 _WEIGHT_SUM_TOL = 1e-6

@@ -1,7 +1,7 @@
 """A certified upper bound on the class supremum of a weighted database, in any dimension: the kernel MMD.
 
 The search of :mod:`dpkit.queries.supremum` gives a certified *lower* bound ``sup_abs`` on
-``sup_c |E(c)|``; :func:`~dpkit.queries.supremum_bound.certify_supremum` an upper one for d ≤ 8 only.
+``sup_c |E(c)|``; :func:`~dpkit.queries.supremum.certify_supremum` an upper one for d ≤ 8 only.
 :func:`sup_upper` bounds the supremum from above for every weighted database (synthetic data), in
 closed form, over every centre of ``R^d`` (the class (2.1) as defined [1], not only the cube).
 
@@ -52,7 +52,7 @@ the on-disk cache beside the exact answers (:mod:`dpkit.queries.disk_cache`, kin
 keyed by the data's content and σ), like the embeddings.
 
 **The tighter of two** (``certify``). For d ≤ 8 the branch and bound of
-:func:`~dpkit.queries.supremum_bound.certify_supremum` gives an upper bound over the same domain
+:func:`~dpkit.queries.supremum.certify_supremum` gives an upper bound over the same domain
 that can be tighter (it bounds ``sup |E|`` itself, not ``‖μ_D̂ − μ_D‖``); where it is cheap
 (``certify="auto"``: d ≤ 8 and at most :data:`CERTIFY_BUDGET` kernel values) it runs with
 ``max_boxes`` boxes, and its upper bound — the finished one, or the still valid bound over the open
@@ -103,11 +103,11 @@ from dpkit.queries.certificate import mmd_bound
 from dpkit.queries.exact import DEFAULT_TOL, data_hash, embedding_for
 from dpkit.queries.lowrank import FitOptions
 from dpkit.queries.rounding import UNIT_ROUNDOFF_F64
-from dpkit.queries.supremum import LOWRANK_ABOVE
-from dpkit.queries.supremum_bound import certify_supremum
-from dpkit.queries.supremum_error import (
+from dpkit.queries.supremum import (
+    LOWRANK_ABOVE,
     AnswerFunction,
     ClassSupremum,
+    certify_supremum,
     check_supremum_inputs,
     resolve_released,
 )
@@ -318,7 +318,7 @@ def sup_upper(
         embedding of ``(X, σ)`` and the triangle inequality instead of the ``n²/2`` self-term (module docs).
         None: always the self-term.
     certify : {"auto", "always", "never"}
-        Also run :func:`~dpkit.queries.supremum_bound.certify_supremum` (d ≤ 8) and keep the smaller bound:
+        Also run :func:`~dpkit.queries.supremum.certify_supremum` (d ≤ 8) and keep the smaller bound:
         ``"auto"`` where it is cheap (``max_boxes·(n + s) ≤`` :data:`CERTIFY_BUDGET`), ``"always"`` (an error for
         d > 8), ``"never"``.
     max_boxes : int

@@ -1,5 +1,5 @@
 """Shared fields, validation, release entry point and LP step of the trigonometric mechanisms
-(:mod:`dpkit.mechanisms.trig.mechanisms` explains the family and its errata)."""
+(:mod:`dpkit.mechanisms.trig` explains the family and its errata)."""
 from __future__ import annotations
 
 import math

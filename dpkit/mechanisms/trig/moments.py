@@ -2,7 +2,7 @@
 
 Every basis function satisfies |φ_r| ≤ 1 on [-1, 1]^d, so under replace-one each moment
 b_r = (1/n) Σ φ_r(x) moves by at most 2/n; the constant moment b_0 ≡ 1 does not move and gets
-no noise. See :mod:`dpkit.mechanisms.trig.mechanisms` for the calibration rules and the
+no noise. See :mod:`dpkit.mechanisms.trig` for the calibration rules and the
 printed variants (``constants="thesis"``).
 """
 from __future__ import annotations

@@ -5,10 +5,10 @@
   ``b_r = (1/n) Σ_x φ_r(x)`` under replace-one neighbours whose changed row ranges over a given
   finite point set (all grid points of A^d for Alg 4, the grid corners for Alg 9). With Laplace
   noise of scale ``b`` the worst-case privacy loss of the release is exactly ``l1 / b`` (attained),
-  so comparing it with ε checks the noise constants of :func:`~dpkit.mechanisms.trig.mechanisms.moment_noise`
+  so comparing it with ε checks the noise constants of :func:`~dpkit.mechanisms.trig.moments.moment_noise`
   without any bound (notebooks 55 and 58).
 * :func:`moment_privacy_loss` — the privacy-loss random variable ``ln(p_{b0}(ŷ)/p_{b1}(ŷ))`` of
-  one release ``ŷ`` of :func:`~dpkit.mechanisms.trig.mechanisms.release_moments`, the statistic the
+  one release ``ŷ`` of :func:`~dpkit.mechanisms.trig.moments.release_moments`, the statistic the
   auditor (:func:`dpkit.evaluation.audit.audit`) thresholds: for Laplace noise it lies in
   ``[−‖b0 − b1‖₁/b, ‖b0 − b1‖₁/b]`` and its upper tail is where ε-DP is tight.
 """
@@ -17,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpkit.mechanisms.trig.moments import MomentNoise
-from dpkit.mechanisms.trig.sensitivity import MomentSensitivity, moment_sensitivity
 
-__all__ = ["MomentSensitivity", "moment_sensitivity", "moment_privacy_loss"]
+__all__ = ["moment_privacy_loss"]
 
 
 def moment_privacy_loss(release: np.ndarray, b0: np.ndarray, b1: np.ndarray, noise: MomentNoise) -> np.ndarray:
@@ -28,7 +27,7 @@ def moment_privacy_loss(release: np.ndarray, b0: np.ndarray, b1: np.ndarray, noi
     Parameters
     ----------
     release : array (..., R)
-        Outputs of :func:`~dpkit.mechanisms.trig.mechanisms.release_moments` (the constant
+        Outputs of :func:`~dpkit.mechanisms.trig.moments.release_moments` (the constant
         coordinate 0 carries no noise and is ignored).
     b0, b1 : array (R,)
         The true moment vectors of two neighbouring data sets.
