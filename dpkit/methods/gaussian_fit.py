@@ -17,6 +17,11 @@ Two routes (``method``):
   for the variance left outside the subspace: Σ̃ = VᵀΛV + diag(max(v_i − (VᵀΛV)_ii, 0)),
   v_i = s_i − μ̃_i². Budget ε/3 each; δ/2 to the PCA and δ/2 to the two vectors.
 
+Accounting (``accounting``, δ > 0): ``"pld"`` (default) calibrates the Gaussian/Laplace vector releases jointly
+by their exact composition (:func:`dpkit.mechanisms.vector_release.release_plan`): Analyze Gauss's mean and
+second-moment matrix at the whole (ε, δ), the PSI route's mean and second moments at (2ε/3, δ/2) (its private PCA
+keeps its own (ε/3, δ/2), composed basically); ``"split"`` is the published calibration above.
+
 ``epsilon=math.inf`` gives the exact (non-private) Gaussian fit for either route.
 """
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpkit.core.accountant import check_accounting
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
@@ -39,7 +45,7 @@ from dpkit.core.validation import (
     check_positive_ints,
 )
 from dpkit.mechanisms.pca import PrivateSubspaceIteration, check_psi_noise_scale, covariance_sensitivity, psi_noise_scale
-from dpkit.mechanisms.vector_release import noise_std, noisy_release
+from dpkit.mechanisms.vector_release import Planned, Share, planned_release, release_plan, spend_plan
 from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 
@@ -81,6 +87,8 @@ class GaussianFit(MethodBase):
         PSI output dimension and iterations (``method="psi"``; capped at d).
     m : int
         Rows of the synthetic database.
+    accounting : {"pld", "split"}
+        How the vector releases share (ε, δ) (module docstring); recorded in the release's params and ledger.
     """
 
     epsilon: float
@@ -89,10 +97,12 @@ class GaussianFit(MethodBase):
     k: int = 2
     n_iter: int = 10
     m: int = 2000
+    accounting: str = "pld"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_inf=True)
         check_choice(self.method, name="method", choices=("analyze_gauss", "psi"))
+        check_accounting(self.accounting, allowed=("pld", "split"))
         check_positive_ints(self, "k", "n_iter", "m")
 
     @property
@@ -106,14 +116,14 @@ class GaussianFit(MethodBase):
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         self.check_noise(n, d)
         g1, g2, g3 = spawn(rng, 3)
+        plan = self.release_plan(n, d)
+        e_plan, d_plan = self.plan_budget()
+        spend_plan(plan, epsilon=e_plan, delta=d_plan, accounting=self.accounting, ledger=led, name=self.name)
         if self.method == "analyze_gauss":
-            e2, d2 = self.epsilon / 2.0, self.delta / 2.0
-            mu = noisy_release(X.mean(axis=0), epsilon=e2, delta=d2, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
-                               rng=g1, ledger=led, name="mean")
+            mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
             iu = np.triu_indices(d)
             M = (X.T @ X) / n
-            up = noisy_release(M[iu], epsilon=e2, delta=d2, l1=d * (d + 1.0) / n, l2=math.sqrt(2.0) * d / n,
-                               rng=g2, ledger=led, name="second_moment_matrix")
+            up = planned_release(M[iu], plan[1], rng=g2, ledger=led, accounting=self.accounting)
             Mn = np.zeros((d, d))
             Mn[iu] = up
             Mn = Mn + np.triu(Mn, 1).T
@@ -123,11 +133,8 @@ class GaussianFit(MethodBase):
             cov = psd_project(S)
             return GaussianStats(mean=mu, cov=cov, moments=up)
         e3 = self.epsilon / 3.0
-        dv = self.delta / 4.0
-        mu = noisy_release(X.mean(axis=0), epsilon=e3, delta=dv, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
-                           rng=g1, ledger=led, name="mean")
-        s = noisy_release((X * X).mean(axis=0), epsilon=e3, delta=dv, l1=d / n, l2=math.sqrt(d) / n,
-                          rng=g2, ledger=led, name="second_moment")
+        mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
+        s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=self.accounting)
         k = min(self.k, d)
         psi = PrivateSubspaceIteration(n_components=k, n_iter=self.n_iter, epsilon=e3, delta=self.delta / 2.0,
                                        mean=mu).fit(X, rng=g3, ledger=led)
@@ -137,6 +144,28 @@ class GaussianFit(MethodBase):
         cov = low + np.diag(np.clip(var - np.diag(low), 0.0, None))
         return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_,
                              moments=s)
+
+    def shares(self, n: int, d: int) -> list[Share]:
+        """The vector releases (mean, then the second-moment matrix or the second moments) with their split shares
+        and sensitivities (module docstring)."""
+        mean_l1, mean_l2 = 2.0 * d / n, 2.0 * math.sqrt(d) / n
+        if self.method == "analyze_gauss":
+            e2, d2 = self.epsilon / 2.0, self.delta / 2.0
+            return [Share("mean", e2, d2, mean_l1, mean_l2),
+                    Share("second_moment_matrix", e2, d2, d * (d + 1.0) / n, math.sqrt(2.0) * d / n)]
+        e3, dv = self.epsilon / 3.0, self.delta / 4.0
+        return [Share("mean", e3, dv, mean_l1, mean_l2), Share("second_moment", e3, dv, d / n, math.sqrt(d) / n)]
+
+    def plan_budget(self) -> tuple[float, float]:
+        """The (ε, δ) the vector releases compose to: the whole budget (Analyze Gauss), (2ε/3, δ/2) (PSI)."""
+        if self.method == "analyze_gauss":
+            return self.epsilon, self.delta
+        return 2.0 * self.epsilon / 3.0, self.delta / 2.0
+
+    def release_plan(self, n: int, d: int) -> list[Planned]:
+        """The noise of the vector releases under the method's accounting (:func:`release_plan`)."""
+        e_plan, d_plan = self.plan_budget()
+        return release_plan(self.shares(n, d), epsilon=e_plan, delta=d_plan, accounting=self.accounting)
 
     def check_noise(self, n: int, d: int) -> None:
         """Refuse, before anything is spent, an ε whose noise the fit cannot compute with on n rows in d dimensions.
@@ -167,7 +196,7 @@ class GaussianFit(MethodBase):
         if math.isinf(self.epsilon):
             return
         if self.method == "analyze_gauss":
-            s = noise_std(self.epsilon / 2.0, self.delta / 2.0, 2.0 * d / n, 2.0 * math.sqrt(d) / n)
+            s = self.release_plan(n, d)[0].std
             if s * math.sqrt(2.0 * d) >= SQRT_FLOAT_MAX:
                 raise ValueError(self._too_small(f"the mean's noise std {s:.3g} times sqrt(2d) reaches",
                                                  least=self.epsilon * s * math.sqrt(2.0 * d) / SQRT_FLOAT_MAX))
@@ -192,7 +221,7 @@ class GaussianFit(MethodBase):
     def release_params(self, rel: GaussianStats, X: ArrayLike, ledger: Ledger) -> dict[str, Any]:
         """The release's ``params``: the method's parameters and the PCA noise scale."""
         params: dict[str, Any] = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "k": self.k,
-                                  "n_iter": self.n_iter, "m": self.m}
+                                  "n_iter": self.n_iter, "m": self.m, "accounting": self.accounting}
         if rel.pca_noise_scale is not None:
             params["pca_noise_scale"] = rel.pca_noise_scale
         return params
