@@ -55,7 +55,7 @@ ACCOUNTINGS = ("pld", "zcdp", "split")
 #: The kinds of a :class:`Step`.
 STEP_KINDS = ("gaussian", "laplace", "selection")
 #: The PLD's loss grid spacing (pessimistic: a coarser grid only makes δ larger).
-DISCRETISATION = 1e-4
+DISCRETISATION = 1e-3
 
 
 def check_accounting(accounting: str, *, allowed: Sequence[str] = ACCOUNTINGS, name: str = "accounting") -> str:

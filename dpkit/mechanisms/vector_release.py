@@ -24,7 +24,8 @@ from dpkit.core.accountant import laplace as laplace_step
 from dpkit.core.accounting import Ledger
 from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
 
-__all__ = ["noisy_release", "noise_std", "Share", "Planned", "release_plan", "spend_plan", "planned_release"]
+__all__ = ["noisy_release", "noise_std", "Share", "Planned", "split_plan", "accounting_factor", "release_plan", "spend_plan",
+           "planned_release"]
 
 
 def noise_std(epsilon: float, delta: float, l1: float, l2: float) -> float:
@@ -89,30 +90,44 @@ class Planned:
         return gaussian_step(self.scale / self.sensitivity, name=self.share.name)
 
 
-def release_plan(shares: Sequence[Share], *, epsilon: float, delta: float, accounting: str) -> list[Planned]:
-    """The noise of a method's vector releases under an accounting.
-
-    ``"split"``: each share on its own (ε, δ) with :func:`noisy_release`'s choice of Laplace or analytic Gaussian
-    (basic composition: the shares add up to the budget). ``"pld"``: the same mechanisms, every noise scaled by one
-    factor ``t = min(1, calibrate(...))`` found by the accountant (:func:`dpkit.core.accountant.calibrate`) so that
-    their exact composition meets the whole (ε, δ); ``t ≤ 1`` always (basic composition is a valid accounting of the
-    same mechanisms, so the split's noise is never needed more). ε = ∞ releases without noise.
-    """
-    if math.isinf(epsilon):
-        return [Planned(s, "none", 0.0, 0.0) for s in shares]
+def split_plan(shares: Sequence[Share]) -> list[Planned]:
+    """Each share on its own (ε, δ) with :func:`noisy_release`'s choice of Laplace or analytic Gaussian (the
+    ``"split"`` accounting: basic composition, the shares add up to the budget). ε = ∞ releases without noise."""
     out = []
     for s in shares:
+        if math.isinf(s.epsilon):
+            out.append(Planned(s, "none", 0.0, 0.0))
+            continue
         lap = s.l1 / s.epsilon
         sig = analytic_gaussian_sigma(s.epsilon, s.delta, s.l2) if s.delta > 0 and s.l2 > 0 else math.inf
         out.append(Planned(s, "laplace", lap, s.l1) if math.sqrt(2.0) * lap <= sig else Planned(s, "gaussian", sig, s.l2))
-    if accounting == "split" or delta == 0.0:
+    return out
+
+
+def accounting_factor(steps: Sequence[Step], *, epsilon: float, delta: float) -> float:
+    """``t = min(1, calibrate(steps, ε, δ))``: the factor on a split plan's noise that makes the exact composition of
+    ``steps`` (:func:`dpkit.core.accountant.calibrate`) meet (ε, δ). Never above 1: basic composition is a valid
+    accounting of the same mechanisms, so the split's noise is never needed more."""
+    return min(1.0, calibrate(list(steps), epsilon, delta))
+
+
+def release_plan(shares: Sequence[Share], *, epsilon: float, delta: float, accounting: str,
+                 extra: Sequence[Step] = ()) -> list[Planned]:
+    """The noise of a method's vector releases under an accounting.
+
+    ``"split"``: :func:`split_plan`. ``"pld"`` (δ > 0): the same mechanisms, every noise times
+    :func:`accounting_factor` of their steps and the method's ``extra`` steps (measurements that are not vector
+    releases, e.g. a private PCA, whose noise the caller scales by the same factor) composed to (ε, δ).
+    """
+    out = split_plan(shares)
+    if accounting == "split" or delta == 0.0 or math.isinf(epsilon):
         return out
-    t = min(1.0, calibrate([p.step() for p in out], epsilon, delta))
+    t = accounting_factor([p.step() for p in out] + list(extra), epsilon=epsilon, delta=delta)
     return [Planned(p.share, p.mechanism, p.scale * t, p.sensitivity) for p in out]
 
 
 def spend_plan(plan: Sequence[Planned], *, epsilon: float, delta: float, accounting: str, ledger: Ledger,
-               name: str, **meta: Any) -> None:
+               name: str, extra: Sequence[dict[str, Any]] = (), **meta: Any) -> None:
     """Spend a :func:`release_plan` through ``ledger``: one spend per share under ``"split"`` (its (ε, δ)), or one
     spend of the whole (ε, δ) under ``"pld"`` naming every release (mechanism, scale, sensitivity) in its metadata.
     Call it before any noise is drawn."""
@@ -121,7 +136,7 @@ def spend_plan(plan: Sequence[Planned], *, epsilon: float, delta: float, account
     ledger.spend(f"{name} (composed)", epsilon, delta, mechanism="composition (accounting=pld)",
                  neighbouring="replace-one", accounting="pld",
                  releases=[{"name": p.share.name, "mechanism": p.mechanism, "scale": p.scale,
-                            "sensitivity": p.sensitivity} for p in plan], **meta)
+                            "sensitivity": p.sensitivity} for p in plan] + list(extra), **meta)
 
 
 def planned_release(value: np.ndarray, planned: Planned, *, rng: np.random.Generator, ledger: Ledger,

@@ -19,8 +19,9 @@ Two routes (``method``):
 
 Accounting (``accounting``, δ > 0): ``"pld"`` (default) calibrates the Gaussian/Laplace vector releases jointly
 by their exact composition (:func:`dpkit.mechanisms.vector_release.release_plan`): Analyze Gauss's mean and
-second-moment matrix at the whole (ε, δ), the PSI route's mean and second moments at (2ε/3, δ/2) (its private PCA
-keeps its own (ε/3, δ/2), composed basically); ``"split"`` is the published calibration above.
+second-moment matrix at the whole (ε, δ), the PSI route's mean, second moments and private PCA (its L noisy
+multiplications) likewise: every noise scaled by one factor so that they compose exactly to (ε, δ);
+``"split"`` is the published calibration above.
 
 ``epsilon=math.inf`` gives the exact (non-private) Gaussian fit for either route.
 """
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit.core.accountant import check_accounting
+from dpkit.core.accountant import Step, check_accounting
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
@@ -44,8 +45,22 @@ from dpkit.core.validation import (
     check_in_unit_cube,
     check_positive_ints,
 )
-from dpkit.mechanisms.pca import PrivateSubspaceIteration, check_psi_noise_scale, covariance_sensitivity, psi_noise_scale
-from dpkit.mechanisms.vector_release import Planned, Share, planned_release, release_plan, spend_plan
+from dpkit.mechanisms.pca import (
+    PrivateSubspaceIteration,
+    check_psi_noise_scale,
+    covariance_sensitivity,
+    psi_noise_scale,
+    psi_step,
+)
+from dpkit.mechanisms.vector_release import (
+    Planned,
+    Share,
+    accounting_factor,
+    planned_release,
+    release_plan,
+    spend_plan,
+    split_plan,
+)
 from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 
@@ -117,8 +132,12 @@ class GaussianFit(MethodBase):
         self.check_noise(n, d)
         g1, g2, g3 = spawn(rng, 3)
         plan = self.release_plan(n, d)
-        e_plan, d_plan = self.plan_budget()
-        spend_plan(plan, epsilon=e_plan, delta=d_plan, accounting=self.accounting, ledger=led, name=self.name)
+        pca_sigma = self.pca_noise_scale(n, d)
+        extra = [] if pca_sigma is None else [{"name": "pca", "mechanism": "gaussian (PSI, Alg 6)", "scale": pca_sigma,
+                                              "sensitivity": covariance_sensitivity(n, d) * math.sqrt(min(self.k, d)),
+                                              "count": self.n_iter}]
+        spend_plan(plan, epsilon=self.epsilon, delta=self.delta, accounting=self.accounting, ledger=led, name=self.name,
+                   extra=extra)
         if self.method == "analyze_gauss":
             mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
             iu = np.triu_indices(d)
@@ -137,7 +156,8 @@ class GaussianFit(MethodBase):
         s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=self.accounting)
         k = min(self.k, d)
         psi = PrivateSubspaceIteration(n_components=k, n_iter=self.n_iter, epsilon=e3, delta=self.delta / 2.0,
-                                       mean=mu).fit(X, rng=g3, ledger=led)
+                                       mean=mu, noise_scale=pca_sigma).fit(X, rng=g3,
+                                                                          ledger=led if pca_sigma is None else None)
         V, lam = psi.components_, psi.explained_variance_
         low = (V.T * lam) @ V
         var = np.clip(s - np.clip(mu, -1, 1) ** 2, 0.0, None)
@@ -156,16 +176,30 @@ class GaussianFit(MethodBase):
         e3, dv = self.epsilon / 3.0, self.delta / 4.0
         return [Share("mean", e3, dv, mean_l1, mean_l2), Share("second_moment", e3, dv, d / n, math.sqrt(d) / n)]
 
-    def plan_budget(self) -> tuple[float, float]:
-        """The (ε, δ) the vector releases compose to: the whole budget (Analyze Gauss), (2ε/3, δ/2) (PSI)."""
-        if self.method == "analyze_gauss":
-            return self.epsilon, self.delta
-        return 2.0 * self.epsilon / 3.0, self.delta / 2.0
+    def _pca_noise(self, n: int, d: int) -> tuple[float, Step]:
+        """The PSI route's private PCA at its split share (ε/3, δ/2): Alg 6's σ and its step for the accountant."""
+        k, rho = min(self.k, d), covariance_sensitivity(n, d)
+        sigma = psi_noise_scale(rho, d=d, k=k, n_iter=self.n_iter, epsilon=self.epsilon / 3.0, delta=self.delta / 2.0)
+        return sigma, psi_step(sigma, sensitivity=rho, k=k, n_iter=self.n_iter)
+
+    def _composed(self) -> bool:
+        return self.accounting == "pld" and self.delta > 0 and math.isfinite(self.epsilon)
 
     def release_plan(self, n: int, d: int) -> list[Planned]:
-        """The noise of the vector releases under the method's accounting (:func:`release_plan`)."""
-        e_plan, d_plan = self.plan_budget()
-        return release_plan(self.shares(n, d), epsilon=e_plan, delta=d_plan, accounting=self.accounting)
+        """The noise of the vector releases under the method's accounting (:func:`release_plan`; under ``"pld"`` the
+        PSI route's private PCA is composed with them at the whole (ε, δ))."""
+        extra = [self._pca_noise(n, d)[1]] if self.method == "psi" and self._composed() else []
+        return release_plan(self.shares(n, d), epsilon=self.epsilon, delta=self.delta, accounting=self.accounting,
+                            extra=extra)
+
+    def pca_noise_scale(self, n: int, d: int) -> float | None:
+        """The PSI route's PCA noise σ under ``"pld"`` (Alg 6's σ times the plan's factor), ``None`` otherwise (the
+        PCA calibrates itself at (ε/3, δ/2) and spends it)."""
+        if self.method != "psi" or not self._composed():
+            return None
+        sigma, step = self._pca_noise(n, d)
+        steps = [p.step() for p in split_plan(self.shares(n, d))] + [step]
+        return sigma * accounting_factor(steps, epsilon=self.epsilon, delta=self.delta)
 
     def check_noise(self, n: int, d: int) -> None:
         """Refuse, before anything is spent, an ε whose noise the fit cannot compute with on n rows in d dimensions.
