@@ -74,7 +74,7 @@ def test_thesis_constants_reproduce_printed_scales():
     n, d = X.shape
     r1 = ImprovedTrigonometricMechanism(epsilon=1.0, constants="thesis", **FAST).release(X, rng=0)
     assert math.isclose(r1.params["noise_scales"]["moments"], 3 * 12 / (n * 1.0))  # Alg 9: 3R/(nε)
-    r2 = ImprovedTrigonometricMechanism(epsilon=1.0, delta=1e-3, constants="thesis", **FAST).release(X, rng=0)
+    r2 = ImprovedTrigonometricMechanism(epsilon=1.0, delta=1e-3, constants="thesis", accounting="split", **FAST).release(X, rng=0)
     assert math.isclose(r2.params["noise_scales"]["moments"], 3 * math.sqrt(2 * 12 * math.log(1e3)) / n)  # Alg 10
     assert r2.params["noise_scales"]["moments_kind"] == "laplace"
     assert math.isclose(r2.params["noise_scales"]["mean"], 6 * d / n)

@@ -76,7 +76,7 @@ _PUBLISHED_FIT = GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting
 #: ``"pld"`` in place (docs/science/accounting.md).
 CATALOGUE: tuple[Entry, ...] = (
     Entry("trig-I", ImprovedTrigonometricMechanism(epsilon=EPS, delta=0.0), _TB),
-    Entry("trig-II", ImprovedTrigonometricMechanism(epsilon=EPS, delta=DELTA), _TB),
+    Entry("trig-II", ImprovedTrigonometricMechanism(epsilon=EPS, delta=DELTA, accounting="split"), _TB),
     Entry("lp-eps-inf", ImprovedTrigonometricMechanism(epsilon=math.inf, delta=DELTA), _B),
     Entry("subsample", SamplingFloor(size=51), _B),
     Entry("direct-laplace_I", DirectAnswering(epsilon=EPS, delta=0.0, noise="laplace_I"), _B),
