@@ -80,7 +80,7 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("lp-eps-inf", ImprovedTrigonometricMechanism(epsilon=math.inf, delta=DELTA), _B),
     Entry("subsample", SamplingFloor(size=51), _B),
     Entry("direct-laplace_I", DirectAnswering(epsilon=EPS, delta=0.0, noise="laplace_I"), _B),
-    Entry("direct-laplace_II", DirectAnswering(epsilon=EPS, delta=DELTA, noise="laplace_II"), _B),
+    Entry("direct-laplace_II", DirectAnswering(epsilon=EPS, delta=DELTA, noise="laplace_II", accounting="split"), _B),
     Entry("direct-gaussian", DirectAnswering(epsilon=EPS, delta=DELTA, noise="gaussian"), _B),
     Entry("marginals-histogram", IndependentMarginals(epsilon=EPS, delta=DELTA, kind="histogram"), _B),
     Entry("marginals-moments", IndependentMarginals(epsilon=EPS, delta=DELTA, kind="moments", accounting="split"), _B),
