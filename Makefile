@@ -18,12 +18,14 @@ help: ## list targets, then the switches they take (make TARGET NAME=value)
 	@grep -hE '^#: [A-Z_]+' $(MAKEFILE_LIST) | sed -E 's/^#: ([A-Z_]+)[[:space:]]+/\1\t/' | awk -F'\t' '{printf "  %-20s %s\n", $$1, $$2}'
 
 # The venv is installed from the lock (every package pinned, with hashes), then dpkit itself without dependencies.
+# The lock is complete (uv resolved every dependency), so pip installs exactly it (--no-deps): pip's own resolver would
+# refuse dp-accounting's attrs<24 cap, which the lock overrides (pyproject.toml [tool.uv]) to keep attrs' pin.
 $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -r $(LOCK)
 	$(BIN)/python -m pip install -q --no-deps -e .
-	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi"
+	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi, dp_accounting"
 	@python3 tools/notebook_clean.py --install-git-filter
 	@touch $(STAMP)
 

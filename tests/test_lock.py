@@ -136,11 +136,12 @@ def test_lock_is_fully_pinned_with_hashes():
 
 
 def test_make_installs_from_the_lock():
-    """The venv stamp depends on the lock and installs it, then dpkit without dependencies; `make lock` exists."""
+    """The venv stamp depends on the lock and installs exactly it (--no-deps: the lock is complete), then dpkit without
+    dependencies; `make lock` exists."""
     mk = (ROOT / "Makefile").read_text(encoding="utf-8")
     stamp = re.search(r"^\$\(STAMP\):(.*)$", mk, re.M)
     assert stamp and "$(LOCK)" in stamp.group(1)
     assert re.search(r"^LOCK\s*:=\s*requirements\.lock$", mk, re.M)
-    assert "pip install -q -r $(LOCK)" in mk and "pip install -q --no-deps -e ." in mk
+    assert "pip install -q --no-deps -r $(LOCK)" in mk and "pip install -q --no-deps -e ." in mk
     assert 'pip install -q -e ".[all]"' not in mk
     assert re.search(r"^lock:.*##", mk, re.M)
