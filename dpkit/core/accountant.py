@@ -17,11 +17,12 @@ Algorithm
   selection by the PLD of a pure ε-DP mechanism (the tight dominating pair of ε-DP, Kairouz–Oh–Viswanath), all
   discretised **pessimistically** (every loss rounded up, so the δ returned is an upper bound on the exact one).
 * **A selection is also ε²/8-zCDP** (bounded range; Cesar & Rogers 2021, CKS 2020 Prop 6), which the pure-DP PLD
-  does not use. Where selections are present, the δ returned is the smaller of two valid bounds: the PLD's, and
-  the zCDP bound of the whole composition (ρ = Σ μᵢ²/2 + Σ εᵢ²/2 for Laplace + Σ εᵢ²/8 for selections, converted by
-  :func:`~dpkit.core.zcdp.cdp_delta`). Both bound the same mechanism's δ(ε), so their minimum does too; in MST
-  and AIM's regime (many rounds at small ε) the PLD wins for the Gaussians and the zCDP bound can win for the
-  selections, and the minimum is never looser than the zCDP accounting the authors publish.
+  does not use. For any composition that is not Gaussian only, the δ returned is the smaller of two valid bounds:
+  the PLD's, and the zCDP bound of the whole composition (ρ = Σ μᵢ²/2 + Σ εᵢ²/2 for Laplace + Σ εᵢ²/8 for
+  selections, converted by :func:`~dpkit.core.zcdp.cdp_delta`). Both bound the same mechanism's δ(ε), so their
+  minimum does too, and it is never looser than the zCDP accounting MST and AIM publish. Where the composed loss of
+  the Laplace and selection steps is wider than :data:`MAX_PLD_RANGE` (budgets of tens of ε), the PLD's grid would
+  cost too much and the zCDP bound is the one computed.
 
 The calibration is deterministic (a bisection on log t to a relative 10⁻⁹, returning the feasible end), so a
 seeded release stays bit-identical run to run; results are cached per (steps, ε, δ).
@@ -45,7 +46,7 @@ from scipy.special import log_ndtr
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_positive_int, check_real_in_range
 from dpkit.core.zcdp import cdp_delta
 
-__all__ = ["ACCOUNTINGS", "STEP_KINDS", "DISCRETISATION", "Step", "gaussian", "laplace", "selection",
+__all__ = ["ACCOUNTINGS", "STEP_KINDS", "DISCRETISATION", "MAX_PLD_RANGE", "Step", "gaussian", "laplace", "selection",
            "gaussian_mu", "composed_delta", "composed_epsilon", "calibrate", "check_accounting"]
 
 #: The accountings a (ε, δ) method can calibrate by: ``"pld"`` (this module: the exact composition),
@@ -56,6 +57,9 @@ ACCOUNTINGS = ("pld", "zcdp", "split")
 STEP_KINDS = ("gaussian", "laplace", "selection")
 #: The PLD's loss grid spacing (pessimistic: a coarser grid only makes δ larger).
 DISCRETISATION = 1e-3
+#: The widest composed loss (Σ of the Laplace and selection steps' ε) the PLD discretises: 64, i.e. 64 000 grid points
+#: (a second's work). Beyond it (budgets of tens of ε per step) only the zCDP bound is computed.
+MAX_PLD_RANGE = 64.0
 
 
 def check_accounting(accounting: str, *, allowed: Sequence[str] = ACCOUNTINGS, name: str = "accounting") -> str:
@@ -98,10 +102,8 @@ class Step:
     @property
     def rho(self) -> float:
         """The step's zCDP ρ (all ``count`` of them): μ²/2 Gaussian, ε²/2 Laplace, ε²/8 selection."""
-        if self.kind == "gaussian":
-            return self.count * 0.5 / self.scale ** 2
-        if self.kind == "laplace":
-            return self.count * 0.5 / self.scale ** 2
+        if self.kind in ("gaussian", "laplace"):
+            return self.count * 0.5 * (1.0 / self.scale) ** 2
         return self.count * self.scale ** 2 / 8.0
 
 
@@ -122,7 +124,7 @@ def selection(epsilon: float, count: int = 1, name: str = "") -> Step:
 
 def gaussian_mu(steps: Iterable[Step]) -> float:
     """μ of the Gaussian steps composed (Gaussian DP): ``√(Σ count·(1/σᵢ)²)``."""
-    return math.sqrt(math.fsum(s.count / s.scale ** 2 for s in steps if s.kind == "gaussian"))
+    return math.sqrt(math.fsum(s.count * (1.0 / s.scale) ** 2 for s in steps if s.kind == "gaussian"))
 
 
 def _gdp_delta(mu: float, epsilon: float) -> float:
@@ -175,10 +177,16 @@ def _delta(steps: tuple[Step, ...], epsilon: float, rule: str) -> float:
         return _gdp_delta(mu, epsilon)
     if all(s.kind == "gaussian" for s in steps):
         return _gdp_delta(gaussian_mu(steps), epsilon)
-    d_pld = _pld_delta(steps, epsilon)
-    if any(s.kind == "selection" for s in steps):
-        return min(d_pld, cdp_delta(math.fsum(s.rho for s in steps), epsilon))
-    return d_pld
+    d_zcdp = cdp_delta(math.fsum(s.rho for s in steps), epsilon)
+    if _pld_range(steps) > MAX_PLD_RANGE:  # the PLD's grid would not fit: the zCDP bound alone (module docstring)
+        return d_zcdp
+    return min(_pld_delta(steps, epsilon), d_zcdp)
+
+
+def _pld_range(steps: tuple[Step, ...]) -> float:
+    """The width of the composed privacy loss's support that the PLD discretises (Laplace and selections: ε each)."""
+    return math.fsum(s.count / s.scale if s.kind == "laplace" else s.count * s.scale
+                     for s in steps if s.kind != "gaussian")
 
 
 def composed_delta(steps: Iterable[Step], epsilon: float, *, rule: str = "pld") -> float:
@@ -222,40 +230,54 @@ def composed_epsilon(steps: Iterable[Step], delta: float, *, rule: str = "pld") 
     return hi
 
 
+#: The bisection's range of the factor t: [2⁻⁶⁰, 2⁶⁰].
+_T_RANGE = (2.0 ** -60, 2.0 ** 60)
+
+
 @functools.lru_cache(maxsize=1024)
 def _calibrate(unit: tuple[Step, ...], epsilon: float, delta: float, rule: str) -> float:
     live = _live(unit)
     if not live:
         return 0.0
     if rule == "pld" and all(s.kind == "gaussian" for s in live):
-        mu_star = 1.0 / _unit_gaussian_sigma(epsilon, delta)
-        return gaussian_mu(live) / mu_star  # t scales every σᵢ, so μ(t) = μ(1)/t
-    lo, hi = 1.0, 1.0
-    while _delta(tuple(s.scaled(hi) for s in live), epsilon, rule) > delta:
-        lo, hi = hi, hi * 2.0
-    if lo == hi:
-        lo = hi / 2.0
-        while _delta(tuple(s.scaled(lo) for s in live), epsilon, rule) <= delta:
-            hi, lo = lo, lo / 2.0
-    while hi / lo - 1.0 > 1e-9:
-        mid = math.sqrt(lo * hi)
-        if _delta(tuple(s.scaled(mid) for s in live), epsilon, rule) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+        return gaussian_mu(live) * _unit_gaussian_sigma(epsilon, delta)  # t scales every σᵢ: μ(t) = μ(1)/t
+    return _bisect(live, epsilon, delta, rule)
 
 
 def _unit_gaussian_sigma(epsilon: float, delta: float) -> float:
-    """The smallest σ (sensitivity 1) with the exact Gaussian profile δ(ε) ≤ δ, to a relative 10⁻¹², valid end."""
-    lo, hi = 1e-3, 1.0
-    while _gdp_delta(1.0 / hi, epsilon) > delta:
-        lo, hi = hi, hi * 2.0
-    while _gdp_delta(1.0 / lo, epsilon) <= delta:
-        lo /= 2.0
-    while hi / lo - 1.0 > 1e-12:
+    """The smallest σ (sensitivity 1) with the exact Gaussian profile δ(ε) ≤ δ (the analytic Gaussian mechanism's σ):
+    bisection on log σ in [−700, 700] to a relative 10⁻¹², returning the valid end."""
+    def ok(log_sigma: float) -> bool:
+        return _gdp_delta(math.exp(-log_sigma), epsilon) <= delta
+
+    lo, hi = -700.0, 700.0
+    if ok(lo):
+        return math.exp(lo)
+    if not ok(hi):
+        raise ValueError(f"no Gaussian noise std up to e^700 meets epsilon = {epsilon:g}, delta = {delta:g}; "
+                         "use a larger epsilon or delta")
+    while hi - lo > 1e-12:
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return math.exp(hi)
+
+
+def _bisect(live: tuple[Step, ...], epsilon: float, delta: float, rule: str) -> float:
+    def ok(t: float) -> bool:
+        return _delta(tuple(s.scaled(t) for s in live), epsilon, rule) <= delta
+
+    lo, hi = _T_RANGE
+    if ok(lo):
+        return lo  # even 2⁻⁶⁰ times the noise meets (ε, δ): a valid (not the smallest) factor
+    if not ok(hi):
+        raise ValueError(f"no noise up to 2^60 times the plan's meets epsilon = {epsilon:g}, delta = {delta:g} under "
+                         f"the {rule} accounting; use a larger epsilon or delta")
+    while hi / lo - 1.0 > 1e-9:
         mid = math.sqrt(lo * hi)
-        if _gdp_delta(1.0 / mid, epsilon) <= delta:
+        if ok(mid):
             hi = mid
         else:
             lo = mid
