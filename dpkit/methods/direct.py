@@ -130,7 +130,8 @@ class DirectAnswering(MethodBase):
         led = ledger_for(ledger, eps, dl, self.name)
         sens = self.sensitivities(wl, n)
         led.spend(
-            "answers", eps, dl, mechanism=f"{kind} ({self.noise})", neighbouring="replace-one", accounting=self.accounting,
+            "answers", eps, dl, mechanism=f"{kind} ({self.noise})", neighbouring="replace-one",
+            **({"accounting": self.accounting} if self.noise == "laplace_II" else {}),
             n_queries=int(scales.shape[0]), scale_max=float(scales.max(initial=0.0)),
             l1_sensitivity=float(sens.sum()), l2_sensitivity=float(np.linalg.norm(sens)),
         )
@@ -147,7 +148,8 @@ class DirectAnswering(MethodBase):
         timings["total"] += truth.seconds
         params = {
             "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
-            "sensitivity_rule": self.sensitivity, "accounting": self.accounting, "n": n, "n_queries": int(scales.shape[0]),
+            "sensitivity_rule": self.sensitivity, **({"accounting": self.accounting} if self.noise == "laplace_II" else {}),
+            "n": n, "n_queries": int(scales.shape[0]),
             "noise_kind": kind, "scale_mean": float(scales.mean()) if scales.size else 0.0,
             "sensitivity_mean_times_n": float(sens.mean() * n),
         }

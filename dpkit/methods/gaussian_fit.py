@@ -255,7 +255,9 @@ class GaussianFit(MethodBase):
     def release_params(self, rel: GaussianStats, X: ArrayLike, ledger: Ledger) -> dict[str, Any]:
         """The release's ``params``: the method's parameters and the PCA noise scale."""
         params: dict[str, Any] = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "k": self.k,
-                                  "n_iter": self.n_iter, "m": self.m, "accounting": self.accounting}
+                                  "n_iter": self.n_iter, "m": self.m}
+        if self.delta > 0:  # the (ε, δ) calibration's choice; an ε-DP fit has none (its records stay as they were)
+            params["accounting"] = self.accounting
         if rel.pca_noise_scale is not None:
             params["pca_noise_scale"] = rel.pca_noise_scale
         return params

@@ -136,4 +136,5 @@ class IndependentMarginals(MethodBase):
     def release_params(self, stats: MarginalStats, X: ArrayLike, ledger: Ledger) -> dict[str, Any]:
         """The release's ``params``: the method's parameters."""
         return {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "kind": self.kind,
-                "bins": self.bins, "m": self.m, "accounting": self.accounting}
+                "bins": self.bins, "m": self.m,
+                **({"accounting": self.accounting} if self.kind == "moments" and self.delta > 0 else {})}

@@ -308,4 +308,5 @@ class MST(MethodBase):
         d = np.asarray(X).shape[1]
         return {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": st.bins,
                 "split": list(self.split), "m": self.m, "iters": self.iters, "estimator": self.estimator,
-                "neighbouring": "replace-one", "accounting": self.accounting, **self.noise_plan(d)}
+                "neighbouring": "replace-one", **({"accounting": self.accounting} if self.delta > 0 else {}),
+                **self.noise_plan(d)}

@@ -223,7 +223,8 @@ class ImprovedTrigonometricMechanism(TrigBase):
         params = {
             "R": self.R, "C": self.C, "n_candidates_distinct": int(points.shape[0]), "k": self.k,
             "n_iter": self.n_iter, "kappa": self.kappa, "sampler": self.sampler,
-            "pca_sensitivity": self.pca_sensitivity, "accounting": self.accounting, "accounting_factor": t_factor,
+            "pca_sensitivity": self.pca_sensitivity,
+            **({"accounting": self.accounting, "accounting_factor": t_factor} if self.delta > 0 else {}),
             "budget_split": {"moments": (eps3, d_m), "mean": (eps3, 0.0), "pca": (eps3, d_m)},
             "noise_scales": {"moments": noise.scale, "moments_kind": noise.kind, "mean": mean_mech.scale,
                              "pca": psi.noise_scale_, "pca_kind": psi.noise_},
