@@ -193,3 +193,11 @@ def test_the_board_entries_name_the_published_accounting_until_the_regeneration(
     for name in ("mwem-gaussian", "lp-gauss-analyze-gauss-cands"):
         assert get(name).candidates.fit.accounting == "split", name
     assert "trig-II" in names("tables")
+
+
+@pytest.mark.slow
+def test_the_docs_noise_table_is_the_tools_output():
+    """docs/science/accounting.md's table is written by tools/accounting_table.py, never by hand."""
+    from tools.accounting_table import main
+
+    assert main(["--check"]) == 0

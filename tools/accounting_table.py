@@ -61,45 +61,45 @@ def rows() -> list[dict[str, str]]:
             rho = covariance_sensitivity(n, d) * math.sqrt(min(fit.k, d))
             s_before = psi_noise_scale(covariance_sensitivity(n, d), d=d, k=min(fit.k, d), n_iter=fit.n_iter,
                                        epsilon=EPS / 3, delta=DELTA / 2)
-            add(fit.name, f"pca ({fit.n_iter} multiplications)", "gaussian", s_before / rho,
+            add(fit.name, f"pca, {fit.n_iter} steps", "gaussian", s_before / rho,
                 fit.pca_noise_scale(n, d) / rho)
     trig = ImprovedTrigonometricMechanism(epsilon=EPS, delta=DELTA)
     mom = moment_noise(n, trig.R, epsilon=EPS / 3, delta=DELTA / 2)
     t = trig.composition_factor(mom, n, d)
     sens = mom.l2_sensitivity if mom.kind == "gaussian" else mom.l1_sensitivity
-    add("trig-II (mechanism II)", f"moments (R = {trig.R})", mom.kind, mom.scale / sens, t * mom.scale / sens)
-    add("trig-II (mechanism II)", "mean", "laplace", 3 / EPS, t * 3 / EPS)
+    add("trig-II", f"{trig.R} moments", mom.kind, mom.scale / sens, t * mom.scale / sens)
+    add("trig-II", "mean", "laplace", 3 / EPS, t * 3 / EPS)
     rho = covariance_sensitivity(n, d) * math.sqrt(trig.k)
     s_pca = psi_noise_scale(covariance_sensitivity(n, d), d=d, k=trig.k, n_iter=trig.n_iter, epsilon=EPS / 3,
                             delta=DELTA / 2)
-    add("trig-II (mechanism II)", f"pca ({trig.n_iter} multiplications)", "gaussian", s_pca / rho, t * s_pca / rho)
+    add("trig-II", f"pca, {trig.n_iter} steps", "gaussian", s_pca / rho, t * s_pca / rho)
     eps0 = per_step_epsilon(EPS, DELTA, Q, rule="advanced")[0]
     direct = DirectAnswering(epsilon=EPS, delta=DELTA, noise="laplace_II", sensitivity="unit")
     from dpkit.queries.workload import GaussianKernelWorkload
 
     wl = GaussianKernelWorkload.generate(Q, 2, sigma=2.0, rng=0)
     b_pld = direct.noise_scales(wl, n)[0][0] * n
-    add("direct-laplace_II", f"each of Q = {Q} answers", "laplace", 1 / eps0, b_pld)
+    add("direct-laplace_II", f"{Q} answers", "laplace", 1 / eps0, b_pld)
     for data, (_, dd) in sorted(BOARD_SHAPES.items()):
         z, p = noise_plan(EPS, DELTA, dd, (1 / 3, 1 / 3, 1 / 3), "zcdp"), noise_plan(EPS, DELTA, dd, (1 / 3, 1 / 3, 1 / 3),
                                                                                           "pld")
-        add(f"mst ({data}, d = {dd})", "one-way marginals", "gaussian", z["std1"] / math.sqrt(2 * dd),
+        add(f"mst, {data}", "one-way", "gaussian", z["std1"] / math.sqrt(2 * dd),
             p["std1"] / math.sqrt(2 * dd))
-        add(f"mst ({data}, d = {dd})", f"{dd - 1} selections (1/ε per round)", "exponential", 1 / z["eps_round"],
+        add(f"mst, {data}", f"{dd - 1} selections", "exponential", 1 / z["eps_round"],
             1 / p["eps_round"])
     return out
 
 
 def table() -> str:
     """The markdown table of :func:`rows`."""
-    head = ("| method | measurement | mechanism | multiplier, published | multiplier, `pld` | SNR gain |\n"
-            "|---|---|---|---:|---:|---:|\n")
-    body = "".join(f"| {r['method']} | {r['measurement']} | {r['mechanism']} | {r['before']} | {r['after']} | "
+    head = "| method | measurement | published | `pld` | gain |\n|---|---|---:|---:|---:|\n"
+    body = "".join(f"| {r['method']} | {r['measurement']} ({r['mechanism']}) | {r['before']} | {r['after']} | "
                    f"{r['gain']} |\n" for r in rows())
     n, d = SHAPE
     return (f"At (ε, δ) = ({EPS:g}, {DELTA:g}), n = {n}, d = {d} (WDBC's shape; MST at each board data set's d). "
-            "Multiplier: noise std (Laplace: scale) over the measurement's sensitivity (L2 for Gaussian, L1 for "
-            "Laplace); for a selection 1/ε of a round. Written by `python tools/accounting_table.py --write`.\n\n"
+            "Published and `pld`: the noise multiplier, noise std (Laplace: scale) over the measurement's sensitivity "
+            "(L2 for Gaussian, L1 for Laplace; for a selection 1/ε of a round); gain: their ratio, the signal-to-noise "
+            "ratio gained. Written by `python tools/accounting_table.py --write`.\n\n"
             + head + body)
 
 
