@@ -23,7 +23,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r $(LOCK)
 	$(BIN)/python -m pip install -q --no-deps -e .
-	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi"
+	$(BIN)/python -c "import dpkit, papermill, ipykernel, scipy, sklearn, diffprivlib, mbi, dp_accounting"
 	@python3 tools/notebook_clean.py --install-git-filter
 	@touch $(STAMP)
 

@@ -142,11 +142,12 @@ def test_negative_control_quarter_noise_aim_initial_measurement_is_refuted(monke
 def test_negative_control_quarter_noise_mwem_gaussian_candidates_is_refuted(monkeypatch):
     """MWEM's Gaussian-fit candidates with the fit's noise divided by 4 (candidate_share 0.98: the fit carries
     the budget)."""
-    import dpkit.methods.gaussian_fit as gf
+    import dpkit.mechanisms.vector_release as vr
 
-    real = gf.noisy_release
-    monkeypatch.setattr(gf, "noisy_release", lambda v, *, l1, l2, **kw: real(v, l1=l1 / 4.0, l2=l2 / 4.0, **kw))
+    real = vr.noisy_release  # the fit's releases under its published split (the registry's accounting="split")
+    monkeypatch.setattr(vr, "noisy_release", lambda v, *, l1, l2, **kw: real(v, l1=l1 / 4.0, l2=l2 / 4.0, **kw))
     m = dataclasses.replace(get("mwem-gaussian"), candidate_share=0.98)
+    assert m.candidates.fit.accounting == "split"
     res = gate("mwem-gaussian/4", m, n_samples=10_000)
     # Analyze Gauss splits the fit's budget between the mean and the second moments, so the statistic's
     # Gaussian shift is μ = 4·(Δ/σ)·√(k/d + 2k(d − k)/d²) on the pair x = 1, y = 1 with k = 3d/4 coordinates −1

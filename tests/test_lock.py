@@ -136,7 +136,8 @@ def test_lock_is_fully_pinned_with_hashes():
 
 
 def test_make_installs_from_the_lock():
-    """The venv stamp depends on the lock and installs it, then dpkit without dependencies; `make lock` exists."""
+    """The venv stamp depends on the lock and installs exactly it (pip's resolver checks the pins agree), then dpkit
+    without dependencies; `make lock` exists."""
     mk = (ROOT / "Makefile").read_text(encoding="utf-8")
     stamp = re.search(r"^\$\(STAMP\):(.*)$", mk, re.M)
     assert stamp and "$(LOCK)" in stamp.group(1)

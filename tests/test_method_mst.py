@@ -56,7 +56,7 @@ def test_project_simplex():
 
 # ----------------------------------------------------------------------------- accounting
 def test_ledger_zcdp_one_spend_of_the_total(data):
-    rel = MST(epsilon=EPS, delta=DELTA, bins=3, **FAST).release(data, rng=1)
+    rel = MST(epsilon=EPS, delta=DELTA, bins=3, accounting="zcdp", **FAST).release(data, rng=1)
     (entry,) = rel.ledger["entries"]
     assert (entry["epsilon"], entry["delta"]) == (EPS, DELTA) and rel.spent == (EPS, DELTA)
     meta = entry["meta"]

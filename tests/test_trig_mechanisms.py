@@ -35,7 +35,7 @@ STAGES = {"discretise", "moments", "mean", "pca", "candidates", "lp", "sample", 
 @pytest.mark.parametrize("delta", [0.0, 1e-3])
 def test_improved_result_record(delta):
     X = _data()
-    res = ImprovedTrigonometricMechanism(epsilon=1.0, delta=delta, **FAST).release(X, rng=0)
+    res = ImprovedTrigonometricMechanism(epsilon=1.0, delta=delta, accounting="split", **FAST).release(X, rng=0)
     assert isinstance(res, Release) and isinstance(res.synthetic, WeightedDatabase)
     p = res.params
     for key in ("t", "N", "m", "L", "R", "C", "k", "n_iter", "kappa", "K", "epsilon", "delta", "constants",
@@ -50,7 +50,7 @@ def test_improved_result_record(delta):
     # the synthetic DB is the realised sample of m rows: counts sum to m, support ⊂ LP support
     assert res.synthetic.m == p["m"] and int(res.synthetic.counts.sum()) == p["m"]
     assert res.synthetic.support_size <= res.diagnostics.lp_database.support_size
-    # budget: ε/3 three times; δ/2 to the moments and δ/2 to the PCA
+    # budget (the thesis's split): ε/3 three times; δ/2 to the moments and δ/2 to the PCA
     led = res.ledger
     names = [e["name"] for e in led["entries"]]
     assert names == ["moments", "mean", "pca"]
@@ -74,7 +74,7 @@ def test_thesis_constants_reproduce_printed_scales():
     n, d = X.shape
     r1 = ImprovedTrigonometricMechanism(epsilon=1.0, constants="thesis", **FAST).release(X, rng=0)
     assert math.isclose(r1.params["noise_scales"]["moments"], 3 * 12 / (n * 1.0))  # Alg 9: 3R/(nε)
-    r2 = ImprovedTrigonometricMechanism(epsilon=1.0, delta=1e-3, constants="thesis", **FAST).release(X, rng=0)
+    r2 = ImprovedTrigonometricMechanism(epsilon=1.0, delta=1e-3, constants="thesis", accounting="split", **FAST).release(X, rng=0)
     assert math.isclose(r2.params["noise_scales"]["moments"], 3 * math.sqrt(2 * 12 * math.log(1e3)) / n)  # Alg 10
     assert r2.params["noise_scales"]["moments_kind"] == "laplace"
     assert math.isclose(r2.params["noise_scales"]["mean"], 6 * d / n)
@@ -143,10 +143,12 @@ def test_user_ledger_is_charged_and_overspending_refused():
     X = _data()
     led = Ledger(2.0, 1e-3)
     ImprovedTrigonometricMechanism(epsilon=1.0, delta=1e-3, **FAST).release(X, rng=0, ledger=led)
-    assert math.isclose(led.total()[0], 1.0) and len(led) == 3
+    assert math.isclose(led.total()[0], 1.0) and len(led) == 1  # accounting="pld": one spend of the composition
+    ImprovedTrigonometricMechanism(epsilon=0.5, delta=0.0, **FAST).release(X, rng=0, ledger=led)  # mechanism I: 3
+    assert math.isclose(led.total()[0], 1.5) and len(led) == 4
     with pytest.raises(BudgetExceededError):
         ImprovedTrigonometricMechanism(epsilon=1.0, delta=1e-3, **FAST).release(X, rng=0, ledger=led)
-    assert len(led) == 3  # nothing was spent by the refused run
+    assert len(led) == 4  # nothing was spent by the refused run
 
 
 def test_invalid_pca_range_spends_nothing():

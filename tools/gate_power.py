@@ -58,12 +58,22 @@ def _patched(module: Any, attr: str, wrap: Callable[[Any], Any]) -> Iterator[Non
 
 def _marginals(name: str) -> Callable[[float], tuple[Any, Any]]:
     def make(f: float) -> tuple[Any, Any]:
+        import dpkit.mechanisms.vector_release as vr
         import dpkit.methods.marginals as mm
         from dpkit.methods.registry import get
 
-        ctx = _patched(mm, "noisy_release", lambda real: lambda v, *, l1, l2, **kw: real(v, l1=l1 / f, l2=l2 / f, **kw))
-        return get(name), ctx
+        def divided(real: Any) -> Any:
+            return lambda v, *, l1, l2, **kw: real(v, l1=l1 / f, l2=l2 / f, **kw)
+
+        # the histograms call marginals' noisy_release, the moments theirs through vector_release.planned_release
+        return get(name), _both(_patched(mm, "noisy_release", divided), _patched(vr, "noisy_release", divided))
     return make
+
+
+@contextlib.contextmanager
+def _both(a: Any, b: Any) -> Iterator[None]:
+    with a, b:
+        yield
 
 
 def _mst(name: str) -> Callable[[float], tuple[Any, Any]]:
@@ -84,10 +94,11 @@ def _aim(f: float) -> tuple[Any, Any]:
 
 
 def _mwem(f: float) -> tuple[Any, Any]:
-    import dpkit.methods.gaussian_fit as gf
+    import dpkit.mechanisms.vector_release as vr
     from dpkit.methods.registry import get
 
-    ctx = _patched(gf, "noisy_release", lambda real: lambda v, *, l1, l2, **kw: real(v, l1=l1 / f, l2=l2 / f, **kw))
+    # the fit's releases (the registry's fit keeps the published split: vector_release.planned_release -> noisy_release)
+    ctx = _patched(vr, "noisy_release", lambda real: lambda v, *, l1, l2, **kw: real(v, l1=l1 / f, l2=l2 / f, **kw))
     return dataclasses.replace(get("mwem-gaussian"), candidate_share=0.98), ctx
 
 

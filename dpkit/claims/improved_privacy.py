@@ -145,7 +145,7 @@ def improved_runs(
         for constants in CONSTANTS:
             for R in rs:
                 mech = ImprovedTrigonometricMechanism(epsilon=epsilon, delta=dl, K=K, C=c, R=R, k=k, n_iter=n_iter, kappa=kappa,
-                                                      constants=constants)
+                                                      constants=constants, accounting="split")
                 runs.append(ImprovedRun(delta=dl, constants=constants, R=R, result=mech.release(X, rng=s.fit)))
     return tuple(runs)
 

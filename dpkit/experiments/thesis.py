@@ -32,14 +32,17 @@ def table_methods(mechanisms: Sequence[str] = ("I", "II"), constants: Sequence[s
     """``{label: method}`` of one table cell: ``trig-<mechanism>`` with ``params`` and each constants variant.
 
     Labels are ``trig-I``, ``trig-II`` for the correct constants and ``trig-I (printed)``, … for
-    ``constants="thesis"``. ``epsilon`` and ``delta`` are the table's budget (:func:`~dpkit.methods.registry.with_budget`:
-    mechanism I is ε-DP and keeps δ = 0); every other parameter must be one of the mechanisms'.
+    ``constants="thesis"`` (with the printed split of the budget, ``accounting="split"``; the correct variants take the
+    registry's accounting unless ``params`` names one). ``epsilon`` and ``delta`` are the table's budget
+    (:func:`~dpkit.methods.registry.with_budget`: mechanism I is ε-DP and keeps δ = 0); every other parameter must be
+    one of the mechanisms'.
     """
     budget = {k: params.pop(k) for k in ("epsilon", "delta") if k in params}
     out: dict[str, Method] = {}
     for c in constants:
         for m in mechanisms:
-            method = dataclasses.replace(with_budget(get(f"trig-{m}", **params), **budget), constants=c)
+            printed = {"accounting": "split"} if c == "thesis" else {}  # the printed constants' own calibration
+            method = dataclasses.replace(with_budget(get(f"trig-{m}", **params), **budget), constants=c, **printed)
             out[f"trig-{m}" + ("" if c == "correct" else " (printed)")] = method
     return out
 

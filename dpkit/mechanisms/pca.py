@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from dpkit.core.accountant import Step
+from dpkit.core.accountant import gaussian as accountant_gaussian
 from dpkit.core.accounting import Ledger
 from dpkit.core.exceptions import PrivacyLeakWarning
 from dpkit.core.rng import RNGLike, resolve_rng
@@ -55,6 +57,7 @@ from dpkit.core.validation import (
     check_epsilon,
     check_finite_array,
     check_in_unit_cube,
+    check_positive_finite,
     check_positive_int,
 )
 from dpkit.data.errors import ClippingWarning
@@ -67,6 +70,7 @@ __all__ = [
     "covariance",
     "subspace_iteration_step",
     "check_psi_noise_scale",
+    "psi_step",
 ]
 
 
@@ -104,6 +108,12 @@ def psi_noise_scale(sensitivity: float, *, d: int, k: int, n_iter: int, epsilon:
             )
         return sensitivity * math.sqrt(4.0 * k * n_iter * math.log(1.0 / delta)) / epsilon
     return 10.0 * sensitivity * math.sqrt(d) * k * n_iter / epsilon
+
+
+def psi_step(sigma: float, *, sensitivity: float, k: int, n_iter: int) -> Step:
+    """PSI-(ε,δ)'s noise as a step of the accountant: ``n_iter`` Gaussian multiplications, each of L2
+    (Frobenius) sensitivity ρ√k (module docstring), with noise std σ: noise multiplier σ/(ρ√k)."""
+    return accountant_gaussian(sigma / (sensitivity * math.sqrt(k)), count=n_iter, name="pca")
 
 
 def check_psi_noise_scale(sigma: float, *, d: int, epsilon: float, delta: float,
@@ -171,6 +181,10 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         Public bounds of the data (each a scalar or one value per feature). X is rescaled from them to
         [-1, 1]^d with clipping (:class:`~dpkit.data.errors.ClippingWarning` gives the clipped fraction).
         ``None`` (default): X must already lie in [-1, 1]^d.
+    noise_scale : float, optional
+        PSI-(ε,δ) only: the Gaussian σ per entry of G set by a caller that accounts the PCA inside a larger
+        composition (:func:`psi_step`, :mod:`dpkit.core.accountant`) instead of Alg 6's σ. That caller spends the
+        composition's budget: :meth:`fit` then spends nothing and refuses a ``ledger``.
 
     Attributes
     ----------
@@ -198,6 +212,7 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         sensitivity: str = "bound",
         mean: Any = None,
         bounds: Any = None,
+        noise_scale: float | None = None,
     ) -> None:
         self.n_components = n_components
         self.n_iter = n_iter
@@ -206,6 +221,7 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
         self.sensitivity = sensitivity
         self.mean = mean
         self.bounds = bounds
+        self.noise_scale = noise_scale
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -265,7 +281,14 @@ class PrivateSubspaceIteration(TransformerMixin, BaseEstimator):
             )
             rho = covariance_sensitivity(n, d, M)
         noise = "gaussian" if delta > 0 else "laplace"
-        sigma = psi_noise_scale(rho, d=d, k=k, n_iter=L, epsilon=eps, delta=delta)
+        if self.noise_scale is None:
+            sigma = psi_noise_scale(rho, d=d, k=k, n_iter=L, epsilon=eps, delta=delta)
+        else:
+            if delta == 0 or math.isinf(eps) or ledger is not None:
+                raise ValueError("noise_scale is for PSI-(eps,delta) accounted by its caller: it needs 0 < delta, a "
+                                 "finite epsilon and ledger=None (the caller spends the composition); got "
+                                 f"delta={delta:g}, epsilon={eps:g}, ledger={'given' if ledger is not None else None}")
+            sigma = check_positive_finite(self.noise_scale, name="noise_scale")
         check_psi_noise_scale(sigma, d=d, epsilon=eps, delta=delta)
         if ledger is not None:
             ledger.spend(

@@ -12,7 +12,9 @@ Noise (per-query sensitivity Δ_q = range_q/n, see :mod:`dpkit.methods._kernels`
 * ``"laplace_II"`` — (ε, δ)-DP by advanced composition (Thm 1.11, δ' = δ): each query is
   ε₀-DP with Lap(Δ_q/ε₀), ε₀ the largest per-step ε whose Q-fold composition is ≤ ε
   (:func:`dpkit.core.composition.per_step_epsilon`, capped at the basic ε/Q). The printed Prop 1.12
-  scale is **not** used (its proof is wrong: docs/science/errata.md, *erratum-laplace-ii*).
+  scale is **not** used (its proof is wrong: docs/science/errata.md, *erratum-laplace-ii*). This is
+  ``accounting="split"``; ``accounting="pld"`` (default) takes the largest ε₀ whose Q Laplace releases compose, through
+  their privacy loss distribution (:mod:`dpkit.core.accountant`, dp-accounting, pessimistic), to (ε, δ).
 * ``"gaussian"`` — (ε, δ)-DP: N(0, s²) with s from the analytic Gaussian mechanism
   (Balle & Wang 2018) on the L2 sensitivity (Σ_q Δ_q²)^{1/2}
   (:class:`dpkit.mechanisms.gaussian.Gaussian`).
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpkit.core import accountant
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, resolve_rng
 from dpkit.core.threads import one_blas_thread
@@ -56,17 +59,23 @@ class DirectAnswering(MethodBase):
     sensitivity : {"range", "unit"}
         ``"range"`` (default): Δ_q = (sup f_q − inf f_q)/n bounded from the public query
         (module :mod:`dpkit.methods._kernels`); ``"unit"``: the generic Δ_q = 1/n.
+    accounting : {"pld", "split"}
+        ``"laplace_II"`` only (module docstring): the per-query ε₀ from the Q releases' exact composition (default)
+        or from advanced composition (the published calibration). Recorded in the params and the ledger. The
+        other noises release one vector at the whole budget, already exact.
     """
 
     epsilon: float
     delta: float = 0.0
     noise: str = "laplace_I"
     sensitivity: str = "range"
+    accounting: str = "pld"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_inf=True)
         check_choice(self.noise, name="noise", choices=NOISES)
         check_choice(self.sensitivity, name="sensitivity", choices=("range", "unit"))
+        accountant.check_accounting(self.accounting, allowed=("pld", "split"))
         if self.noise != "laplace_I" and self.delta == 0 and not math.isinf(self.epsilon):
             raise ValueError(f"delta must be in (0, 1) for noise={self.noise!r}; got 0")
 
@@ -95,6 +104,9 @@ class DirectAnswering(MethodBase):
             from dpkit.core.composition import per_step_epsilon
 
             eps0 = per_step_epsilon(self.epsilon, self.delta, Q, rule="advanced")[0]
+            if self.accounting == "pld":  # the advanced-composition ε₀ divided by the accountant's factor t ≤ 1
+                eps0 = eps0 / min(1.0, accountant.calibrate([accountant.laplace(1.0 / eps0, count=Q)], self.epsilon,
+                                                            self.delta))
             return sens / eps0, "laplace", self.epsilon, self.delta
         from dpkit.mechanisms.gaussian import Gaussian
 
@@ -119,6 +131,7 @@ class DirectAnswering(MethodBase):
         sens = self.sensitivities(wl, n)
         led.spend(
             "answers", eps, dl, mechanism=f"{kind} ({self.noise})", neighbouring="replace-one",
+            **({"accounting": self.accounting} if self.noise == "laplace_II" else {}),
             n_queries=int(scales.shape[0]), scale_max=float(scales.max(initial=0.0)),
             l1_sensitivity=float(sens.sum()), l2_sensitivity=float(np.linalg.norm(sens)),
         )
@@ -135,7 +148,8 @@ class DirectAnswering(MethodBase):
         timings["total"] += truth.seconds
         params = {
             "method": self.name, "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
-            "sensitivity_rule": self.sensitivity, "n": n, "n_queries": int(scales.shape[0]),
+            "sensitivity_rule": self.sensitivity, **({"accounting": self.accounting} if self.noise == "laplace_II" else {}),
+            "n": n, "n_queries": int(scales.shape[0]),
             "noise_kind": kind, "scale_mean": float(scales.mean()) if scales.size else 0.0,
             "sensitivity_mean_times_n": float(sens.mean() * n),
         }

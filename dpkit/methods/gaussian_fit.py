@@ -17,6 +17,12 @@ Two routes (``method``):
   for the variance left outside the subspace: Σ̃ = VᵀΛV + diag(max(v_i − (VᵀΛV)_ii, 0)),
   v_i = s_i − μ̃_i². Budget ε/3 each; δ/2 to the PCA and δ/2 to the two vectors.
 
+Accounting (``accounting``, δ > 0): ``"pld"`` (default) calibrates the Gaussian/Laplace vector releases jointly
+by their exact composition (:func:`dpkit.mechanisms.vector_release.release_plan`): Analyze Gauss's mean and
+second-moment matrix at the whole (ε, δ), the PSI route's mean, second moments and private PCA (its L noisy
+multiplications) likewise: every noise scaled by one factor so that they compose exactly to (ε, δ);
+``"split"`` is the published calibration above.
+
 ``epsilon=math.inf`` gives the exact (non-private) Gaussian fit for either route.
 """
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpkit.core.accountant import Step, check_accounting
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
@@ -38,8 +45,22 @@ from dpkit.core.validation import (
     check_in_unit_cube,
     check_positive_ints,
 )
-from dpkit.mechanisms.pca import PrivateSubspaceIteration, check_psi_noise_scale, covariance_sensitivity, psi_noise_scale
-from dpkit.mechanisms.vector_release import noise_std, noisy_release
+from dpkit.mechanisms.pca import (
+    PrivateSubspaceIteration,
+    check_psi_noise_scale,
+    covariance_sensitivity,
+    psi_noise_scale,
+    psi_step,
+)
+from dpkit.mechanisms.vector_release import (
+    Planned,
+    Share,
+    accounting_factor,
+    planned_release,
+    release_plan,
+    spend_plan,
+    split_plan,
+)
 from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
 
@@ -81,6 +102,8 @@ class GaussianFit(MethodBase):
         PSI output dimension and iterations (``method="psi"``; capped at d).
     m : int
         Rows of the synthetic database.
+    accounting : {"pld", "split"}
+        How the vector releases share (ε, δ) (module docstring); recorded in the release's params and ledger.
     """
 
     epsilon: float
@@ -89,10 +112,12 @@ class GaussianFit(MethodBase):
     k: int = 2
     n_iter: int = 10
     m: int = 2000
+    accounting: str = "pld"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_inf=True)
         check_choice(self.method, name="method", choices=("analyze_gauss", "psi"))
+        check_accounting(self.accounting, allowed=("pld", "split"))
         check_positive_ints(self, "k", "n_iter", "m")
 
     @property
@@ -106,14 +131,18 @@ class GaussianFit(MethodBase):
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
         self.check_noise(n, d)
         g1, g2, g3 = spawn(rng, 3)
+        plan = self.release_plan(n, d)
+        pca_sigma = self.pca_noise_scale(n, d)
+        extra = [] if pca_sigma is None else [{"name": "pca", "mechanism": "gaussian (PSI, Alg 6)", "scale": pca_sigma,
+                                              "sensitivity": covariance_sensitivity(n, d) * math.sqrt(min(self.k, d)),
+                                              "count": self.n_iter}]
+        spend_plan(plan, epsilon=self.epsilon, delta=self.delta, accounting=self.accounting, ledger=led, name=self.name,
+                   extra=extra)
         if self.method == "analyze_gauss":
-            e2, d2 = self.epsilon / 2.0, self.delta / 2.0
-            mu = noisy_release(X.mean(axis=0), epsilon=e2, delta=d2, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
-                               rng=g1, ledger=led, name="mean")
+            mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
             iu = np.triu_indices(d)
             M = (X.T @ X) / n
-            up = noisy_release(M[iu], epsilon=e2, delta=d2, l1=d * (d + 1.0) / n, l2=math.sqrt(2.0) * d / n,
-                               rng=g2, ledger=led, name="second_moment_matrix")
+            up = planned_release(M[iu], plan[1], rng=g2, ledger=led, accounting=self.accounting)
             Mn = np.zeros((d, d))
             Mn[iu] = up
             Mn = Mn + np.triu(Mn, 1).T
@@ -123,20 +152,54 @@ class GaussianFit(MethodBase):
             cov = psd_project(S)
             return GaussianStats(mean=mu, cov=cov, moments=up)
         e3 = self.epsilon / 3.0
-        dv = self.delta / 4.0
-        mu = noisy_release(X.mean(axis=0), epsilon=e3, delta=dv, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
-                           rng=g1, ledger=led, name="mean")
-        s = noisy_release((X * X).mean(axis=0), epsilon=e3, delta=dv, l1=d / n, l2=math.sqrt(d) / n,
-                          rng=g2, ledger=led, name="second_moment")
+        mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
+        s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=self.accounting)
         k = min(self.k, d)
         psi = PrivateSubspaceIteration(n_components=k, n_iter=self.n_iter, epsilon=e3, delta=self.delta / 2.0,
-                                       mean=mu).fit(X, rng=g3, ledger=led)
+                                       mean=mu, noise_scale=pca_sigma).fit(X, rng=g3,
+                                                                          ledger=led if pca_sigma is None else None)
         V, lam = psi.components_, psi.explained_variance_
         low = (V.T * lam) @ V
         var = np.clip(s - np.clip(mu, -1, 1) ** 2, 0.0, None)
         cov = low + np.diag(np.clip(var - np.diag(low), 0.0, None))
         return GaussianStats(mean=mu, cov=cov, components=V, eigenvalues=lam, pca_noise_scale=psi.noise_scale_,
                              moments=s)
+
+    def shares(self, n: int, d: int) -> list[Share]:
+        """The vector releases (mean, then the second-moment matrix or the second moments) with their split shares
+        and sensitivities (module docstring)."""
+        mean_l1, mean_l2 = 2.0 * d / n, 2.0 * math.sqrt(d) / n
+        if self.method == "analyze_gauss":
+            e2, d2 = self.epsilon / 2.0, self.delta / 2.0
+            return [Share("mean", e2, d2, mean_l1, mean_l2),
+                    Share("second_moment_matrix", e2, d2, d * (d + 1.0) / n, math.sqrt(2.0) * d / n)]
+        e3, dv = self.epsilon / 3.0, self.delta / 4.0
+        return [Share("mean", e3, dv, mean_l1, mean_l2), Share("second_moment", e3, dv, d / n, math.sqrt(d) / n)]
+
+    def _pca_noise(self, n: int, d: int) -> tuple[float, Step]:
+        """The PSI route's private PCA at its split share (ε/3, δ/2): Alg 6's σ and its step for the accountant."""
+        k, rho = min(self.k, d), covariance_sensitivity(n, d)
+        sigma = psi_noise_scale(rho, d=d, k=k, n_iter=self.n_iter, epsilon=self.epsilon / 3.0, delta=self.delta / 2.0)
+        return sigma, psi_step(sigma, sensitivity=rho, k=k, n_iter=self.n_iter)
+
+    def _composed(self) -> bool:
+        return self.accounting == "pld" and self.delta > 0 and math.isfinite(self.epsilon)
+
+    def release_plan(self, n: int, d: int) -> list[Planned]:
+        """The noise of the vector releases under the method's accounting (:func:`release_plan`; under ``"pld"`` the
+        PSI route's private PCA is composed with them at the whole (ε, δ))."""
+        extra = [self._pca_noise(n, d)[1]] if self.method == "psi" and self._composed() else []
+        return release_plan(self.shares(n, d), epsilon=self.epsilon, delta=self.delta, accounting=self.accounting,
+                            extra=extra)
+
+    def pca_noise_scale(self, n: int, d: int) -> float | None:
+        """The PSI route's PCA noise σ under ``"pld"`` (Alg 6's σ times the plan's factor), ``None`` otherwise (the
+        PCA calibrates itself at (ε/3, δ/2) and spends it)."""
+        if self.method != "psi" or not self._composed():
+            return None
+        sigma, step = self._pca_noise(n, d)
+        steps = [p.step() for p in split_plan(self.shares(n, d))] + [step]
+        return sigma * accounting_factor(steps, epsilon=self.epsilon, delta=self.delta)
 
     def check_noise(self, n: int, d: int) -> None:
         """Refuse, before anything is spent, an ε whose noise the fit cannot compute with on n rows in d dimensions.
@@ -167,7 +230,7 @@ class GaussianFit(MethodBase):
         if math.isinf(self.epsilon):
             return
         if self.method == "analyze_gauss":
-            s = noise_std(self.epsilon / 2.0, self.delta / 2.0, 2.0 * d / n, 2.0 * math.sqrt(d) / n)
+            s = self.release_plan(n, d)[0].std
             if s * math.sqrt(2.0 * d) >= SQRT_FLOAT_MAX:
                 raise ValueError(self._too_small(f"the mean's noise std {s:.3g} times sqrt(2d) reaches",
                                                  least=self.epsilon * s * math.sqrt(2.0 * d) / SQRT_FLOAT_MAX))
@@ -193,6 +256,8 @@ class GaussianFit(MethodBase):
         """The release's ``params``: the method's parameters and the PCA noise scale."""
         params: dict[str, Any] = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "k": self.k,
                                   "n_iter": self.n_iter, "m": self.m}
+        if self.delta > 0:  # the (ε, δ) calibration's choice; an ε-DP fit has none (its records stay as they were)
+            params["accounting"] = self.accounting
         if rel.pca_noise_scale is not None:
             params["pca_noise_scale"] = rel.pca_noise_scale
         return params

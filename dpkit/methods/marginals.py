@@ -13,6 +13,11 @@ Two variants (``kind``):
   budget each. Mean: L1 sensitivity 2d/n (L2 2√d/n); second moment: x_i² ∈ [0, 1], L1 d/n
   (L2 √d/n). Variance v_i = max(s_i − μ_i², 10⁻⁶); rows x_i ~ N(μ_i, v_i) clipped to [-1, 1].
 
+Accounting of the moments (``accounting``, δ > 0): ``"pld"`` (default) calibrates the two releases jointly by
+their exact composition (:func:`dpkit.mechanisms.vector_release.release_plan`, :mod:`dpkit.core.accountant`);
+``"split"`` gives each (ε/2, δ/2) under basic composition (the published calibration). The histogram is one
+release, already calibrated at the whole (ε, δ): both accountings give it the same noise.
+
 The synthetic database has ``m`` i.i.d. rows (a :class:`~dpkit.mechanisms.trig.WeightedDatabase` with
 weights 1/m). Every independent-product model misses all correlations between attributes, so
 its error on kernel queries (which couple all coordinates) shows what dependence is worth.
@@ -26,10 +31,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpkit.core.accountant import check_accounting
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_budget_fields, check_choice, check_in_unit_cube, check_positive_ints
-from dpkit.mechanisms.vector_release import noisy_release
+from dpkit.mechanisms.vector_release import Share, noisy_release, planned_release, release_plan, spend_plan
 from dpkit.methods._discrete import cell_cdf, grid_codes, uniform_in_cells
 from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
@@ -60,6 +66,8 @@ class IndependentMarginals(MethodBase):
         Public cells per attribute (histogram variant).
     m : int
         Rows of the synthetic database.
+    accounting : {"pld", "split"}
+        How the moments' two releases share (ε, δ) (module docstring); recorded in the release's params and ledger.
     """
 
     epsilon: float
@@ -67,10 +75,12 @@ class IndependentMarginals(MethodBase):
     kind: str = "histogram"
     bins: int = 16
     m: int = 2000
+    accounting: str = "pld"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_inf=True)
         check_choice(self.kind, name="kind", choices=("histogram", "moments"))
+        check_accounting(self.accounting, allowed=("pld", "split"))
         check_positive_ints(self, "bins", "m")
 
     @property
@@ -91,12 +101,18 @@ class IndependentMarginals(MethodBase):
             Hn = noisy_release(H, epsilon=self.epsilon, delta=self.delta, l1=2.0 * d / n,
                                l2=math.sqrt(2.0 * d) / n, rng=g1, ledger=led, name="histograms", bins=self.bins)
             return MarginalStats(hist=Hn)
-        e2, d2 = self.epsilon / 2.0, self.delta / 2.0
-        mu = noisy_release(X.mean(axis=0), epsilon=e2, delta=d2, l1=2.0 * d / n, l2=2.0 * math.sqrt(d) / n,
-                           rng=g1, ledger=led, name="mean")
-        s = noisy_release((X * X).mean(axis=0), epsilon=e2, delta=d2, l1=d / n, l2=math.sqrt(d) / n,
-                          rng=g2, ledger=led, name="second_moment")
+        plan = release_plan(self.moment_shares(n, d), epsilon=self.epsilon, delta=self.delta,
+                            accounting=self.accounting)
+        spend_plan(plan, epsilon=self.epsilon, delta=self.delta, accounting=self.accounting, ledger=led, name=self.name)
+        mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
+        s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=self.accounting)
         return MarginalStats(mean=mu, second=s)
+
+    def moment_shares(self, n: int, d: int) -> list[Share]:
+        """The moments' two releases (mean, second moment) with their split shares and sensitivities."""
+        e2, d2 = self.epsilon / 2.0, self.delta / 2.0
+        return [Share("mean", e2, d2, 2.0 * d / n, 2.0 * math.sqrt(d) / n),
+                Share("second_moment", e2, d2, d / n, math.sqrt(d) / n)]
 
     def synthesize(self, rel: MarginalStats, X: ArrayLike, *, rng: np.random.Generator,
                    timer: Timer) -> tuple[WeightedDatabase, MarginalStats]:
@@ -119,4 +135,5 @@ class IndependentMarginals(MethodBase):
     def release_params(self, stats: MarginalStats, X: ArrayLike, ledger: Ledger) -> dict[str, Any]:
         """The release's ``params``: the method's parameters."""
         return {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "kind": self.kind,
-                "bins": self.bins, "m": self.m}
+                "bins": self.bins, "m": self.m,
+                **({"accounting": self.accounting} if self.kind == "moments" and self.delta > 0 else {})}

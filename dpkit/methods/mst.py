@@ -26,6 +26,12 @@ Privacy (``delta``):
   (ε_t²/8-zCDP, Cesar & Rogers 2021 / CKS 2020 Prop 6) and σ₃ = √((d − 1)/ρ₃) on the tree's
   marginals. ρ adds up (Bun–Steinke Lemma 1.7). The ledger, which composes (ε, δ), gets **one spend
   of the total (ε, δ)** before any noise is drawn, with the per-step ρ in its metadata and in ``params``.
+* **(ε, δ)-DP at the limit** (δ > 0, ``accounting="pld"``, the default): the same three steps with the same
+  relative noise (``split``), every noise multiplied by one factor t ≤ 1 found by :func:`dpkit.core.accountant.calibrate`:
+  the one- and two-way Gaussians composed exactly (Gaussian DP, L2 sensitivities √(2d) and √(2(d − 1))), the
+  d − 1 selections as ε_t-DP rounds through their privacy loss distribution, bounded by the zCDP accounting where it
+  is tighter (module docstring of :mod:`dpkit.core.accountant`). ``accounting="zcdp"`` is the paper's accounting above
+  (MST as its authors publish it); one spend of the total (ε, δ) either way, the plan in its metadata.
 * **ε-DP** (δ = 0): Laplace noise 2d/ε₁ on the one-way counts (L1 sensitivity 2d), the exponential
   mechanism with ε₂/(d − 1) per round, Laplace 2(d − 1)/ε₃ on the tree's counts; basic composition
   through the ledger, one spend per step (d + 1 spends in all).
@@ -44,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import accountant
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import (
@@ -86,19 +93,34 @@ class MSTStats:
         return {"bins": self.bins, "edges": [list(e) for e in self.edges], "scale": dict(self.scale)}
 
 
-def noise_plan(epsilon: float, delta: float, d: int, split: tuple[float, float, float]) -> dict[str, float]:
-    """Noise of each step (module docstring): std of the one-/two-way noise, the selection's ε per round, ρ per step."""
+def noise_plan(epsilon: float, delta: float, d: int, split: tuple[float, float, float],
+               accounting: str = "zcdp") -> dict[str, float]:
+    """Noise of each step (module docstring): std of the one-/two-way noise, the selection's ε per round, ρ per step
+    (``accounting="zcdp"``), or the zCDP plan's noise times the accountant's factor ``t`` (``"pld"``, δ > 0)."""
     if math.isinf(epsilon):
         return {"std1": 0.0, "std3": 0.0, "eps_round": math.inf}
     s1, s2, s3 = (f / sum(split) for f in split)
     if delta > 0:
         rho = cdp_rho(epsilon, delta)
-        return {"rho": rho, "rho1": s1 * rho, "rho2": s2 * rho, "rho3": s3 * rho,
+        plan = {"rho": rho, "rho1": s1 * rho, "rho2": s2 * rho, "rho3": s3 * rho,
                 "std1": math.sqrt(d / (s1 * rho)), "std3": math.sqrt((d - 1) / (s3 * rho)),
                 "eps_round": math.sqrt(8.0 * s2 * rho / (d - 1))}
+        if accounting == "zcdp":
+            return plan
+        t = min(1.0, accountant.calibrate(plan_steps(plan, d), epsilon, delta))
+        return {"accounting_factor": t, "std1": plan["std1"] * t, "std3": plan["std3"] * t,
+                "eps_round": plan["eps_round"] / t}
     b1, b3 = 2.0 * d / (s1 * epsilon), 2.0 * (d - 1) / (s3 * epsilon)
     return {"eps1": s1 * epsilon, "eps2": s2 * epsilon, "eps3": s3 * epsilon, "laplace1": b1, "laplace3": b3,
             "std1": math.sqrt(2.0) * b1, "std3": math.sqrt(2.0) * b3, "eps_round": s2 * epsilon / (d - 1)}
+
+
+def plan_steps(plan: dict[str, float], d: int) -> list[accountant.Step]:
+    """MST's measurements as the accountant's steps: the one-way Gaussian (L2 sensitivity √(2d)), the d − 1
+    selections (ε per round) and the two-way Gaussian (L2 √(2(d − 1)))."""
+    return [accountant.gaussian(plan["std1"] / math.sqrt(2.0 * d), name="one-way"),
+            accountant.selection(plan["eps_round"], count=d - 1, name="select"),
+            accountant.gaussian(plan["std3"] / math.sqrt(2.0 * (d - 1)), name="two-way")]
 
 
 def default_bins(n: int, std3: float) -> int:
@@ -129,6 +151,9 @@ class MST(MethodBase):
         Rows of the synthetic database.
     iters : int
         Mirror-descent iterations of the estimation.
+    accounting : {"pld", "zcdp"}
+        δ > 0 only: the calibration at the exact composition (default) or the paper's zCDP accounting (module
+        docstring); recorded in the release's params and its ledger entry.
     estimator : {"compiled", "mbi"}
         Whose implementation of Private-PGM's mirror descent estimates the model: dpkit's, compiled once per
         padded problem size (default; :func:`~dpkit.methods._compiled_pgm.fit_model_compiled`), or ``mbi``'s,
@@ -146,6 +171,7 @@ class MST(MethodBase):
     m: int = 5000
     iters: int = 1000
     estimator: str = "compiled"
+    accounting: str = "pld"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_inf=True)
@@ -159,11 +185,15 @@ class MST(MethodBase):
         check_int_in_range(self.m, name="m", low=1)
         check_int_in_range(self.iters, name="iters", low=1)
         check_choice(self.estimator, name="estimator", choices=ESTIMATORS)
+        accountant.check_accounting(self.accounting, allowed=("pld", "zcdp"))
+
+    def noise_plan(self, d: int) -> dict[str, float]:
+        """:func:`noise_plan` of this configuration in d dimensions."""
+        return noise_plan(self.epsilon, self.delta, d, self.split, self.accounting if self.delta > 0 else "zcdp")
 
     def grid(self, n: int, d: int) -> int:
         """Cells per attribute for n rows in d dimensions."""
-        return self.bins if self.bins is not None else default_bins(n, noise_plan(self.epsilon, self.delta, d,
-                                                                                  self.split)["std3"])
+        return self.bins if self.bins is not None else default_bins(n, self.noise_plan(d)["std3"])
 
     def measure(self, X: Any, *, rng: RNGLike = None, ledger: Ledger | None = None) -> MSTStats:
         """Steps 1–3: the released statistics (no estimation, no sampling), spent through ``ledger``."""
@@ -172,7 +202,7 @@ class MST(MethodBase):
         if d < 2:
             raise ValueError(f"MST needs d >= 2 attributes (a tree of two-way marginals); got d={d}")
         led = ledger_for(ledger, self.epsilon, self.delta, self.name)
-        plan = noise_plan(self.epsilon, self.delta, d, self.split)
+        plan = self.noise_plan(d)
         top = max(plan["std1"], plan["std3"]) / n
         if top >= SQRT_FLOAT_MAX:  # before anything is spent (module docstring, "Least ε")
             raise ValueError(budget_limit_message(
@@ -187,8 +217,14 @@ class MST(MethodBase):
         if math.isinf(self.epsilon):
             led.spend("mst (non-private)", math.inf, 0.0, mechanism="none (epsilon=inf)", **meta)
         elif self.delta > 0:
-            led.spend("mst (zCDP total)", self.epsilon, self.delta, mechanism="gaussian + exponential (zCDP, CKS20 Prop 12)",
-                      **meta, **{k: plan[k] for k in ("rho", "rho1", "rho2", "rho3", "std1", "std3", "eps_round")})
+            if self.accounting == "zcdp":
+                led.spend("mst (zCDP total)", self.epsilon, self.delta,
+                          mechanism="gaussian + exponential (zCDP, CKS20 Prop 12)",
+                          **meta, **{k: plan[k] for k in ("rho", "rho1", "rho2", "rho3", "std1", "std3", "eps_round")})
+            else:
+                led.spend("mst (composed)", self.epsilon, self.delta,
+                          mechanism="gaussian + exponential (composition accounting=pld)", accounting="pld",
+                          **meta, **{k: plan[k] for k in ("accounting_factor", "std1", "std3", "eps_round")})
         else:
             led.spend("mst one-way", plan["eps1"], 0.0, mechanism="laplace", scale=plan["laplace1"], l1_sensitivity=2 * d,
                       **meta)
@@ -272,4 +308,5 @@ class MST(MethodBase):
         d = np.asarray(X).shape[1]
         return {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": st.bins,
                 "split": list(self.split), "m": self.m, "iters": self.iters, "estimator": self.estimator,
-                "neighbouring": "replace-one", **noise_plan(self.epsilon, self.delta, d, self.split)}
+                "neighbouring": "replace-one", **({"accounting": self.accounting} if self.delta > 0 else {}),
+                **self.noise_plan(d)}

@@ -183,26 +183,38 @@ class TrigBase(Mechanism, MethodBase):
     def _release(self, X: np.ndarray, *, rng: RNGLike, ledger: Ledger | None) -> Release[TrigDiagnostics]:
         raise NotImplementedError  # pragma: no cover
 
-    def _noisy_moments(self, Xd: np.ndarray, idx: np.ndarray, *, epsilon: float, delta: float, led: Ledger,
-                       rng: np.random.Generator, N: int | None = None) -> tuple[np.ndarray, np.ndarray, MomentNoise]:
-        """Exact moments b of the discretised data and their release b̂ (spent through ``led``).
+    def _moment_noise(self, Xd: np.ndarray, idx: np.ndarray, *, epsilon: float, delta: float,
+                      N: int | None = None) -> MomentNoise:
+        """The moments' noise at (``epsilon``, ``delta``) (:func:`~dpkit.mechanisms.trig.moments.moment_noise`).
 
         ``sensitivity="exact"`` calibrates the noise on :func:`~dpkit.mechanisms.trig.moments.grid_sensitivity`
         of the rows' grid A^d (``N`` cells per coordinate; the rows ``Xd`` lie on it) instead of the
         bounds 2(R−1)/n and 2√(R−1)/n.
         """
-        b = basis_moments(Xd, idx)
         exact = None
         if self.sensitivity == "exact" and idx.shape[0] > 1:
             if N is None:
                 raise ValueError("sensitivity='exact' needs the grid size N of the discretised rows")
             exact = grid_sensitivity(idx, N, Xd.shape[0])
-        noise = moment_noise(Xd.shape[0], idx.shape[0], epsilon=epsilon, delta=delta, constants=self.constants,
-                             thesis_delta=self.delta or None, sensitivity=exact)
+        return moment_noise(Xd.shape[0], idx.shape[0], epsilon=epsilon, delta=delta, constants=self.constants,
+                            thesis_delta=self.delta or None, sensitivity=exact)
+
+    def _noisy_moments(self, Xd: np.ndarray, idx: np.ndarray, *, epsilon: float, delta: float, led: Ledger | None,
+                       rng: np.random.Generator, N: int | None = None,
+                       noise: MomentNoise | None = None) -> tuple[np.ndarray, np.ndarray, MomentNoise]:
+        """Exact moments b of the discretised data and their release b̂ (spent through ``led``).
+
+        The noise is :meth:`_moment_noise`'s unless ``noise`` is given by a caller that accounts the moments inside
+        a larger composition; ``led=None`` spends nothing (that caller spends the composition).
+        """
+        b = basis_moments(Xd, idx)
+        if noise is None:
+            noise = self._moment_noise(Xd, idx, epsilon=epsilon, delta=delta, N=N)
         if noise.scale >= MAX_NOISY_MOMENT:  # before anything is spent
             raise ValueError(self._too_small(f"the moments' noise scale {noise.scale:.3g} (n = {Xd.shape[0]}, "
                                              f"R = {idx.shape[0]}) reaches"))
-        spend_moments(led, noise, idx.shape[0])
+        if led is not None:
+            spend_moments(led, noise, idx.shape[0])
         b_hat = release_moments(b, noise, rng=rng)
         top = float(np.max(np.abs(b_hat))) if b_hat.size else 0.0
         if not top < MAX_NOISY_MOMENT:  # a draw far in the noise's tail

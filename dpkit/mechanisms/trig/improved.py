@@ -1,5 +1,13 @@
 """Alg 9 (mechanism I) and Alg 10 (mechanism II): R basis functions, a private mean, private PCA, C candidates
-from an ellipsoid and the LP over them."""
+from an ellipsoid and the LP over them.
+
+Accounting of mechanism II (``accounting``, δ > 0): ``"split"`` is the thesis's (ε/3, δ/2) moments + (ε/3, 0) Laplace
+mean + (ε/3, δ/2) private PCA under basic composition; ``"pld"`` (default) keeps the three measurements and their
+relative noise and scales every noise by one factor t ≤ 1 (:func:`dpkit.mechanisms.vector_release.accounting_factor`)
+so that their exact composition (the moments' Gaussian and the PCA's L Gaussian multiplications through Gaussian DP,
+the Laplace mean through its privacy loss distribution; :mod:`dpkit.core.accountant`) meets (ε, δ). The printed
+constants (``constants="thesis"``) are reproduced with ``accounting="split"`` only.
+"""
 from __future__ import annotations
 
 import math
@@ -9,16 +17,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpkit.core import accountant
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import SQRT_FLOAT_MAX, budget_limit_message, check_choice, check_positive_finite, check_positive_ints
 from dpkit.mechanisms.ellipsoid import sample_ellipsoid
 from dpkit.mechanisms.laplace import Laplace
-from dpkit.mechanisms.pca import PrivateSubspaceIteration, covariance_sensitivity, psi_noise_scale
+from dpkit.mechanisms.pca import PrivateSubspaceIteration, covariance_sensitivity, psi_noise_scale, psi_step
 from dpkit.mechanisms.trig.base import TrigBase, TrigDiagnostics
 from dpkit.mechanisms.trig.basis import basis_indices
 from dpkit.mechanisms.trig.grid import discretise, discretise_indices
+from dpkit.mechanisms.trig.moments import MomentNoise
 from dpkit.mechanisms.trig.schedules import Schedule, schedule
+from dpkit.mechanisms.vector_release import accounting_factor
 from dpkit.queries.release import Release
 
 __all__ = ["ImprovedTrigonometricMechanism", "MAX_PCA_NORM"]
@@ -72,6 +83,9 @@ class ImprovedTrigonometricMechanism(TrigBase):
         What ``release.synthetic`` is.
     lp_method : str
         HiGHS method.
+    accounting : {"pld", "split"}
+        Mechanism II's calibration (module docstring): the exact composition (default; needs ``constants="correct"``
+        and ``pca_sensitivity="bound"``) or the thesis's split; recorded in the release's params and ledger.
 
     Notes
     -----
@@ -86,6 +100,7 @@ class ImprovedTrigonometricMechanism(TrigBase):
     kappa: float = 7.0
     sampler: str = "uniform"
     pca_sensitivity: str = "bound"
+    accounting: str = "pld"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -93,6 +108,27 @@ class ImprovedTrigonometricMechanism(TrigBase):
         object.__setattr__(self, "kappa", check_positive_finite(self.kappa, name="kappa"))
         check_choice(self.sampler, name="sampler", choices=("uniform", "thesis"))
         check_choice(self.pca_sensitivity, name="pca_sensitivity", choices=("bound", "thesis"))
+        accountant.check_accounting(self.accounting, allowed=("pld", "split"))
+        if self.accounting == "pld" and self.delta > 0 and (self.constants != "correct" or self.pca_sensitivity != "bound"):
+            raise ValueError(f"accounting='pld' needs constants='correct' and pca_sensitivity='bound' (a valid calibration "
+                             f"to compose); got constants={self.constants!r}, pca_sensitivity={self.pca_sensitivity!r}: "
+                             "allowed accounting for the printed calibration: 'split'")
+
+    def _composed(self) -> bool:
+        return self.accounting == "pld" and self.delta > 0 and math.isfinite(self.epsilon)
+
+    def composition_factor(self, moments: MomentNoise, n: int, d: int) -> float:
+        """t of the ``"pld"`` accounting (module docstring): the factor on the split's three noises."""
+        eps3, d_m = self.epsilon / 3.0, self.delta / 2.0
+        if moments.kind == "gaussian":
+            m_step = accountant.gaussian(moments.scale / moments.l2_sensitivity, name="moments")
+        else:
+            m_step = accountant.laplace(moments.scale / moments.l1_sensitivity, name="moments")
+        rho = covariance_sensitivity(n, d)
+        sigma = psi_noise_scale(rho, d=d, k=self.k, n_iter=self.n_iter, epsilon=eps3, delta=d_m)
+        steps = [m_step, accountant.laplace(1.0 / eps3, name="mean"),
+                 psi_step(sigma, sensitivity=rho, k=self.k, n_iter=self.n_iter)]
+        return accounting_factor(steps, epsilon=self.epsilon, delta=self.delta)
 
     def schedule(self, n: int, d: int) -> Schedule:
         """t, N, m, L of Thm 2.4 (δ = 0) or Thm 2.5 (δ > 0)."""
@@ -151,17 +187,33 @@ class ImprovedTrigonometricMechanism(TrigBase):
         timings["discretise"] = time.perf_counter() - t0
         t0 = time.perf_counter()  # 2-3. basis T_R and noisy moments (ε/3, δ/2)
         idx = basis_indices(sch.t, d, self.R)
-        b, b_hat, noise = self._noisy_moments(Xd, idx, epsilon=eps3, delta=d_m, led=led, rng=g_mom,
-                                                 N=sch.N)
+        t_factor, step_led, pca_sigma, m_noise = 1.0, led, None, None
+        if self._composed():  # one spend of the whole (ε, δ), the three noises scaled by t (module docstring)
+            split = self._moment_noise(Xd, idx, epsilon=eps3, delta=d_m, N=sch.N)
+            t_factor = self.composition_factor(split, n, d)
+            m_noise = MomentNoise(split.kind, split.scale * t_factor, split.l1_sensitivity, split.l2_sensitivity,
+                                  split.epsilon, split.delta, split.constants, f"{split.rule} x t (accounting=pld)")
+            pca_sigma = t_factor * psi_noise_scale(covariance_sensitivity(n, d), d=d, k=self.k, n_iter=self.n_iter,
+                                                   epsilon=eps3, delta=d_m)
+            led.spend("mechanism II (composed)", self.epsilon, self.delta, mechanism="composition (accounting=pld)",
+                      neighbouring="replace-one", accounting="pld", accounting_factor=t_factor,
+                      releases=[{"name": "moments", "mechanism": m_noise.kind, "scale": m_noise.scale},
+                                {"name": "mean", "mechanism": "laplace", "scale": t_factor * 2.0 * d / (n * eps3)},
+                                {"name": "pca", "mechanism": "gaussian (PSI, Alg 6)", "scale": pca_sigma,
+                                 "count": self.n_iter}])
+            step_led = None
+        b, b_hat, noise = self._noisy_moments(Xd, idx, epsilon=eps3, delta=d_m, led=step_led, rng=g_mom,
+                                                 N=sch.N, noise=m_noise)
         timings["moments"] = time.perf_counter() - t0
-        t0 = time.perf_counter()  # 4. noisy mean, Lap(6d/(nε)) = L1 sensitivity 2d/n at ε/3
-        mean_mech = Laplace(epsilon=eps3, sensitivity=2.0 * d / n, neighbouring="replace-one")
-        mu = np.asarray(mean_mech.release(X.mean(axis=0), rng=g_mean, ledger=led, name="mean"), dtype=float)
+        t0 = time.perf_counter()  # 4. noisy mean, Lap(6d/(nε)) = L1 sensitivity 2d/n at ε/3 (times t under pld)
+        mean_mech = Laplace(epsilon=eps3 / t_factor, sensitivity=2.0 * d / n, neighbouring="replace-one")
+        mu = np.asarray(mean_mech.release(X.mean(axis=0), rng=g_mean, ledger=step_led, name="mean"), dtype=float)
         timings["mean"] = time.perf_counter() - t0
         t0 = time.perf_counter()  # 5. private PCA (ε/3[, δ/2])
         psi = PrivateSubspaceIteration(
-            n_components=self.k, n_iter=self.n_iter, epsilon=eps3, delta=d_m, sensitivity=self.pca_sensitivity, mean=mu
-        ).fit(X, rng=g_pca, ledger=led)
+            n_components=self.k, n_iter=self.n_iter, epsilon=eps3, delta=d_m, sensitivity=self.pca_sensitivity, mean=mu,
+            noise_scale=pca_sigma,
+        ).fit(X, rng=g_pca, ledger=step_led)
         if not np.all(np.isfinite(psi.explained_variance_)):  # a draw far in the noise's tail
             raise ValueError(self._pca_too_small(f"a noisy column's norm (noise scale {psi.noise_scale_:.3g}) reaches"))
         timings["pca"] = time.perf_counter() - t0
@@ -172,6 +224,7 @@ class ImprovedTrigonometricMechanism(TrigBase):
             "R": self.R, "C": self.C, "n_candidates_distinct": int(points.shape[0]), "k": self.k,
             "n_iter": self.n_iter, "kappa": self.kappa, "sampler": self.sampler,
             "pca_sensitivity": self.pca_sensitivity,
+            **({"accounting": self.accounting, "accounting_factor": t_factor} if self.delta > 0 else {}),
             "budget_split": {"moments": (eps3, d_m), "mean": (eps3, 0.0), "pca": (eps3, d_m)},
             "noise_scales": {"moments": noise.scale, "moments_kind": noise.kind, "mean": mean_mech.scale,
                              "pca": psi.noise_scale_, "pca_kind": psi.noise_},
