@@ -40,14 +40,18 @@ TABLE_DATASETS = ("CSN", "CRM", "CTG", "PKS", "WDBC")
 #: keys that hold a measured time or a machine fact, never a computed number
 _VOLATILE = re.compile(r"(^|_)(time|times|seconds|wall|elapsed|timings|cpu|machine|host|date|path|folder)(_|$)|_s$")
 
-#: checks whose statistic is a measured time (their verdict is kept)
-_TIMED = re.compile(r"time|speed|fast", re.IGNORECASE)
+#: checks whose statistic is a measured time or a ratio of two (their verdict is kept): by id or claim
+_TIMED = re.compile(r"time|speed|fast|slow", re.IGNORECASE)
+#: in a row that holds a measured time (a volatile key), a ratio of two timings (``alg1_over_splu``, ...)
+_TIME_RATIO = re.compile(r"_over_")
 
 
 def _clean(obj: Any) -> Any:
     """``obj`` with every volatile (timing, machine, path) key removed, floats kept exactly (repr)."""
     if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in sorted(obj.items()) if not _VOLATILE.search(str(k))}
+        timed = any(_VOLATILE.search(str(k)) for k in obj)
+        return {k: _clean(v) for k, v in sorted(obj.items())
+                if not (_VOLATILE.search(str(k)) or (timed and _TIME_RATIO.search(str(k))))}
     if isinstance(obj, list | tuple):
         return [_clean(v) for v in obj]
     if isinstance(obj, float):
@@ -110,8 +114,13 @@ def _run_notebook(name: str, folder: Path, params: dict[str, Any]) -> dict[str, 
 
 def read_metrics(folder: Path) -> dict[str, Any]:
     """A run folder's ``metrics.json``: table rows and checks, timings removed."""
-    metrics = json.loads((folder / "metrics.json").read_text())
-    checks = [{k: v for k, v in c.items() if not (_TIMED.search(str(c.get("id", ""))) and "statistic" in k)}
+    return _numbers(json.loads((folder / "metrics.json").read_text()))
+
+
+def _numbers(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``metrics``' table rows and checks without what is measured (times, ratios of times, machine facts)."""
+    checks = [{k: v for k, v in c.items()
+               if not (_TIMED.search(f"{c.get('id', '')} {c.get('claim', '')}") and "statistic" in k)}
               for c in metrics.get("checks", [])]  # a timing check's statistic is a measured time
     return {"table": _clean(metrics.get("table", [])), "checks": _clean(checks)}
 
@@ -156,12 +165,24 @@ def main(argv: list[str] | None = None) -> int:
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("before")
     cmp_.add_argument("after")
+    cmp_.add_argument("--new-keys", default=None, metavar="REGEX",
+                      help="keys only in AFTER whose name matches REGEX are new columns, listed but not a difference")
     args = ap.parse_args(argv)
     if args.cmd == "compare":
         before, after = (json.loads(Path(p).read_text()) for p in (args.before, args.after))
+        for rec in (before, after):  # an older record may hold what this version counts as measured: cleaned again
+            for part in ("notebooks", "tables"):
+                rec[part] = {k: _numbers(v) for k, v in rec.get(part, {}).items()}
         diffs: list[str] = []
         for part in sorted(set(before) & set(after) - {"meta"}):
             _diff(before[part], after[part], part, diffs)
+        new_keys = re.compile(args.new_keys) if args.new_keys else None
+        added = [d for d in diffs if new_keys and d.endswith(": only in after")
+                 and new_keys.search(d.rsplit("/", 1)[-1].removesuffix(": only in after"))]
+        diffs = [d for d in diffs if d not in set(added)]
+        if added:
+            names = sorted({d.rsplit("/", 1)[-1].removesuffix(": only in after") for d in added})
+            print(f"new keys (only in after, matching {args.new_keys!r}): {len(added)} entries of {names}")
         print("\n".join(diffs) if diffs else f"identical: {sorted(set(before) & set(after) - {'meta'})}")
         return 1 if diffs else 0
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="dpkit-reference-"))
