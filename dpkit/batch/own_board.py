@@ -4,8 +4,8 @@
 (:func:`dpkit.data.spec.check_board_shape`), writes a manifest of notebook 45 with the published board's protocol,
 and :func:`run_own_board` runs it with the batch runner (:func:`~dpkit.batch.runner.run_manifest`: resumable) and
 assembles it with the leaderboard's assembler (:func:`~dpkit.batch.assemble.assemble_leaderboard`), all in a folder of
-its own, never the published board. The board ranks the methods; it has no thesis verdicts. The user guide is docs/guide/own-data.md
-("A board of its own").
+its own, never the published board. The board ranks the methods; it has no thesis verdicts. The user guide is
+docs/guide/own-data.md ("A board of its own").
 
 Errors: a second run on changed data (another fingerprint) is refused naming both fingerprints unless ``replace``; a
 data set that does not load or lies outside the board's range is one line naming it.
