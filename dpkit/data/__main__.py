@@ -1,4 +1,4 @@
-"""The data command line (``list``, ``verify``, ``fetch``): the status of every data set, yours included.
+"""The status of every data set, yours included: list, verify or fetch them.
 
 Its use and exit statuses: docs/getting-started.md, "The data".
 """
