@@ -17,9 +17,8 @@ Guarantees
    and recorded parameters whose key is the folder's. A run of a changed notebook (its fingerprint,
    :func:`~dpkit.batch.manifest.notebook_fingerprint`) or of kept repetitions from other sources is stale: the batch
    stops and names it unless ``stale`` says ``rerun``, ``keep`` or ``verify`` (:mod:`dpkit.experiments.adoption`).
-4. Long runs resume from their kept repetitions (``CHECKPOINT_DIR``, :mod:`dpkit.experiments.checkpoint`), with the
-   same numbers as an uninterrupted run.
-5. Every failure (a dead worker, a cell timeout, a dead kernel, an I/O error, a full disk) is recorded in the run's
+   Long runs resume from their kept repetitions (:mod:`dpkit.experiments.checkpoint`) with the same numbers.
+4. Every failure (a dead worker, a cell timeout, a dead kernel, an I/O error, a full disk) is recorded in the run's
    folder (``run.json`` ``status: failed``, ``error.txt``); the batch goes on and exits non-zero.
 """
 from __future__ import annotations

@@ -13,8 +13,7 @@ Every record of a release with a class supremum carries an interval for it: ``su
 3. *May still be best*: the methods no other is certified better than [1]; a *certified best* is a set of one
    certified better than every other.
 
-Cells are the board's (:data:`dpkit.experiments.reference.TABLES`), among methods with a ``sup_abs`` in every
-repetition; records without the ``sup_upper`` column prove nothing.
+Cells are the board's (:data:`dpkit.experiments.reference.TABLES`); records without ``sup_upper`` prove nothing.
 
 References
 ----------

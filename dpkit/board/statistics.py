@@ -16,8 +16,8 @@ Algorithm (the board's, distribution-free)
 5. Winner sets: one-sided sign tests of every other method against ``w``, Holm across all of a table's comparisons
    (after Hsu [9]_); an entrant against the current best: :func:`paired_sign_comparison`.
 
-``selection="simultaneous"`` (winner on all repetitions, Bonferroni-widened) and the Gumbel mean verdict remain as
-the negative control; Holm's intervals agree with its decisions but are not simultaneous [5]_, [6]_.
+``selection="simultaneous"`` and the Gumbel mean verdict remain as the negative control; Holm's intervals agree with
+its decisions but are not simultaneous [5]_, [6]_.
 
 Guarantees
 ----------
@@ -28,25 +28,16 @@ to reject; with fewer its verdict is a tie. The printed numbers are taken as con
 
 References
 ----------
-.. [1] S. Holm, "A simple sequentially rejective multiple test procedure", Scandinavian Journal of Statistics 6(2),
-   65–70, 1979.
-.. [2] D. R. Cox, "A note on data-splitting for the evaluation of significance levels", Biometrika 62(2), 441–444,
-   1975.
-.. [3] P. A. P. Moran, "Dividing a sample into two parts: a statistical dilemma", Sankhyā A 35(3), 329–333, 1973.
-.. [4] D. Rubin, S. Dudoit and M. van der Laan, "A method to increase the power of multiple testing procedures
-   through sample splitting", Statistical Applications in Genetics and Molecular Biology 5(1), article 19, 2006.
-.. [5] K. Strassburger and F. Bretz, "Compatible simultaneous lower confidence bounds for the Holm procedure and
-   other Bonferroni-based closed tests", Statistics in Medicine 27(24), 4914–4927, 2008.
-.. [6] J. P. Shaffer, "Control of directional errors with stagewise multiple test procedures", Annals of
-   Statistics 8(6), 1342–1347, 1980.
-.. [7] B. Gnedenko, "Sur la distribution limite du terme maximum d'une série aléatoire", Annals of Mathematics
-   44(3), 423–453, 1943.
-.. [8] W. J. Dixon and A. M. Mood, "The statistical sign test", Journal of the American Statistical Association
-   41(236), 557–566, 1946.
-.. [9] J. C. Hsu, *Multiple Comparisons: Theory and Methods*, Chapman & Hall, 1996, chapter 4 (multiple
-   comparisons with the best).
-.. [10] H. A. David and H. N. Nagaraja, *Order Statistics*, 3rd ed., Wiley, 2003, section 7.1 (distribution-free
-   confidence intervals for quantiles).
+.. [1] S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6(2), 1979.
+.. [2] D. R. Cox, "A note on data-splitting for the evaluation of significance levels", Biometrika 62(2), 1975.
+.. [3] P. A. P. Moran, "Dividing a sample into two parts: a statistical dilemma", Sankhyā A 35(3), 1973.
+.. [4] D. Rubin, S. Dudoit, M. van der Laan, sample splitting for multiple testing, SAGMB 5(1), 2006.
+.. [5] K. Strassburger, F. Bretz, compatible simultaneous bounds for Holm, Statistics in Medicine 27(24), 2008.
+.. [6] J. P. Shaffer, "Control of directional errors with stagewise multiple test procedures", Ann. Stat. 8(6), 1980.
+.. [7] B. Gnedenko, "Sur la distribution limite du terme maximum d'une série aléatoire", Ann. Math. 44(3), 1943.
+.. [8] W. J. Dixon, A. M. Mood, "The statistical sign test", JASA 41(236), 1946.
+.. [9] J. C. Hsu, *Multiple Comparisons: Theory and Methods*, Chapman & Hall, 1996, chapter 4.
+.. [10] H. A. David, H. N. Nagaraja, *Order Statistics*, 3rd ed., Wiley, 2003, section 7.1.
 """
 from __future__ import annotations
 

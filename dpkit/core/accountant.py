@@ -1,8 +1,7 @@
 """The privacy of a method's whole composition, and the calibration of its noise at the limit of (ε, δ).
 
-A method's measurements are :class:`Step` s: Gaussian releases, Laplace releases and selections. :func:`composed_delta`
-bounds the δ(ε) of their composition; :func:`calibrate` finds the smallest noise (one factor ``t`` on every step) that
-meets (ε, δ). The page docs/science/accounting.md gives the details.
+:func:`composed_delta` bounds the δ(ε) of a composition of :class:`Step` s (Gaussian, Laplace, selections);
+:func:`calibrate` finds the one noise factor ``t`` that meets (ε, δ) (docs/science/accounting.md).
 
 Algorithm
 ---------

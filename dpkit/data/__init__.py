@@ -7,12 +7,10 @@
 
 :func:`load` runs one straight path from the registry (``data/registry.yaml``, :mod:`dpkit.data.registry`):
 
-1. the entry names its recipe (:mod:`dpkit.data.recipes`);
-2. the recipe locates the raw files (docs/getting-started.md says where it looks), verifies their checksums on every
-   call and parses them strictly (:mod:`dpkit.data.parsers`);
-3. the Table 3.1 steps (thesis Sec 3.1, :mod:`dpkit.data.steps`): drop rows with missing values, subsample, drop
-   constant columns, rescale every attribute to [-1, 1];
-4. a :class:`Dataset` with ``X`` and its provenance.
+1. the entry's recipe (:mod:`dpkit.data.recipes`) locates the raw files, verifies their checksums on every call and
+   parses them strictly;
+2. the Table 3.1 steps (thesis Sec 3.1, :mod:`dpkit.data.steps`), rescaling every attribute to [-1, 1];
+3. a :class:`Dataset` with ``X`` and its provenance.
 
 Privacy: bounds taken from the data (where the registry has no public ones) warn
 :class:`~dpkit.core.exceptions.PrivacyLeakWarning` and record ``bounds_source="data"``; other data-dependent steps are

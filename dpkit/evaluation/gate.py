@@ -11,9 +11,8 @@ Algorithm (:func:`audit_gate`)
    moved between worst-case corners (replace-one), or present and absent (add/remove).
 2. Probes: always the release as a black box (:func:`probes`, :func:`synthetic_features`), and for power the
    method's measurement (``audit_steps()``, else an overridden ``measure`` given a fresh ledger holding the claim).
-3. Statistic: on a pilot with common random numbers, the leaves of the probe's output that shift; candidate
-   statistics (:meth:`PilotStatistic.candidates`) chosen on the audit's selection half; only its estimation half
-   bounds ε.
+3. Statistic: candidates from a pilot with common random numbers (:meth:`PilotStatistic.candidates`), chosen on
+   the audit's selection half; only its estimation half bounds ε.
 4. Each of the ``k`` audits runs at confidence ``1 − (1 − confidence)/k`` (Bonferroni).
 
 Guarantees

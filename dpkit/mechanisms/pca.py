@@ -10,10 +10,9 @@ Privacy under replace-one neighbours with the sensitivity c of Lemma 2.7 (``sens
 PSI-(ε,δ) (``delta > 0``) Gaussian noise σ = c√(4kL log(1/δ))/ε; PSI-ε (``delta == 0``) Laplace noise
 σ = 10c√d kL/ε (over-noised by the printed factor 10).
 
-Errors: :meth:`PrivateSubspaceIteration.fit` raises ``ValueError`` where the printed Gaussian σ is not proven
-(ε > 8(1 − 1/√2) log(1/δ)); ``sensitivity="thesis"`` warns :class:`~dpkit.core.exceptions.PrivacyLeakWarning`. With
-``bounds=(lower, upper)`` the data are rescaled to [-1, 1]^d and clipped (:class:`~dpkit.data.errors.ClippingWarning`
-with the clipped fraction); ``bounds=None`` requires X ⊂ [-1, 1]^d.
+Errors: :meth:`PrivateSubspaceIteration.fit` raises ``ValueError`` where the printed Gaussian σ is not proven;
+``sensitivity="thesis"`` warns :class:`~dpkit.core.exceptions.PrivacyLeakWarning`; ``bounds=(lower, upper)`` rescales
+and clips (:class:`~dpkit.data.errors.ClippingWarning`), ``bounds=None`` requires X ⊂ [-1, 1]^d.
 """
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ Algorithm (McKenna, Sheldon & Miklau 2019 [1]_, Alg 1, as ``mbi`` 2.0 implements
 4. Mirror descent with ``mbi``'s Armijo step rule, ``ceil(iters/50)·50`` steps in one ``lax.scan``; warm start from a
    previous model's potentials.
 
-The result is an ``mbi.MarkovRandomField``. It is ``mbi``'s algorithm in float32, not its bits: fitted marginals
-differ by about 10⁻⁴ after 1000 steps (tests/test_compiled_pgm.py).
+The result is an ``mbi.MarkovRandomField``: ``mbi``'s algorithm, not its bits (marginals differ by about 10⁻⁴).
 
 References
 ----------

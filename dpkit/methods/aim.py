@@ -15,8 +15,7 @@ Privacy: replace-one neighbours with public n (L2 sensitivity √2 per marginal,
 moves by at most 2w_r). Every step is charged to a :class:`~dpkit.core.zcdp.ZCDPLedger`, which refuses overspending;
 the caller's ledger gets one spend of the whole (ε, δ) before any noise is drawn, the per-step ρ in
 ``params["rho_steps"]``. AIM is a zCDP mechanism: ``delta`` must be positive. ``estimator="compiled"`` (default,
-:mod:`dpkit.methods._compiled_pgm`) and ``estimator="mbi"`` run the same estimation in different summation orders, so
-their releases differ.
+:mod:`dpkit.methods._compiled_pgm`) and ``"mbi"`` sum in different orders, so their releases differ.
 """
 from __future__ import annotations
 

@@ -7,9 +7,7 @@
    ``log ω_i`` (the true bound), exponentiated in place and summed.
 3. **Precision** and its proven relative error bound: :mod:`dpkit.queries.rounding`.
 4. **Blocks and threads.** Blocks of centres on ``n_threads`` worker threads, BLAS held to one thread inside; the
-   sums run in a fixed order, so the thread count never changes a number.
-
-Peak memory beyond the inputs: :func:`peak_memory_bytes`. The details: ``docs/science/derivations.md``.
+   sums run in a fixed order, so the thread count never changes a number (memory: :func:`peak_memory_bytes`).
 """
 from __future__ import annotations
 

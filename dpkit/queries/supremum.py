@@ -16,8 +16,7 @@ Algorithm (:func:`class_supremum`)
 4. Certification: the best centres re-evaluated exactly in float64 (``math.fsum``) [4]; the largest ``|E(c*)|`` is a
    certified *lower* bound, with its rounding bound ``numerical_bound``.
 
-The relative error is not searched; the witness's is reported. :func:`certify_supremum` (d ≤ 8) gives a certified
-upper bound by branch and bound over boxes (:func:`taylor_box_bound`, :func:`interval_box_bound`) [5].
+:func:`certify_supremum` (d ≤ 8) gives a certified upper bound by branch and bound over boxes [5].
 
 References
 ----------

@@ -12,10 +12,8 @@ Algorithm
 2. ``MMD² = A − 2B + C`` from sums of non-negative terms with proven relative bounds (:mod:`dpkit.queries.accurate`)
    [4]; the bound is ``√max(0, est + err)`` rounded up, never below the MMD.
 3. Above ``lowrank_above`` rows the data side is the low-rank embedding (:mod:`dpkit.queries.lowrank`), at most
-   ``2·mmd`` over the exact MMD (:func:`~dpkit.queries.certificate.mmd_bound`); the self-term ``C`` is cached
-   (:mod:`dpkit.queries.disk_cache`, kind ``mmd_self``).
-4. ``certify="auto"``: for d ≤ 8 within :data:`CERTIFY_BUDGET` kernel values, the branch and bound of
-   :func:`~dpkit.queries.supremum.certify_supremum` replaces the MMD when smaller (over the result's ``domain``).
+   ``2·mmd`` over the exact MMD; the self-term ``C`` is cached (:mod:`dpkit.queries.disk_cache`).
+4. ``certify="auto"`` (d ≤ 8, :data:`CERTIFY_BUDGET`): the branch and bound replaces the MMD when smaller.
 
 A release that only answers its workload, or a released answer function (random features), gives
 ``applicable=False`` with the reason.

@@ -1,9 +1,8 @@
 """The trigonometric mechanism family of thesis Chapter 2 (Algorithms 4, 5, 9, 10).
 
-* :class:`TrigonometricMechanism` — Alg 4 (mechanism I, ε-DP, ``delta == 0``) and Alg 5
-  (mechanism II, (ε,δ)-DP, ``delta > 0``) on the full grid A^d with the full basis T_t^d.
-* :class:`ImprovedTrigonometricMechanism` — Alg 9 (I) and Alg 10 (II): R basis functions,
-  a private mean, private PCA, C candidate points from an ellipsoid, and the LP over them.
+* :class:`TrigonometricMechanism` — Alg 4 (I, ε-DP) and Alg 5 (II, (ε,δ)-DP) on the full grid with the full basis.
+* :class:`ImprovedTrigonometricMechanism` — Alg 9 (I) and Alg 10 (II): R basis functions, a private mean, private PCA
+  and C candidates from an ellipsoid, re-weighted by the LP.
 
 Both are methods of the one protocol (:mod:`dpkit.queries.release`) whose ``diagnostics`` is a
 :class:`TrigDiagnostics`; ``at_width(σ)`` sets the smoothness K = σ² of the thesis's experiments. Both assume
@@ -15,9 +14,8 @@ Privacy (the moment noise's constants are an erratum; ``docs/science/trig.md`` d
    sensitivity 2(R − 1)/n; mechanism II: the analytic Gaussian mechanism on the L2 sensitivity 2√(R − 1)/n, or
    Laplace when its standard deviation is smaller (recorded in ``params["moment_noise"]``). ``constants="thesis"``
    reproduces the printed scales (under-noised by about 2 for the ε-DP ones).
-2. Mean (Alg 9 step 4): Lap(6d/(nε)) per coordinate, correct as printed.
-3. PCA: :class:`dpkit.mechanisms.pca.PrivateSubspaceIteration` at (ε/3, 0) or (ε/3, δ/2).
-4. Total by basic composition, each step recorded in the ledger before its noise is drawn.
+2. Mean (Alg 9 step 4): Lap(6d/(nε)) per coordinate; PCA: :class:`dpkit.mechanisms.pca.PrivateSubspaceIteration`.
+3. Total by composition, each step recorded in the ledger before its noise is drawn.
 
 Errors
 ------
