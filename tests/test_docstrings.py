@@ -2,9 +2,10 @@
 
 A module docstring of ``dpkit/`` holds the concept, its algorithm, its guarantees, the errors worth knowing and its
 references. How to run a command, which files it writes, and the project's history belong to the docs pages
-(``docs/guide/*.md``, ``docs/science/*.md``, ``docs/faq.md``) and the changelog. This test reads every module's docstring from its syntax tree and refuses a command line (a ``make`` target of the Makefile,
-``python -m …``, a shell prompt) and words of the past ("used to", "previously", "before this change"), naming the
-file and line of each.
+(``docs/guide/*.md``, ``docs/science/*.md``, ``docs/faq.md``) and the changelog. This test reads every module's
+docstring from its syntax tree and refuses a command line (a ``make`` target of the Makefile, ``python -m …``, a
+shell prompt) and words of the past ("used to", "previously", "before this change"), naming the file and line of
+each.
 """
 from __future__ import annotations
 
