@@ -69,7 +69,7 @@ def gumbel_pivot(n: int) -> np.ndarray:
     """The sorted studentized means ``(x̄ − μ)/(s/√n)`` of :data:`PIVOT_DRAWS` samples of ``n`` standard Gumbel
     draws (mean μ = Euler's γ), the same numbers in every call (fixed seed). The statistic is pivotal in the Gumbel
     location-scale family, so these are its quantiles for any location and scale
-    (module docstring, step 2)."""
+    (docs/science/board_statistics.md, Gumbel step 2)."""
     if n < 2:
         raise ValueError(f"a mean's interval needs at least 2 repetitions; got {n}")
     rng = np.random.default_rng(_PIVOT_SEED)
@@ -100,7 +100,7 @@ def _pivot_ppf(a: np.ndarray, n: int) -> np.ndarray:
 def mean_interval(mean: np.ndarray, se: np.ndarray, n: int, alpha: np.ndarray | float
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The interval at level ``1 − alpha`` for the mean of a maximum-type error
-    (module docstring, step 2): lower end from Student's t, upper end from the Gumbel pivot,
+    (docs/science/board_statistics.md, Gumbel step 2): lower end from Student's t, upper end from the Gumbel pivot,
     ``alpha/2`` on each side."""
     alpha = np.asarray(alpha, dtype=float)
     low = mean - stats.t.ppf(1 - alpha / 2, n - 1) * se
@@ -111,7 +111,7 @@ def mean_interval(mean: np.ndarray, se: np.ndarray, n: int, alpha: np.ndarray | 
 def printed_pvalue(mean: np.ndarray, se: np.ndarray, n: int, low: np.ndarray, high: np.ndarray, *,
                    calibration: str = "gumbel") -> np.ndarray:
     """Two-sided p-value of the interval null ``μ ∈ [low, high]`` for a mean of ``n`` repetitions
-    (module docstring, step 3); its rejection at ``α`` is exactly the interval of
+    (docs/science/board_statistics.md, Gumbel step 3); its rejection at ``α`` is exactly the interval of
     :func:`mean_interval` (``calibration="gumbel"``, for a mean error) or the t-interval (``"t"``, for paired
     differences) at ``1 − α`` missing ``[low, high]``. ``1`` for a mean inside with zero spread; ``nan`` where
     ``mean`` or ``low`` is ``nan``."""
@@ -129,7 +129,7 @@ def printed_pvalue(mean: np.ndarray, se: np.ndarray, n: int, low: np.ndarray, hi
 DEFAULT_BUDGET = 0.05
 #: Error kinds with a per-repetition column in the records.
 KINDS = ("abs", "rel", "sup_abs")
-#: How a cell's winner is chosen and judged (module docstring, step 1).
+#: How a cell's winner is chosen and judged (docs/science/board_statistics.md, Gumbel step 1).
 SELECTIONS = ("split", "simultaneous")
 #: The columns of the records the functions here need: a subset of the leaderboard's records table
 #: (:data:`dpkit.board.records.COLUMNS`, :func:`dpkit.board.records.records_frame`), which
@@ -155,7 +155,7 @@ def holm(p: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
         The hypotheses rejected at family-wise level ``gamma``.
     level : array
         The level each hypothesis was tested at, ``gamma/(m − min(j, k))`` for the j-th smallest p-value and the
-        step k at which the procedure stopped (module docstring, step 4); ``nan`` outside the family.
+        step k at which the procedure stopped (docs/science/board_statistics.md, Gumbel step 4); ``nan`` outside the family.
 
     Examples
     --------
@@ -211,7 +211,7 @@ class MeanTest:
 
 
 def winner_tests(errors: np.ndarray, reps: np.ndarray, *, selection: str = "split") -> MeanTest:
-    """Choose each cell's winner and runner-up and give the statistics they are judged by (module docstring).
+    """Choose each cell's winner and runner-up and give the statistics they are judged by (docs/science/board_statistics.md).
 
     Parameters
     ----------
@@ -282,7 +282,7 @@ def family_verdicts(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *
     printed : array (m,) or (..., m)
         The thesis's printed numbers (``nan``: no number, the cell is not in the family; verdict ``"n/a"``).
     gamma : float
-        The false-alarm budget, family-wise (module docstring, step 4).
+        The false-alarm budget, family-wise (docs/science/board_statistics.md, Gumbel step 4).
     decimals : int or None
         Decimals the numbers are printed to (the null interval's half-width ``0.5·10^−decimals``); ``None``: the
         printed numbers are exact.
@@ -463,7 +463,7 @@ def _binom_sf(c: np.ndarray, n: int) -> np.ndarray:
 
 def sign_pvalue(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Two-sided exact sign-test p-value of the interval null "the median of ``x`` lies in ``[low, high]``", along
-    the last axis (module docstring, step D1).
+    the last axis (docs/science/board_statistics.md, step D1).
 
     Parameters
     ----------
@@ -496,8 +496,8 @@ def _order_index(n: int, alpha: np.ndarray) -> np.ndarray:
 
 def median_interval(x: np.ndarray, alpha: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """The distribution-free interval ``[x_(l), x_(n+1−l)]`` for the median at level ``1 − alpha``, along the last
-    axis (module docstring, step D2; David and Nagaraja [10]_); ``(−inf, inf)`` where ``n`` is too small for the level,
-    ``nan`` where ``alpha`` is ``nan``.
+    axis (docs/science/board_statistics.md, step D2; David and Nagaraja [10]_); ``(−inf, inf)`` where ``n`` is too
+    small for the level, ``nan`` where ``alpha`` is ``nan``.
 
     Examples
     --------
@@ -546,7 +546,7 @@ def winner_set_pvalues(judge: np.ndarray, winner: np.ndarray) -> np.ndarray:
 def coverage_study(population: np.ndarray, n: int, alpha: np.ndarray | float, *, draws: int = COVERAGE_DRAWS,
                    seed: int = COVERAGE_SEED) -> dict[str, np.ndarray]:
     """The measured coverage of the mean's interval and of the median's, resampling each cell's own records
-    (module docstring, step D3).
+    (docs/science/board_statistics.md, step D3).
 
     Parameters
     ----------
@@ -689,7 +689,7 @@ def robust_family(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *, 
 
 def sign_min_reps(alpha: float) -> int:
     """The fewest repetitions with which a two-sided exact sign test can reject at level ``alpha``: the smallest
-    ``n`` with ``2^(1−n) ≤ alpha`` (6 at 0.05; module docstring, step D1).
+    ``n`` with ``2^(1−n) ≤ alpha`` (6 at 0.05; docs/science/board_statistics.md, step D1).
 
     >>> sign_min_reps(0.05), sign_min_reps(0.05 / 25)
     (6, 10)
@@ -701,7 +701,7 @@ def sign_min_reps(alpha: float) -> int:
 def paired_sign_comparison(d: np.ndarray, *, gamma: float = DEFAULT_BUDGET) -> dict[str, np.ndarray]:
     """An entrant against a cell's current best, distribution-free: the exact sign test of the median paired
     difference, its order-statistic interval and the entrant's place in the winner set, over a family of cells
-    (module docstring, step D5).
+    (docs/science/board_statistics.md, step D5).
 
     Parameters
     ----------

@@ -92,7 +92,7 @@ def psi_noise_scale(sensitivity: float, *, d: int, k: int, n_iter: int, epsilon:
 
 def psi_step(sigma: float, *, sensitivity: float, k: int, n_iter: int) -> Step:
     """PSI-(ε,δ)'s noise as a step of the accountant: ``n_iter`` Gaussian multiplications, each of L2
-    (Frobenius) sensitivity ρ√k (module docstring), with noise std σ: noise multiplier σ/(ρ√k)."""
+    (Frobenius) sensitivity ρ√k (docs/science/private_pca.md), with noise std σ: noise multiplier σ/(ρ√k)."""
     return accountant_gaussian(sigma / (sensitivity * math.sqrt(k)), count=n_iter, name="pca")
 
 
