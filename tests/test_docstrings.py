@@ -29,7 +29,9 @@ def _patterns() -> dict[str, re.Pattern[str]]:
         "a make command": re.compile(rf"\bmake (?:{targets})\b"),
         "a python -m command": re.compile(r"\bpython3? -m\b"),
         "a shell prompt": re.compile(r"^\s*(?:\$|>>>\s*!)\s", re.M),
-        "the past": re.compile(r"\bused to\b|\bpreviously\b|\bbefore this change\b", re.I),
+        # "used to" of the past, not the passive "is used to compute"
+        "the past": re.compile(r"(?<!\bis )(?<!\bare )(?<!\bbe )\bused to\b|\bpreviously\b|\bbefore this change\b",
+                               re.I),
     }
 
 
@@ -68,7 +70,8 @@ def test_the_patterns_find_each_kind_and_spare_plain_english():
         "d.py": "The ledger used to round; previously it did not.",
     })
     assert [c.split(":")[0] for c in caught] == ["a.py", "b.py", "c.py", "d.py", "d.py"], caught
-    assert not _findings({"e.py": "Failures make the exit status 1; they make a table. Cost: $ 3."})
+    assert not _findings({"e.py": "Failures make the exit status 1; they make a table. Cost: $ 3.",
+                          "f.py": "The bound is used to choose the precision; both are used to rank."})
 
 
 def test_no_module_docstring_holds_a_command_line_or_the_past():
