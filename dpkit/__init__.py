@@ -1,13 +1,11 @@
 """dpkit — a notebook-centred experiment workbench for differential privacy.
 
 Core reference: J. Huang, *An Efficient Private Mechanism for Smooth Queries with Synthetic Database
-Output*, master's thesis, Peking University, 2014 (the "thesis"). ``CITATION.cff`` cites it and the other
-works dpkit reproduces.
+Output*, master's thesis, Peking University, 2014 (the "thesis"); ``CITATION.cff`` cites the other works.
 
-``import dpkit as dp`` is the public API, the one import a notebook needs: the data, the methods, the runner,
-the board, the checks and the outputs are reachable from it (:data:`_API`, the table of every name and the
-module that defines it; docs/api/facade.md lists them). Importing ``dpkit`` loads only the ledger, the
-exceptions and the random streams; every other name is imported on first use (PEP 562).
+``import dpkit as dp`` is the public API (:data:`_API`, every name and its defining module; docs/api/facade.md).
+Importing ``dpkit`` loads only the ledger, the exceptions and the random streams; every other name is imported on
+first use (PEP 562).
 
 >>> import dpkit as dp
 >>> dp.get("trig-I").privacy

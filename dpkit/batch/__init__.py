@@ -1,12 +1,11 @@
 """Batch layer: headless papermill runs of notebooks on Dask (:mod:`dpkit.batch.runner`: manifests in
 :mod:`~dpkit.batch.manifest`, one notebook in :mod:`~dpkit.batch.execute`, a run's recorded outcome in
-:mod:`~dpkit.batch.outcome`, run locks in :mod:`~dpkit.batch.locks`, finished runs and kept repetitions of older
-sources in :mod:`~dpkit.batch.stale`, the progress bar in :mod:`~dpkit.batch.progress`, repetitions as Dask tasks in
-:mod:`~dpkit.batch.repetitions`, where a batch stands in :mod:`~dpkit.batch.status`, reading results back in
-:mod:`~dpkit.batch.results`), the checks summary over a results folder (:mod:`dpkit.batch.checks`) and the
-assembler of tables and the leaderboard (:mod:`dpkit.batch.assemble`). ``python -m dpkit.batch`` is the runner's
-command line (:mod:`dpkit.batch.cli`). The benchmarks live outside the package, in the repository's
-``benchmarks/``."""
+:mod:`~dpkit.batch.outcome`, run locks in :mod:`~dpkit.batch.locks`, stale runs in :mod:`~dpkit.batch.stale`,
+repetitions as Dask tasks in :mod:`~dpkit.batch.repetitions`, where a batch stands in :mod:`~dpkit.batch.status`,
+reading results back in :mod:`~dpkit.batch.results`), the checks summary (:mod:`dpkit.batch.checks`) and the assembler
+of tables and the leaderboard (:mod:`dpkit.batch.assemble`); the command line is :mod:`dpkit.batch.cli`
+(docs/guide/batch.md).
+"""
 from dpkit.batch.cli import main
 from dpkit.batch.execute import execute_notebook, failure_message
 from dpkit.batch.manifest import (

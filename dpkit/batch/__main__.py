@@ -1,4 +1,4 @@
-"""``python -m dpkit.batch``: see :mod:`dpkit.batch.runner` (commands) and :mod:`dpkit.batch.cli` (exit status)."""
+"""The batch command line: :mod:`dpkit.batch.cli` (its commands and exit statuses: docs/guide/batch.md)."""
 from dpkit.batch.cli import main
 
 raise SystemExit(main())

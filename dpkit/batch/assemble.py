@@ -1,19 +1,13 @@
-"""Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch
-output split per cell by the batch runner: ``python -m dpkit.batch.assemble {tables,leaderboard} OUTPUT [--out DIR]
-[--paper-figures] [--publish [DIR]] [--replace]`` (its outputs, publishing and exit statuses: the batch guide,
-``docs/guide/batch.md``, "Assembling a batch").
+"""Assemble Tables 3.2/3.3 (``20_tables`` runs) or the leaderboard (``45_leaderboard`` runs) from a batch output split
+per cell (its command, outputs and exit statuses: docs/guide/batch.md, "Assembling a batch").
 
-The run folders are read here: :func:`rows_from_runs` gathers the rows of every finished run (one cell computed by
-two runs is an error), :func:`failed_runs` names the runs that did not finish or cannot be read,
-:func:`unavailable_runs` the runs recorded as unavailable, and :func:`run_times_markdown` tabulates the finished runs'
-wall times and fingerprints and projects their repetitions on more workers.
-
-The leaderboard is computed from the runs' per-repetition records alone (each run's ``records.parquet``; its
-intervals and verdicts need the repetitions): they are gathered into one ``records.parquet`` with its
-``provenance.json`` (:mod:`dpkit.board.records`) and the board and the per-method rows are made from
-that table (:func:`~dpkit.board.report.board_from_records`), so the published records regenerate the
-board. Every output is written into a temporary folder first and moved into place once all are written, so a
-failure leaves nothing half-written.
+1. Read the run folders: :func:`rows_from_runs` (one cell computed by two runs is an error), :func:`failed_runs`,
+   :func:`unavailable_runs`, :func:`run_times_markdown`.
+2. The leaderboard comes from the runs' per-repetition records alone, gathered into one ``records.parquet`` with its
+   provenance (:mod:`dpkit.board.records`, :func:`~dpkit.board.report.board_from_records`), so the published records
+   regenerate the board.
+3. Every output is written into a temporary folder and moved into place once all are written: a failure leaves
+   nothing half-written.
 """
 from __future__ import annotations
 

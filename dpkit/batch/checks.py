@@ -1,17 +1,9 @@
 """Gather every notebook's checks into one table (markdown and LaTeX).
 
-``python -m dpkit.batch.checks RESULTS_DIR [--out STEM]`` finds every ``metrics.json`` below
-``RESULTS_DIR`` — both plain notebook runs (``RESULTS_DIR/<notebook>/metrics.json``) and
-batch runs (``RESULTS_DIR/<notebook>/<hash>/``, merged with :func:`dpkit.batch.collect`) —
-and prints one row per check: notebook, id, claim, statistic, bound, confidence,
-verdict, expected and whether the two agree. With ``--out`` it also writes
-``STEM.md``, ``STEM.tex`` and ``STEM.csv``. Failed runs (``run.json`` status not ``ok``) and
-unreadable ``run.json``/``metrics.json`` files are listed by path: their checks are missing from
-the table, so they are never hidden behind "all PASS"; so are the runs a batch lost (listed in its
-``batch.json`` without a folder), and a folder with nothing to check at all. Runs recorded as ``unavailable``
-(their data sets are documented as possibly unavailable offline and are not on this machine) are listed with
-the data sets and the reason, below the table too, and are not problems. The exit status is 1 when any verdict
-differs from its expected verdict or there is any such problem, 2 when ``RESULTS_DIR`` is not a folder.
+Every ``metrics.json`` below a results folder (plain and batch runs, merged with :func:`dpkit.batch.collect`) gives
+one row per check, with whether its verdict agrees with the expected one. Failed runs, unreadable files, lost runs and
+empty folders are listed by path (:mod:`dpkit.batch.results`), never hidden behind "all PASS". The command and its
+exit statuses: docs/guide/export.md.
 """
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
-"""``python -m dpkit.batch notebook|run|status|collect|board-add|board``: the command line of
-:mod:`dpkit.batch.runner` (``board-add``: :func:`dpkit.board.add.board_add`; ``board``, a board of its own on your
-data set: :mod:`dpkit.batch.own_board`, whose docstring gives its exit status).
+"""The command line of the batch layer: ``notebook``, ``run``, ``status``, ``collect`` (:mod:`dpkit.batch.runner`),
+``board-add`` (:func:`dpkit.board.add.board_add`) and ``board`` (:mod:`dpkit.batch.own_board`).
 
-Exit status: 0 all well; 1 a notebook or run failed, a verdict differs from its expected verdict,
-or ``collect``/``status`` found failed runs, unreadable files or a run folder holding another key's run
-(each listed by path); 2 the command could not start (bad manifest or parameter, missing file or folder,
-output not writable, ``notebook --output`` holding a finished run without ``--replace``: one line naming it).
-
-``notebook`` executes into a temporary folder beside ``--output`` and renames it into place: a finished
-run there is only replaced with ``--replace`` (then moved whole to ``.superseded/``, never deleted); an
-earlier failed attempt is replaced. ``run``, ``notebook`` and ``board`` take the same ``--stale`` policies and
-``--verify-reps`` (:mod:`dpkit.batch.stale`); for ``notebook`` they apply to the repetitions kept by an earlier attempt
-beside ``--output``, for ``board`` to the finished runs and kept repetitions of the board's folder.
-``board-add`` exits 1 when the entrant's runs failed, the audit gate refuted it (listed as refuted, not ranked) or a
-record of it spends nothing or beyond the board's budget (refused, not ranked; also with ``--no-gate``),
-2 when it cannot start (no stored board, an entrant that cannot be loaded or does not follow the protocol, a name
-already on the board, an output file in the way, a data set missing or changed since the board was made).
-Runs recorded as ``unavailable`` (their data sets are documented as possibly unavailable offline and are
-not on this machine) are listed with the reason and do not change the exit status, except with
-``--require-data`` (``run`` and ``notebook``: exit 1).
+Every command names a failure in one line and exits non-zero: 1 when something ran and failed (a run, a verdict, a
+refuted or over-spending entrant), 2 when it could not start; the statuses in full are in docs/guide/batch.md.
+``notebook`` executes into a temporary folder and renames it into place; a finished run is replaced only when asked,
+and then moved whole to ``.superseded/``, never deleted.
 """
 from __future__ import annotations
 

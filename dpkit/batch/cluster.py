@@ -1,34 +1,15 @@
 """Dask workers of a batch: their thread share, and a start-of-batch check that each sees the notebooks and output.
 
-Thread share
-------------
-Every run executes in a notebook kernel that its Dask worker starts (papermill): a separate process that inherits
-the worker's environment. A worker runs ``nthreads`` runs at once, so the cores its machine gives it (its CPU
-affinity mask, :func:`~dpkit.queries.gemm.usable_cores`) are split between every task slot of the workers that
-share that mask on that machine: ``share = max(1, cores // slots)`` (``DPKIT_THREADS`` in a worker's own
-environment does not count: the share replaces it). Before it starts a kernel the worker sets
-(:func:`~dpkit.core.threads.thread_environ`) ``DPKIT_THREADS`` (read by :func:`~dpkit.queries.gemm.usable_cores`, hence the
-evaluator's worker threads), ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``,
-``VECLIB_MAXIMUM_THREADS`` and ``NUMEXPR_NUM_THREADS`` (BLAS and its kin read them when they load) and, for a share
-of one, ``--xla_cpu_multi_thread_eigen=false`` in ``XLA_FLAGS`` (JAX, used by ``mbi``). The evaluator's results do
-not depend on its thread count (same numbers to the bit).
+1. Thread share: the cores of a worker's CPU affinity mask (:func:`~dpkit.queries.gemm.usable_cores`) are split
+   between the task slots that share them, ``share = max(1, cores // slots)``; the kernels a worker starts get it
+   through :func:`~dpkit.core.threads.thread_environ` (``DPKIT_THREADS``, the BLAS variables, ``XLA_FLAGS``). The
+   share never changes a number.
+2. Start-of-batch check: :func:`check_workers` runs :func:`probe_worker` on every worker, which reads a token file the
+   batch wrote into the output folder, writes its own, and reads each notebook.
 
-Dask's nanny sets ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS`` to 1 (and
-``MALLOC_TRIM_THRESHOLD_``, except in the local cluster's workers) in the workers it spawns, from the configuration
-``distributed.nanny.pre-spawn-environ``, unless the variable is already set in the nanny's own environment; it leaves
-``DPKIT_THREADS`` and ``XLA_FLAGS`` alone. The runner's share replaces those values in the environment of the kernels.
-
-Start-of-batch check
---------------------
-On a Dask cluster every worker must read the notebooks and write the output folder at the same paths as the
-process that submits the batch. :func:`check_workers` runs :func:`probe_worker` on every worker
-(``Client.run``): the worker reads a token file the batch wrote into the output folder (a folder of the same name
-on another file system lacks it), writes a file of its own there, and reads each notebook (the same cells as the
-submitting process's). The first problem is a :class:`~dpkit.batch.manifest.BatchError` naming the worker and
-the path.
-A worker whose environment has ``MALLOC_TRIM_THRESHOLD_`` (distributed's nanny sets it to 65536 unless told
-otherwise; the local cluster's nannies do not, :mod:`dpkit.batch.scheduler`) gets a ``RuntimeWarning``: the
-variable turns off glibc's dynamic mmap threshold, and page faults make the runs about 1.4 times slower.
+Errors: the first problem is a :class:`~dpkit.batch.manifest.BatchError` naming the worker and the path; a worker
+with ``MALLOC_TRIM_THRESHOLD_`` in its environment gets a ``RuntimeWarning`` (docs/guide/batch.md says why and how to
+configure the workers).
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Execute one notebook headlessly with papermill, and say in one line why a run failed.
 
-:func:`execute_notebook` checks the parameters against the notebook's parameters cell
-(:func:`dpkit.batch.manifest.check_parameters`), injects ``INTERACTIVE=False`` and ``OUTPUT_DIR`` and
-records ``run.json`` (``status`` ``ok``/``failed``/``unavailable``, ``error``, the parameters and their ``key``). A notebook
-that ends without writing its own ``metrics.json`` has failed (:class:`NoMetricsError`), and a run folder
-counts as finished only when :func:`is_done` (:func:`unfinished_reason` says why not). :func:`failure_message` turns a
-failing cell, a cell timeout, a dead kernel, a dead Dask worker or a full disk into one useful line.
-:func:`unavailable_reason` recognises a notebook that stopped because its data sets are documented as possibly
-unavailable offline and are not on this machine (:class:`dpkit.data.DataUnavailableError`).
+:func:`execute_notebook` checks the parameters, injects ``INTERACTIVE=False`` and ``OUTPUT_DIR`` and records
+``run.json``. A notebook that writes no ``metrics.json`` has failed (:class:`NoMetricsError`); :func:`is_done` and
+:func:`unfinished_reason` decide whether a folder is finished; :func:`failure_message` and :func:`unavailable_reason`
+turn a failure into one line.
 """
 from __future__ import annotations
 

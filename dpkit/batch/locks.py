@@ -1,17 +1,10 @@
 """One run at a time: a lock per run, and the clean-up of what interrupted runs left behind.
 
-A run ``<output>/<stem>/<key>`` is locked with :func:`fcntl.flock` on ``<output>/<stem>/.<key>.lock``.
-The lock holds across processes on one machine (two batches, Dask worker processes, the batch's
-own client) and the kernel drops it when the holding process dies, so the lock of a killed worker
-never blocks anybody: the lock file stays (it only names the last holder) and is taken again.
-Lock files are never deleted, which is what keeps ``flock`` race-free.
-
-A run executes into ``.<key>.tmp-<random>`` next to its final folder and is renamed into place;
-a folder being replaced is first moved aside to ``.<key>.old-<random>`` (``<random>``: 8 hex digits).
-The runner makes such folders with :func:`make_temporary`, which writes the marker file
-:data:`MARKER` into each. Only a folder of exactly that name shape *and* holding the marker is the
-runner's: such folders of a key whose lock is free belong to an interrupted run and are removed
-(:func:`clean_stale`); any other folder, whatever its name, is left alone.
+1. A run is locked with :func:`fcntl.flock` on ``.<key>.lock`` beside it; the kernel drops the lock when its holder
+   dies, and lock files are never deleted (which keeps ``flock`` race-free).
+2. A run executes into ``.<key>.tmp-<random>`` and is renamed into place; a replaced folder is moved aside first.
+3. :func:`make_temporary` marks the runner's folders with :data:`MARKER`; :func:`clean_stale` removes only folders of
+   exactly that name shape holding the marker whose lock is free, and leaves any other folder alone.
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Batch manifests: read, validate against the notebooks' parameters cells, expand into runs.
 
-The manifest format is documented in :mod:`dpkit.batch.runner`. Everything here runs before any
-notebook does: a misspelt key (``defualts:``), a parameter the notebook does not declare
-(``SEDE``) or a value of the wrong type (``QUICK: "yes"``, ``SEED: "0"``) is an error naming the
-manifest, the entry and the parameter, not a console warning during a run that is then marked ok.
-
-YAML is read with YAML 1.2 scalars: only ``true``/``false`` are booleans (``yes``/``no``/``on``/
-``off`` stay strings, so ``QUICK: yes`` is a type error rather than a silent ``True``), ``1e-3`` is
-a float, and a key given twice in one mapping is an error.
+The format is in docs/guide/batch.md. Errors, before any notebook runs, naming the manifest, the entry and the
+parameter: a misspelt key, an undeclared parameter, a value of the wrong type. YAML 1.2 scalars only (``yes`` stays a
+string, so ``QUICK: yes`` is a type error), and a key given twice is an error.
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """A run's outcome, recorded in the run's own folder under the run's lock.
 
-:func:`under_run_lock` runs a body holding the run's lock (:class:`~dpkit.batch.locks.RunLock`; ``busy`` when another
-process holds it). :func:`finish_run` writes the run's records into its temporary folder (``run.json`` and
-``error.txt`` for a run that did not succeed, ``log.txt`` always) and renames that folder into place with
-:func:`install_run`, never over a finished run (an unfinished attempt is replaced; a record of another run is moved
-to ``.superseded/``). :func:`record_failure` records a run that failed outside its notebook (its worker died).
-All three return the run's summary in the batch (:data:`Summary`, made by :func:`run_summary`).
+:func:`under_run_lock` runs a body holding the run's lock; :func:`finish_run` writes ``run.json``, ``log.txt`` (and
+``error.txt``) and installs the folder (:func:`install_run`), never over a finished run; :func:`record_failure`
+records a run that failed outside its notebook. Each returns the run's :data:`Summary` (:func:`run_summary`).
 """
 from __future__ import annotations
 

@@ -1,31 +1,14 @@
 """A board of its own: every board method on your data set, with the published board's protocol and statistics.
 
-``python -m dpkit.batch board DATA`` (``make board DATA=spec.yaml``; DATA is a spec file's path, an entry point's name
-of group ``dpkit.datasets`` or a registry code) loads the data set (:func:`dpkit.data.load`; its warnings are kept in
-the provenance), checks it is within the board's range (:func:`dpkit.data.spec.check_board_shape`), writes a manifest
-of its own (``manifest.yaml``: notebook 45 on DATA × the σ's × the repetitions, ``leaderboard.yaml``'s protocol;
-with ``--aim`` also AIM's run, as ``leaderboard_aim.yaml``), runs it with the batch runner
-(:func:`~dpkit.batch.runner.run_manifest`: resumable, repetitions kept) and assembles it with the leaderboard's
-assembler (:func:`~dpkit.batch.assemble.assemble_leaderboard`: the same statistics, the class-supremum ranking, the
-same provenance). Everything goes into a folder of its own, ``results/board-<name>/`` (``-quick`` for ``--quick``),
-never the published board::
+:func:`prepare_own_board` loads the data set (:func:`dpkit.data.load`), checks it is within the board's range
+(:func:`dpkit.data.spec.check_board_shape`), writes a manifest of notebook 45 with the published board's protocol,
+and :func:`run_own_board` runs it with the batch runner (:func:`~dpkit.batch.runner.run_manifest`: resumable) and
+assembles it with the leaderboard's assembler (:func:`~dpkit.batch.assemble.assemble_leaderboard`), all in a folder of
+its own, never the published board. The board ranks the methods; it has no thesis verdicts. The user guide is
+docs/guide/own-data.md ("A board of its own").
 
-    results/board-diabetes/
-        manifest.yaml    the generated manifest          data.json        the data set's fingerprint and provenance
-        batch/           the runs (run folders, kept repetitions)
-        assembled/       the board's tables, figures, headline
-        records.parquet  the board's records             provenance.json  as the published board's, plus "data"
-
-``make board-add METHOD=... BOARD=results/board-<name>/records.parquet`` ranks an entrant against it: the data set
-is found again through ``provenance.json``'s ``data`` (:func:`dpkit.board.records.board_data_arguments`) and must have the same
-fingerprint. The board has no thesis verdicts (the thesis printed no number for your data): it ranks the methods.
-
-A second run on changed data (another file, spec or bounds: another fingerprint) is refused naming both
-fingerprints, since the kept runs were computed on the old data; ``--replace`` moves the old runs to
-``.superseded/`` and starts afresh.
-
-Exit status: 0 the board was assembled; 1 a run failed (named; nothing assembled); 2 nothing ran (a data set that
-does not load, outside the board's range, a changed data set without ``--replace``: one line naming it).
+Errors: a second run on changed data (another fingerprint) is refused naming both fingerprints unless ``replace``; a
+data set that does not load or lies outside the board's range is one line naming it.
 """
 from __future__ import annotations
 

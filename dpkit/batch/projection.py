@@ -1,17 +1,12 @@
 """The wall time a batch would take on W workers, projected from its measured task durations.
 
-A batch's unit of work on Dask is one repetition (:mod:`dpkit.batch.repetitions`), which is never split, so for
-task durations ``t_1 … t_m`` and W identical workers:
+For the repetitions' durations ``t_1 … t_m`` (:func:`run_durations`, from their checkpoint files) on W workers:
 
-* the lower bound ``max(max_i t_i, Σ_i t_i / W)``: no schedule is faster, and the longest task is the critical path
-  once W is large;
-* the greedy longest-first list schedule (each task, longest first, to the worker that is free first), a schedule
-  that is at most 4/3 of the optimum [1];
-* Graham's bound ``Σ_i t_i / W + max_i t_i (1 − 1/W)`` [2], what any list order (e.g. Dask's own) stays within.
+1. the lower bound ``max(max_i t_i, Σ_i t_i / W)``;
+2. the greedy longest-first list schedule, at most 4/3 of the optimum [1];
+3. Graham's bound ``Σ_i t_i / W + max_i t_i (1 − 1/W)`` [2], which any list order stays within.
 
-Kernel start-up, data loading, figures and the scheduler's own overhead are not in the projection; the durations
-are the repetitions' own wall times as their checkpoint files recorded them (:func:`run_durations`), so they carry
-whatever load the machine had.
+Kernel start-up, data loading and the scheduler's overhead are not in the projection.
 
 References
 ----------

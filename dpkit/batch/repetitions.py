@@ -1,31 +1,18 @@
 """The repetitions of :func:`~dpkit.experiments.protocol.run_cells` as Dask tasks, one task per repetition.
 
-A notebook that the batch runner executes on Dask (notebooks 20 and 45) computes its repetitions on the same
-cluster: the runner names the cluster's scheduler in the kernel's environment (:data:`SCHEDULER_ENV`) and lets
-the notebook's own task secede from its worker's thread pool while the kernel runs, so the slot it held computes
-repetitions too; the notebook passes ``workers=repetition_workers(REP_BACKEND, REP_WORKERS)`` to ``run_cells``.
-:class:`DaskRepetitions` then
+A notebook the batch runner executes on Dask computes its repetitions on the same cluster
+(``workers=repetition_workers(REP_BACKEND, REP_WORKERS)``; the scheduler is named by :data:`SCHEDULER_ENV`).
+:class:`DaskRepetitions`:
 
-* loads the repetitions its checkpoint folder already keeps;
-* sends the run's job (:class:`~dpkit.experiments.parallel.CellsJob`: data, methods, seeds) once to every worker
-  (``Client.scatter(broadcast=True)``: each worker holds one copy, shared by all its tasks, and a copy survives
-  the loss of a worker);
-* submits one task per remaining repetition (:func:`repetition_task`), which computes ``job.run(i)`` with the
-  worker's thread share (:func:`~dpkit.batch.cluster.worker_share`: evaluator threads, BLAS through
-  threadpoolctl, ``XLA_FLAGS`` for JAX) and keeps the repetition in the checkpoint folder itself, the moment it
-  is done (the folder is on storage that every worker reaches: :func:`~dpkit.batch.cluster.check_workers`);
-* reports the repetitions to ``run_cells`` in repetition order as they arrive.
+1. loads the repetitions its checkpoint folder already keeps;
+2. sends the run's job (:class:`~dpkit.experiments.parallel.CellsJob`) once to every worker;
+3. submits one task per remaining repetition (:func:`repetition_task`), run with the worker's thread share and kept
+   in the checkpoint folder the moment it is done;
+4. reports the repetitions to ``run_cells`` in repetition order.
 
-Repetition ``i`` depends only on its own seeds, so the records are those of a serial run to the bit, whatever
-the worker, the order or the number of attempts (only ``time_s`` is measured anew).
-
-A task whose worker dies is run again by Dask on another worker, alone: every other repetition stays kept.
-While a task computes repetition ``i`` it holds the lock ``.rep-00007.lock`` in the checkpoint folder (released
-by the operating system when its process dies; a second attempt of the same repetition waits for it and then
-loads the kept result instead of computing it again) and an *attempt note* ``.rep-00007.attempt-<random>.json``
-naming its worker, removed when the attempt ends. A note left behind is an attempt that was cut off
-(:func:`cut_off_attempts`): the batch reports it (``RERUN``) and ``status`` counts the repetitions in progress
-(:func:`running_repetitions`).
+Guarantees: the records are a serial run's to the bit, whatever the worker, the order or the number of attempts. A
+repetition in progress holds a lock, so a second attempt loads the kept result; an attempt cut off by a dying worker
+leaves a note (:func:`cut_off_attempts`, :func:`running_repetitions`). docs/guide/batch.md describes it in use.
 """
 from __future__ import annotations
 

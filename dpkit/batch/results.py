@@ -1,15 +1,11 @@
 """Reading a batch output back: every run, every failure, every unreadable file.
 
-:func:`scan_runs` walks ``<output>/<notebook>/<key>/`` and returns the runs it could read and a
-list of :class:`Problem` (failed runs, unreadable ``run.json``/``metrics.json``, a finished run
-without ``metrics.json``, a run folder holding the run of other parameters than its key's), each
-naming its path. :func:`collect` merges the runs' tables;
-``python -m dpkit.batch collect`` and ``python -m dpkit.batch.checks`` print the problems and exit
-non-zero when there are any, so a batch with failed runs never looks complete downstream.
-
-A run recorded as :data:`UNAVAILABLE` (its data sets are documented in ``data/registry.yaml`` as possibly
-unavailable offline and are not on this machine) is not a problem: :func:`unavailable_runs` lists it with its
-reason, and the commands show it without failing.
+:func:`scan_runs` walks ``<output>/<notebook>/<key>/`` and returns the runs it could read and a list of
+:class:`Problem` (failed runs, unreadable ``run.json``/``metrics.json``, a finished run without ``metrics.json``, a
+folder holding another key's run), each naming its path; :func:`collect` merges the runs' tables. The commands that
+read a batch exit non-zero on any problem, so a batch with failed runs never looks complete downstream. A run
+recorded as :data:`UNAVAILABLE` (data documented as possibly missing offline) is listed by
+:func:`unavailable_runs`, not a problem.
 """
 from __future__ import annotations
 

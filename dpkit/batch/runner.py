@@ -1,90 +1,25 @@
 """Headless notebook execution with papermill, and batch runs of manifests on Dask.
 
-Commands (:mod:`dpkit.batch.cli`)
----------------------------------
-``python -m dpkit.batch notebook NB.ipynb --output DIR [-p NAME VALUE ...] [--timeout S] [--replace] [--stale P]``
-    Execute one notebook with ``INTERACTIVE=False`` and ``OUTPUT_DIR=DIR``. Every ``-p`` is
-    checked against the notebook's parameters cell first (name and type). A finished run in
-    ``DIR`` is replaced only with ``--replace`` (and then moved whole to ``.superseded/``). Repetitions kept by an
-    earlier attempt (``.DIR.checkpoint``) follow ``--stale`` and ``--verify-reps`` as in a batch.
-``python -m dpkit.batch run MANIFEST.yaml [--scheduler local|sync|ADDRESS] [--workers N]``
-    Execute every (notebook × parameter grid point) of a manifest, each run into its own
-    folder ``<output>/<notebook-stem>/<hash>/`` (executed notebook, ``metrics.json``,
-    figures, ``run.json``, ``log.txt``, and ``error.txt`` for a failed run), keyed by the
-    notebook and a hash of its parameters. Runs already finished are skipped (resumable); a
-    failing run is recorded in its folder with a one-line reason and its traceback, the batch
-    goes on and exits non-zero with a summary. A run whose data sets are documented in
-    ``data/registry.yaml`` as possibly unavailable offline and are not on this machine is recorded as
-    ``unavailable`` with the reason (no rows): listed, not a failure, unless ``--require-data``.
-``python -m dpkit.batch collect OUTPUT [--out FILE_STEM]``
-    Merge every run's ``metrics.json`` into one table (CSV, and parquet when pyarrow is
-    installed), plus one table of all checks. Failed runs, unreadable files and runs the last
-    batch (``batch.json``) recorded without a folder (failed before they had one, not started on
-    a full disk) are listed by path and make the exit status 1; an OUTPUT that is not a folder is
-    an error (status 2).
+A *run* is one notebook executed with one set of parameters (``INTERACTIVE=False``, ``OUTPUT_DIR`` its folder); a
+*batch* is every (notebook × parameter grid point) of a manifest (:mod:`dpkit.batch.manifest`), each run in its own
+folder keyed by the notebook and a hash of its parameters. The command line is :mod:`dpkit.batch.cli`; the user guide
+(``docs/guide/batch.md``) describes the commands, the manifest and the schedulers.
 
 Guarantees
 ----------
-* Before anything runs, the manifest is validated: unknown keys (``defualts:``) are errors naming
-  the closest allowed key, and every parameter is checked against each notebook's cell tagged
-  ``parameters`` (:func:`dpkit.batch.manifest.check_parameters`): an undeclared name or a value
-  whose type differs from the typed literal (``SEED: "0"``, ``QUICK: "yes"``) is an error. The
-  output folder must be writable.
-* Runs never overwrite each other: each run holds a lock (:mod:`dpkit.batch.locks`, ``flock``,
-  released by the kernel when a process dies) while it executes into ``.<key>.tmp-*``; "done" is
-  checked again just before the rename, and a finished run is never replaced. Two batches on one
-  output run each notebook once: a run locked by the other batch is left for later, then
-  waited for and skipped once finished.
-* A run is finished only with its own results: ``run.json`` ``status: ok``, the ``metrics.json`` its attempt wrote
-  (a notebook that writes none has failed) and recorded parameters whose key is the folder's. A folder holding
-  another key's run is never skipped: the batch names it and stops (``--stale rerun`` moves it to
-  ``<output>/.superseded/``). Clean-up removes only the temporary folders the runner made (exact names holding
-  :data:`~dpkit.batch.locks.MARKER`).
-* A resumed batch does not take a finished run of an older notebook for a current one: each run
-  records its notebook's fingerprint (cell types and sources, :func:`~dpkit.batch.manifest.notebook_fingerprint`)
-  in ``run.json``; when it differs, the batch stops before running anything and names the runs
-  (``--stale rerun``: each old run is moved whole to ``<output>/.superseded/`` and runs again;
-  ``--stale keep``: kept, with a warning).
-* Long runs resume where they stopped: for a notebook that declares ``CHECKPOINT_DIR``, the runner sets it to
-  ``<output>/<stem>/.<key>.checkpoint``, where the notebook keeps each finished repetition
-  (:mod:`dpkit.experiments.checkpoint`, same numbers as an uninterrupted run). A failed run's record says how
-  many are kept; once the run has finished, ``run.json`` ``checkpoint`` records how many were resumed and their
-  compute time over all attempts (``compute_s``), and the folder is removed. Kept repetitions computed by another version
-  of the notebook or of dpkit's sources are stale like finished runs (``--stale``; ``keep`` refuses them);
-  ``--stale verify`` keeps them and the kernel adopts them only if the repetitions it computes again are equal to
-  the bit (:mod:`dpkit.experiments.adoption`; ``run.json`` ``checkpoint.adoptions`` records each adoption).
-* A worker that dies (``KilledWorker``), a cell timeout, a dead kernel, an I/O error: the run's
-  folder records it (``run.json`` ``status: failed`` with ``error``; ``error.txt``). On a full
-  disk the batch says so, starts no more runs and keeps what finished. ``run.json`` records the
-  final ``OUTPUT_DIR``.
-
-Manifest (YAML 1.2 scalars: ``true``/``false`` only; keys ``name``, ``output``, ``defaults``, ``runs``)::
-
-    name: smoke
-    output: ../../results/batch/smoke   # relative to the manifest; default results/batch/<name>
-    defaults: {QUICK: true}             # parameters of every run
-    runs:                               # each entry: notebook, parameters, grid, exclude
-      - notebook: ../00_quickstart.ipynb  # relative to the manifest; a glob ("../5*.ipynb") is allowed
-        parameters: {SIGMA: 4.0}
-        grid: {SEED: [0, 1]}            # cartesian product, merged over parameters (a name in one of the two)
-      - notebook: "../5*.ipynb"           # a glob, minus `exclude` (file-name globs)
-        exclude: ["59_*.ipynb"]
-
-Parameter types follow the notebook's typed literals: ``int``, ``float`` (an int is fine),
-``bool`` (``true``/``false``, never ``yes``/``0``/``"1"``), ``str``, ``list``, ``dict``.
-
-Dask: ``--scheduler local`` (default) starts a :class:`distributed.LocalCluster` with one
-single-threaded worker process per core and no dashboard (no HTTP server stays up); ``--scheduler
-tcp://host:8786`` submits the same manifest to an existing cluster (the workers need dpkit
-installed, the notebooks and data reachable at the same paths, and — for the run locks — the
-output on one machine's file system); ``--scheduler sync`` runs in-process, one at a time.
-On Dask, each worker's kernels get its share of its machine's cores and every worker is checked to see
-the notebooks and the output before anything runs (:mod:`dpkit.batch.cluster`); a run whose worker died
-and that Dask ran again says so (``interrupted`` in its summary, ``RERUN`` from the command). A notebook that
-computes its repetitions as Dask tasks (it declares ``REP_BACKEND``, ``auto`` or ``dask``:
-:mod:`dpkit.batch.repetitions`) learns the cluster's scheduler from ``DPKIT_SCHEDULER`` in its kernel's
-environment, and its own task secedes from the worker's thread pool while the kernel runs; repetition tasks cut off
-by a dying worker are named in the summary (``interrupted``, ``cut_off_repetitions``) and in ``run.json``.
+1. Validated first: the manifest's keys, every parameter's name and type (against the notebook's ``parameters``
+   cell, :func:`dpkit.batch.manifest.check_parameters`) and the output's writability are checked before anything
+   runs.
+2. Runs never overwrite each other: a run holds a lock (:mod:`dpkit.batch.locks`) while it executes into a
+   temporary folder, "done" is checked again just before the rename, and a finished run is never replaced. Clean-up
+   removes only the temporary folders the runner made (names holding :data:`~dpkit.batch.locks.MARKER`).
+3. A run is finished only with its own results: ``run.json`` ``status: ok``, the ``metrics.json`` its attempt wrote,
+   and recorded parameters whose key is the folder's. A run of a changed notebook (its fingerprint,
+   :func:`~dpkit.batch.manifest.notebook_fingerprint`) or of kept repetitions from other sources is stale: the batch
+   stops and names it unless ``stale`` says ``rerun``, ``keep`` or ``verify`` (:mod:`dpkit.experiments.adoption`).
+   Long runs resume from their kept repetitions (:mod:`dpkit.experiments.checkpoint`) with the same numbers.
+4. Every failure (a dead worker, a cell timeout, a dead kernel, an I/O error, a full disk) is recorded in the run's
+   folder (``run.json`` ``status: failed``, ``error.txt``); the batch goes on and exits non-zero.
 """
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Finished runs and kept checkpoints that no longer match their notebook, the library or the manifest.
 
-Before a batch starts, :func:`stale_runs` lists the finished runs whose notebook or dpkit sources changed since
-they ran, :func:`stale_checkpoints` the kept repetitions of a checkpointing notebook made by other sources, and
-:func:`misplaced_runs` the runs a manifest no longer names. What happens to them is the ``--stale`` policy
-(:data:`STALE_POLICIES`): ``error`` (refuse, :class:`StaleRunsError` naming them), ``rerun`` (move them aside to
-``.superseded/`` with :func:`supersede` / :func:`supersede_checkpoint`, then run again), ``keep`` (finished runs
-only) or ``verify`` (kept repetitions only: they stay, and each run's kernel adopts them if the repetitions it
-computes again are equal to the bit, :mod:`dpkit.experiments.adoption`; finished runs are refused as by ``error``).
-:func:`checkpoint_folder` is where a run's checkpoint is kept. :func:`handle_stale_checkpoint` applies the policy to
-the kept repetitions of one run outside a batch (``notebook``), :func:`confirm_adopted` records their adoption.
+:func:`stale_runs`, :func:`stale_checkpoints` and :func:`misplaced_runs` find them before a batch starts; the policy
+(:data:`STALE_POLICIES`: ``error``, ``rerun``, ``keep``, ``verify``; docs/guide/batch.md) decides: refuse with
+:class:`StaleRunsError` naming them, move them to ``.superseded/`` (:func:`supersede`) and run again, keep them, or
+adopt kept repetitions proven equal (:mod:`dpkit.experiments.adoption`).
 """
 from __future__ import annotations
 

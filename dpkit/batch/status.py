@@ -1,12 +1,9 @@
-"""Where a batch stands: every run of a manifest, finished, failed, running or not started, with the
-repetitions a long run has kept so far (``python -m dpkit.batch status MANIFEST``).
+"""Where a batch stands: every run of a manifest, finished, failed, running or not started, with the repetitions a long
+run has kept so far.
 
-It only reads: run records (``run.json``), checkpoint folders (:mod:`dpkit.experiments.checkpoint`, via
-their file names and times and the compute time each kept repetition recorded) and the run locks, tested without
-waiting (a lock held by a live process is a run in progress; the kernel drops the lock of a dead one), and the
-repetition locks of the repetitions computed as Dask tasks (:mod:`dpkit.batch.repetitions`: a held one is a task
-running now). Nothing is started, moved or removed. Besides the runs it counts the repetitions: kept, running and in
-all (``REPS`` × data sets, from the manifest's parameters or else the notebook's defaults).
+It only reads: run records (``run.json``), checkpoint folders (:mod:`dpkit.experiments.checkpoint`), the run locks
+tested without waiting (held by a live process: a run in progress) and the repetition locks of Dask repetitions
+(:mod:`dpkit.batch.repetitions`). Nothing is started, moved or removed.
 """
 from __future__ import annotations
 

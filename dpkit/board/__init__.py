@@ -1,17 +1,12 @@
 """The leaderboard: its records, its statistics, its report, board-add and the entrants from anywhere.
 
-* :mod:`dpkit.board.records`: the records table (one row per data set, σ, repetition and method), its one validator,
-  its readers and writers, the published board;
-* :mod:`dpkit.board.statistics`: intervals, the sign tests against the printed numbers, winner sets, the coverage
-  study, paired comparisons;
-* :mod:`dpkit.board.report`: the board's methods, its rows from the records, its headline, tables and texts;
-* :mod:`dpkit.board.entrants`: methods named by import path or entry point, checked against the method protocol and
-  the board's budget;
-* :mod:`dpkit.board.add`: board-add, one entrant paired with a stored board and ranked (:func:`board_add`, the one
-  path of the command line, ``make board-add`` and notebook 45).
+* :mod:`dpkit.board.records`: the records table, its one validator, its readers and writers, the published board;
+* :mod:`dpkit.board.statistics`: intervals, sign tests, winner sets, the coverage study, paired comparisons;
+* :mod:`dpkit.board.report`: the board's methods, its rows, headline, tables and texts;
+* :mod:`dpkit.board.entrants`: methods named by import path or entry point, checked against the protocol;
+* :mod:`dpkit.board.add`: board-add, one entrant paired with a stored board and ranked (:func:`board_add`).
 
-The batch runner's side of the board (gathering the runs' records, a board of one's own data) is in
-:mod:`dpkit.batch.board_files` and :mod:`dpkit.batch.own_board`.
+The batch runner's side of the board is in :mod:`dpkit.batch.board_files` and :mod:`dpkit.batch.own_board`.
 """
 from __future__ import annotations
 

@@ -1,33 +1,21 @@
 """board-add: one entrant joins a stored leaderboard; only the entrant runs, on the board's own workloads.
 
-The one path of every entry point (``python -m dpkit.batch board-add``, ``make board-add``, notebook 45's ``ENTRANT``
-and the tutorial, notebook 46): :func:`board_add` (:func:`prepare_board_add`, then :func:`run_board_add`).
+:func:`board_add` (:func:`prepare_board_add`, then :func:`run_board_add`) is the one path of every entry point;
+docs/guide/add-method.md says how to call it and what it writes.
 
 Algorithm
 ---------
-1. Read the stored board (:func:`~dpkit.board.records.read_board`, the published one by default) and its protocol
-   from its records (:func:`board_plan`: every data set, σ and repetition, the run seed, the workload size and the
-   budget); refuse a name already on it (:func:`check_new_entrant`); load the entrant at the board's budget
-   (:func:`~dpkit.board.entrants.load_entrant`) and the board's data sets (a board of one's own data: by what its
-   provenance names, checked against the fingerprint it was made with).
-2. The audit gate (:func:`run_gate`, :func:`dpkit.evaluation.gate.audit_gate`) on the board's claim for the entrant's
-   privacy class; a refuted entrant is listed as refuted and not ranked.
-3. The entrant alone on every cell with the board's seeds (:func:`entrant_records`): a repetition's workload does not
-   depend on the methods run beside it, so the entrant answers the very queries the stored methods answered. A record
-   whose ledger spends nothing or beyond the board's budget for its privacy class is refused before it is ranked
-   (:func:`check_entrant_spend`, also without the gate).
-4. Pair its records with the stored ones by (data set, σ, repetition) and protocol (:func:`pair`), rank it in every
-   cell by mean worst absolute error among the methods of each table it competes in and compare it, paired by
-   repetition, with the cell's current best (:func:`rank_entrant`, with
-   :func:`~dpkit.board.statistics.paired_sign_comparison`: the median difference with its distribution-free interval,
-   an exact sign test's verdict and whether the entrant is in the cell's winner set, Holm across the cells of a
-   table).
-5. Write the updated board to a copy with the entrant's records, its ranks and a summary (:func:`write_board_copy`),
-   never to the published file.
+1. Read the stored board and its protocol (:func:`board_plan`); refuse a name already on it
+   (:func:`check_new_entrant`); load the entrant at the board's budget (:func:`~dpkit.board.entrants.load_entrant`).
+2. The audit gate (:func:`run_gate`, :func:`dpkit.evaluation.gate.audit_gate`); a refuted entrant is not ranked.
+3. The entrant alone on every cell with the board's seeds (:func:`entrant_records`), so it answers the very queries
+   the stored methods answered; a record spending nothing or beyond the budget is refused
+   (:func:`check_entrant_spend`).
+4. Pair its records with the stored ones (:func:`pair`), rank it and compare it with each cell's current best
+   (:func:`rank_entrant`, :func:`~dpkit.board.statistics.paired_sign_comparison`).
+5. Write the updated board to a copy (:func:`write_board_copy`), never to the published file.
 
-QUICK: one data set (WDBC when on the board), the first σ, the first :data:`QUICK_REPS` repetitions (the comparison
-is judged on the odd ones: 2, too few for a sign test to decide, so the verdict is a tie that says so); the workloads
-keep the stored board's size (a paired comparison needs the same queries).
+QUICK judges :data:`QUICK_REPS` repetitions of one data set and σ: too few for a sign test, so its verdicts are ties.
 """
 from __future__ import annotations
 

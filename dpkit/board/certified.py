@@ -1,38 +1,19 @@
 """Which methods are *certified* better than which on the whole query class, per cell of the board.
 
-Every record of a release with a class supremum carries an interval for it: ``sup_abs``, the error of a witness
-query found by search (a certified lower bound, :func:`dpkit.queries.supremum.class_supremum`), and, since the
-records gained the column, ``sup_upper``, a certified upper bound (:func:`dpkit.queries.supremum_upper.sup_upper`).
-The board's ranking by the class supremum compares the lower bounds' means; this module says what the intervals
-*prove*.
+Every record of a release with a class supremum carries an interval for it: ``sup_abs``, a certified lower bound
+(:func:`dpkit.queries.supremum.class_supremum`), and ``sup_upper``, a certified upper bound
+(:func:`dpkit.queries.supremum_upper.sup_upper`). This module says what the intervals *prove*.
 
-**The rule, per repetition.** In repetition ``r`` of a cell (the same data, σ and workload stream for every method)
-method A is *certified better* than method B when ``sup_upper_A[r] + tol < sup_abs_B[r]`` (``tol`` =
-:data:`~dpkit.board.records.INTERVAL_TOLERANCE`, which covers the rounding bound of ``sup_abs``): A's
-release errs by less on its worst query of the class than B's release does on one query that B's witness exhibits.
-A method with a ``sup_abs`` but no ``sup_upper`` (a released answer function: no bound applies) can be certified
-worse, never better.
+1. Per repetition: A is *certified better* than B when ``sup_upper_A[r] + tol < sup_abs_B[r]`` (``tol`` =
+   :data:`~dpkit.board.records.INTERVAL_TOLERANCE`). A method without ``sup_upper`` can be certified worse, never
+   better.
+2. Per cell (``rule``): ``"every"`` (default) asks it of every repetition, no statistics; ``"sign"`` is an exact
+   one-sided sign test [2] of the certified wins, Bonferroni over the ordered pairs. Valid whatever the
+   distributions, since a certified win is a true win.
+3. *May still be best*: the methods no other is certified better than [1]; a *certified best* is a set of one
+   certified better than every other.
 
-**The rule, per cell** (``rule``):
-
-* ``"every"`` (default): A is certified better than B in the cell when it is in every repetition of the cell: a
-  statement about the board's releases, no statistics;
-* ``"sign"``: an exact one-sided sign test that A's class supremum is smaller than B's with probability above 1/2
-  over the repetitions (independent releases): the ``k`` repetitions where A is certified better count as wins,
-  every other repetition (B certified better, or the intervals overlap) as a loss, and A is certified better when
-  ``P(Bin(R, 1/2) ≥ k) ≤ γ/m``, Bonferroni over the ``m`` ordered pairs of the cell. Valid because a certified win
-  is a true win (``sup_A ≤ sup_upper_A < sup_abs_B ≤ sup_B``), so ``k`` is at most the true count of wins, whatever
-  the distributions (no assumption on the tail, style guide §25).
-
-**May still be best.** A cell's methods that no other method is certified better than: the set of methods that may
-still have the smallest class supremum. The cell has a *certified best* method when that set is one method that is
-certified better than every other. Under ``"every"`` the relation is transitive (``up_A < low_B ≤ up_B < low_C``),
-so a set of one is always a certified best.
-
-**Cells and methods** as on the board: per (data set, σ) and table (Table 3.2 ranks the ε-DP methods, Table 3.3 the
-ε-DP and (ε, δ)-DP ones, :data:`dpkit.experiments.reference.TABLES`), among the methods with a ``sup_abs`` in every
-repetition (the methods of the board's ranking by the class supremum). Records without the ``sup_upper`` column
-(the board published on 2026-11-28) prove nothing: every such cell is reported with no upper bound.
+Cells are the board's (:data:`dpkit.experiments.reference.TABLES`); records without ``sup_upper`` prove nothing.
 
 References
 ----------

@@ -1,22 +1,17 @@
 """Entrants from anywhere: methods named by import path or registered by another package.
 
-Beside the names of :mod:`dpkit.methods.registry`, the leaderboard (:func:`dpkit.board.report.board_methods`,
-notebook 45's ``METHODS``, a manifest, ``python -m dpkit.batch board-add``) accepts
+Beside the names of :mod:`dpkit.methods.registry`, the leaderboard accepts ``"package.module:NAME"`` (a method class,
+instantiated with its defaults, or a configured instance) and a name a package registers in the entry-point group
+:data:`ENTRY_POINT_GROUP` (docs/guide/add-method.md). Every entrant gets the board's budget
+(:func:`dpkit.methods.registry.with_budget`) and is checked before anything runs:
 
-* ``"package.module:NAME"``: ``NAME`` in the importable module ``package.module`` is a method class (instantiated
-  with its defaults) or a configured method instance;
-* a name that a package registers in the entry-point group ``dpkit.methods`` (:data:`ENTRY_POINT_GROUP`; the
-  ``pyproject.toml`` entry: ``docs/guide/add-method.md``).
+1. :func:`check_protocol`: a frozen dataclass instance with ``epsilon``, ``delta``, ``name``, a ``privacy`` class of
+   :data:`~dpkit.queries.release.PRIVACY_CLASSES`, callable ``at_width`` and ``release``;
+2. :func:`check_board_budget`: it holds the board's budget once set;
+3. :func:`trial_release` on a small synthetic array (no real data) and :func:`check_spent`: its ledger spends
+   something, within the board's budget for its class.
 
-Every entrant gets the board's budget as a registered method does (:func:`dpkit.methods.registry.with_budget`:
-ε on a private method, δ on an (ε, δ)-DP method only). Before anything runs, each entrant is checked
-(:func:`check_protocol`): it must be a frozen dataclass instance with ``epsilon`` and ``delta`` fields, a ``name``,
-a ``privacy`` class of :data:`~dpkit.queries.release.PRIVACY_CLASSES` and callable ``at_width`` and ``release``;
-it must hold the board's budget once set (:func:`check_board_budget`), and one tiny trial release
-(:func:`trial_release`, on a small synthetic array drawn here: it spends no real data) must return a
-:class:`~dpkit.queries.release.Release` whose ledger records what was spent, something and within the board's budget
-for its privacy class (:func:`check_spent`, the check a board-add also makes on every record of the entrant).
-Every failure raises :class:`EntrantError` naming the entrant and what is missing.
+Errors: every failure raises :class:`EntrantError` naming the entrant and what is missing.
 """
 from __future__ import annotations
 

@@ -1,33 +1,18 @@
 """The leaderboard as data: one row per (data set, σ, repetition, method), written as Parquet.
 
-:func:`records_frame` turns the :class:`~dpkit.experiments.records.ReleaseRecord` s of a run (one data set) into the
-records table (:data:`COLUMNS`, with their dtypes); notebook 45 writes its own run's table into its ``OUTPUT_DIR``
-(``records.parquet``), the assembler (``python -m dpkit.batch.assemble leaderboard``) gathers the runs' tables into
-one (:func:`dpkit.batch.board_files.gather_records`) with its provenance
-(:func:`dpkit.batch.board_files.board_provenance`), and the published board lives in
-``data/leaderboard/`` (:data:`PUBLISHED`; :func:`read_board`). A written file is never replaced unless asked
-(:func:`write_records`).
+:func:`records_frame` turns a run's :class:`~dpkit.experiments.records.ReleaseRecord` s into the records table
+(:data:`COLUMNS` with their dtypes, then the :data:`OPTIONAL_COLUMNS`, all three or none). Besides a release's numbers
+(worst errors, the class supremum and its certified upper bound, the (ε, δ) spent, the proven numerical
+``error_bound``, ``support_size``) every row carries its run's protocol (``run_seed``, ``n_queries``, ``J``, the
+budget), so a new method runs on the very same workloads, and its own ``seeds``. The published board is
+:data:`PUBLISHED` (:func:`read_board`); docs/guide/batch.md describes how a board is assembled and published.
 
-Besides the numbers of a release (the worst absolute and relative error, the class supremum ``sup_abs`` and the
-worst single centre of the workload ``centre_abs`` where recorded, the (ε, δ) spent, the release time, the proven
-bound ``error_bound`` on the numerical error of the worst errors, and the synthetic database's ``support_size``, 0
-for released answers), every row carries
-the protocol of its run (``run_seed``, ``n_queries``, ``J`` and the board's budget ``budget_epsilon``,
-``budget_delta``): with them a new method is run on the very same workloads (``python -m dpkit.batch board-add``).
-``seeds`` is the record's own seeds, as a JSON string (null where the record has none).
+Guarantees: every reader and writer (:func:`read_records`, :func:`read_board`, :func:`write_records`,
+:func:`records_frame`, the assembler, board-add) checks records with the one validator :func:`check_records` (the
+schema, the values, one budget, spends within it, paired repetitions); a written file is never replaced unless asked.
 
-The :data:`OPTIONAL_COLUMNS` follow the :data:`COLUMNS` in a table that has them, all three or none (the published
-records of 2026-11-28 have none; the next regeneration adds them): ``sup_upper``, the certified upper bound on the
-class supremum (:func:`dpkit.queries.supremum_upper.sup_upper`; ``sup_abs ≤ sup_upper``), and the search's effort
-behind ``sup_abs`` (``sup_evaluations``, ``sup_starts``), NaN where a release has none.
-
-Every reader and writer of records checks them with the one validator :func:`check_records` (the schema, the values,
-one budget, spends within it, paired repetitions: what the board's statistics assume): :func:`read_records` and
-:func:`read_board` (which check the file's Parquet schema first), :func:`write_records`, :func:`records_frame`, the
-assembler's :func:`~dpkit.batch.board_files.gather_records` and board-add's
-:func:`~dpkit.board.add.pair`. A table that is not a valid board raises
-:class:`InvalidRecordsError`, one line naming the file (or table) and the problem; the commands that read records
-print that line and exit 2.
+Errors: a table that is not a valid board raises :class:`InvalidRecordsError`, one line naming the file and the
+problem.
 """
 from __future__ import annotations
 

@@ -1,23 +1,13 @@
 """The leaderboard: the best correctly accounted method in every cell of the thesis's Tables 3.2/3.3.
 
-A *cell* is (data set, σ, privacy class, error kind): Table 3.2 compares ε-DP methods with the
-improved mechanism I, Table 3.3 (ε, δ)-DP methods with mechanism II (an ε-DP method is also
-(ε, δ)-DP, so it competes in Table 3.3 too). Non-private references (the noise-free LP, a subsample
-of the data) stay on the board, marked, and never count. A cell's winner is chosen on one half of the
-repetitions (the even ones) and judged on the other (the odd ones), which removes the winner's curse; it is
-*better* than the thesis when an exact sign test says its *median* error lies below the printed number (less half its
-last digit), *worse* when above, a *tie* otherwise, with Holm's procedure across the cells of a table and error kind at
-the false-alarm budget γ (default 0.05); every cell also names its *winner set* (the methods not significantly worse
-than the winner), and shows the mean's interval only where a coverage study on its own records keeps it, else the
-median's: :mod:`dpkit.board.statistics` has the procedure (valid whatever the tail of the errors), the split and
-Holm's procedure, with their references.
+A *cell* is (data set, σ, privacy class, error kind): Table 3.2 compares ε-DP methods with mechanism I, Table 3.3
+(ε, δ)-DP methods (and the ε-DP ones) with mechanism II; non-private references stay on the board, marked, and never
+count. The winner, its verdict against the printed number, its winner set and its interval follow
+:mod:`dpkit.board.statistics`.
 
-The board's report, from its rows (:func:`leaderboard_rows`) and the per-method rows they were
-made from: :func:`headline` counts the cells better than, tied with and worse than the thesis's printed numbers,
-:func:`lost_cells_text` gives an account of each cell lost, :func:`summary_markdown` is the board as one compact
-Markdown table (the README's); the ranking by the class supremum has its table (:func:`supremum_rows`), the cells
-where it names another best method (:func:`ranking_disagreements`) and a written summary
-(:func:`supremum_summary_text`). Notebook 45 and the assembler write them.
+The report, from :func:`leaderboard_rows`: :func:`headline`, :func:`lost_cells_text`, :func:`summary_markdown` (the
+README's table), and the ranking by the class supremum (:func:`supremum_rows`, :func:`ranking_disagreements`,
+:func:`supremum_summary_text`).
 """
 from __future__ import annotations
 

@@ -1,142 +1,43 @@
 """The board's statistics: intervals, tests against the printed numbers, winner sets, coverage, paired comparisons.
 
-.. note::
-   The board's verdicts, winner sets and intervals (:func:`dpkit.board.report.leaderboard_rows` with the
-   default split) are those of the distribution-free procedure below: an exact sign test of the winner's median, paired
-   sign tests against the winner, and the mean's interval below only where a coverage study on the cell's own records
-   keeps it. Steps 2 and 3 of the first procedure (the Gumbel-calibrated mean) assume a tail the records need not have: a
-   per-repetition worst error is a maximum over 10⁴ strongly dependent queries, and some methods fail now and then
-   by a factor of 6 to 27 (``rap-eps`` on CSN), where the upper end misses the mean in about a fifth of resamples.
-   They remain for ``selection="simultaneous"`` and as the negative control of ``tests/test_board_robust.py``; the
-   split (step 1) and Holm's procedure (step 4) are the board's.
+Per *cell* (data set × σ × table, and an error kind) every method runs on the same repetitions and workloads, so
+comparisons are paired by repetition. The board's verdicts use the distribution-free procedure; the derivations,
+the levels and the Gumbel-calibrated alternative are on the science page ``docs/science/board_statistics.md``.
 
-The leaderboard (:mod:`dpkit.board.report`) compares, per *cell* (data set × σ × table, and an error kind:
-``abs`` or ``rel``), the best method with the thesis's printed number, with its runner-up, and an entrant with the
-current best. Every method of a cell runs on the same repetitions with the same workloads
-(:func:`dpkit.experiments.protocol.run_cells`), so comparisons between methods are *paired* by repetition.
+Algorithm (the board's, distribution-free)
+------------------------------------------
+1. Split the repetitions by index, in advance: the winner ``w`` is the smallest mean error on the selection half
+   (even ``rep``) [2]_, [3]_, [4]_; everything below is judged on the evaluation half (odd ``rep``).
+2. Verdict against the printed number ``p`` (standing for ``[p − h, p + h]``): an exact sign test of the winner's
+   median [8]_, Holm's step-down [1]_ across the 25 cells of a table and error kind at the budget γ (:func:`holm`).
+3. The median's distribution-free interval (:func:`median_interval`) [10]_, dual to the sign test.
+4. The mean's Gumbel-calibrated interval (:func:`mean_interval`, :func:`gumbel_pivot`) [7]_ only where a coverage
+   study on the cell's own records keeps it (:func:`coverage_study`).
+5. Winner sets: one-sided sign tests of every other method against ``w``, Holm across all of a table's comparisons
+   (after Hsu [9]_); an entrant against the current best: :func:`paired_sign_comparison`.
 
-Procedure
----------
-1. **Winner chosen on one half, judged on the other** (data splitting [2]_, [3]_, [4]_). The repetitions of a cell
-   are split once, in advance and independently of their values, by their index: the *selection half* (even
-   ``rep``) and the *evaluation half* (odd ``rep``). The repetitions are exchangeable (each draws its workload and
-   every method's stream from its own child seed), so this fixed split is as good as a random one. The cell's
-   winner (and runner-up) are the smallest (second smallest) mean error over the selection half; its reported
-   estimate and interval use only the evaluation half, on which the selection had no influence. This removes the
-   winner's curse: the best of k methods by mean is biased low, the more so the more methods compete, and an
-   interval on the same repetitions that chose it is too optimistic (the naive procedure claims a win against a
-   printed number equal to the true mean in almost every cell; ``tests/test_board_stats.py``). The alternative
-   ``selection="simultaneous"`` picks the winner on all repetitions and widens its interval to the Bonferroni level
-   ``α/k`` over the k candidates, which covers every candidate at once and so the selected one (and its
-   comparison with the runner-up to ``α/(k(k − 1)/2)``, over all pairs).
-2. **Interval for a mean** over the repetitions of the evaluation half (15 of 30) of a maximum-type statistic (the
-   worst error over 10⁴ queries). Student's t is not enough here: a right-skewed variable makes the studentized
-   mean left-skewed (a sample that misses the long right tail has both a low mean and a small spread), so the
-   t-interval's upper end is too low, and at the small levels Holm's procedure asks for (γ/25) the false *better*
-   rate of the t-interval is three to five times its nominal level (on maxima of Gaussian errors: the t-only
-   control of ``tests/test_board_stats.py`` exceeds the budget). A bootstrap interval of 15 values cannot repair
-   this (it cannot see the tail the sample missed, and its far quantiles rest on two or three resampled means).
-   The upper end is
-   therefore calibrated on the Gumbel law, the limit law of maxima (Fisher–Tippett–Gnedenko [7]_), under which
-   the studentized mean is pivotal (it does not depend on the location and scale): its quantiles come from
-   :data:`PIVOT_DRAWS` simulated samples of the same size with a fixed seed
-   (:func:`gumbel_pivot`). The lower end is Student's t (under a right-skewed
-   law the t-quantile is the larger on that side). This is valid for errors no more right-skewed than the Gumbel
-   law (skewness 1.14); maxima of many light-tailed errors are less skewed (a maximum of 10⁴ absolute Gaussian
-   errors: 0.75), a method with rare large failures can be more.
-3. **Against the printed number** (a constant, the thesis's mean as printed, to ``decimals`` = 3 places). The
-   printed ``p`` stands for any value in ``[p − h, p + h]``, ``h = 0.5·10^−decimals`` (0.0005). The null hypothesis
-   of a cell is the whole interval: *better* needs the interval's upper end below ``p − h``, *worse* its lower end
-   above ``p + h``, anything else is a *tie*. Its two-sided p-value is ``min(1, 2·min(P(G ≤ (m − (p − h))/s),
-   P(T ≥ (m − (p + h))/s)))`` (G the Gumbel pivot, T Student's t; m the mean, s its standard error); an interval
-   at level ``1 − α`` excludes the null interval exactly when that p-value is at most ``α``.
-4. **Multiplicity: Holm's step-down** [1]_ over the cells of one family, a table (Table 3.2 or 3.3) and one error
-   kind (25 cells: 5 data sets × 5 σ), at the false-alarm budget ``γ`` (default :data:`DEFAULT_BUDGET` = 0.05):
-   the probability that any *better* or *worse* verdict of a family is false is at most γ, whatever the
-   dependence between cells (cells of one data set share the σ-independent releases). The cells are ordered by
-   p-value; the j-th (from 0) of m is tested at ``γ/(m − j)`` until the first that is not rejected (call its
-   step k); every cell is given the interval at level ``1 − γ/(m − min(j, k))``, so the interval excludes the
-   null interval exactly for the cells Holm rejects. (These intervals agree with Holm's decisions; they are not
-   simultaneous intervals, for which see [5]_.) Directions are read from the sign; for independent statistics
-   this also controls directional errors [6]_.
-5. **Paired comparisons** (winner against runner-up on the board, an entrant against the current best with
-   :func:`compare_paired`): the t-interval of the per-repetition differences ``a − b`` on the evaluation half
-   (differences of two methods on the same workloads), zero as the null value, Holm across the cells compared.
+``selection="simultaneous"`` and the Gumbel mean verdict remain as the negative control; Holm's intervals agree with
+its decisions but are not simultaneous [5]_, [6]_.
 
-The thesis's printed numbers are taken as constants; their own sampling error (they are means over the thesis's
-repetitions) is not modelled, so *better* means: better than the number printed.
-
-Distribution-free procedure
----------------------------
-A cell's per-repetition error is the worst error over 10⁴ strongly dependent queries: a maximum, but not a
-Gumbel variable, and some methods fail now and then by a factor of 6 to 27 (``rap-eps`` on CSN). What the board
-claims therefore rests on tests whose level holds for *any* distribution of the per-repetition errors.
-
-The repetitions of a cell are split as in step 1 of the first procedure: the winner ``w`` is the
-method with the smallest mean error over the *selection half* (even ``rep``), everything below is judged on the
-*evaluation half* (odd ``rep``, n = 15 of 30), on which the choice had no influence.
-
-D1. **Verdict against the printed number: an exact sign test of the median** [8]_. The parameter judged is the
-   *median* of the winner's per-repetition error, not its mean (the thesis printed a mean; for a right-skewed error
-   the median is the smaller, so *better* says "on most repetitions below the printed number", not "on average").
-   The printed ``p`` stands for ``[p − h, p + h]`` (``h`` half its last digit). With ``b`` the repetitions below
-   ``p − h`` and ``a`` those above ``p + h``, the two-sided p-value is ``min(1, 2·min(P(B ≥ b), P(B ≥ a)))``,
-   ``B ~ Binomial(n, 1/2)``: if the median lies in the null interval, a repetition falls below ``p − h`` with
-   probability at most 1/2 whatever the distribution (atoms included), so the level holds exactly. Holm's
-   step-down across the 25 cells of a table and error kind at the false-alarm budget γ
-   (:func:`holm`), as before. An exact test is discrete: with n judged repetitions
-   its smallest p-value is ``2^(1−n)``, so a cell needs n ≥ 6 to reject at 0.05 on its own and n ≥ 11 at γ/25
-   (the board judges on 15).
-D2. **Interval for the median** (:func:`median_interval`): the order statistics ``[x_(l), x_(n+1−l)]`` with ``l``
-   the largest index with ``P(B ≤ l − 1) ≤ α/2``; its coverage is at least ``1 − α`` for any distribution, and at
-   the cell's Holm level it excludes the null interval exactly when the sign test rejects (the two are dual).
-D3. **The mean's interval only where its coverage is measured** (:func:`coverage_study`). The Gumbel-calibrated
-   interval (:func:`mean_interval`) is kept for a cell only if, resampling the
-   winner's own records of that cell (all its repetitions, the population whose mean is to be covered) into
-   :data:`COVERAGE_DRAWS` samples of n, it misses that mean no more often than the nominal ``α`` allows: the
-   count of misses is at most ``binom.ppf(1 − 10⁻³, draws, α)`` (a true miss rate ``α`` passes with probability
-   at least 1 − 10⁻³). Otherwise the cell shows the median and its interval (step D2), and says so. The resampled
-   population has no tail beyond the 30 records, so the study can only find intervals too short, never certify
-   one: a kept interval is one the records do not contradict. (Half of those records chose the winner and lean
-   low; they stand in for the method's law all the same, since what the study probes is the shape of its tail.)
-D4. **Winner sets: multiple comparisons with the chosen winner, distribution-free** (after Hsu [9]_). For every
-   other method ``j`` of the cell, the one-sided exact sign test of "``j`` is worse than ``w``" on the evaluation
-   half: the p-value is ``P(B ≥ c)``, ``c`` the repetitions with ``e_j > e_w``; its null ``P(e_j > e_w) ≤ 1/2``
-   holds for any joint distribution of the pair. Holm across *every* such comparison of a table and error kind
-   (about 25 × 14 or 25 × 15) at the budget γ. A method is left out of the set only when it is significantly
-   worse than ``w`` on most repetitions; the *set* is ``w`` and every method not left out. With probability at
-   least 1 − γ per table and error kind, no method is left out that is in fact not worse than ``w``: in
-   particular the best method in that sense stays in. A cell has *one certain winner* when its set is ``{w}``.
-   Choosing ``w`` on the other half keeps the comparisons honest about the choice: on the evaluation half ``w``
-   is a fixed method.
-D5. **board-add: an entrant against the current best** (:func:`paired_sign_comparison`, for
-   :func:`~dpkit.board.add.rank_entrant`). The same tests on the entrant's paired differences with
-   the cell's current best ``w`` on the evaluation half: the two-sided sign test of a median difference of 0 for
-   the verdict, the median difference with its interval (step D2) at the cell's Holm level across the cells of a
-   table, and the one-sided test of step D4 for whether the entrant would be in the cell's winner set. A QUICK
-   board-add judges 2 repetitions, fewer than the :func:`sign_min_reps` a sign test needs: its verdicts are ties.
+Guarantees
+----------
+The probability of any false *better* or *worse* verdict of a table and error kind is at most γ whatever the
+distribution of the per-repetition errors and the dependence between cells; with probability at least 1 − γ no method
+that is not worse than ``w`` is left out of a winner set. A sign test needs :func:`sign_min_reps` judged repetitions
+to reject; with fewer its verdict is a tie. The printed numbers are taken as constants.
 
 References
 ----------
-.. [1] S. Holm, "A simple sequentially rejective multiple test procedure", Scandinavian Journal of Statistics 6(2),
-   65–70, 1979.
-.. [2] D. R. Cox, "A note on data-splitting for the evaluation of significance levels", Biometrika 62(2), 441–444,
-   1975.
-.. [3] P. A. P. Moran, "Dividing a sample into two parts: a statistical dilemma", Sankhyā A 35(3), 329–333, 1973.
-.. [4] D. Rubin, S. Dudoit and M. van der Laan, "A method to increase the power of multiple testing procedures
-   through sample splitting", Statistical Applications in Genetics and Molecular Biology 5(1), article 19, 2006.
-.. [5] K. Strassburger and F. Bretz, "Compatible simultaneous lower confidence bounds for the Holm procedure and
-   other Bonferroni-based closed tests", Statistics in Medicine 27(24), 4914–4927, 2008.
-.. [6] J. P. Shaffer, "Control of directional errors with stagewise multiple test procedures", Annals of
-   Statistics 8(6), 1342–1347, 1980.
-.. [7] B. Gnedenko, "Sur la distribution limite du terme maximum d'une série aléatoire", Annals of Mathematics
-   44(3), 423–453, 1943.
-.. [8] W. J. Dixon and A. M. Mood, "The statistical sign test", Journal of the American Statistical Association
-   41(236), 557–566, 1946.
-.. [9] J. C. Hsu, *Multiple Comparisons: Theory and Methods*, Chapman & Hall, 1996, chapter 4 (multiple
-   comparisons with the best).
-.. [10] H. A. David and H. N. Nagaraja, *Order Statistics*, 3rd ed., Wiley, 2003, section 7.1 (distribution-free
-   confidence intervals for quantiles).
+.. [1] S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6(2), 1979.
+.. [2] D. R. Cox, "A note on data-splitting for the evaluation of significance levels", Biometrika 62(2), 1975.
+.. [3] P. A. P. Moran, "Dividing a sample into two parts: a statistical dilemma", Sankhyā A 35(3), 1973.
+.. [4] D. Rubin, S. Dudoit, M. van der Laan, sample splitting for multiple testing, SAGMB 5(1), 2006.
+.. [5] K. Strassburger, F. Bretz, compatible simultaneous bounds for Holm, Statistics in Medicine 27(24), 2008.
+.. [6] J. P. Shaffer, "Control of directional errors with stagewise multiple test procedures", Ann. Stat. 8(6), 1980.
+.. [7] B. Gnedenko, "Sur la distribution limite du terme maximum d'une série aléatoire", Ann. Math. 44(3), 1943.
+.. [8] W. J. Dixon, A. M. Mood, "The statistical sign test", JASA 41(236), 1946.
+.. [9] J. C. Hsu, *Multiple Comparisons: Theory and Methods*, Chapman & Hall, 1996, chapter 4.
+.. [10] H. A. David, H. N. Nagaraja, *Order Statistics*, 3rd ed., Wiley, 2003, section 7.1.
 """
 from __future__ import annotations
 
@@ -168,7 +69,7 @@ def gumbel_pivot(n: int) -> np.ndarray:
     """The sorted studentized means ``(x̄ − μ)/(s/√n)`` of :data:`PIVOT_DRAWS` samples of ``n`` standard Gumbel
     draws (mean μ = Euler's γ), the same numbers in every call (fixed seed). The statistic is pivotal in the Gumbel
     location-scale family, so these are its quantiles for any location and scale
-    (module docstring, step 2)."""
+    (docs/science/board_statistics.md, Gumbel step 2)."""
     if n < 2:
         raise ValueError(f"a mean's interval needs at least 2 repetitions; got {n}")
     rng = np.random.default_rng(_PIVOT_SEED)
@@ -199,7 +100,7 @@ def _pivot_ppf(a: np.ndarray, n: int) -> np.ndarray:
 def mean_interval(mean: np.ndarray, se: np.ndarray, n: int, alpha: np.ndarray | float
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The interval at level ``1 − alpha`` for the mean of a maximum-type error
-    (module docstring, step 2): lower end from Student's t, upper end from the Gumbel pivot,
+    (docs/science/board_statistics.md, Gumbel step 2): lower end from Student's t, upper end from the Gumbel pivot,
     ``alpha/2`` on each side."""
     alpha = np.asarray(alpha, dtype=float)
     low = mean - stats.t.ppf(1 - alpha / 2, n - 1) * se
@@ -210,7 +111,7 @@ def mean_interval(mean: np.ndarray, se: np.ndarray, n: int, alpha: np.ndarray | 
 def printed_pvalue(mean: np.ndarray, se: np.ndarray, n: int, low: np.ndarray, high: np.ndarray, *,
                    calibration: str = "gumbel") -> np.ndarray:
     """Two-sided p-value of the interval null ``μ ∈ [low, high]`` for a mean of ``n`` repetitions
-    (module docstring, step 3); its rejection at ``α`` is exactly the interval of
+    (docs/science/board_statistics.md, Gumbel step 3); its rejection at ``α`` is exactly the interval of
     :func:`mean_interval` (``calibration="gumbel"``, for a mean error) or the t-interval (``"t"``, for paired
     differences) at ``1 − α`` missing ``[low, high]``. ``1`` for a mean inside with zero spread; ``nan`` where
     ``mean`` or ``low`` is ``nan``."""
@@ -228,7 +129,7 @@ def printed_pvalue(mean: np.ndarray, se: np.ndarray, n: int, low: np.ndarray, hi
 DEFAULT_BUDGET = 0.05
 #: Error kinds with a per-repetition column in the records.
 KINDS = ("abs", "rel", "sup_abs")
-#: How a cell's winner is chosen and judged (module docstring, step 1).
+#: How a cell's winner is chosen and judged (docs/science/board_statistics.md, Gumbel step 1).
 SELECTIONS = ("split", "simultaneous")
 #: The columns of the records the functions here need: a subset of the leaderboard's records table
 #: (:data:`dpkit.board.records.COLUMNS`, :func:`dpkit.board.records.records_frame`), which
@@ -254,7 +155,7 @@ def holm(p: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
         The hypotheses rejected at family-wise level ``gamma``.
     level : array
         The level each hypothesis was tested at, ``gamma/(m − min(j, k))`` for the j-th smallest p-value and the
-        step k at which the procedure stopped (module docstring, step 4); ``nan`` outside the family.
+        step k at which the procedure stopped (docs/science/board_statistics.md, Gumbel step 4); ``nan`` outside the family.
 
     Examples
     --------
@@ -310,7 +211,7 @@ class MeanTest:
 
 
 def winner_tests(errors: np.ndarray, reps: np.ndarray, *, selection: str = "split") -> MeanTest:
-    """Choose each cell's winner and runner-up and give the statistics they are judged by (module docstring).
+    """Choose each cell's winner and runner-up and give the statistics they are judged by (docs/science/board_statistics.md).
 
     Parameters
     ----------
@@ -381,7 +282,7 @@ def family_verdicts(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *
     printed : array (m,) or (..., m)
         The thesis's printed numbers (``nan``: no number, the cell is not in the family; verdict ``"n/a"``).
     gamma : float
-        The false-alarm budget, family-wise (module docstring, step 4).
+        The false-alarm budget, family-wise (docs/science/board_statistics.md, Gumbel step 4).
     decimals : int or None
         Decimals the numbers are printed to (the null interval's half-width ``0.5·10^−decimals``); ``None``: the
         printed numbers are exact.
@@ -562,7 +463,7 @@ def _binom_sf(c: np.ndarray, n: int) -> np.ndarray:
 
 def sign_pvalue(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Two-sided exact sign-test p-value of the interval null "the median of ``x`` lies in ``[low, high]``", along
-    the last axis (module docstring, step D1).
+    the last axis (docs/science/board_statistics.md, step D1).
 
     Parameters
     ----------
@@ -595,8 +496,8 @@ def _order_index(n: int, alpha: np.ndarray) -> np.ndarray:
 
 def median_interval(x: np.ndarray, alpha: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """The distribution-free interval ``[x_(l), x_(n+1−l)]`` for the median at level ``1 − alpha``, along the last
-    axis (module docstring, step D2; David and Nagaraja [10]_); ``(−inf, inf)`` where ``n`` is too small for the level,
-    ``nan`` where ``alpha`` is ``nan``.
+    axis (docs/science/board_statistics.md, step D2; David and Nagaraja [10]_); ``(−inf, inf)`` where ``n`` is too
+    small for the level, ``nan`` where ``alpha`` is ``nan``.
 
     Examples
     --------
@@ -645,7 +546,7 @@ def winner_set_pvalues(judge: np.ndarray, winner: np.ndarray) -> np.ndarray:
 def coverage_study(population: np.ndarray, n: int, alpha: np.ndarray | float, *, draws: int = COVERAGE_DRAWS,
                    seed: int = COVERAGE_SEED) -> dict[str, np.ndarray]:
     """The measured coverage of the mean's interval and of the median's, resampling each cell's own records
-    (module docstring, step D3).
+    (docs/science/board_statistics.md, step D3).
 
     Parameters
     ----------
@@ -788,7 +689,7 @@ def robust_family(errors: np.ndarray, reps: np.ndarray, printed: np.ndarray, *, 
 
 def sign_min_reps(alpha: float) -> int:
     """The fewest repetitions with which a two-sided exact sign test can reject at level ``alpha``: the smallest
-    ``n`` with ``2^(1−n) ≤ alpha`` (6 at 0.05; module docstring, step D1).
+    ``n`` with ``2^(1−n) ≤ alpha`` (6 at 0.05; docs/science/board_statistics.md, step D1).
 
     >>> sign_min_reps(0.05), sign_min_reps(0.05 / 25)
     (6, 10)
@@ -800,7 +701,7 @@ def sign_min_reps(alpha: float) -> int:
 def paired_sign_comparison(d: np.ndarray, *, gamma: float = DEFAULT_BUDGET) -> dict[str, np.ndarray]:
     """An entrant against a cell's current best, distribution-free: the exact sign test of the median paired
     difference, its order-statistic interval and the entrant's place in the winner set, over a family of cells
-    (module docstring, step D5).
+    (docs/science/board_statistics.md, step D5).
 
     Parameters
     ----------

@@ -1,11 +1,7 @@
 """Claims of notebook 52 on the sparse vector technique: AboveThreshold (D–R Alg 1, Thm 3.23/3.24).
 
-- :func:`above_threshold_privacy` — the privacy of AboveThreshold, with the variant without threshold noise as
-  negative control;
-- :func:`above_threshold_sampler` — its sampler against the exact distribution;
-- :func:`above_threshold_accuracy` — its accuracy bound.
-
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
+Its privacy (the variant without threshold noise as negative control), its sampler against the exact law and its
+accuracy bound. Statistical checks follow :mod:`dpkit.claims`'s false-alarm budget and retry rule.
 """
 from __future__ import annotations
 

@@ -1,27 +1,13 @@
 """Checks of the baselines comparison (notebook ``40_baselines``): each can fail.
 
-The ledger totals equal the stated budgets; the noise-free LP is no worse than the private trig
-mechanism on average; the direct-answering errors match their closed forms (Dwork & Roth 2014, §3.3
-and §3.5.3; docs/science/baselines.md).
+The ledger totals equal the stated budgets; the noise-free LP is no worse than the private trig mechanism on average;
+the direct-answering errors match their closed forms (Dwork & Roth 2014, §3.3 and §3.5.3; docs/science/baselines.md).
 
-**False-alarm budget.** The direct-answering checks are the statistical ones: their bounds are
-tail bounds at the level of a :class:`~dpkit.evaluation.verdicts.FalseAlarmBudget` split evenly
-(Bonferroni) over them, so a correct implementation fails one of them in a run with probability
-at most ``false_alarm``. Let ``z_i`` be run ``i``'s worst absolute noise over its ``Q_i`` queries in
-units of the noise scale, and ``S = (1/n) Σ_i (z_i − E z_i)`` over the ``n`` runs:
-
-* **Laplace** (:func:`laplace_max_mean_deviation_bound`): ``|Lap(1)| ~ Exp(1)``, and by Rényi's
-  representation the maximum of ``Q`` i.i.d. Exp(1) is ``Σ_{k=1}^{Q} E_k/k`` (E_k i.i.d. Exp(1)),
-  mean ``H_Q``. ``S`` is a weighted sum of centred Exp(1) variables with log-MGF
-  ``Λ(λ) = Σ_i Σ_k ψ(λ/(n k))``, ``ψ(u) = −u − log(1 − u)`` (``u < 1``); the Chernoff bound
-  ``P(±S ≥ t) ≤ exp(−sup_λ (λ t − Λ(±λ)))`` is solved for ``t`` with each tail at ``level/2``.
-* **Gaussian** (:func:`gaussian_max_mean_deviation_bound`): ``max_q |Z_q|`` is a 1-Lipschitz
-  function of ``N(0, I_Q)``, so it is sub-Gaussian with variance proxy 1 (Tsirelson–Ibragimov–Sudakov,
-  Boucheron, Lugosi & Massart 2013, Thm 5.6); the mean of ``n`` independent ones has proxy
-  ``1/n`` and ``P(|S| ≥ t) ≤ 2 exp(−n t²/2)``, so ``t = √(2 ln(2/level)/n)``.
-
-``eps-inf-floor`` compares two means over the notebook's own cells and is reported as an exact
-statement about these runs (no confidence): it is not charged to the budget.
+The direct-answering checks are tail bounds on the mean worst noise over runs, at the level of a
+:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget` split evenly (Bonferroni): Laplace by a Chernoff bound on Rényi's
+representation (:func:`laplace_max_mean_deviation_bound`), Gaussian by Gaussian concentration
+(:func:`gaussian_max_mean_deviation_bound`); derivations in docs/science/derivations.md. ``eps-inf-floor`` is an exact
+statement about these runs and not charged to the budget.
 """
 from __future__ import annotations
 

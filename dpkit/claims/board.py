@@ -1,15 +1,9 @@
-"""Checks and rows of the open board's tutorial (notebook ``46_add_your_method``): a method from a researcher's own
-module put on a stored board with board-add (:mod:`dpkit.board.add`), and an under-noised copy of it
-stopped by the audit gate (:mod:`dpkit.evaluation.gate`).
+"""Checks and rows of the open board's tutorial (notebook ``46_add_your_method``): a researcher's method put on a stored
+board with board-add (:mod:`dpkit.board.add`), and an under-noised copy stopped by the audit gate.
 
-The checks read the gate's record (:meth:`dpkit.evaluation.gate.GateResult.as_dict`, kept by board-add as
-:attr:`~dpkit.board.add.GateOutcome.record`): the auditor's lower bound ``epsilon_lb`` on ε holds with
-probability at least ``confidence``, so a correctly accounted method has ``epsilon_lb ≤ epsilon`` (the claimed ε)
-except with probability at most ``1 − confidence`` (one audit per check, fixed seeds).
-
-* ``gate-correct-entrant``: the correctly accounted method is not refuted (expected PASS);
-* ``gate-under-noised-entrant``: the copy releasing a quarter of the noise while claiming the same (ε, δ) is
-  refuted, ``epsilon_lb > epsilon`` (a negative control: the check ``epsilon_lb ≤ epsilon`` is expected to FAIL).
+From the gate's record: ``gate-correct-entrant`` (not refuted, expected PASS) and ``gate-under-noised-entrant`` (a
+quarter of the noise, refuted: a negative control expected to FAIL); a correct method is refuted with probability at
+most ``1 − confidence``.
 """
 from __future__ import annotations
 

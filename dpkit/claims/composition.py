@@ -1,22 +1,10 @@
 """Claims of notebook 51: composition (thesis Thm 1.5/1.6, Prop 1.7, Lemma 1.8, Thm 1.11, Prop 1.12; D–R Cor 3.21, Ex 3.7).
 
 The oracle is the exact privacy-loss distribution of k Laplace releases at worst-case shift
-(:class:`~dpkit.core.pld.LaplacePLD`, a rigorous bracket on δ(ε')). Each function checks
-one statement (or a few sharing one computation) and returns checks, with the table behind them:
-
-- :func:`basic_composition` — Thm 1.6 / Prop 1.7: k releases at ε/k each have δ(ε) = 0;
-- :func:`kl_bound` — Lemma 1.8: exact KL of shifted Laplace and of randomized response ≤ ε(e^ε − 1);
-- :func:`adaptive_composition_audit` — Thm 1.5/1.6 by the auditor on an adaptive composition of three mechanisms;
-- :func:`composition_bounds` — Thm 1.11 and Kairouz–Oh–Viswanath against the exact δ;
-- :func:`pld_monte_carlo` — the PLD bracket against sampled privacy losses;
-- :func:`laplace_ii_composition` — Prop 1.12: exact accounting holds, the printed derivation overshoots (erratum);
-- :func:`dr_cor_3_21`, :func:`dr_ex_3_7` — Dwork–Roth Cor 3.21 on a grid and Ex 3.7's printed 1/801 (erratum);
-- :func:`rr_kfold_composition` — D–R Thm 3.20 against the exact δ of k-fold randomized response (discrete PLD),
-  cross-checked with dpkit's KOV accountant;
-- :func:`laplace_ii_exact` — Prop 1.12 (Laplace II) at ε = 0.5 against the exact PLD and the KOV worst case;
-- :func:`dr_cor_3_21_exact` — D–R Cor 3.21 against the exact worst-case δ of k ε-DP steps (k-fold RR, KOV Thm 3.3).
-
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
+(:class:`~dpkit.core.pld.LaplacePLD`, a rigorous bracket on δ(ε')). The functions check basic, adaptive, advanced and
+optimal composition against it (Thm 1.5/1.6, 1.11, Kairouz–Oh–Viswanath), the KL bound (Lemma 1.8), Laplace II
+(Prop 1.12, an erratum), Dwork–Roth Cor 3.21 and Ex 3.7 (an erratum) and k-fold randomized response, each returning
+checks with the table behind them. Statistical checks follow :mod:`dpkit.claims`'s false-alarm budget and retry rule.
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """Claims of consistent release under multiple linear constraints (Cai et al. 2021, notebook 35).
 
-Each public ``*_checks`` function checks one
-statement or the group of statements measured on the same draws (the same random systems, the
-same Algorithm-1 runs, the same timing instances) and returns
-:class:`~dpkit.evaluation.verdicts.Check` values, with the rows the figures and tables need in a
-small frozen dataclass. The statistics are in :mod:`dpkit.claims.consistency_statistics`, the
-experiment runners of Figs. 1–4 in :mod:`dpkit.claims.consistency_study`.
+Each ``*_checks`` function checks a statement or a group measured on the same draws and returns
+:class:`~dpkit.evaluation.verdicts.Check` values with the rows its figures need; the statistics are in
+:mod:`dpkit.claims.consistency_statistics`, the runners of Figs. 1–4 in :mod:`dpkit.claims.consistency_study`.
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """Experiment runners for Cai et al.'s (2021) Figs. 1–4 (docs/science/consistency.md, *The experiments and the speed claim*).
 
-* :func:`convergence_study` – Figs. 1/2: ``mse_s`` (eq. 14) and ``err_s`` (eq. 15) over 100 cycles of
-  Algorithm 1, with the exact optimum's error, the leaf-only error and the distance to the optimum.
-* :func:`timing_study` – Figs. 3/4: time to the 10⁻⁶ stop (Algorithm 1) against the dense general
-  solution (pinv), dense Cholesky of ``MMᵀ``, sparse LU of ``MMᵀ``, LSQR and the one-pass closed form,
-  on the same seeded instance per T, with accuracy parity (‖x − x*‖∞, ‖Mx − b‖∞) for every method.
-  Speed is only ever compared as ratios within one run.
-
-Both return typed rows (:class:`ConvergenceTrace`, :class:`TimingRow`) that the claims of
-:mod:`dpkit.claims.consistency` and the figures of :mod:`dpkit.outputs.figures.consistency` read.
+:func:`convergence_study` (Figs. 1/2: ``mse_s`` and ``err_s`` over 100 cycles of Algorithm 1) and :func:`timing_study`
+(Figs. 3/4: every solver on the same seeded instance, with accuracy parity; speed compared only as ratios within one
+run) return typed rows (:class:`ConvergenceTrace`, :class:`TimingRow`) for the claims and the figures.
 """
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
 """Claims about the data sets of Table 3.1 (thesis Ch. 3; notebook 10): shapes, checksums, range, provenance.
 
-:func:`load_table_3_1` loads every data set the way the notebook reports it (never downloading),
-recording each load's :class:`~dpkit.core.exceptions.PrivacyLeakWarning` messages instead of hiding
-them; :func:`table_3_1_checks` turns the result into :class:`~dpkit.evaluation.verdicts.Check` values:
-
-- ``shape-CODE``: CRM, CTG, PKS and WDBC load with Table 3.1's (n, d);
-- ``shape-CSN-d`` / ``shape-CSN-n``: CSN has d = 8; n = 100000 needs the training file, so without it
-  the check is *expected* to FAIL (the 99,762-row test split stands in, stated in the provenance);
-- ``PAM-shape-d`` (files present) or ``PAM-offline-message`` (absent: the error says what to download
-  and where to put it);
-- ``checksum-CODE``, ``range-CODE``, ``bounds-CODE``: every file matched the registry; X lies in
-  [-1, 1]; every data-dependent step (data-derived bounds, rows dropped for missing values, constant
-  columns dropped) not declared public is recorded in the provenance and warned about exactly once;
-- ``WDBC-sklearn-equals-file``: scikit-learn's bundled copy equals the UCI file value for value;
-- ``mock-reproducible``: mock data are bit-identical for the same seed.
+:func:`load_table_3_1` loads every data set as the notebook reports it (never downloading), keeping each load's
+:class:`~dpkit.core.exceptions.PrivacyLeakWarning` messages; :func:`table_3_1_checks` checks Table 3.1's shapes (CSN's
+n expected to FAIL without its training file; PAM's offline message when absent), checksums, the range [-1, 1], the
+recorded data-dependent steps, WDBC's scikit-learn copy against the UCI file and the mock's reproducibility.
 """
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
 """Claims on uniform sampling in an ellipsoid (thesis Alg 8, ``ellrnd``) and its erratum.
 
-Notebook ``57_ellipsoid`` calls these functions. For ``x`` uniform in ``{Σ_i (x_i/a_i)² ≤ 1}`` the
-point ``y = x/a`` is uniform in the unit ball of R^k, so (i) ``‖y‖^k ~ U(0, 1)`` and (ii) the
-direction ``u = y/‖y‖`` is uniform on the sphere: ``u_1² ~ Beta(1/2, (k−1)/2)`` and
-``P(u_1 > c) = ½ P(Beta(1/2, (k−1)/2) > c²)``. :func:`sampler_tests` runs a Kolmogorov–Smirnov test
-of (i), one of (ii) and an exact binomial test of the polar-cap share per sampler and k; the
-checks compare the smallest p-value of a group with ``γ/G`` (Bonferroni over the ``G = 3·#k``
-tests of a sampler).
-
-* :func:`containment_check` — every point lies in the ellipsoid (both samplers).
-* :func:`correct_sampler_check` — the Gaussian-direction sampler passes all tests.
-* :func:`printed_radius_check` — the printed sampler's radius ``Beta(k, 1)`` is right.
-* :func:`printed_k2_check` — for k = 2 the printed sampler is exactly uniform (the thesis's case).
-* :func:`printed_angles_check` — **[erratum]** for k ≥ 3 its uniform hyperspherical angles are not
-  uniform directions (negative control).
+Notebook ``57_ellipsoid`` calls these functions. :func:`sampler_tests` tests the radius law, the direction law and
+the polar-cap share of each sampler (Bonferroni within a sampler); the checks say every point lies in the ellipsoid,
+the Gaussian-direction sampler passes, the printed radius and the printed k = 2 case are right, and the printed
+angles for k ≥ 3 are not uniform directions (negative control, an erratum). The tests: docs/science/derivations.md.
 """
 from __future__ import annotations
 

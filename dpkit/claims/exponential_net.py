@@ -1,25 +1,11 @@
 """Claims of notebook 52: exponential mechanism, report noisy max, randomized response, sparse vector, net mechanism.
 
-Exact oracles first (enumeration and 1-D quadrature), Monte Carlo second (D–R §3.0):
-
-- :func:`exponential_privacy` — Thm 1.14: exact max log-ratio ≤ ε on random neighbouring utilities, attained;
-- :func:`exponential_utility` — Thm 1.15: exact utility tail ≤ e^{−t}, with ties;
-- :func:`report_noisy_max_audit` / :func:`report_noisy_max_monotone_misuse_audit` — report noisy max with
-  Lap(2Δ/ε) passes the auditor on non-monotone neighbours; Lap(Δ/ε) there is flagged (negative control);
-- :func:`randomized_response_exact`, :func:`randomized_response_estimator` — D–R Claim 3.5 and the unbiased estimator;
-- :func:`above_threshold_privacy`, :func:`above_threshold_sampler`, :func:`above_threshold_accuracy` — D–R Alg 1,
-  Thm 3.23/3.24, with the variant without threshold noise as negative control;
-- :func:`net_mechanism` and :func:`net_size` — thesis Alg 3, Thm 1.16, Prop 1.20; D–R Thm 4.2 on {0, 1}³;
-- :func:`report_noisy_max_exact` — D–R Claim 3.9 / Thm 3.13: the exact privacy loss of report noisy max (Laplace and
-  one-sided exponential noise) by quadrature on worst-case neighbours, tight, with the misused scales as controls;
-- :func:`pmw_alpha_example`, :func:`pmw_accuracy`, :func:`pmw_printed_threshold` — D–R Thm 4.14: the fixed-point α
-  of private multiplicative weights, and a run of :class:`~dpkit.mechanisms.pmw.PrivateMultiplicativeWeights`
-  whose max error must be ≤ 3α (β = the per-test level), with the misprinted threshold ``⌈1/α⌉`` as control.
-
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
-
-The sparse-vector checks are :mod:`dpkit.claims.above_threshold`, the net mechanism and PMW
-:mod:`dpkit.claims.net_pmw`.
+Exact oracles first (enumeration and 1-D quadrature), Monte Carlo second (D–R §3.0): the exponential mechanism's
+privacy and utility (Thm 1.14, 1.15), report noisy max (D–R Claim 3.9, Thm 3.13, with misused scales as negative
+controls), randomized response (D–R Claim 3.5), AboveThreshold (D–R Alg 1, Thm 3.23/3.24), the net mechanism (Alg 3,
+Thm 1.16, Prop 1.20) and private multiplicative weights (D–R Thm 4.14). Statistical checks follow :mod:`dpkit.claims`'s
+false-alarm budget and retry rule; the sparse-vector checks are :mod:`dpkit.claims.above_threshold`, the net
+mechanism and PMW :mod:`dpkit.claims.net_pmw`.
 """
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
 """Claims on the privacy of the improved trigonometric mechanisms (thesis Thm 2.13, Alg 9/10).
 
-Notebook ``58_improved_privacy`` calls these functions. Alg 9 releases the noisy moments, the
-noisy mean and the private PCA, each with ε/3 (Alg 10: δ/2 to the moments, δ/2 to the PCA);
-Thm 2.13 is basic composition.
-
-* :func:`improved_runs` — Alg 9 and Alg 10 with the correct and the printed constants for each R.
-* :func:`ledger_check` — every run's ledger spends ε/3 × 3 (and δ/2 + δ/2) within (ε, δ).
-* :func:`exact_losses` — the exact worst-case loss of the moments (on the worst corner pair,
-  :func:`dpkit.mechanisms.trig.sensitivity.moment_sensitivity`) and of the mean: correct constants
-  within budget, the printed Alg 9 ``Lap(3R/(nε))`` above ε/3 (negative control).
-* :func:`moment_audits` — the auditor on Alg 9's moment release with the privacy loss
-  (:func:`dpkit.mechanisms.trig.privacy.moment_privacy_loss`) as statistic: correct constants
-  not flagged, printed constants flagged (negative control).
+Notebook ``58_improved_privacy`` calls these functions on runs of Alg 9 and 10 with the correct and the printed
+constants (:func:`improved_runs`): the ledgers spend ε/3 × 3 and δ/2 + δ/2 (:func:`ledger_check`), the exact worst-case
+losses of the moments and the mean (:func:`exact_losses`) and the auditor on the moment release (:func:`moment_audits`),
+the printed Alg 9 constant as negative control.
 """
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
 """Claims of notebook 50: the Laplace and Gauss mechanisms (thesis Def 2, Prop 1.1, Ex 1.2, Ex 1.3, Prop 1.13).
 
-Each function checks one statement and returns :class:`~dpkit.evaluation.verdicts.Check` values
-(or a frozen result holding them and the table behind them):
-
-- :func:`laplace_exact_ratio` — Ex 1.2: the exact log density ratio of ``Lap(S/ε)`` is ≤ ε (attained);
-- :func:`laplace_audit` — Def 2 / Ex 1.2 by the empirical auditor (:func:`~dpkit.evaluation.audit.audit`);
-- :func:`laplace_under_noised_audit` — negative control: the auditor flags ``Lap(S/(2ε))`` claimed ε-DP;
-- :func:`post_processing_audit` — Prop 1.1: the auditor on ``g∘M`` for a few maps ``g``;
-- :func:`gaussian_calibrations` — Ex 1.3: exact δ (Balle–Wang) at the σ of three calibrations;
-- :func:`gaussian_thesis_large_epsilon` — negative control: the thesis calibration at ε = 12;
-- :func:`gaussian_loss_tail` — the printed proof's sufficient condition ``P(L > ε) ≤ δ``, ``L ~ N(η, 2η)``;
-- :func:`gaussian_loss_law` — the sampled privacy loss follows ``N(η, 2η)`` (KS test);
-- :func:`gaussian_audit` — the auditor on the analytic Gaussian with δ subtracted;
-- :func:`laplace_accuracy` — Prop 1.7 / Prop 1.13: ``P(max error > bound) ≤ β`` for Laplace I and II;
-- :func:`laplace_accuracy_exact` — D–R Thm 3.8: the exact failure probability ``1 − (1 − e^{−t})^k`` is ≤ β, and
-  the Monte-Carlo failure counts of :func:`laplace_accuracy` agree with it (exact binomial test);
-- :func:`gaussian_classic_failure_point` — D–R Thm 3.22: the classic σ holds for ε < 1 by the exact δ, and the ε*
-  where it stops holding (brentq) is the printed 7.5 / 8.4 / 9.4;
-- :func:`notebook_checks` — all of the above as notebook 50 runs them (its streams, its budget, its order).
-
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
+Each function checks one statement and returns :class:`~dpkit.evaluation.verdicts.Check` values (or a frozen result
+holding them): the Laplace mechanism's exact ratio and audit (Ex 1.2, with the under-noised variant as negative
+control), post-processing (Prop 1.1), the Gaussian calibrations' exact δ (Ex 1.3, Balle–Wang) and privacy loss law,
+the accuracy of Laplace I and II (Prop 1.7, 1.13; D–R Thm 3.8) and the classic Gaussian's failure point (D–R Thm 3.22).
+:func:`notebook_checks` runs them as notebook 50 does. Statistical checks follow :mod:`dpkit.claims`'s false-alarm
+budget and retry rule.
 """
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
 """Claims of the near-optimal mechanism for 1-D linear queries (Wu, He & Xia 2017, notebook 30).
 
-The science behind each check is on the docs page *The science › Level-set mechanism* (``docs/science/linear_queries.md``);
-``[3, …]`` cites the paper (``docs/science/references.md``), whose own sections are also written ``Sec. n``. Each public
-``*_check``/``*_checks`` function checks one statement (or a pair measured on the same draws) and returns
-:class:`~dpkit.evaluation.verdicts.Check` values; the statistics they compare with the bounds (exact level
-checks, Monte Carlo errors, closed forms) are plain functions returning numbers. The study helpers
-(:func:`rate_maps`, :func:`min_rate_curves`, :func:`densities_at_radius_star`) run the δ-tuning of Figs 1–2 and (9)
-that the checks and figures share.
-
-:data:`CONFIGURATIONS` are the experiment configurations V1–V7. The paper's findings (the group ordering of the
-configurations, "never worse than the staircase") are checked by :func:`group_ordering_checks` and
-:func:`never_worse_than_staircase_check`, the number of steps of the radius search by
-:func:`convergence_steps_checks`, the closed-form absolute error against Monte Carlo by
-:func:`closed_form_abs_error_checks` and its geometric limit by :func:`geometric_limit_check`.
+The science is on ``docs/science/linear_queries.md``; ``[3, …]`` cites the paper (``docs/science/references.md``).
+Each ``*_check``/``*_checks`` function returns :class:`~dpkit.evaluation.verdicts.Check` values for the experiment
+configurations :data:`CONFIGURATIONS` (V1–V7): the group ordering, "never worse than the staircase", the radius
+search's steps, the closed-form error against Monte Carlo and its geometric limit; the study helpers
+(:func:`rate_maps`, :func:`min_rate_curves`, :func:`densities_at_radius_star`) run the δ-tuning of Figs 1–2.
 """
 from __future__ import annotations
 

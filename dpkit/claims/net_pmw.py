@@ -1,12 +1,8 @@
 """Claims of notebook 52 on releasing many counting queries: the net mechanism and private multiplicative weights.
 
-- :func:`net_mechanism` and :func:`net_size` — thesis Alg 3, Thm 1.16, Prop 1.20; D–R Thm 4.2 on {0, 1}³
-  (:func:`cube_queries`);
-- :func:`pmw_alpha_example`, :func:`pmw_accuracy`, :func:`pmw_printed_threshold` — D–R Thm 4.14: the fixed-point α
-  of private multiplicative weights, and a run of :class:`~dpkit.mechanisms.pmw.PrivateMultiplicativeWeights`
-  whose max error must be ≤ 3α (β = the per-test level), with the misprinted threshold ``⌈1/α⌉`` as control.
-
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
+The net mechanism (thesis Alg 3, Thm 1.16, Prop 1.20; D–R Thm 4.2 on {0, 1}³) and PMW (D–R Thm 4.14: the fixed-point α
+and a run whose max error must be ≤ 3α, the misprinted threshold as control). Statistical checks follow
+:mod:`dpkit.claims`'s false-alarm budget and retry rule.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """Claims on private subspace iteration (thesis Alg 6/7, Lemma 2.7, Thm 2.10–2.12).
 
-Notebook ``56_private_pca`` calls these functions:
-
-* :func:`lemma27` — ``‖A(D) − A(D')‖₂ ≤ c(n, d, M)`` (eq. (2.10)) on adversarial corner pairs and
-  random neighbour pairs, with ``M = √d`` (dpkit's default) and the true mean norm; **[erratum]**
-  with the noisy mean ``μ̃`` of Alg 9 step 4 the bound fails (negative control).
-* :func:`one_step_audit` — Thm 2.10: the auditor (:func:`dpkit.evaluation.audit.audit`) on one
-  PSI-(ε,δ) iteration between the corner neighbours.
-* :func:`pca_rates` — Thm 2.11/2.12: median ``sin θ`` and eigenvalue error against the
-  non-private decomposition fall at least like ``n^{−1/2}`` (theory ``1/(nε)``) on a planted spectrum.
-* :func:`sigma_vs_norm` — the thesis's remark that Alg 7's σ exceeds 1 on every data set but CSN.
+Notebook ``56_private_pca`` calls these functions: Lemma 2.7's sensitivity bound on adversarial and random pairs
+(:func:`lemma27`; with the noisy mean it fails, a negative control), the auditor on one PSI-(ε,δ) step
+(:func:`one_step_audit`), the rates of Thm 2.11/2.12 on a planted spectrum (:func:`pca_rates`) and Alg 7's σ against
+the data's norms (:func:`sigma_vs_norm`).
 """
 from __future__ import annotations
 

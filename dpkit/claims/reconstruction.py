@@ -1,17 +1,9 @@
 """Claims of notebook 53: reconstruction attacks of Dinur–Nissim (thesis Thm 1.4, Dwork–Roth E20).
 
-A curator holds a secret bit vector ``d ∈ {0,1}^n`` and answers subset-sum queries with noise
-(:mod:`dpkit.evaluation.reconstruction`):
-
-- :func:`exhaustive_reconstruction` — Thm 1.4 by exhaustive search (all 2^n subsets, small n): every
-  consistent candidate is within 4α of d, decoy answers attain 4α, and LP decoding errs on < 8α bits;
-- :func:`lp_phase_transition` — LP decoding with m = 4n random subsets recovers d when the noise is
-  o(√n) (and fails beyond √n: the phase transition of the figure);
-- :func:`fundamental_law` — answers that are ε-DP as a whole leave every attacker an expected error
-  fraction ≥ 1/(1 + e^ε); :func:`fundamental_law_per_answer_control` is the negative control that
-  spends ε per answer.
-
-Statistical checks: per-test levels, the false-alarm budget and the retry rule as in :mod:`dpkit.claims`.
+On the attacks of :mod:`dpkit.evaluation.reconstruction`: Thm 1.4 by exhaustive search
+(:func:`exhaustive_reconstruction`), LP decoding's phase transition at noise √n (:func:`lp_phase_transition`) and the
+fundamental law for ε-DP answers (:func:`fundamental_law`, with a per-answer negative control). Statistical checks
+follow :mod:`dpkit.claims`'s false-alarm budget and retry rule.
 """
 from __future__ import annotations
 

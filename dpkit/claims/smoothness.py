@@ -1,15 +1,8 @@
 """Claims of notebook 54: smoothness of the Gaussian-kernel workload (thesis Prop 2.2).
 
-The workload (2.1) is ``f(x) = Σ_j α_j exp(−‖x − x_j‖²/(2σ²))`` with ``‖α‖₁ ≤ 1``; Prop 2.2 says
-``‖f‖_K ≤ 1`` on ``[−1, 1]^d`` for ``K ≤ σ²``. Every derivative is exact (Hermite formula,
-:mod:`dpkit.queries.smoothness`):
-
-- :func:`hermite_inequality` — the inequality the proof uses, ``|He_k(u)| ≤ √(k!) e^{u²/4}``;
-- :func:`hermite_derivatives` — the exact derivatives against central finite differences;
-- :func:`proof_chain` — ``√(k!)/σ^k ≤ 1`` for ``k ≤ σ²``;
-- :func:`workload_norms` — ``‖f‖_K ≤ 1`` at ``K = ⌊σ²⌋`` on random workloads (d = 1, 2);
-- :func:`critical_orders` — the first order with a derivative above 1 lies beyond σ² (with the curves of the figure);
-- :func:`beyond_sigma_squared` — negative control: a single kernel at order 3σ² exceeds 1.
+With exact derivatives (:mod:`dpkit.queries.smoothness`): the Hermite inequality of the proof, the derivatives against
+finite differences, the proof's chain ``√(k!)/σ^k ≤ 1``, ``‖f‖_K ≤ 1`` at ``K = ⌊σ²⌋`` on random workloads, the first
+order above 1, and a single kernel at order 3σ² as negative control.
 """
 from __future__ import annotations
 

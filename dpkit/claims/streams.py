@@ -1,10 +1,7 @@
 """Named random streams shared by the sections of a theorem-check notebook.
 
-A notebook spawns its streams once from ``SEED`` (:func:`dpkit.core.rng.spawn`) and hands them
-to several claim functions in turn; a stream that two sections share advances across them.
-A topic module declares its streams as a frozen dataclass of generators (one field per stream,
-in spawn order) deriving from :class:`Streams`; its claim functions accept either that object
-or a plain seed, so a unit test can call one function alone with ``rng=0``:
+A topic module declares its streams as a frozen dataclass of generators deriving from :class:`Streams`, spawned once
+from ``SEED``; its claim functions accept that object or a plain seed:
 
 >>> from dataclasses import dataclass
 >>> import numpy as np

@@ -1,22 +1,15 @@
 """Checks of the parameter sweeps (thesis Sec 3.2, Figs 3.1 and 3.2; notebooks 21 and 22).
 
-The two shape claims of the thesis are tested as statistical claims, each charged to the notebook's
-false-alarm budget (:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget`): a check FAILs only when the
-repetitions refute the claim at the budget's level, so a true claim is flagged with probability at most
-that level. Both tests use the pairing of the sweep: every swept value sees the same workloads and the same
-repetition seeds (common random numbers, :func:`dpkit.experiments.sweeps.sweep`), so a repetition is a
-block of paired worst errors, one per value.
+Both shape claims are statistical claims charged to the notebook's
+:class:`~dpkit.evaluation.verdicts.FalseAlarmBudget`, on the sweep's paired repetitions (common random numbers,
+:func:`dpkit.experiments.sweeps.sweep`); a true claim FAILs with probability at most the level:
 
-* Fig 3.1, *an interior optimal κ exists*. Refuted when one end of the grid beats **every** interior value
-  in significantly more than half of the repetitions: for an end ``e`` and an interior ``v`` an exact
-  one-sided sign test of "``e`` has the smaller error" (ties count against refutation), ``p_e = max_v p_{e,v}``
-  (intersection–union: all interior values must lose, no correction over ``v``), and ``p = min(1, 2 min_e p_e)``
-  (Bonferroni over the two ends). If some interior ``v*`` is better than both ends in the majority of
-  repetitions, refuting it needs a false rejection at ``v*``, so ``P(FAIL) ≤ level``.
-* Fig 3.2, *no clear direction of the error in k*. Refuted by Page's L test for an ordered trend across the
-  swept values (Page 1963; repetitions as blocks), in both directions: ``p = min(1, 2 min(p_up, p_down))``.
-  Under the claim (the values do not differ), ``P(FAIL) ≤ level``. The Spearman ρ of the mean errors is
-  reported alongside, as a description.
+1. Fig 3.1, *an interior optimal κ exists*: refuted when an end of the grid beats every interior value by exact
+   one-sided sign tests (intersection–union over the interior, Bonferroni over the two ends).
+2. Fig 3.2, *no clear direction of the error in k*: refuted by Page's L test for an ordered trend (Page 1963), in
+   both directions; the Spearman ρ of the means is reported as a description.
+
+The tests' validity: docs/science/derivations.md.
 """
 from __future__ import annotations
 

@@ -1,26 +1,15 @@
 """Claims on the full-grid trigonometric mechanism: rates, LP time, size, privacy (thesis Thm 2.4/2.5, Alg 4/5).
 
-Notebook ``55_trig_rates`` calls these functions; each returns
-:class:`~dpkit.evaluation.verdicts.Check` values or typed rows for its table and figures.
+Notebook ``55_trig_rates`` calls these functions; each returns :class:`~dpkit.evaluation.verdicts.Check` values or
+typed rows. The runs (:func:`rate_runs`) feed:
 
-* :func:`rate_runs` — mechanism I (Alg 4) on d ∈ {1, 2} and II (Alg 5) on d = 1 over a range
-  of n, with the Gaussian-kernel workload (2.1) answered exactly (:func:`dpkit.queries.evaluate.answer_reference`).
-* :func:`error_rate_checks` — Thm 2.4 (2) / Thm 2.5 (2): the worst-case error decays at least like
-  ``n^{−K/(2d+K)}`` (I) and ``n^{−2K/(3d+2K)}`` (II); a one-sided test on the OLS slope of
-  log(error) on log n: PASS iff ``slope − z_{1−γ}·se ≤ exponent``.
-* :func:`supremum_fits`, :func:`supremum_rate_checks` — the same test with the error of the worst query of the
-  whole class (2.1) (:mod:`dpkit.queries.supremum`, recorded by :func:`rate_runs` with ``supremum_seed``) in
-  place of the workload's worst error; :func:`supremum_ratio_sentence` says how far apart the two are.
-* :func:`lp_time_check` — Thm 2.4 (3): fitted LP-time slope ≤ ``(3dK + 5d)/(4d + 2K)``.
-* :func:`synthetic_size_check`, :func:`vertex_support_check` — Thm 2.4 (4) ``|D̂| = m`` and the
-  LP vertex's ``≤ t^d + 1`` support points.
-* :func:`moment_privacy` — Thm 2.4 (1): the exact worst-case privacy loss of the moment release
-  over all grid pairs (:func:`dpkit.mechanisms.trig.sensitivity.moment_sensitivity`) with the correct
-  constants ≤ ε, and the printed ``Lap(t^d/(nε))`` above ε (negative control).
-* :func:`error_terms` — the five error sources of (2.5) switched off one by one (no check).
-* :func:`sensitivity_scan` — the exact replace-one L1 and L2 sensitivity of the moment vector by a scan of every
-  pair of grid points (:func:`grid_pair_scan`; Alg 4 step 4, Alg 9 step 3), beside the default bound, the printed
-  constant and the mechanism's ``sensitivity="exact"`` switch.
+1. the error rates of Thm 2.4 (2) / 2.5 (2) on the workload and on the whole class (:func:`error_rate_checks`,
+   :func:`supremum_rate_checks`): a one-sided test on the OLS slope of log(error) on log n, PASS iff
+   ``slope − z_{1−γ}·se ≤ exponent``;
+2. the LP time of Thm 2.4 (3) (:func:`lp_time_check`) and the size and support of Thm 2.4 (4)
+   (:func:`synthetic_size_check`, :func:`vertex_support_check`);
+3. the privacy of Thm 2.4 (1): the exact worst-case loss of the moment release (:func:`moment_privacy`, the printed
+   constant as negative control) and the exact sensitivities by a scan of grid pairs (:func:`sensitivity_scan`).
 """
 from __future__ import annotations
 

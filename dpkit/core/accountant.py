@@ -1,31 +1,16 @@
 """The privacy of a method's whole composition, and the calibration of its noise at the limit of (ε, δ).
 
-A method's measurements are :class:`Step` s: Gaussian releases (noise multiplier ``σ/Δ₂``), Laplace releases
-(``b/Δ₁``) and selections (the exponential mechanism or report-noisy-max, ``ε`` per round). :func:`composed_delta`
-bounds the δ(ε) of their composition; :func:`calibrate` finds the smallest noise (one factor ``t`` scaling every
-step: noise multipliers times ``t``, selections' ε divided by ``t``) whose composition meets (ε, δ).
+:func:`composed_delta` bounds the δ(ε) of a composition of :class:`Step` s (Gaussian, Laplace, selections);
+:func:`calibrate` finds the one noise factor ``t`` that meets (ε, δ) (docs/science/accounting.md).
 
 Algorithm
 ---------
-* **Gaussian releases compose exactly** as Gaussian DP (Dong, Roth & Su 2022, Cor 3.3): k releases with
-  ``μᵢ = Δᵢ/σᵢ`` are one Gaussian release with ``μ = √(Σ μᵢ²)``, whose privacy profile is the analytic Gaussian's
-  (Balle & Wang 2018, Thm 8): ``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)``. A composition of Gaussians only is
-  calibrated in closed form: the combined noise multiplier is the analytic Gaussian's ``σ(ε, δ, 1)``
-  (:func:`~dpkit.mechanisms.gaussian.analytic_gaussian_sigma`'s profile, computed here by the same formula).
-* **Anything else is composed through privacy loss distributions** by Google's ``dp-accounting``
-  (``dp_accounting.pld``): the Gaussians as their one combined Gaussian, each Laplace release by its PLD, each
-  selection by the PLD of a pure ε-DP mechanism (the tight dominating pair of ε-DP, Kairouz–Oh–Viswanath), all
-  discretised **pessimistically** (every loss rounded up, so the δ returned is an upper bound on the exact one).
-* **A selection is also ε²/8-zCDP** (bounded range; Cesar & Rogers 2021, CKS 2020 Prop 6), which the pure-DP PLD
-  does not use. For any composition that is not Gaussian only, the δ returned is the smaller of two valid bounds:
-  the PLD's, and the zCDP bound of the whole composition (ρ = Σ μᵢ²/2 + Σ εᵢ²/2 for Laplace + Σ εᵢ²/8 for
-  selections, converted by :func:`~dpkit.core.zcdp.cdp_delta`). Both bound the same mechanism's δ(ε), so their
-  minimum does too, and it is never looser than the zCDP accounting MST and AIM publish. Where the composed loss of
-  the Laplace and selection steps is wider than :data:`MAX_PLD_RANGE` (budgets of tens of ε), the PLD's grid would
-  cost too much and the zCDP bound is the one computed.
-
-The calibration is deterministic (a bisection on log t to a relative 10⁻⁹, returning the feasible end), so a
-seeded release stays bit-identical run to run; results are cached per (steps, ε, δ).
+1. Gaussian releases compose exactly as Gaussian DP (Dong, Roth & Su 2022), with the analytic Gaussian's privacy
+   profile (Balle & Wang 2018); a composition of Gaussians only is calibrated in closed form.
+2. Anything else is composed through privacy loss distributions by ``dp_accounting.pld``, discretised pessimistically.
+3. The δ returned is the smaller of the PLD's and the zCDP bound of the whole composition (a selection is also
+   ε²/8-zCDP); beyond :data:`MAX_PLD_RANGE` only the zCDP bound is computed.
+4. The calibration is a deterministic bisection on log t, returning the feasible end (bit-identical run to run).
 
 References
 ----------

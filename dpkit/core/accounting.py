@@ -1,15 +1,9 @@
 """The privacy ledger: every budget in dpkit is spent through one :class:`Ledger`.
 
-A ledger holds a total budget (ε, δ), records each spend as a :class:`Spend`
-(name, ε, δ, mechanism, neighbouring relation, extra metadata), refuses any spend that
-would take the composed total beyond the budget (:class:`~dpkit.core.exceptions.BudgetExceededError`),
-and reports the total under a composition rule.
-
-Spends are checked against the budget under *basic composition* (thesis Thm 1.5/1.6:
-ε and δ add up), which is valid for any sequence of mechanisms. Tighter totals under
-advanced or optimal composition (Thm 1.11, Kairouz–Oh–Viswanath) are reported by
-:meth:`Ledger.total` through :mod:`dpkit.core.composition`, but the refusal rule stays basic
-unless the ledger was created with ``composition=...`` naming a tighter rule.
+A ledger holds a total (ε, δ), records each :class:`Spend`, and refuses any spend that would take the total beyond the
+budget (:class:`~dpkit.core.exceptions.BudgetExceededError`) under basic composition (thesis Thm 1.5/1.6), unless it
+was created with a tighter ``composition=``; :meth:`Ledger.total` reports advanced or optimal totals
+(:mod:`dpkit.core.composition`).
 """
 from __future__ import annotations
 

@@ -1,21 +1,13 @@
 """Composition theorems (thesis Thm 1.5/1.6, Thm 1.11; Kairouz–Oh–Viswanath 2015) and exact oracles.
 
-Contents
---------
-- :func:`basic_composition` — thesis Thm 1.6 / D–R Thm 3.16: ``(kε, kδ)``.
-- :func:`advanced_composition` — thesis Thm 1.11 / D–R Thm 3.20:
-  ``ε' = ε√(2k ln(1/δ')) + kε(e^ε − 1)``, ``δ_total = kδ + δ'``.
-- :func:`advanced_composition_heterogeneous` — the same bound for different ``(ε_i, δ_i)``
-  (used by :meth:`dpkit.core.accounting.Ledger.total` with ``rule="advanced"``).
-- :func:`optimal_composition` — the optimal homogeneous composition of Kairouz, Oh and
-  Viswanath (ICML 2015, Theorem 3.3; thesis ref [11]), computed in log space.
-- :func:`optimal_composition_pairs` — the ledger's ``"optimal"`` rule.
-- :func:`per_step_epsilon` — the largest per-step ε (and δ) that meets a target (ε, δ)
-  after ``k`` steps under each rule.
-- :func:`laplace_privacy_loss_exact` / :func:`laplace_composition_delta` — the exact
-  ``δ(ε)`` of ``k`` Laplace releases (worst-case shift), by convolution of the discretised
-  privacy-loss distribution with a rigorous lower/upper bracket (defined in
-  :mod:`dpkit.core.pld`).
+1. :func:`basic_composition`: ``(kε, kδ)`` (thesis Thm 1.6 / D–R Thm 3.16).
+2. :func:`advanced_composition` and :func:`advanced_composition_heterogeneous`:
+   ``ε' = ε√(2k ln(1/δ')) + kε(e^ε − 1)``, ``δ_total = kδ + δ'`` (thesis Thm 1.11 / D–R Thm 3.20).
+3. :func:`optimal_composition`, :func:`optimal_composition_pairs`: Kairouz, Oh and Viswanath (ICML 2015, Thm 3.3),
+   in log space.
+4. :func:`per_step_epsilon`: the largest per-step ε meeting a target after ``k`` steps under each rule.
+5. :func:`laplace_privacy_loss_exact`, :func:`laplace_composition_delta`: the exact ``δ(ε)`` of ``k`` Laplace releases
+   with a rigorous bracket (:mod:`dpkit.core.pld`).
 
 All logarithms are natural.
 """

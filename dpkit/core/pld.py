@@ -1,11 +1,8 @@
 """The exact privacy-loss distribution (PLD) of k Laplace releases, with a rigorous bracket on δ(ε).
 
-- :class:`LaplacePLD` — the discretised k-fold privacy-loss law (rounded up and down) of ε-DP
-  Laplace releases at worst-case shift (D–R E9.2), by FFT convolution.
-- :func:`laplace_privacy_loss_exact` — builds it; :func:`laplace_composition_delta` — the exact
-  ``δ(ε_total)`` of k releases from it (the oracle for Prop 1.12 and the composition bounds).
-
-The names are also exported by :mod:`dpkit.core.composition`. All logarithms are natural.
+:class:`LaplacePLD` is the discretised k-fold privacy-loss law (rounded up and down) at worst-case shift (D–R E9.2), by
+FFT convolution; :func:`laplace_privacy_loss_exact` builds it and :func:`laplace_composition_delta` gives the exact
+``δ(ε_total)``. All logarithms are natural.
 """
 from __future__ import annotations
 

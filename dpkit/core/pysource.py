@@ -1,11 +1,8 @@
 """Parsing Python source from several threads of one process.
 
-CPython 3.11's parser keeps the depth of the AST it is converting in state shared by the interpreter's threads, so
-two threads that call :func:`ast.parse` (or :func:`ast.literal_eval`, which parses) at the same time can fail with
-``SystemError: AST constructor recursion depth mismatch`` [1]_. The batch runner does exactly that: several runs
-execute in the threads of one Dask worker (a notebook's task secedes while its repetitions run), and one run's
-start hashes dpkit's sources while the next one reads its notebook's parameters. Every parse in dpkit goes
-through this module's one lock.
+CPython 3.11's parser keeps shared state, so two threads calling :func:`ast.parse` at once can fail with
+``SystemError: AST constructor recursion depth mismatch`` [1]_; runs in the threads of one Dask worker do that. Every
+parse in dpkit goes through this module's one lock.
 
 References
 ----------

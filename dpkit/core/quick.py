@@ -1,9 +1,6 @@
 """QUICK mode's choice of a list parameter: a part of what the user gave, or a replacement that says so.
 
-A notebook's ``QUICK`` switch shrinks its run (fewer repetitions, smaller workloads, fewer data sets or widths).
-Shrinking a list the user gave to the part of it that QUICK runs is QUICK's job; running values the user did *not*
-give (another data set, other widths) would report results of a run nobody asked for. :func:`quick_values` keeps the
-user's values that QUICK runs, and only when the user gave none of them runs QUICK's own with a
+:func:`quick_values` keeps the user's values that QUICK runs; only when none of them does, it runs QUICK's own with a
 :class:`~dpkit.core.exceptions.QuickReplacementWarning` naming the parameter, what was given and what runs instead.
 
 >>> quick_values(["CRM", "WDBC"], ["WDBC"], name="DATASETS")

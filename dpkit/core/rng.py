@@ -1,11 +1,8 @@
 """Randomness: one keyword ``rng`` everywhere, never global state.
 
-Every public function that draws random numbers takes ``rng`` (``int``,
-:class:`numpy.random.Generator`, :class:`numpy.random.SeedSequence` or ``None``)
-and resolves it with :func:`resolve_rng`. Repetitions take independent child
-streams from one :class:`~numpy.random.SeedSequence` with :func:`spawn`, so the same
-seed gives the same output bit for bit, and repetition ``i`` does not depend on how
-many repetitions run.
+Every public function that draws takes ``rng`` (an int, a Generator, a SeedSequence or ``None``), resolved by
+:func:`resolve_rng`; repetitions take child streams from one SeedSequence with :func:`spawn`, so a seed gives the same
+output bit for bit and repetition ``i`` does not depend on how many run.
 """
 from __future__ import annotations
 

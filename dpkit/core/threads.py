@@ -1,26 +1,15 @@
 """Thread shares: how many threads each of several concurrent processes may use, and the environment that holds a
 new process to its share.
 
-Several processes that compute at once on one machine (the Dask workers of a batch, the worker processes of
-:func:`~dpkit.experiments.protocol.run_cells`) split its cores: ``share = max(1, cores // slots)``
-(:func:`thread_share`). A process started with :func:`thread_environ`'s variables keeps to its share in every
-library that reads them when it loads:
+1. :func:`thread_share`: processes computing at once on one machine split its cores, ``share = max(1, cores // slots)``.
+2. :func:`thread_environ`: the variables that hold a new process to its share (``DPKIT_THREADS``,
+   :data:`BLAS_VARIABLES`, and for a share of one ``XLA_FLAGS``).
+3. :func:`one_blas_thread`: BLAS and LAPACK held to one thread around a function (every release, the low-rank fit),
+   since a threaded BLAS splits its sums by its thread count; :func:`limit_threads` is the one way dpkit changes the
+   loaded libraries' thread pools (a kept ``threadpoolctl`` controller, renewed after new imports).
 
-* ``DPKIT_THREADS``: the Gaussian-kernel evaluator's worker threads (:func:`dpkit.queries.gemm.usable_cores`, read at
-  every call);
-* ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``, ``VECLIB_MAXIMUM_THREADS`` and
-  ``NUMEXPR_NUM_THREADS`` (:data:`BLAS_VARIABLES`): BLAS and its kin;
-* for a share of one, ``--xla_cpu_multi_thread_eigen=false`` in ``XLA_FLAGS``: JAX (used by ``mbi``).
-
-The evaluator's results do not depend on its thread count (the same numbers to the bit). A threaded BLAS's do: it
-splits its sums by its thread count. :func:`one_blas_thread` holds BLAS and LAPACK to one thread around a function
-(every release of dpkit's methods, the low-rank embedding's fit), so its bits are the same on any machine setting.
-
-:func:`limit_threads` is the one way dpkit changes the thread pools of the loaded native libraries: a
-``threadpoolctl.ThreadpoolController`` kept between calls, so that each limit does not scan the process's shared
-libraries again (``threadpool_limits`` does, at every call, which dominates the cost of a short limited block). The
-kept controller is replaced whenever a module has been imported since it was made, so a library that an import
-loads (scipy's BLAS, say) is controlled from the next call on.
+Guarantee: no result of dpkit depends on a thread count (the evaluator sums in a fixed order; BLAS runs on one
+thread inside a release).
 """
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
 """zCDP accounting: the tight ρ-zCDP → (ε, δ) conversion and a ledger of ρ (used by MST and AIM).
 
-Concentrated DP (Bun & Steinke 2016) composes by adding ρ; the total ρ is converted to (ε, δ) with the
-tight conversion of Canonne, Kamath & Steinke (2020, "The Discrete Gaussian for Differential Privacy",
-Prop 12 / Cor 13; the ``cdp_delta`` of their code):
-
-``δ(ρ, ε) = inf_{α > 1} exp((α − 1)(αρ − ε)) / (α − 1) · (1 − 1/α)^α``.
-
-The exponent is convex in α (its derivative ``(2α − 1)ρ − ε + log(1 − 1/α)`` is increasing), so
-the infimum is at the derivative's root, found by :func:`scipy.optimize.brentq`; any α gives a
-valid δ, so a root that is slightly off only makes δ larger. :func:`cdp_rho` inverts it: the
-largest ρ with ``δ(ρ, ε) ≤ δ``, by bisection on ρ (δ(·, ε) is increasing), returning the
-feasible end of the bracket.
-
-:class:`ZCDPLedger` records ρ per step of a zCDP mechanism, refuses a step that would exceed the total ρ
-and reports whether the steps add up to it.
+Concentrated DP (Bun & Steinke 2016) composes by adding ρ. :func:`cdp_delta` converts with Canonne, Kamath & Steinke
+(2020, Prop 12 / Cor 13), ``δ(ρ, ε) = inf_{α > 1} exp((α − 1)(αρ − ε)) / (α − 1) · (1 − 1/α)^α``, at the root of the
+convex exponent's derivative (any α is valid, so an inexact root only makes δ larger); :func:`cdp_rho` inverts it
+by bisection, returning the feasible end. :class:`ZCDPLedger` records ρ per step and refuses a step beyond the total.
 """
 from __future__ import annotations
 

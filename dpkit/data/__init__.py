@@ -5,30 +5,17 @@
 >>> ds.shape, ds.bounds_source
 ((200, 3), 'public')
 
-Every data set is described in ``data/registry.yaml`` (UCI page, official URLs, expected files with
-sizes and sha256, licence CC BY 4.0, the recipe, the thesis's (n, d), public bounds, the
-preprocessing steps its documentation makes public). :func:`load` runs one straight path:
+:func:`load` runs one straight path from the registry (``data/registry.yaml``, :mod:`dpkit.data.registry`):
 
-1. the registry entry (:mod:`dpkit.data.registry`) names its recipe object (:mod:`dpkit.data.recipes`);
-2. the recipe locates the raw files (explicit ``path``; ``$DPKIT_DATA_DIR``; the repo's gitignored
-   ``data/raw/``; the offline copies in ``<shared>/data/raw/``; else a verified download through the pooch registry of
-   :mod:`dpkit.data.download`), verifies their checksums on every call (hashes cached per file
-   size and mtime) and parses them strictly (:mod:`dpkit.data.parsers`);
-3. the Table 3.1 steps (thesis Sec 3.1, :mod:`dpkit.data.steps`): drop rows with missing values,
-   subsample, drop constant columns, rescale every attribute to [-1, 1];
-4. a :class:`Dataset` with ``X`` and its provenance.
+1. the entry's recipe (:mod:`dpkit.data.recipes`) locates the raw files, verifies their checksums on every call and
+   parses them strictly;
+2. the Table 3.1 steps (thesis Sec 3.1, :mod:`dpkit.data.steps`), rescaling every attribute to [-1, 1];
+3. a :class:`Dataset` with ``X`` and its provenance.
 
-Rescaling bounds are a release about the data when taken from the data (the thesis uses each
-attribute's own min/max). :func:`load` uses PUBLIC bounds from the registry where the attribute
-documentation gives them (CRM: [0, 1]; mock: [-1, 1]); otherwise it takes min/max from the data,
-emits a :class:`~dpkit.core.exceptions.PrivacyLeakWarning` and records ``bounds_source="data"``.
-Rows dropped for missing values and constant columns dropped are data-dependent too: each is
-recorded in ``provenance["data_dependent_steps"]`` and warned about unless the registry declares
-it public. WDBC also comes from scikit-learn's bundled copy, so it works with no files at all.
-
-Your own data (:mod:`dpkit.data.spec`, docs/guide/own-data.md): a spec file's path, a DataFrame
-(:func:`from_dataframe`, :func:`register_dataset`) or an installed package's entry point (group ``dpkit.datasets``)
-works wherever a registry code does.
+Privacy: bounds taken from the data (where the registry has no public ones) warn
+:class:`~dpkit.core.exceptions.PrivacyLeakWarning` and record ``bounds_source="data"``; other data-dependent steps are
+recorded in ``provenance["data_dependent_steps"]`` and warned about unless declared public. Own data:
+:mod:`dpkit.data.spec`.
 """
 from __future__ import annotations
 

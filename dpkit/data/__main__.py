@@ -1,15 +1,6 @@
-"""``python -m dpkit.data list|verify|fetch [NAME ...]``: the status of every data set.
+"""The status of every data set, yours included: list, verify or fetch them.
 
-- ``list``: registry entries, where each file was found (no hashing, no parsing);
-- ``verify``: also checks every found file's size and sha256 and loads the data set, comparing
-  its shape with the thesis's Table 3.1 (exit status 1 if a found file is corrupt or a data set
-  that has its files fails to load; a data set whose files are simply absent, like PAM here, is
-  reported as MISSING with what to download and where, and does not fail the command);
-- ``fetch``: downloads missing files from UCI, verified before they are kept (offline: says so).
-
-Your own data sets are listed too: the entry points of group ``dpkit.datasets`` always, a spec file's path or an
-entry point's name when named on the command line; each with where its spec comes from, where its file is and the
-file's sha256 (``ok``/``MISMATCH`` against its spec's ``sha256``, or none declared).
+Its use and exit statuses: docs/getting-started.md, "The data".
 """
 from __future__ import annotations
 

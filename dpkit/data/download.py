@@ -1,14 +1,8 @@
 """Downloads through one pooch registry built from ``data/registry.yaml``.
 
-:func:`make_pooch` is :func:`pooch.create` with ``registry`` (key ``CODE/<file>`` -> ``sha256:...``
-where the registry accepts exactly one variant, ``None`` where it accepts several or none),
-``urls`` (the official UCI addresses, and each data set's ``archive``), ``path`` ``$DPKIT_DATA_DIR``
-(the download folder; else the repo's gitignored ``data/raw``) and ``allow_updates=False`` (a
-corrupt file in place is an error, never silently replaced). Every download is streamed by
-pooch to a temporary file next to its target; :func:`fetch` checks it against *all* registry
-variants (or, for a file without a published checksum, by a full strict parse) before pooch
-moves it into place, so an interrupted or corrupt download is never taken for a good file.
-PAM comes as one zip whose members are checked one by one; the zip itself is not kept.
+:func:`make_pooch` builds it (``allow_updates=False``: a corrupt file in place is an error, never silently replaced);
+:func:`fetch` checks every download against all registry variants (or, without a published checksum, by a strict
+parse) before it is moved into place, so an interrupted or corrupt download is never taken for a good file.
 """
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """Finding and verifying raw files.
 
-Search order for every file of a data set ``CODE`` (first hit wins, per file):
+Every file of a data set is looked for in a fixed order, first hit wins (docs/getting-started.md, "The data"): the
+explicit ``path``, ``$DPKIT_DATA_DIR``, the repository's ``data/raw/``, the machine's offline copies
+(:func:`dpkit.core.paths.shared_dir`), then a verified download (:mod:`dpkit.data.download`).
 
-1. the explicit ``path`` argument (a file, or a folder holding the files or a ``CODE/`` subfolder);
-2. ``$DPKIT_DATA_DIR`` (``$DPKIT_DATA_DIR/CODE/<file>`` or ``$DPKIT_DATA_DIR/<file>``); it must
-   be an existing folder (:class:`DataConfigError` otherwise, never silently skipped);
-3. the repository's gitignored ``data/raw/CODE/``;
-4. ``<shared>/data/raw/CODE/``: the offline copies of this machine (read-only), ``<shared>`` being
-   :func:`dpkit.core.paths.shared_dir` (``$DPKIT_SHARED_DIR``, else the ``shared`` folder beside the clone);
-5. a download from UCI through the pooch registry of :mod:`dpkit.data.download`, verified
-   before it is moved into place.
-
-A file that is found but fails its checksum is an error, never skipped in favour of a later
-location. Hashes (:func:`pooch.file_hash`) are cached in memory per (path, size, mtime, inode),
-so verifying on every load costs one ``stat``.
+Errors: a ``$DPKIT_DATA_DIR`` that is not a folder raises :class:`DataConfigError`; a file that fails its checksum is
+an error, never skipped for a later location. Hashes are cached per (path, size, mtime, inode).
 """
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Per-data-set parsers: raw file(s) -> the table of kept continuous attributes.
 
-Each parser reads strictly (every line must have the documented number of fields, every kept
-value must be a number or the documented missing marker) and returns a :class:`Table` of the
-kept columns with ``NaN`` for missing values. The recipe objects of :mod:`dpkit.data.recipes`
-call them; the shared steps of Table 3.1 (drop rows with missing values, drop constant columns,
-rescale to [-1, 1]) are :mod:`dpkit.data.steps`. The recipes in words are in
-``data/registry.yaml`` (``preprocessing``).
+Each parser reads strictly (the documented number of fields, a number or the documented missing marker) and returns a
+:class:`Table` with ``NaN`` for missing values; :mod:`dpkit.data.recipes` calls them, :mod:`dpkit.data.steps` follows.
 """
 from __future__ import annotations
 

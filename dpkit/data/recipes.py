@@ -1,19 +1,10 @@
 """One recipe object per data set: spec -> locate -> verify -> parse, on one straight path.
 
-:class:`Recipe` runs the path every file-based data set shares (:meth:`Recipe.read`): find the
-files (:mod:`dpkit.data.files`, else a verified download through :mod:`dpkit.data.download`),
-check their sizes and sha256 against the registry, and parse them with the data set's parser
-(:mod:`dpkit.data.parsers`, cached per file content). What differs between data sets lives in
-the subclasses, selected by the registry's ``recipe:`` key (:data:`RECIPES`):
-
-- :class:`CSNRecipe`: the training file (no published checksum) is preferred, the test split
-  stands in for it, and the thesis's n is a seeded subsample of the training file;
-- :class:`PAMRecipe`: ``subjects=`` selects the Protocol files;
-- :class:`WDBCRecipe`: scikit-learn's bundled copy (checked by hash) when no file is found;
-- :class:`MockRecipe`: seeded synthetic data, no files.
-
-The Table 3.1 steps that follow (missing rows, subsample, constant columns, rescaling) are the
-same for all and live in :mod:`dpkit.data.steps`.
+:meth:`Recipe.read` finds the files (:mod:`dpkit.data.files`), checks their sizes and sha256 against the registry and
+parses them (:mod:`dpkit.data.parsers`); the subclasses named by the registry's ``recipe:`` key (:data:`RECIPES`) hold
+what differs: :class:`CSNRecipe` (the training file, else the test split; a seeded subsample), :class:`PAMRecipe`
+(``subjects=``), :class:`WDBCRecipe` (scikit-learn's copy, checked by hash, when no file is found) and
+:class:`MockRecipe` (seeded, no files). The Table 3.1 steps are :mod:`dpkit.data.steps`.
 """
 from __future__ import annotations
 

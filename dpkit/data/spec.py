@@ -1,25 +1,17 @@
 """Your own data: a spec file, a pandas DataFrame or an installed package's entry point, without editing dpkit.
 
-A data set from outside the package is described by a small YAML *spec file*; its path works wherever a data set name
-does (:func:`dpkit.data.load`, the notebooks' ``DATASETS``, the manifests, the widgets, ``make board DATA=...``). Its
-keys: ``name`` (required, not a registry code), ``title``, ``citation``; the file, by one of ``path`` (relative to
-the spec), ``url`` with ``sha256``, or ``package`` with ``path``; ``sha256`` (checked when given), ``format``
-(``csv``, ``parquet`` or ``excel``), ``read`` (pandas options), ``columns``, ``bounds`` (public bounds per column)
-with ``bounds_reference``, ``encodings`` (``ordinal`` or ``one_hot`` levels of a non-numeric column), ``missing``
-(``refuse``, ``drop_rows`` or ``fill``) and ``rows`` (the expected count). :func:`from_dataframe` takes the same keys
-for a DataFrame in memory; :func:`register_dataset` gives a DataFrame or a spec a name for this process; an installed
-package names its data sets in the entry-point group ``dpkit.datasets``. A worked example of each: the user guide's
-page on your own data (``docs/guide/own-data.md``).
+A YAML *spec file*'s path works wherever a data set name does; :func:`from_dataframe` takes the same keys for a
+DataFrame, :func:`register_dataset` names one for this process, and an installed package names its data sets in the
+entry-point group ``dpkit.datasets``. The keys and a worked example of each: ``docs/guide/own-data.md``.
 
-Privacy of the preprocessing (Dwork and Roth 2014, Sec 2.3: anything computed from the data outside the budget is a
-release): declared bounds are used as they are (values outside are clipped with a
-:class:`~dpkit.data.errors.ClippingWarning` giving the share per column); a column without declared bounds is rescaled
-with the data's own minimum and maximum, with a :class:`~dpkit.core.exceptions.PrivacyLeakWarning` naming it and
-``bounds_source="data"`` in the provenance (as the registry's data sets without documented bounds). An encoded
-column's bounds follow from its declared levels (public). Rows dropped for a missing value are data-dependent too:
-recorded and warned about. Nothing is silently dropped: a non-numeric column without an encoding, a missing value
-without a policy, a column that is not there, a constant column without declared bounds, a row count other than the
-declared one, each is an error naming the file, the column or the value.
+Privacy of the preprocessing (Dwork and Roth 2014, Sec 2.3): declared bounds are used as they are (values outside are
+clipped with a :class:`~dpkit.data.errors.ClippingWarning`); a column without declared bounds is rescaled with the
+data's own minimum and maximum, with a :class:`~dpkit.core.exceptions.PrivacyLeakWarning` naming it and
+``bounds_source="data"`` in the provenance; rows dropped for a missing value are recorded and warned about.
+
+Errors: nothing is silently dropped: a non-numeric column without an encoding, a missing value without a policy, a
+missing column, a constant column without declared bounds, a row count other than the declared one, each is an error
+naming the file, the column or the value.
 """
 from __future__ import annotations
 

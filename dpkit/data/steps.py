@@ -1,17 +1,10 @@
 """The Table 3.1 steps shared by every data set (thesis Sec 3.1), applied to a recipe's :class:`Source`.
 
-In order: drop rows with a missing value, take the seeded subsample, drop constant columns,
-choose rescaling bounds and rescale every attribute to [-1, 1] (thesis Sec 3.1:
-``x -> 2 (x - lower) / (upper - lower) - 1``, values outside public bounds clipped).
-
-Three of these steps look at the private data: which rows have a missing value, which columns
-are constant, and bounds taken from the data's own min/max. Each one that changes the result is
-recorded in ``provenance["data_dependent_steps"]`` and announced with a
-:class:`~dpkit.core.exceptions.PrivacyLeakWarning`, unless the registry declares it public
-(``public_steps:`` with the documentation that publishes it; ``bounds:`` for public bounds).
-Clipping by public or user bounds is announced with a :class:`~dpkit.data.errors.ClippingWarning`
-giving the clipped fraction. The warnings are returned, not emitted, so that :func:`dpkit.data.load`
-emits them at its caller's line.
+In order: drop rows with a missing value, take the seeded subsample, drop constant columns, rescale every attribute to
+[-1, 1] with ``x -> 2 (x - lower) / (upper - lower) - 1``. Each data-dependent step that changes the result is
+recorded in ``provenance["data_dependent_steps"]`` with a :class:`~dpkit.core.exceptions.PrivacyLeakWarning` unless the
+registry declares it public; clipping by public bounds gives a :class:`~dpkit.data.errors.ClippingWarning`. The
+warnings are returned, so :func:`dpkit.data.load` emits them at its caller's line.
 """
 from __future__ import annotations
 

@@ -1,44 +1,18 @@
 """Empirical privacy auditor: a Clopper–Pearson lower bound on ε from threshold events (thesis Def 2).
 
-Given a mechanism ``M``, neighbouring inputs ``d0, d1`` and a scalar statistic ``s`` of the
-output, :func:`audit` looks for an event ``E`` with
+Given a mechanism ``M``, neighbouring inputs ``d0, d1`` and a scalar statistic ``s`` of the output, :func:`audit`
+looks for an event ``E`` with ``P(M(d_a) ∈ E) > e^ε P(M(d_b) ∈ E) + δ``, which contradicts (ε, δ)-DP
+(docs/science/foundations.md, *The audit protocol*):
 
-``P(M(d_a) ∈ E) > e^ε P(M(d_b) ∈ E) + δ``,
+1. Draw ``n_samples`` outputs per side on independent streams, split into a selection and an estimation half.
+2. Candidate events ``{s > τ}``, ``{s < τ}`` (and ``{s = τ}`` for few distinct values), τ on quantiles of the pooled
+   selection statistic, in both directions.
+3. Keep the candidate with the best lower bound on the selection half.
+4. On the estimation half, one-sided Clopper–Pearson bounds at level ``1 − (1 − confidence)/2`` give
+   ``ε_lb = ln((p_lo − δ)/p_hi)`` (0 if ``p_lo ≤ δ``).
 
-which would contradict (ε, δ)-DP (Def 2). The procedure (docs/science/foundations.md, *The audit protocol*):
-
-1. Draw ``n_samples`` outputs per side, split into a **selection** half and a fresh
-   **estimation** half; the four samples use independent streams spawned from one
-   :class:`~numpy.random.SeedSequence` (``rng``).
-2. Candidate events: ``{s > τ}`` and ``{s < τ}`` (and ``{s = τ}`` when ``s`` takes at most
-   ``n_thresholds`` distinct values), with ``τ`` on ``n_thresholds`` quantiles of the pooled
-   selection statistic, in both directions ``(a, b) ∈ {(0, 1), (1, 0)}``.
-3. On the selection half, every candidate gets the same lower bound as in step 4; the best
-   one is kept. (Choosing by the bound rather than by the raw ratio trades ratio against
-   count: for Laplace with shift Δ the likelihood-ratio-optimal events are the tails beyond
-   the shift, ``{y > Δ + t}``, where the ratio is exactly ``e^ε`` for every ``t ≥ 0``; the bound
-   then prefers the largest such tail, ``t ≈ 0``, where the counts are biggest.)
-4. On the estimation half, only the chosen event is evaluated: one-sided Clopper–Pearson
-   bounds ``p_a ≥ p_lo`` and ``p_b ≤ p_hi``, each at level ``1 − (1 − confidence)/2``
-   (Bonferroni over the two bounds), give
-
-   ``ε_lb = ln((p_lo − δ)/p_hi)``  (0 if ``p_lo ≤ δ``; never negative).
-
-   With probability ≥ ``confidence`` the true ``ln((p_a − δ)/p_b) ≥ ε_lb``, and for an
-   (ε, δ)-DP mechanism that quantity is ≤ ε: **a correct mechanism is flagged
-   (``ε_lb > ε``) with probability at most ``1 − confidence``**. Selection on a separate
-   sample means no correction for the number of candidate events is needed.
-
-The auditor can only falsify a privacy claim, never certify one.
-
-Cost
-----
-``2·n_samples`` mechanism calls plus ``O(n log n)`` sorting and ``O(n_thresholds)``
-Clopper–Pearson evaluations. With a vectorised mechanism (``mechanism_fn(db, rng, size=n)``)
-is called once per side; a scalar-only mechanism is called in a Python loop, one call per draw (timings:
-docs/performance_notes.md).
-Power: with 5·10⁴ estimation draws per side, a Laplace mechanism whose scale is 20% too small
-(true ε_eff = 1.25ε) is flagged at ε = 1 with ε_lb ≈ 1.22.
+Guarantee: a correct (ε, δ)-DP mechanism is flagged (``ε_lb > ε``) with probability at most ``1 − confidence``. The
+auditor can only falsify a privacy claim, never certify one.
 """
 from __future__ import annotations
 

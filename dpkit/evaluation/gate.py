@@ -1,67 +1,25 @@
 """The audit gate of the open board: the empirical auditor tries to refute a method's privacy claim before it is ranked.
 
-:func:`audit_gate` runs the auditor of :mod:`dpkit.evaluation.audit` (Clopper–Pearson lower bound ε_lb on ε from a
-threshold event on one scalar statistic, :func:`~dpkit.evaluation.audit.audit_candidates`) on worst-case neighbours at
-the board's sizes and reports a :class:`GateResult`. The claim is the one the caller names (the board passes its own
-budget for the method's class, never what the method holds). The method is **refuted** when an audit's
-``ε_lb > ε``; otherwise it **passes**.
+The claim is the one the caller names (the board passes its own budget for the method's class, never what the method
+holds); the method is **refuted** when an audit's Clopper–Pearson lower bound ``ε_lb`` exceeds ε
+(:mod:`dpkit.evaluation.audit`), otherwise it **passes**. The page ``docs/science/audit_gate.md`` gives the
+neighbours, the statistics and the power in full.
 
-What is audited (a *probe*: a function of the data and a random generator returning an output):
+Algorithm (:func:`audit_gate`)
+------------------------------
+1. Neighbours (:func:`neighbour_pairs`, shape :data:`GATE_SHAPE`): ``n − 1`` background rows and one differing row
+   moved between worst-case corners (replace-one), or present and absent (add/remove).
+2. Probes: always the release as a black box (:func:`probes`, :func:`synthetic_features`), and for power the
+   method's measurement (``audit_steps()``, else an overridden ``measure`` given a fresh ledger holding the claim).
+3. Statistic: candidates from a pilot with common random numbers (:meth:`PilotStatistic.candidates`), chosen on
+   the audit's selection half; only its estimation half bounds ε.
+4. Each of the ``k`` audits runs at confidence ``1 − (1 − confidence)/k`` (Bonferroni).
 
-1. **always the release, as a black box**: what ``method.at_width(σ).release(X, rng=...)`` returns and the board
-   scores (:func:`~dpkit.evaluation.gate.probes`): the answers to a workload of queries centred at the differing
-   row, or the statistics of the synthetic database there (:func:`~dpkit.evaluation.gate.synthetic_features`:
-   per attribute its mass within a window of the differing row's value and whether that mass is positive, box and
-   kernel masses around the row, its mean and second moments). Whatever ``measure`` does, the release is what is
-   published, so a method whose ``measure`` is noisy and whose release is not is refuted here;
-2. **for power, a measurement probe** where the method has one: ``method.audit_steps()`` (a hook:
-   ``{step name: f(X, rng)}``, the private measurement of each step, e.g. the Gaussian-fit candidates of MWEM; run on
-   independent streams and audited jointly), else ``method.measure(X, rng=..., ledger=...)`` where the method overrides
-   the template hook of :class:`~dpkit.queries.release.MethodBase`, given a fresh ledger holding the claim as the
-   template's release gives it one (a measurement that spends beyond the claim is refuted outright). A method's
-   privacy proof covers these measurements (the release is their post-processing), so the claim holds for them.
-
-The audits share the false-refutation budget: each runs at confidence ``1 − (1 − confidence)/k`` for ``k`` audits
-(Bonferroni), so a correct claim is refuted with probability at most ``1 − confidence`` in all. ``steps=`` names the
-measurement probe (``"steps"`` or ``"measure"``), or ``"release"`` for the release alone.
-
-Neighbours (:func:`~dpkit.evaluation.gate.neighbour_pairs`): ``n − 1`` background rows (the centre of the cube
-unless ``background`` is given, e.g. rows of a real data set) and one differing row: under **replace-one** (the
-default, and every dpkit method's relation; a method may state another in a ``neighbouring`` attribute) the row
-moves between opposite corners of [-1, 1]^d (the worst case of every count and mean, monotone in each coordinate) or
-from the corner (1, …, 1) to the corner with its first ⌈3d/4⌉ coordinates flipped (the worst case of second moments
-x xᵀ jointly with the mean) or from that corner to the centre (every square x_i² moves by 1, which no move between
-corners does); under **add/remove** one data set has the corner row and the other lacks it. The shape
-is :data:`GATE_SHAPE`: the board's fewest rows and attributes (a budget split over the attributes leaks most per
-attribute where they are few).
-
-Statistic (chosen on a pilot and on the audit's selection half, never on its estimation half): every numeric leaf of
-the probe's output (arrays, numbers, found in dataclasses, mappings and sequences; one leaf per path and size) is a
-coordinate. For each pair, ``n_pilot`` draws on both data sets with **common random numbers** (the same stream on
-both sides) give the mean shift Δ of every leaf (exactly the difference of the noise-free statistics for additive
-noise); a leaf is kept where its shift is clear on the pilot (where some leaves are additive noise on a statistic of
-the data, i.e. their differences do not vary, only those), and the pair with the largest pilot separation is audited.
-The candidate statistics (:meth:`~dpkit.evaluation.gate.PilotStatistic.candidates`) are the projections of the
-leaves on their shifts (the likelihood ratio for Gaussian noise), their weighted sum (``δ_l/σ_l²``), the sign
-statistics ``Σ_j sign(Δ_j)·sign(y_j − m_j)`` of the leaves of several coordinates (close to the likelihood ratio for
-Laplace noise, and for a count clipped at 0), and both summed over the places of one feature; the audit's selection
-half keeps the one that separates the two data sets best and its event, and only its fresh estimation half bounds ε.
-
-Guarantees and cost
--------------------
-* **False refutation**: a method that is (ε, δ)-DP is refuted with probability at most ``1 − confidence``
-  (the auditor's guarantee, :mod:`dpkit.evaluation.audit`, Bonferroni over the audits).
-* **A pass is not a proof** of privacy (:data:`NOT_A_PROOF`): the auditor can only refute. It sees a few statistics
-  on three neighbour pairs and a finite sample; a leak elsewhere (another pair, a selection step with little budget, a
-  rare event) can pass. The exact audit of the finite-output selection steps is in
-  :func:`dpkit.evaluation.oracles.exact_privacy_loss`.
-* **Power**: the auditor needs the statistic's own leak to exceed ε; a method whose budget is spread over many steps
-  leaks little in any one of them. What it refutes per method family, measured by ``tools/gate_power.py``, is in the
-  add-method guide (docs/guide/add-method.md): e.g. histogram marginals with a quarter of their noise (true ε = 4)
-  by both audits, MST's counts with a quarter of theirs by the measurement probe.
-* **Cost**: ``2·n_pilot`` probe calls per neighbour pair (3 under replace-one) and probe, plus ``2·n_samples``
-  measurements and ``2·n_release`` whole releases for the audits, each at size (n, d), plus the auditor's sorting; ``elapsed_s``
-  records it.
+Guarantees
+----------
+A method that is (ε, δ)-DP is refuted with probability at most ``1 − confidence``. A pass is not a proof of privacy
+(:data:`NOT_A_PROOF`): a leak elsewhere (another pair, a step with little budget, a rare event) can pass; the exact
+audit of finite-output selection steps is :func:`dpkit.evaluation.oracles.exact_privacy_loss`.
 """
 from __future__ import annotations
 

@@ -1,23 +1,11 @@
 """Small exact oracles and confidence bounds used by the theorem-check notebooks.
 
-- :func:`clopper_pearson` — exact binomial confidence bounds (D–R §3.0 protocol).
-- :func:`hoeffding_upper` — one-sided Hoeffding bound on the mean of [0, 1] variables.
-- :func:`laplace_shift_kl` / :func:`laplace_shift_kl_numeric` — KL divergence of two Laplace
-  laws shifted by the sensitivity (thesis Lemma 1.8 / D–R Lemma 3.18: ≤ ε(e^ε − 1)).
-- :func:`rr_kl` — KL divergence of the two output laws of randomized response.
-- :func:`laplace_loss_samples` — Monte-Carlo draws of the k-fold Laplace privacy loss at
-  worst-case shift (to cross-check the exact PLD of :mod:`dpkit.core.composition`).
-- :class:`AdaptiveComposition` — an adaptive composition Laplace → randomized response →
-  exponential mechanism whose sampled outputs come with their **exact** privacy loss
-  (thesis Thm 1.5/1.6, audited by :func:`dpkit.evaluation.audit.audit`).
-- :func:`laplace_max_failure_exact` — exact ``P(max_i |Lap_i| > t·b)`` (D–R Thm 3.8's failure probability).
-- :func:`report_noisy_max_probabilities` — exact output law of report noisy max (Laplace or one-sided
-  exponential noise) by quadrature (D–R Claim 3.9, Thm 3.13).
-- :func:`rr_kfold_delta` — exact δ(ε') of k-fold randomized response (discrete privacy-loss distribution).
-- :func:`gaussian_classic_delta`, :func:`gaussian_classic_failure_epsilon` — exact δ of the classic Gaussian
-  calibration (D–R Thm 3.22) and the ε* where it exceeds the target δ.
-- :func:`replace_one_pairs`, :func:`exact_privacy_loss` — an exact audit of a mechanism with a finite output law
-  (a selection step): the largest ``|log P(o|D) − log P(o|D′)|`` over every replace-one pair of a small domain.
+Confidence bounds (:func:`clopper_pearson`, :func:`hoeffding_upper`); KL divergences of Laplace and randomized
+response (thesis Lemma 1.8, D–R Lemma 3.18); exact privacy losses and output laws: k-fold Laplace draws, an adaptive
+composition with its exact loss (:class:`AdaptiveComposition`, Thm 1.5/1.6), Laplace maxima (D–R Thm 3.8), report
+noisy max by quadrature (D–R Claim 3.9, Thm 3.13), k-fold randomized response, the classic Gaussian (D–R Thm 3.22);
+and :func:`exact_privacy_loss`, an exact audit of a finite-output mechanism over every replace-one pair of a small
+domain (:func:`replace_one_pairs`).
 """
 from __future__ import annotations
 

@@ -1,22 +1,14 @@
 """Reconstruction attacks on noisy subset-sum answers (thesis Thm 1.4; Dinur–Nissim 2003).
 
-A secret ``d ∈ {0,1}^n`` is queried with subset sums ``q_S(d) = Σ_{i∈S} d_i``; the curator
-answers with noise. Two attacks:
+A secret ``d ∈ {0,1}^n`` is queried with subset sums answered with noise:
 
-- :func:`exhaustive_attack` (Thm 1.4, "exponential" attack): if *all* ``2^n`` subset sums
-  are answered within ``α``, every candidate ``c ∈ {0,1}^n`` consistent with the answers
-  within ``α`` has ``Hamming(c, d) ≤ 4α`` (deterministic; feasible for ``n ≲ 14``).
-- :func:`lp_decode` (Dinur–Nissim polynomial attack): solve a linear programme over
-  ``c ∈ [0,1]^n`` fitting the answers (``ℓ∞``-feasibility within ``α``, or minimum ``ℓ1``
-  / ``ℓ∞`` residual) with HiGHS, then round at 1/2. With all subsets and noise within
-  ``α`` the rounded solution errs on fewer than ``8α`` bits (fewer than 4α among the
-  zeros and among the ones: ``Σ_{i:d_i=0} c_i ≤ 2α``); with ``m = O(n)`` random subsets
-  and noise ``o(√n)`` it errs on ``o(n)`` bits w.h.p.
+1. :func:`exhaustive_attack` (Thm 1.4): if all ``2^n`` sums are within ``α``, every consistent candidate is within
+   Hamming distance ``4α`` of ``d`` (deterministic; ``n ≲ 14``).
+2. :func:`lp_decode` (Dinur–Nissim): an LP over ``[0,1]^n`` fitting the answers (HiGHS), rounded at 1/2: fewer than
+   ``8α`` wrong bits with all subsets; ``o(n)`` w.h.p. with ``O(n)`` random subsets and noise ``o(√n)``.
 
-:func:`dp_guess_error_bound` gives the contrast (the "fundamental law"): if the answer
-vector is ε-DP (w.r.t. changing one bit), no attacker guesses a uniformly random bit
-with probability above ``e^ε/(1+e^ε)``, so the expected error fraction is at least
-``1/(1+e^ε)``.
+:func:`dp_guess_error_bound` is the contrast: against an ε-DP answer vector no attacker's expected error fraction is
+below ``1/(1+e^ε)``.
 """
 from __future__ import annotations
 

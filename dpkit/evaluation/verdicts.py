@@ -1,14 +1,8 @@
 """The value every claim returns: a :class:`Check` with its statistic, bound and verdict.
 
-``expected`` is the verdict the theory predicts: ``"FAIL"`` for a deliberately broken variant
-(a negative control such as the thesis's printed constants), so a run can *show* an erratum and
-still be consistent. Claims (:mod:`dpkit.claims`) build checks; :mod:`dpkit.outputs.report`
-writes them to ``metrics.json``.
-
-A notebook's statistical checks (those with a ``confidence``) share one false-alarm budget,
-:class:`FalseAlarmBudget`: the probability that a *correct* implementation fails any of them in
-one run. :func:`retry_once` is the retry rule a check may use (a failed attempt is re-run once on
-fresh randomness; the check fails only if both attempts fail).
+``expected`` is the verdict the theory predicts (``"FAIL"`` for a negative control). A notebook's statistical checks
+share one :class:`FalseAlarmBudget`, the probability that a correct implementation fails any of them in one run;
+:func:`retry_once` re-runs a failed attempt once on fresh randomness and fails only if both fail.
 """
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Experiments: the one runner of the protocol and what is built on it.
-
-* :mod:`~dpkit.experiments.protocol` — :func:`run_cell` (every method, one workload per repetition,
-  exact answers once), :func:`cell_seed`, :class:`ReleaseRecord`;
-* :mod:`~dpkit.experiments.thesis` — Tables 3.2/3.3 (the registry's ``trig-I``/``trig-II``);
-* :mod:`~dpkit.experiments.sweeps` — κ and k sweeps (Figs 3.1/3.2);
-* :mod:`~dpkit.experiments.baselines` — the baselines comparison and its written conclusion;
-* :mod:`~dpkit.experiments.reference` — the thesis's printed numbers (data);
-* :mod:`~dpkit.experiments.pca_compare` — diffprivlib's PCA against dpkit's PSI.
+"""Experiments: the one runner of the protocol (:mod:`~dpkit.experiments.protocol`) and what is built on it: Tables
+3.2/3.3 (:mod:`~dpkit.experiments.thesis`), the sweeps (:mod:`~dpkit.experiments.sweeps`), the baselines
+(:mod:`~dpkit.experiments.baselines`), the printed numbers (:mod:`~dpkit.experiments.reference`) and the PCA
+comparison (:mod:`~dpkit.experiments.pca_compare`).
 """
 from dpkit.experiments.protocol import run_cell, run_cells
 from dpkit.experiments.records import ReleaseRecord, as_methods, cell_seed, repetitions, shared_seed, width_independent

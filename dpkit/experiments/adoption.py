@@ -1,22 +1,11 @@
 """Kept repetitions carried over to new code that computes the same numbers (:mod:`dpkit.experiments.checkpoint`).
 
-A kept repetition is reused only by the computation that made it, and the dpkit sources are part of that
-computation's identity (:func:`~dpkit.core.paths.library_fingerprint`). A refactor must prove that it changed no
-result: same seeds, same numbers. *Adoption* applies that rule to a checkpoint folder whose identity differs from
-the wanted one only in the sources' fingerprint: a few kept repetitions are computed again with the current code
-and compared with the kept ones, field by field (:func:`first_difference`), and only if every one is equal to the
-bit does the folder pass to the new identity (:meth:`~dpkit.experiments.checkpoint.RepetitionCheckpoint`), with an
-entry in its log (:data:`ADOPTIONS`, :func:`adoptions`).
-
-The comparison ignores measured times only: a record's ``time_s`` and ``timings`` and every ``seconds`` key of a
-nested dict (the class supremum's search time). Floats compare bit for bit (a NaN equals a NaN), arrays by dtype,
-shape and :func:`numpy.array_equal` with ``equal_nan``; dataclasses, dicts, lists and tuples recursively, and
-every value must have the kept value's type.
-
-Adoption is switched on explicitly, by :func:`~dpkit.experiments.protocol.run_cells`'s ``adopt`` (a notebook passes
-its ``CHECKPOINT_ADOPT`` parameter, which the batch runner sets under ``--stale verify``). How many kept repetitions
-are computed again is ``run_cells``'s ``verify_reps`` (the notebook's ``CHECKPOINT_VERIFY_REPS``, ``--verify-reps``),
-default 2: the lowest and the highest kept index (:func:`verified_indices`).
+A checkpoint folder whose identity differs from the wanted one only in the sources' fingerprint passes to the new
+identity when a few kept repetitions (:func:`verified_indices`: by default the lowest and the highest) computed again
+with the current code equal the kept ones to the bit (:func:`first_difference`), logged in :data:`ADOPTIONS`
+(:func:`adoptions`). Only measured times are ignored; floats compare bit for bit (NaN equals NaN), arrays by dtype,
+shape and value, containers recursively, and every value must have the kept value's type. Adoption is switched on
+explicitly (``run_cells``'s ``adopt``; docs/guide/batch.md, ``--stale verify``).
 """
 from __future__ import annotations
 

@@ -1,33 +1,20 @@
 """Finished repetitions kept on disk, so that an interrupted run resumes where it stopped.
 
-A long run of :func:`dpkit.experiments.protocol.run_cells` (a leaderboard data set: 30 repetitions of
-every method at five σ, hours of work) loses everything when its kernel is killed, its worker dies or the
-machine goes down. With a checkpoint folder, each finished repetition's records are written there
-atomically (one file per repetition, a temporary file then a rename), and a later call with the same
-inputs loads them instead of computing them again.
+Each finished repetition of :func:`dpkit.experiments.protocol.run_cells` is written atomically to a checkpoint folder
+and loaded instead of computed by a later call with the same inputs (docs/guide/batch.md, "Resuming a long run").
 
-The numbers do not change: repetition ``i`` draws its workload and every method's stream from child
-``i`` of the run's seed sequences (:mod:`dpkit.experiments.protocol`), never from a stream shared with
-the other repetitions, so computing repetitions 0…k−1 in one process and k…R−1 in another gives the
-records of one uninterrupted run to the bit (tested).
+Guarantees
+----------
+1. The numbers do not change: repetition ``i`` draws every stream from child ``i`` of the run's seed sequences, so a
+   run resumed in another process gives the records of one uninterrupted run to the bit.
+2. A checkpoint belongs to one computation, its *identity*: the data's SHA-256 and name, the run seed, the σ's, the
+   workload size, ``J``, every method's name and ``repr`` in order, the seeding scheme and the dpkit sources
+   (:func:`~dpkit.core.paths.library_fingerprint`).
+3. *Adoption* (:mod:`dpkit.experiments.adoption`): a folder that differs only in the sources is reused when the
+   repetitions computed again with the current code equal the kept ones to the bit.
 
-A checkpoint belongs to exactly one computation. Its *identity* is the data (a SHA-256 of the array),
-the data set's name, the run seed, the σ's, the workload size, ``J``, every method's name and
-``repr`` (all of its parameters), their order (the order of the records), the seeding scheme (a
-repetition seeded by an older scheme, e.g. by a method's position in the list, is never reused) and the dpkit
-sources (:func:`~dpkit.core.paths.library_fingerprint`: another version of the code continues a run only
-after proving that it computes the same numbers, by adoption below). A folder
-written for another identity is otherwise never reused or overwritten: opening it raises
-:class:`CheckpointMismatchError`, naming the folder and the fields that differ.
-The batch runner also records the notebook's fingerprint next to the checkpoint and treats a changed notebook or
-library as stale (:mod:`dpkit.batch.runner`).
-
-*Adoption* (:mod:`dpkit.experiments.adoption`): a folder whose identity differs from the wanted one only in the
-dpkit sources is reused when the caller passes a ``verify`` function and the repetitions it computes again with the
-current code (by default the lowest and the highest kept index) equal the kept ones to the bit, measured times
-aside. The folder then passes to the new identity (the old ``identity.json`` stays as ``identity-<old>.json``, every
-kept repetition is written again under the new identity with its records and times untouched, and
-``adoptions.json`` logs it); a difference raises :class:`CheckpointMismatchError` naming it, and nothing is touched.
+Errors: opening a folder of another identity, or a failed adoption, raises :class:`CheckpointMismatchError`, naming
+the folder and the fields that differ; nothing is touched.
 """
 from __future__ import annotations
 

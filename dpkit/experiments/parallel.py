@@ -1,14 +1,9 @@
 """The repetitions of :func:`~dpkit.experiments.protocol.run_cells` in parallel worker processes.
 
-Each worker process holds the run's job (:class:`CellsJob`: data, methods, widths, seeds) from its
-start, computes whole repetitions (:func:`_cells_repetition`, the same streams as the serial loop) and
-ends with its parent (:func:`_die_with_parent`). The worker processes split the cores this process may use
-(:func:`~dpkit.queries.gemm.usable_cores`): each starts with the environment of its thread share
-(:func:`~dpkit.core.threads.thread_environ` of :func:`~dpkit.core.threads.thread_share`), which the evaluator,
-BLAS and JAX honour, so ``w`` workers run ``cores // w`` threads each (at least one) instead of each taking every
-core. :func:`parallel_repetitions` hands out the repetitions and collects their records in order. A
-:class:`RepetitionExecutor` computes them elsewhere (:class:`dpkit.batch.repetitions.DaskRepetitions`: one Dask
-task per repetition, each kept by the task itself).
+Each worker process holds the run's job (:class:`CellsJob`), computes whole repetitions with the serial loop's streams
+and its thread share (:func:`~dpkit.core.threads.thread_share`), and dies with its parent;
+:func:`parallel_repetitions` collects the records in order. A :class:`RepetitionExecutor` computes them elsewhere
+(:class:`dpkit.batch.repetitions.DaskRepetitions`).
 """
 from __future__ import annotations
 

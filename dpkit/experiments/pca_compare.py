@@ -1,27 +1,13 @@
 """A peer library's private PCA (diffprivlib) against dpkit's private subspace iteration.
 
-Both are run at the same pure ε on data in [-1, 1]^d and compared on
+Both run at the same pure ε on data in [-1, 1]^d (dpkit: PSI-ε with the data-independent sensitivity bound, the whole
+ε; diffprivlib: ``PCA`` with public ``bounds=(-1, 1)``, ``data_norm = 2√d`` and a fresh ``BudgetAccountant``, so
+nothing is taken from the data) and are compared on
 
-* **captured variance**: tr(Vᵀ A V) / Σ_{s≤k} λ_s, the share of the best rank-k variance that the
-  released k directions V capture (A = the true covariance; 1 = perfect);
-* **subspace angle**: the largest principal angle (degrees) between span(V) and the true top-k
-  eigenspace (:func:`scipy.linalg.subspace_angles`; 0 = perfect, 90 = orthogonal).
+1. **captured variance**: tr(Vᵀ A V) / Σ_{s≤k} λ_s (1 = perfect);
+2. **subspace angle**: the largest principal angle to the true top-k eigenspace (degrees; 0 = perfect).
 
-Parameters and budgets
-----------------------
-* dpkit: :class:`dpkit.mechanisms.pca.PrivateSubspaceIteration`, PSI-ε (thesis Alg 7) with the data-independent
-  sensitivity bound, the whole ε (it centres by the true mean inside its sensitivity analysis,
-  Lemma 2.7, so it needs no private mean).
-* diffprivlib: :class:`diffprivlib.models.PCA` (Imtiaz & Sarwate's analyze-then-eigen route) with
-  ``centered=False`` — it spends ε/2 on a private mean and ε/2 on the covariance — with **public**
-  ``bounds=(-1, 1)`` per feature (so it does not take min/max from the data) and
-  ``data_norm = 2√d``: the largest norm a row centred by any mean in the cube can have, so
-  its norm clipping never triggers and nothing is taken from the data. (Its own
-  ``PrivacyLeakWarning`` would fire if either were left unset.) A fresh
-  ``BudgetAccountant`` is passed so runs do not accumulate in its global default accountant.
-
-Versions: diffprivlib 0.6.6 imports ``DOUBLE``/``DTYPE`` from ``sklearn.tree._tree``, which scikit-learn 1.9
-removed, so the ``baselines`` extra requires ``scikit-learn<1.9`` (requirements.lock pins 1.8.0).
+The choice of parameters and the versions: docs/science/private_pca.md.
 """
 from __future__ import annotations
 

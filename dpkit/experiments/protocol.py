@@ -1,39 +1,15 @@
 """The one runner of the Chapter 3 protocol, for every method (thesis Sec 3.1).
 
-For a data set, a list of methods, a kernel width σ and a number of repetitions, every
-repetition draws a fresh workload of ``n_queries`` Gaussian-kernel mixture queries (2.1) with
-``J`` centres, computes its exact answers on the data once
-(:func:`dpkit.queries.truth_cache.exact_truth`), runs every method configured for the width
-(:meth:`~dpkit.queries.release.MethodBase.at_width`) on its own child stream, and records the
-worst absolute error ``max_f |q_f(D̂) − q_f(D)|`` and the worst relative error
-``max_f |q_f(D̂) − q_f(D)| / q_f(D)`` with the one metric of :mod:`dpkit.queries.evaluate`.
+Every repetition draws a fresh workload of ``n_queries`` Gaussian-kernel mixture queries (2.1), computes its exact
+answers once (:func:`dpkit.queries.truth_cache.exact_truth`), runs every method configured for the width on its own
+stream, and records the worst absolute and relative errors (:mod:`dpkit.queries.evaluate`).
 
-Seeding: repetition ``i`` uses child ``i`` of one :class:`~numpy.random.SeedSequence` made from
-``rng``; inside it the workload gets the first grandchild (:func:`workload_seed`), so all methods
-of a repetition see the *same* workload (a paired comparison), and each method gets a stream
-keyed by its *name* (:func:`method_seed`: the repetition's entropy, its spawn key, ``1`` and four
-words of the SHA-256 of the name; two names with the same words raise), so a method's numbers
-depend on the run seed, the cell, the repetition and its own name, never on which other methods
-run or in which order. A table cell is seeded by :func:`cell_seed` from the run seed and the
-cell's *values* (data set, σ), so a table computed in one run and the same table split over many
-batch runs give identical numbers. Every record carries the seeds of its workload and of its
-method's stream (``ReleaseRecord.seeds``, :func:`seed_record`), so a reader can re-create its release.
-
-Shared releases (:func:`run_cells`): a method whose release does not depend on σ (its
-:meth:`~dpkit.queries.release.MethodBase.at_width` returns the method itself and it does not answer the
-workload directly, e.g. MST or the marginal histograms) is released *once per repetition and data set*
-and that one release is evaluated on every σ's workload. Its stream is then :func:`method_seed` of
-child ``i`` (repetition) of :func:`shared_seed` (the run seed and the data set) and its name, so the
-numbers do not depend on which σ's are run together either; the σ-dependent methods keep the streams
-of :func:`run_cell` exactly. Each cell is still an average over i.i.d. releases; only the cells of one
-data set share them (their errors are correlated across σ, not within a cell).
-
-Time: ``time_s`` is the wall time of the release (not the evaluation); for methods that answer
-the queries directly the exact answers are their input, and their computation time is charged
-to them (``timings["truth"]``).
-
-Modules: the records, seeds and the record of one release are :mod:`dpkit.experiments.records`, the
-parallel repetitions of :func:`run_cells` :mod:`dpkit.experiments.parallel`.
+Guarantees (seeding; ``docs/science/derivations.md`` gives the details): all methods of a repetition see the same
+workload (:func:`workload_seed`, a paired comparison); a method's stream is keyed by its name (:func:`method_seed`),
+and a cell by its values (:func:`cell_seed`), so no number depends on which other methods, cells or σ's run, or in
+which order. A σ-independent method is released once per repetition and data set and evaluated on every σ
+(:func:`run_cells`, :func:`shared_seed`). Every record carries the seeds that re-create its release
+(:func:`seed_record`).
 """
 from __future__ import annotations
 

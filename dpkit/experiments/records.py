@@ -1,25 +1,13 @@
 """The records and seeds of the Chapter 3 protocol, and the record of one release.
 
-* :class:`~dpkit.experiments.records.ReleaseRecord` — one method in one repetition of a table cell;
-  :class:`~dpkit.experiments.records.Repetition` — what a repetition shares (its workload, the exact answers,
-  the methods' streams).
-* Seeds: :func:`cell_seed` (a table cell, from the run seed and the cell's values), :func:`shared_seed`
-  (the width-independent releases of a data set), :func:`repetitions` (the repetitions of a cell),
-  :func:`workload_seed` and :func:`method_seed` (a repetition's workload, and each method's stream keyed by
-  its name), :func:`seed_record` (a seed as plain ints, on every record), :func:`supremum_seed` (the search
-  of the class supremum).
-* :func:`record_release` — evaluate one release on a repetition's workload into a
-  :class:`~dpkit.experiments.records.ReleaseRecord`; :func:`repetition_at` (repetition ``i`` from its own seed) and
-  :func:`timed_release` (a release and its wall time), which the parallel and Dask repetitions use too.
-* :func:`on_repetitions`, :class:`Cancelled` — the progress callback and the cancellation of a run.
+* :class:`ReleaseRecord` (one method in one repetition of a table cell) and :class:`Repetition` (what a repetition
+  shares: its workload, the exact answers, the methods' streams).
+* Seeds: :func:`cell_seed`, :func:`shared_seed`, :func:`repetitions`, :func:`workload_seed`, :func:`method_seed`,
+  :func:`seed_record`, :func:`supremum_seed`; the scheme is :data:`SEEDING`.
+* :func:`record_release`, :func:`repetition_at`, :func:`timed_release`; :func:`on_repetitions` and :class:`Cancelled`.
 
-:mod:`dpkit.experiments.protocol` (the runner) runs the protocol on them.
-
-Seeding: a repetition's workload is the first child of its seed, exactly as in every earlier version
-of the runner (the workloads and exact answers of a run are unchanged); a method's stream is keyed by
-the values of its cell, repetition and *name*, not by its position in the list of methods, so adding,
-removing or reordering methods leaves every other method's numbers unchanged (:data:`SEEDING` names the
-scheme; checkpoints record it).
+Guarantee: a method's stream is keyed by the values of its cell, repetition and *name*, not by its position, so
+adding, removing or reordering methods leaves every other method's numbers unchanged.
 """
 from __future__ import annotations
 

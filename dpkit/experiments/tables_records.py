@@ -1,18 +1,13 @@
 """Tables 3.2/3.3 as data: one row per (data set, σ, mechanism, constants), written as CSV with its provenance.
 
-``python -m dpkit.batch.assemble tables OUTPUT`` writes the assembled rows of a batch's ``20_tables`` runs as
-``tables.csv`` with ``provenance.json`` beside it (:func:`tables_frame`, :func:`write_tables`); with ``--publish`` it
-copies both to ``data/tables/`` (:data:`PUBLISHED`), where the documentation reads them (:func:`read_tables`), so
-the site shows the full-size tables without running them. The file is small (about a hundred rows) and diffable.
+:func:`tables_frame` and :func:`write_tables` write the assembled rows of a batch's ``20_tables`` runs as
+``tables.csv`` with ``provenance.json``; the published copy (:data:`PUBLISHED`) is what the documentation reads
+(:func:`read_tables`; publishing: docs/guide/export.md).
 
 Every read is checked (:func:`check_tables`): exactly the :data:`COLUMNS` with their dtypes (then the
-:data:`OPTIONAL_COLUMNS`, or not: the published tables of 2026-11 predate them; where present, the mean upper bound is
-at least the mean witness), one row per key
-(:data:`KEY`), σ among the thesis's, mechanism I or II, the printed or the correct constants, at least one
-repetition, finite non-negative errors with min ≤ mean ≤ max, no more (ε, δ) spent than the thesis's budget
-(ε = 1, δ = 10⁻³; mechanism I spends no δ), and the thesis's columns equal to
-:mod:`dpkit.experiments.reference`'s numbers; a provenance file must be beside it (the date, dpkit's commit, the
-runs, the machine and the compute: :func:`dpkit.board.records.provenance_line` reads it).
+:data:`OPTIONAL_COLUMNS` or none), one row per :data:`KEY`, σ among the thesis's, at least one repetition, finite
+non-negative errors with min ≤ mean ≤ max, no more (ε, δ) spent than the thesis's budget, the thesis's columns equal
+to :mod:`dpkit.experiments.reference`'s numbers, and a provenance file beside it.
 """
 from __future__ import annotations
 

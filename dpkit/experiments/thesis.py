@@ -1,11 +1,8 @@
 """Tables 3.2/3.3 of the thesis: the improved trigonometric mechanisms at every (data set, σ) cell,
 correct and printed constants on the same workloads, next to the printed numbers.
 
-Methods are the registry's ``trig-I`` (Alg 9, ε-DP) and ``trig-II`` (Alg 10, (ε, δ)-DP) with the
-notebook's parameters; the printed-constant variants are the same methods with
-``constants="thesis"``. Within a cell the methods are ordered constants-major, mechanism-minor
-(I correct, II correct, I printed, II printed): stream ``j`` of every repetition belongs to
-method ``j`` (:mod:`dpkit.experiments.protocol`).
+The methods are the registry's ``trig-I`` and ``trig-II`` and their ``constants="thesis"`` variants, each on its own
+stream keyed by its name (:mod:`dpkit.experiments.protocol`).
 """
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
 """Points in an ellipsoid (thesis Alg 8, ``ellrnd``), correct and as printed.
 
-``method="uniform"`` (default, correct): g ~ N(0, I_k), x = a ⊙ (g/‖g‖) · U^{1/k} — the
-direction g/‖g‖ is uniform on the sphere S^{k−1} by rotation invariance of the Gaussian, and
-the radius U^{1/k} has the CDF r^k of the uniform ball; the linear map x ↦ a ⊙ x carries the
-uniform law on the ball to the uniform law on the ellipsoid (constant Jacobian).
-
-``method="thesis"`` (printed Alg 8): radius r ~ Beta(k, 1) (the same law as U^{1/k}, so the
-radius is right) and *uniform* hyperspherical angles φ_1, …, φ_{k−2} ~ U[0, π],
-φ_{k−1} ~ U[0, 2π], x = a ⊙ r·(cos φ_1, sin φ_1 cos φ_2, …, sin φ_1⋯sin φ_{k−1}).
-**[erratum]** The uniform law on the sphere has angle densities ∝ sin^{k−1−j} φ_j, so uniform
-angles pile points up near the poles of the first axes: the directions are not uniform for
-k ≥ 3. (The thesis prints k angles for k dimensions; the polar transform has k − 1, which we
-use. For k = 2 the single angle is uniform on [0, 2π] and the printed sampler is exactly
-uniform — so the thesis's experiments with k = 2 are not affected by this erratum.)
+``method="uniform"`` (default): x = a ⊙ (g/‖g‖) · U^{1/k} with g ~ N(0, I_k): a uniform direction and the radius law
+of the ball, carried to the ellipsoid by a linear map. ``method="thesis"``: the printed Beta(k, 1) radius (right) and
+uniform hyperspherical angles, which are **[erratum]** not uniform directions for k ≥ 3; for k = 2, the thesis's case,
+it is exactly uniform (docs/science/derivations.md, "Uniform sampling in an ellipsoid: the samplers").
 """
 from __future__ import annotations
 

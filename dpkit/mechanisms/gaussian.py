@@ -1,18 +1,13 @@
 """The Gaussian mechanism with three calibrations (thesis Ex 1.3; D–R Thm 3.22; Balle & Wang 2018).
 
-- ``"analytic"`` (default): the smallest σ with exact δ(σ) ≤ δ — the analytic Gaussian
-  mechanism of Balle & Wang (ICML 2018, Thm 8), solved numerically with
-  :func:`scipy.optimize.brentq` on the exact formula (:func:`gaussian_exact_delta`).
-  Valid for every ε in (0, 2^52] (:data:`ANALYTIC_MAX_EPSILON`: beyond it the exact δ is not resolved in
-  double precision, and a larger ε is refused, naming it) and every sensitivity, refused (naming ε, δ and
-  the sensitivity) only where σ leaves the normal doubles; a small ε with a small δ takes the midpoint rule
-  for the exact δ (:func:`_log_exact_delta`).
-- ``"classic"``: ``σ = S₂ √(2 ln(1.25/δ)) / ε`` (D–R Thm 3.22), valid only for ε ∈ (0, 1).
-- ``"thesis"``: ``σ² = 2 S² log(2/δ) / ε²`` (thesis Ex 1.3 as printed). **[erratum]** the thesis
-  states it with the L1 sensitivity and its proof writes log(δ/2); here ``sensitivity`` is
-  whatever the caller passes (the L2 sensitivity is the right one; an L1 value is only more
-  conservative since ‖·‖₂ ≤ ‖·‖₁). By the exact δ it is valid up to ε ≈ 8.5–10.3
-  (docs/science/errata.md, *erratum-gauss-calibration*).
+1. ``"analytic"`` (default): the smallest σ with exact δ(σ) ≤ δ (Balle & Wang, ICML 2018, Thm 8;
+   :func:`gaussian_exact_delta`), for ε in (0, :data:`ANALYTIC_MAX_EPSILON`].
+2. ``"classic"``: ``σ = S₂ √(2 ln(1.25/δ)) / ε`` (D–R Thm 3.22), valid only for ε ∈ (0, 1).
+3. ``"thesis"``: ``σ² = 2 S² log(2/δ) / ε²`` as printed, valid up to ε ≈ 8.5–10.3 by the exact δ
+   (docs/science/errata.md, *erratum-gauss-calibration*).
+
+Errors: an ε beyond :data:`ANALYTIC_MAX_EPSILON`, or a σ outside the normal doubles, is refused naming ε, δ and the
+sensitivity.
 """
 from __future__ import annotations
 

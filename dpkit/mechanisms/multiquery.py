@@ -1,20 +1,12 @@
 """Answering k queries with Laplace noise: thesis Prop 1.7 (Laplace I), Prop 1.12 (Laplace II), Prop 1.13 (accuracy).
 
-- :class:`LaplaceI` — each of k sensitivity-Δ queries gets ``Lap(Δk/ε)``; ε-DP by basic
-  composition (Prop 1.7; equivalently the L1 sensitivity of the k-vector is kΔ).
-- :class:`LaplaceII` — ``(ε, δ)``-DP via advanced composition (Prop 1.12). Two calibrations:
-
-  * ``"advanced"`` (default): per-query ``ε₀`` is the largest ε₀ with Thm 1.11's
-    ``ε₀√(2k ln(1/δ)) + kε₀(e^{ε₀} − 1) ≤ ε`` (capped at basic), scale ``Δ/ε₀``. Provably
-    (ε, δ)-DP by Thm 1.11 with δ' = δ.
-  * ``"thesis"``: the printed ``Lap(Δ√(2k log(1/δ))/ε)``. **[erratum]** its proof uses
-    ``√(1+u) − 1 ≥ u/2``, which points the wrong way, so Thm 1.11 gives ``ε + ≈ε²/(2ln(1/δ))``
-    rather than ε. Exact privacy-loss accounting (:func:`dpkit.core.pld.laplace_composition_delta`)
-    still shows (ε, δ)-DP with room to spare.
-
-- :func:`laplace_I_error_bound`, :func:`laplace_II_error_bound` — Prop 1.13 (both forms), and
-  :func:`laplace_max_error_bound` for any scale: with probability ≥ 1 − β,
-  ``max_i |Z_i| ≤ b ln(k/β)`` (union bound on ``P(|Lap(b)| > t) = e^{−t/b}``).
+1. :class:`LaplaceI`: ``Lap(Δk/ε)`` on each of k queries, ε-DP by basic composition (Prop 1.7).
+2. :class:`LaplaceII`: (ε, δ)-DP; ``"advanced"`` (default) takes the largest ε₀ whose Thm 1.11 composition is ≤ ε
+   (provably (ε, δ)-DP); ``"thesis"`` is the printed ``Lap(Δ√(2k log(1/δ))/ε)``, whose proof has an erratum
+   (docs/science/errata.md) though exact accounting (:func:`dpkit.core.pld.laplace_composition_delta`) shows it
+   private.
+3. Accuracy (Prop 1.13): :func:`laplace_I_error_bound`, :func:`laplace_II_error_bound`,
+   :func:`laplace_max_error_bound`: ``max_i |Z_i| ≤ b ln(k/β)`` with probability ≥ 1 − β.
 """
 from __future__ import annotations
 

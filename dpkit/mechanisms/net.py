@@ -1,19 +1,11 @@
 """The net mechanism over an explicit finite candidate set (thesis Alg 3 / Thm 1.16; D–R Alg 7, Prop 5.1–5.2; SmallDB, D–R Alg 4).
 
-Databases over a finite domain ``X = {x_0, …, x_{|X|−1}}`` are histograms ``h ∈ ℕ^{|X|}``.
-A (normalised) linear query ``f: X → ℝ`` is the vector ``(f(x_0), …)``; its answer on a
-database of size ``n`` is ``q_f(h) = f·h / n`` (thesis Def 7 notation). A finite query set is
-the matrix ``Q`` (rows = queries).
+Databases over a finite domain are histograms ``h``; a linear query ``f`` answers ``f·h / n``. The net mechanism is
+the exponential mechanism (:class:`~dpkit.mechanisms.exponential.Exponential`) over a data-independent candidate set
+(an α-net) with score ``−max_f |q_f(D) − q_f(y)|``, of sensitivity ``max_f (max f − min f)/n`` under replace-one.
 
-The net mechanism is the exponential mechanism (:class:`~dpkit.mechanisms.exponential.Exponential`)
-over a finite, **data-independent** candidate set ``N`` (an α-net) with score
-``u(D, y) = −max_f |q_f(D) − q_f(y)|``. Under replace-one neighbours (n public and fixed, the
-thesis's convention) ``u`` has sensitivity ``Δ = max_f (max f − min f)/n``.
-
-Feasibility: the exact mechanism evaluates every candidate. The candidate count is limited to
-:data:`MAX_CANDIDATES` (2·10⁶; scoring time is linear in the count (docs/performance_notes.md), and it stores
-|X| bytes plus 8 bytes per query for each candidate); larger nets raise
-:class:`~dpkit.core.exceptions.FeasibilityError` naming the size, **before** anything is enumerated.
+Errors: a net larger than :data:`MAX_CANDIDATES` raises :class:`~dpkit.core.exceptions.FeasibilityError` naming the
+size, before anything is enumerated.
 """
 from __future__ import annotations
 

@@ -1,38 +1,18 @@
 """Private subspace iteration (thesis Algorithms 6 and 7, after Hardt 2013) as a scikit-learn estimator.
 
-The science: docs/science/private_pca.md.
+The science, the errata and the proofs: docs/science/private_pca.md.
 
-The covariance A(D) = (1/n) Σ (z − z̄)(z − z̄)ᵀ is multiplied into a d×k orthonormal basis
-L times with noise:  X⁽⁰⁾ = GS(G⁽⁰⁾), W⁽ˡ⁾ = A X⁽ˡ⁻¹⁾ + G⁽ˡ⁾, X⁽ˡ⁾ = GS(W⁽ˡ⁾), and the output
-is X⁽ᴸ⁾ with eigenvalue estimates λ̂_s = ‖w_s⁽ᴸ⁾‖₂ (column norms).
-**[erratum]** The noise G⁽ˡ⁾ is d×k (the thesis prints n×k).
+1. Start from X⁽⁰⁾ = GS(G⁽⁰⁾), a random d×k orthonormal basis.
+2. L times: W⁽ˡ⁾ = A X⁽ˡ⁻¹⁾ + G⁽ˡ⁾ with d×k noise G⁽ˡ⁾, X⁽ˡ⁾ = GS(W⁽ˡ⁾), A the covariance.
+3. Output X⁽ᴸ⁾ and the eigenvalue estimates λ̂_s = ‖w_s⁽ᴸ⁾‖₂.
 
-Sensitivity (Lemma 2.7, eq. (2.10)): ‖A(D) − A(D')‖₂ ≤ c(n, d, M) with
-c = (1/n)[(1/p)(M + √d/n)² + p d + 2√d M + 2d/n], p = 1/n + (n−1)²/n², M = ‖D̄‖.
-**[erratum]** M is the private mean norm. dpkit's default (``sensitivity="bound"``) uses the
-data-independent bound M ≤ √d (c → 4d/n); ``sensitivity="thesis"`` plugs in the norm of the
-(noisy) mean ``mean`` — or of the true mean when none is given — and emits a
-:class:`~dpkit.core.exceptions.PrivacyLeakWarning`, since a noisy mean does not bound ‖D̄‖.
+Privacy under replace-one neighbours with the sensitivity c of Lemma 2.7 (``sensitivity="bound"``: c = 4d/n):
+PSI-(ε,δ) (``delta > 0``) Gaussian noise σ = c√(4kL log(1/δ))/ε; PSI-ε (``delta == 0``) Laplace noise
+σ = 10c√d kL/ε (over-noised by the printed factor 10).
 
-Noise and privacy under replace-one neighbours, with ρ = c:
-
-* PSI-(ε,δ) (Alg 6, ``delta > 0``): G ~ N(0, σ²)^{d×k}, σ = ρ√(4kL log(1/δ))/ε. Proof: each
-  step's L2 (Frobenius) sensitivity is ‖(A − A')X‖_F ≤ ‖A − A'‖₂‖X‖_F = ρ√k, so each step is
-  (kρ²/(2σ²))-zCDP and L adaptive steps are ρ_z = ε²/(8 log(1/δ))-zCDP (Bun & Steinke 2016),
-  hence (ρ_z + 2√(ρ_z log(1/δ)), δ) = (ε/√2 + ε²/(8 log(1/δ)), δ)-DP, which is ≤ ε whenever
-  ε ≤ 8(1 − 1/√2) log(1/δ) ≈ 2.34 log(1/δ). Outside that range the printed σ is not proven and
-  :meth:`PrivateSubspaceIteration.fit` raises ``ValueError``.
-* PSI-ε (Alg 7, ``delta == 0``): G ~ Lap(σ)^{d×k}, σ = 10ρ√d kL/ε. Proof: the entrywise L1
-  sensitivity of a step is Σ_j ‖(A − A')x_j‖₁ ≤ √d Σ_j ‖(A − A')x_j‖₂ ≤ k√d ρ, and L steps
-  compose to L k √d ρ; the printed factor 10 is a safety margin we keep (the release is
-  over-noised by 10×, which the thesis's own experiments notice: σ > 1 on most data sets).
-
-Data outside [-1, 1]^d: with ``bounds=(lower, upper)`` (public bounds, scalars or one per feature, as
-diffprivlib's ``PCA(bounds=...)``) the estimator rescales X from the bounds to [-1, 1]^d and clips
-what lies outside, warning :class:`~dpkit.data.errors.ClippingWarning` with the clipped fraction;
-clipping keeps every row in the domain, so the sensitivity above holds. The components then live in
-the rescaled coordinates, and :meth:`~PrivateSubspaceIteration.transform` rescales its input the
-same way. ``bounds=None`` (default) requires X ⊂ [-1, 1]^d.
+Errors: :meth:`PrivateSubspaceIteration.fit` raises ``ValueError`` where the printed Gaussian σ is not proven;
+``sensitivity="thesis"`` warns :class:`~dpkit.core.exceptions.PrivacyLeakWarning`; ``bounds=(lower, upper)`` rescales
+and clips (:class:`~dpkit.data.errors.ClippingWarning`), ``bounds=None`` requires X ⊂ [-1, 1]^d.
 """
 from __future__ import annotations
 
@@ -112,7 +92,7 @@ def psi_noise_scale(sensitivity: float, *, d: int, k: int, n_iter: int, epsilon:
 
 def psi_step(sigma: float, *, sensitivity: float, k: int, n_iter: int) -> Step:
     """PSI-(ε,δ)'s noise as a step of the accountant: ``n_iter`` Gaussian multiplications, each of L2
-    (Frobenius) sensitivity ρ√k (module docstring), with noise std σ: noise multiplier σ/(ρ√k)."""
+    (Frobenius) sensitivity ρ√k (docs/science/private_pca.md), with noise std σ: noise multiplier σ/(ρ√k)."""
     return accountant_gaussian(sigma / (sensitivity * math.sqrt(k)), count=n_iter, name="pca")
 
 

@@ -1,18 +1,12 @@
 """Private multiplicative weights: online MW driven by NumericSparse (Dwork–Roth §4.2, Alg. 6, Thm 4.13/4.14).
 
-- :func:`pmw_alpha` — the accuracy α of Thm 4.14 (δ = 0) as the self-consistent fixed point derived
-  from Thm 3.28 (docs/science/foundations.md, *Private multiplicative weights*) with ``c = 4 ln|X|/α²`` and ``k = 2|Q|``:
-  ``α³ = 36 ln|X| (ln(2|Q|) + ln(16 ln|X|/(α²β)))/(ε n)``;
-- :class:`PrivateMultiplicativeWeights` — the online algorithm on normalised linear queries (values in
-  [0, 1], sensitivity ``1/n``): NumericSparse (D–R Alg. 3, δ = 0: ε₁ = 8ε/9, ε₂ = 2ε/9, σ(e) = 2c/e,
-  scaled by ``1/n``) on the derived stream ``f_i(x) − f_i(x^t)``, ``f_i(x^t) − f_i(x)`` with threshold
-  ``T = 2α``, and the MW update (D–R Alg. 5) with ``η = α/2`` on each answered query.
+:class:`PrivateMultiplicativeWeights` runs NumericSparse (D–R Alg. 3, δ = 0) on the derived stream of query errors
+with threshold ``T = 2α`` and the MW update (D–R Alg. 5, ``η = α/2``) on each answered query; :func:`pmw_alpha` is
+Thm 4.14's α as a fixed point (docs/science/foundations.md, *Private multiplicative weights*).
 
-Privacy: (ε, 0)-DP (Thm 4.13; the data are touched only through NumericSparse) for a stream whose order
-does not depend on the data (``order``). Not with ``adaptive=True``: that stream picks each next query from the
-data itself and releases the order, so it is not private at all (see
-:meth:`PrivateMultiplicativeWeights.run`). Accuracy (Thm 4.14): with probability ≥ 1 − β every answer
-is within ``3α`` of the truth, with at most ``c`` updates and no early halt.
+Guarantees: (ε, 0)-DP (Thm 4.13) for a query order independent of the data; with probability ≥ 1 − β every answer
+is within ``3α``. ``adaptive=True`` picks queries from the data and is not private at all
+(:meth:`PrivateMultiplicativeWeights.run`).
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Release a vector of statistics (ε, δ)-DP with whichever of Laplace and the analytic Gaussian adds less noise.
 
-:func:`noisy_release` adds Laplace noise on the L1 sensitivity when δ = 0; when δ > 0 it adds the
-analytic Gaussian's noise on the L2 sensitivity (:func:`~dpkit.mechanisms.gaussian.analytic_gaussian_sigma`),
-or Laplace noise where its standard deviation (√2 times its scale) is not larger. ε = ∞ releases the
-value unchanged. Every release is spent through the caller's ledger. :func:`noise_std` is the standard
-deviation it adds per entry. :func:`release_plan` plans a method's several vector releases under an accounting
-(``"split"``: each on its own share, as above; ``"pld"``: calibrated jointly by :mod:`dpkit.core.accountant`),
-:func:`spend_plan` spends the plan and :func:`planned_release` draws each release's noise. Used by the moment-
-and histogram-based methods (marginals, Gaussian fit, kernel mean embedding, relaxed projection).
+:func:`noisy_release` adds Laplace noise on the L1 sensitivity (δ = 0), else the analytic Gaussian's on the L2
+sensitivity or Laplace where its std is not larger, spent through the caller's ledger (:func:`noise_std` per entry).
+:func:`release_plan`, :func:`spend_plan` and :func:`planned_release` plan, spend and draw a method's several releases
+under ``accounting="split"`` or ``"pld"`` (:mod:`dpkit.core.accountant`).
 """
 from __future__ import annotations
 

@@ -1,42 +1,18 @@
 """Private-PGM's mirror descent compiled once per problem size, for estimators refitted every round (AIM).
 
-``mbi``'s :class:`~mbi.estimation.MirrorDescent` traces and compiles (XLA) a new program for every new set of
-measured cliques: the junction tree, its message schedule and the tables' shapes are baked into the program.
-AIM measures a new clique each round, so a release compiles dozens of programs, and compiling is most of its
-time. Here the junction tree is *data*: the same algorithm runs as one program whose inputs are index maps,
-padded to sizes rounded up to powers of two, so one compiled program serves every round (and every
-repetition) whose sizes fall in the same buckets.
+``mbi``'s :class:`~mbi.estimation.MirrorDescent` compiles (XLA) a new program for every new set of measured cliques.
+Here the junction tree is *data*: the same algorithm runs as one program whose inputs are index maps padded to powers
+of two, so one compiled program serves every round whose sizes fall in the same buckets.
 
 Algorithm (McKenna, Sheldon & Miklau 2019 [1]_, Alg 1, as ``mbi`` 2.0 implements it):
 
-* **Model.** The log-potentials θ live on the *loss cliques* (the maximal measured cliques, as
-  ``mbi.marginal_loss.from_linear_measurements`` chooses them), all their cells in one flat vector. The
-  junction tree is ``mbi``'s (:func:`mbi.junction_tree.make_junction_tree`); each loss clique belongs to the
-  first maximal clique of the tree that contains it.
-* **Marginals** (the oracle, Hugin message passing in log space on the junction tree's maximal cliques): a
-  maximal clique's log-belief is the sum of its loss cliques' potentials, broadcast onto its cells (a
-  gather). Messages go by *levels*: a directed edge i → j has level 1 + the highest level of the edges
-  k → i (k ≠ j), so all messages of one level are independent and are computed together: the message is
-  the log-sum-exp of i's belief, less the message j → i if j already sent it, over the cells of i that
-  share a separator cell (a segment log-sum-exp), and is added to j's belief (a gather). After the last level
-  every belief is its clique's log-marginal; each is normalised, and a loss clique's marginal is summed from
-  its clique's cells (a segment sum).
-* **Loss** ``L(μ) = ½ Σ_M ‖(P_M μ − y_M)/σ_M‖²`` with ``P_M`` the marginalisation of M's loss clique onto M's
-  clique (``mbi``'s ``clique_mapping``), y the noisy counts divided by n (known total 1).
-* **Mirror descent with Armijo steps** ([1]_ Alg 1, ``mbi``'s step rule): θ' = θ − α ∇L(μ); accepted, with
-  α ← 1.01 α, if ``L(μ) − L(μ') ≥ ½ α ⟨∇L(μ), μ − μ'⟩``, else θ stays and α ← α/2. α starts at 2/L with
-  ``mbi``'s Lipschitz constant of ∇L. The steps run ``ceil(iters/50)·50`` times, as ``mbi`` runs them, in one
-  ``lax.scan``. The accepted μ is carried to the next step instead of being computed again (the same numbers:
-  the oracle is deterministic).
-* **Warm start**: a previous model's potentials expanded onto the new loss cliques
-  (``mbi.CliqueVector.expand``, the same distribution).
+1. Model: log-potentials on the maximal measured cliques, placed in ``mbi``'s junction tree.
+2. Marginals: Hugin message passing in log space, the messages of one level computed together.
+3. Loss ``L(μ) = ½ Σ_M ‖(P_M μ − y_M)/σ_M‖²`` on the noisy counts divided by n.
+4. Mirror descent with ``mbi``'s Armijo step rule, ``ceil(iters/50)·50`` steps in one ``lax.scan``; warm start from a
+   previous model's potentials.
 
-The result is an ``mbi.MarkovRandomField`` (its potentials and marginals), so everything downstream (the
-model's marginals, sampling) is unchanged. It is the same algorithm as ``mbi``'s in float32, not the same bits:
-summation orders differ, and an Armijo test decided the other way by a last bit sends the two iterations on
-slightly different paths, so fitted marginals differ by about 10⁻⁴ after 1000 steps while the losses agree
-to a fraction of a percent (tests/test_compiled_pgm.py checks the oracle against ``mbi``'s Hugin oracle, the
-first steps against ``mbi``'s, and whole fits).
+The result is an ``mbi.MarkovRandomField``: ``mbi``'s algorithm, not its bits (marginals differ by about 10⁻⁴).
 
 References
 ----------

@@ -1,12 +1,8 @@
 """Exact marginals of a graphical model ``∝ exp(Σ_k θ_k)`` without compilation (used by :mod:`dpkit.methods._discrete`).
 
-* :class:`CalibratedTree` — a calibrated elimination tree of one connected model (log-domain
-  sum-product): all the pair marginals asked in one pass.
-* :func:`normalised_contraction` — a larger marginal by contracting the exponentiated potentials
-  pairwise in ``opt_einsum``'s greedy order, every intermediate rescaled by its maximum
-  (:func:`scaled_contraction` also bounds what underflow may have lost).
-* :func:`log_contraction` — the same contraction exactly in the log domain, for where the rescaled one
-  could underflow (its loss bound above :data:`LOG_LOSS_LIMIT`).
+:class:`CalibratedTree` (log-domain sum-product: all pair marginals in one pass), :func:`normalised_contraction`
+(rescaled pairwise contraction; :func:`scaled_contraction` bounds the underflow loss) and :func:`log_contraction`
+(exact in the log domain, where that loss exceeds :data:`LOG_LOSS_LIMIT`).
 """
 from __future__ import annotations
 

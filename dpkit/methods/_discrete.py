@@ -1,33 +1,16 @@
 """Shared pieces of the marginal-based methods (MST, AIM): a public grid, mbi estimation, sampling.
 
-Their zCDP accounting (``cdp_rho``, ``ZCDPLedger``) is :mod:`dpkit.core.zcdp`.
+* **Public grid.** Each attribute of [-1, 1] is cut into ``bins`` equal cells that depend only on ``bins``, so the
+  discretisation is free; a synthetic record is drawn uniformly inside its cells (:func:`uniform_in_cells`).
+* **Estimation.** Private-PGM (McKenna, Sheldon & Miklau 2019, Alg 1) on normalised frequencies (counts / n, n public).
+* **Sampling.** Rows drawn from the fitted model along the junction tree's elimination order with the caller's
+  ``rng`` only (``mbi``'s own sampler uses NumPy's global state).
+* **Model queries.** :func:`model_marginals` reads a fitted model's marginals exactly, without per-query compilation
+  (:mod:`dpkit.methods._contraction`).
+* **Compilation cache.** :func:`load_mbi` points JAX's persistent compilation cache at dpkit's cache folder (the
+  settings ``DPKIT_CACHE_DIR``, ``DPKIT_JAX_CACHE``); results are bit-identical with and without it.
 
-* **Public grid.** Each attribute of [-1, 1] is cut into ``bins`` equal cells; the cell edges depend
-  only on ``bins`` (never on the data), so the discretisation is free. A record becomes a vector
-  of cell codes; a synthetic record is drawn uniformly inside its cells (:func:`uniform_in_cells`).
-* **Estimation.** The noisy marginals are fit by Private-PGM (McKenna, Sheldon & Miklau 2019,
-  Alg 1: mirror descent over the marginal polytope, ``mbi.estimation.MirrorDescent``) on
-  normalised frequencies (counts / n, n public), which keeps JAX's float32 well conditioned.
-* **Sampling.** ``mbi``'s own ``synthetic_data`` draws from NumPy's global state; here rows are
-  drawn i.i.d. from the fitted graphical model along the junction tree's elimination order, each
-  attribute from its conditional given the attributes already drawn (the same scheme), with the
-  caller's ``rng`` only.
-* **Compilation cache.** ``mbi`` compiles (XLA) one estimator per clique structure, which costs far
-  more than running it (docs/performance_notes.md). On first use :func:`load_mbi` points JAX's persistent
-  compilation cache at ``$DPKIT_CACHE_DIR/jax`` (default ``~/.cache/dpkit/jax``; ``DPKIT_CACHE_DIR=off``
-  or ``DPKIT_JAX_CACHE=0``
-  turns it off; a cache directory the caller already configured is kept), so a structure compiled
-  once — in any process — is loaded instead of recompiled. The cache stores the compiled
-  executable, so results are bit-identical with and without it (tests/test_method_mst.py).
-* **Model queries.** :func:`model_marginals` reads marginals of a fitted model exactly: from a model
-  clique that contains the query; across connected components of the model's cliques as the product
-  of the parts (they are independent); a pair inside one component from that component's calibrated
-  elimination tree (:class:`CalibratedTree`, log-domain sum-product, all pairs of a round in one pass);
-  a larger part by contracting the component's exponentiated potentials pairwise (rescaled, or in the
-  log domain where that could underflow) — no per-query compilation, unlike ``mbi``'s variable elimination.
-  The tree and the contractions are :mod:`dpkit.methods._contraction`.
-
-``mbi`` (and JAX) are optional dependencies (``pip install dpkit[marginal]``), imported on first use.
+The zCDP accounting is :mod:`dpkit.core.zcdp`. ``mbi`` and JAX are optional dependencies (the ``marginal`` extra).
 """
 from __future__ import annotations
 

@@ -1,25 +1,13 @@
 """Relaxed projection: fit m continuous points in [-1, 1]^d to released statistics by gradient descent.
 
-Shared by :mod:`dpkit.methods.rap` (trigonometric moments, Aydore et al. 2021, "Differentially
-Private Query Release Through Adaptive Projection", the *relaxed projection* step) and
-:mod:`dpkit.methods.kme` (random Fourier features of the Gaussian kernel, Harder et al. 2021,
-DP-MERF). Given a per-point statistic map S : [-1, 1]^d → R^K and a released target â ∈ R^K,
-the synthetic database Y = (y_1, …, y_m) minimises
+Shared by :mod:`dpkit.methods.rap` (trigonometric moments, Aydore et al. 2021) and :mod:`dpkit.methods.kme`
+(random Fourier features, DP-MERF). Given a statistic map S : [-1, 1]^d → R^K and a released target â:
 
-    L(Y) = ‖(1/m) Σ_i S(y_i) − â‖₂²    subject to  Y ∈ [-1, 1]^{m×d},
+1. start from m uniform points of the cube (data-independent, drawn from ``rng``);
+2. minimise ‖Σ_i S(y_i) − m â‖² (m² times the mean's loss, for L-BFGS-B's scale-dependent rules) by L-BFGS-B with box
+   bounds, the gradient from each statistic's :meth:`PointStatistic.residual_and_grad`.
 
-by L-BFGS-B with box bounds (scipy) from a **data-independent** start (uniform on the cube,
-drawn from ``rng``). The fit only reads â, so it is post-processing of the DP release: it costs
-no budget and needs no sensitivity of its own.
-
-Gradient: with e = (1/m) Σ_i S(y_i) − â, ∂L/∂y_i = (2/m) J_S(y_i)ᵀ e, computed by each
-statistic's vector-Jacobian product :meth:`PointStatistic.vjp`; one optimiser step asks the
-statistic for the residual and the gradient together (:meth:`PointStatistic.residual_and_grad`),
-so a statistic can share its intermediates between the two (the Fourier features compute YΩᵀ,
-cos and sin once, not twice). The optimiser sees the
-equivalent objective m²·L(Y) = ‖Σ_i S(y_i) − m â‖²: L-BFGS-B's stopping and first-step rules are
-not scale-free, and with L itself (gradients O(1/m) per point) it stalled far from the optimum
-(CSN, d = 8, m = 1000, 200 iterations: L = 6.4 versus 1.5·10⁻⁴ for m²·L).
+The fit only reads â: post-processing, no budget. Details: docs/science/derivations.md.
 """
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
 """Kernel-query pieces the methods share: per-point query values and the kernel-query sensitivity
 (docs/science/baselines.md).
 
-Kernel-mixture query sensitivity (replace-one, n public)
---------------------------------------------------------
-A workload query (thesis (2.1)) is f(x) = Σ_j α_j exp(−‖x − z_j‖²/(2σ²)) with α on the simplex,
-and q_f(D) = (1/n) Σ_{x∈D} f(x). Replacing one row x by x' moves q_f by (f(x) − f(x'))/n, so the
-exact sensitivity is Δ_f = (sup_X f − inf_X f)/n over X = [-1, 1]^d. Each kernel is maximal (= 1)
-at its centre z_j ∈ X and minimal at the cube corner farthest from z_j, which lies at squared
-distance D_j² = Σ_i (1 + |z_ji|)², so 1 ≥ exp(−‖x − z_j‖²/(2σ²)) ≥ exp(−D_j²/(2σ²)) on X. Hence
-
-    Δ_f ≤ (1/n) Σ_j α_j (1 − exp(−D_j²/(2σ²)))  ≤  1/n,
-
-a bound that depends only on the public query (:func:`kernel_query_ranges`). It is attained for
-J = 1 (f(z_1) = 1, f(far corner) = e^{−D²/(2σ²)}) and is never larger than the generic 1/n of
-D–R Ch. 4 (f ∈ [0, 1]); the gain matters at large σ and small d (σ = 10, d = 8:
-Δ ≈ 0.4/n). ``sensitivity="unit"`` on the direct-answering baseline uses the generic 1/n.
-For the vector of Q answers: L1 sensitivity ≤ Σ_q Δ_q, L2 ≤ (Σ_q Δ_q²)^{1/2} (one row changes;
-each coordinate moves by at most its own Δ_q).
+Sensitivity (replace-one, n public): a workload query (thesis (2.1)) moves by at most
+``Δ_f ≤ (1/n) Σ_j α_j (1 − exp(−D_j²/(2σ²))) ≤ 1/n``, ``D_j`` the distance from its centre to the farthest corner of
+the cube; the bound depends only on the public query (:func:`kernel_query_ranges`) and is attained for J = 1. The Q
+answers have L1 sensitivity ≤ Σ_q Δ_q and L2 ≤ (Σ_q Δ_q²)^{1/2}. The derivation: docs/science/derivations.md.
 """
 from __future__ import annotations
 

@@ -1,62 +1,21 @@
 """AIM (McKenna, Mullins, Sheldon & Miklau 2022, "AIM: An Adaptive and Iterative Mechanism for
 Differentially Private Synthetic Data", Alg 2) on a public grid of [-1, 1]^d, estimated with Private-PGM (``mbi``).
 
-The workload W is every two-way marginal (weight 1) of the attributes cut into ``bins`` public
-cells (:mod:`dpkit.methods._discrete`); the candidates are its downward closure W+ (the one- and
-two-way marginals), each r with the weight ``w_r = Σ_{s ∈ W} |r ∩ s|`` (paper §4, "Workload-aware
-candidates": ``w_r = 2(d − 1)`` for a pair, ``d − 1`` for an attribute).
+The workload is every two-way marginal of the attributes cut into ``bins`` public cells
+(:mod:`dpkit.methods._discrete`); the candidates are its downward closure, weighted as in the paper's §4. With the
+total ρ (:func:`~dpkit.core.zcdp.cdp_rho` of the (ε, δ) budget), T = ``rounds`` and α = ``alpha``:
 
-With the total ρ (ρ-zCDP, :func:`~dpkit.core.zcdp.cdp_rho` of the (ε, δ) budget, exact
-conversion of Canonne, Kamath & Steinke 2020, Prop 12), T = ``rounds`` (paper: 16d) and α = ``alpha``
-(paper: 0.9), Alg 2 runs:
+1. Initialise: measure every one-way marginal with N(0, σ₀²), σ₀ = √(T/(αρ)), and estimate p̂₀ with Private-PGM.
+2. Rounds while budget is left: keep the candidates whose junction tree fits ``max_model_size``; **select** one with
+   the exponential mechanism on the quality score (Eq. (2)); **measure** it with Gaussian noise; **estimate** p̂_t
+   warm-started; **anneal** (σ/2, 2ε) when the estimate barely moved. The last round takes the remaining ρ.
+3. Sample ``m`` rows from the last model, uniformly inside their cells (weights 1/m).
 
-1. **Initialise** (Alg 2 lines 1–4): σ₀ = √(T/(αρ)), ε₀ = √(8(1 − α)ρ/T); measure every one-way
-   marginal with Gaussian noise N(0, σ₀²) and estimate p̂₀ with Private-PGM.
-2. **Rounds** t = 1, 2, … while budget is left (lines 5–17):
-
-   * if the remaining ρ is below twice the cost of a round, this round takes all of it:
-     σ_t = √(1/(α ρ_rem)), ε_t = √(8(1 − α) ρ_rem) (line 14–15, "budget exhausted");
-   * candidates C_t = {r ∈ W+ : JT-SIZE(model ∪ {r}) ≤ (ρ_used/ρ) · MAX-SIZE} (line 7, the model-size
-     constraint, MAX-SIZE = ``max_model_size`` MB of float64 junction-tree tables, paper: 80);
-   * **select** r_t with the exponential mechanism (ε_t) on the quality score (Eq. (2) of §4)
-     ``q_r = w_r (‖M_r(D) − M_r(p̂_{t−1})‖₁ − √(2/π) σ_t n_r)`` (n_r cells of r), sensitivity
-     Δ = max_{r ∈ C_t} 2 w_r;
-   * **measure** y_t = M_{r_t}(D) + N(0, σ_t² I) (line 10) and **estimate** p̂_t with Private-PGM on
-     all measurements, warm-started at p̂_{t−1} (line 11);
-   * **anneal** (line 12–13): if ‖M_{r_t}(p̂_t) − M_{r_t}(p̂_{t−1})‖₁ ≤ √(2/π) σ_t n_{r_t}, then
-     σ_{t+1} = σ_t/2 and ε_{t+1} = 2ε_t.
-3. **Sample** ``m`` rows from the last model (after ``final_iters`` more estimation steps), uniformly
-   inside their cells (weights 1/m).
-
-Neighbours and sensitivities (**replace-one**, n public, as MST): a row leaves one cell and enters
-another of every marginal, so a measurement has L2 sensitivity √2 and costs ρ = 2/(2σ²) = 1/σ²
-(Bun–Steinke Prop 1.6) — the paper's σ's (add/remove, ρ = 1/(2σ²)) are scaled by √2 so that each
-step costs the paper's share; a score moves by at most 2w_r, and the exponential mechanism with ε_t
-is ε_t²/8-zCDP (CKS 2020 Prop 6 / Cesar & Rogers 2021). Every step is charged to a
-:class:`~dpkit.core.zcdp.ZCDPLedger`, which refuses overspending; the last round takes
-exactly the remainder, so the steps add up to ρ (Bun–Steinke Lemma 1.7). The caller's (ε, δ)
-ledger gets one spend of the whole (ε, δ) before any noise is drawn (as for MST); the per-step ρ are
-in ``Release.diagnostics.steps`` and ``params["rho_steps"]``.
-
-No ε-DP variant: AIM is defined and analysed in zCDP — its budget split (α), the rule that the last
-round takes the remaining ρ and the annealing σ → σ/2, ε → 2ε all spend ρ through Gaussian noise,
-whose privacy is not pure. A Laplace version would be a different mechanism with its own analysis
-(the paper gives none), so dpkit does not ship one; ``delta`` must be positive.
-
-Estimation: Private-PGM's mirror descent (1000 Armijo steps per round, warm-started). ``mbi``'s
-estimator compiles (XLA) a new program for every new set of measured cliques, i.e. once per round, and
-compiling was most of a release's time. The default ``estimator="compiled"``
-(:func:`~dpkit.methods._compiled_pgm.fit_model_compiled`) runs the same algorithm with the junction tree given
-as data, compiled once per padded problem size, so a release compiles a handful of programs and later
-repetitions none; ``estimator="mbi"`` runs ``mbi``'s own (the same algorithm in float32 with other summation
-orders: fitted marginals differ by about 10⁻⁴, so the rounds' selections, and the release, differ). The
-selection step itself is exact and cheap also for wide data: the candidates' junction-tree sizes come
-component by component (:class:`JunctionTreeSizes`, the numbers of ``mbi``'s junction tree) and the
-model's marginals from each component's own factors (:func:`~dpkit.methods._discrete.model_marginals`:
-all candidate pairs of a component from one calibrated elimination tree,
-:class:`~dpkit.methods._contraction.CalibratedTree`). Building ``mbi``'s
-junction tree, or contracting the factors, per candidate is far slower on wide data (CRM: d = 101, 5,151
-candidates); timings: docs/performance_notes.md.
+Privacy: replace-one neighbours with public n (L2 sensitivity √2 per marginal, the paper's σ's scaled by √2; a score
+moves by at most 2w_r). Every step is charged to a :class:`~dpkit.core.zcdp.ZCDPLedger`, which refuses overspending;
+the caller's ledger gets one spend of the whole (ε, δ) before any noise is drawn, the per-step ρ in
+``params["rho_steps"]``. AIM is a zCDP mechanism: ``delta`` must be positive. ``estimator="compiled"`` (default,
+:mod:`dpkit.methods._compiled_pgm`) and ``"mbi"`` sum in different orders, so their releases differ.
 """
 from __future__ import annotations
 

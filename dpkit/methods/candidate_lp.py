@@ -1,24 +1,15 @@
 """Candidate-set variants of the improved trigonometric mechanism (thesis Alg 9/10 steps 6–8).
 
-The thesis draws its C candidates uniformly from an ellipsoid given by a private mean and a
-private PCA (PSI, Alg 6/7) and re-weights them by the L1 LP against the noisy Chebyshev moments.
-At the thesis's n, d and ε the PSI noise often dominates the covariance (σ > 1 on every
-data set but CSN; docs/science/trig.md), so the ellipsoid may be no better than a blind guess. :class:`CandidateLP`
-keeps everything else of Alg 9/10 — schedule (Thm 2.4/2.5), discretisation to A^d, the first R
-basis functions, the moment noise (:func:`dpkit.mechanisms.trig.moment_noise`, correct constants), the LP
-(:func:`dpkit.mechanisms.trig.solve_l1_lp`) and the sampling of m rows — and swaps the candidate source
-(``candidates``, a :mod:`dpkit.methods.candidates` source, as MWEM's):
+:class:`CandidateLP` keeps everything of Alg 9/10 — schedule (Thm 2.4/2.5), discretisation, the first R basis
+functions, the moment noise with the correct constants, the LP (:func:`dpkit.mechanisms.trig.solve_l1_lp`) and the
+sampling — and swaps the ellipsoid's candidates for a source of :mod:`dpkit.methods.candidates` (``candidates``):
 
-* :class:`~dpkit.methods.candidates.GaussianCandidates` — C draws from a DP Gaussian fit
-  (:class:`~dpkit.methods.GaussianFit`, Analyze Gauss or PSI), charged 2ε/3 and δ/2: the same share
-  Alg 9/10 give the mean + PCA;
-* :class:`~dpkit.methods.candidates.MarginalCandidates` — C draws from the independent per-attribute
-  histograms, charged the same;
-* :class:`~dpkit.methods.candidates.UniformCandidates` — C uniform points of the cube (data-independent,
-  free): the moments get the whole (ε, δ).
+1. :class:`~dpkit.methods.candidates.GaussianCandidates`: draws from a DP Gaussian fit, charged 2ε/3 and δ/2;
+2. :class:`~dpkit.methods.candidates.MarginalCandidates`: draws from per-attribute histograms, charged the same;
+3. :class:`~dpkit.methods.candidates.UniformCandidates`: uniform points of the cube, free.
 
-The moments always spend (ε/3, δ/2) for the two charged sources — the same noise as Alg 9/10,
-so the comparison with the ellipsoid isolates the candidate set.
+With a charged source the moments spend (ε/3, δ/2), as in Alg 9/10, so the comparison isolates the candidate set
+(the PSI noise often dominates the covariance: docs/science/trig.md).
 """
 from __future__ import annotations
 

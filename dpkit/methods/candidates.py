@@ -1,16 +1,10 @@
 """Candidate sources: the finite sets of points that :class:`~dpkit.methods.MWEM` and
 :class:`~dpkit.methods.CandidateLP` re-weight.
 
-A source is a frozen parameter object that a method takes as its ``candidates`` parameter (as a
-scikit-learn meta-estimator takes a configured estimator). Its one verb, :meth:`CandidateSource.draw`,
-returns C points of [-1, 1]^d given the data, the share of the budget the method gives its candidates,
-the method's ledger and a generator; the method decides the share and the number C.
-
-* :class:`UniformCandidates` — C i.i.d. uniform points of the cube: independent of the data, free;
-* :class:`GaussianCandidates` — C draws from a DP Gaussian fit (:class:`~dpkit.methods.GaussianFit`,
-  Analyze Gauss or PSI), charged;
-* :class:`MarginalCandidates` — C draws from the independent per-attribute histograms
-  (:class:`~dpkit.methods.IndependentMarginals`), charged.
+A source is a frozen parameter object a method takes as its ``candidates``; :meth:`CandidateSource.draw` returns C
+points of [-1, 1]^d given the data, the budget share the method gives it, its ledger and a generator:
+:class:`UniformCandidates` (free), :class:`GaussianCandidates` (a DP Gaussian fit, charged) and
+:class:`MarginalCandidates` (per-attribute histograms, charged).
 
 >>> import math
 >>> from dpkit.methods import GaussianFit

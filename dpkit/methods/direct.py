@@ -1,25 +1,18 @@
 """B1 — direct answering of the evaluation queries (baseline B1 of docs/science/baselines.md; thesis Prop 1.7, 1.12, Ex 1.3).
 
-Not a synthetic database: the Q evaluation queries themselves are answered with noise and the
-budget is split across them. Its error grows with Q (≈ Q/(εn) for pure DP, ≈ √Q/(εn) for
-(ε, δ)), so it wins for few queries and loses to a synthetic database once Q is large — the
-cross-over is what the baselines notebook shows.
+Not a synthetic database: the Q evaluation queries are answered with noise, the budget split across them, so its
+error grows with Q (≈ Q/(εn) pure, ≈ √Q/(εn) approximate). Noise (per-query sensitivity Δ_q = range_q/n,
+:mod:`dpkit.methods._kernels`):
 
-Noise (per-query sensitivity Δ_q = range_q/n, see :mod:`dpkit.methods._kernels`):
+1. ``"laplace_I"``: ε-DP, Lap(Σ_q Δ_q / ε) on every answer (Prop 1.7).
+2. ``"laplace_II"``: (ε, δ)-DP, Lap(Δ_q/ε₀) per query with ε₀ from advanced composition
+   (:func:`dpkit.core.composition.per_step_epsilon`, ``accounting="split"``) or from the exact PLD composition
+   (``accounting="pld"``, default, :mod:`dpkit.core.accountant`). The printed Prop 1.12 scale is not used
+   (docs/science/errata.md, *erratum-laplace-ii*).
+3. ``"gaussian"``: (ε, δ)-DP, the analytic Gaussian mechanism on the L2 sensitivity
+   (:class:`dpkit.mechanisms.gaussian.Gaussian`).
 
-* ``"laplace_I"`` — ε-DP: Lap(Σ_q Δ_q / ε) on every answer (L1 sensitivity of the Q-vector;
-  with Δ_q = Δ this is Prop 1.7's Lap(QΔ/ε)).
-* ``"laplace_II"`` — (ε, δ)-DP by advanced composition (Thm 1.11, δ' = δ): each query is
-  ε₀-DP with Lap(Δ_q/ε₀), ε₀ the largest per-step ε whose Q-fold composition is ≤ ε
-  (:func:`dpkit.core.composition.per_step_epsilon`, capped at the basic ε/Q). The printed Prop 1.12
-  scale is **not** used (its proof is wrong: docs/science/errata.md, *erratum-laplace-ii*). This is
-  ``accounting="split"``; ``accounting="pld"`` (default) takes the largest ε₀ whose Q Laplace releases compose, through
-  their privacy loss distribution (:mod:`dpkit.core.accountant`, dp-accounting, pessimistic), to (ε, δ).
-* ``"gaussian"`` — (ε, δ)-DP: N(0, s²) with s from the analytic Gaussian mechanism
-  (Balle & Wang 2018) on the L2 sensitivity (Σ_q Δ_q²)^{1/2}
-  (:class:`dpkit.mechanisms.gaussian.Gaussian`).
-
-The whole vector is one ledger entry ``"answers"`` of (ε, δ) (0 δ for Laplace I).
+The whole vector is one ledger entry ``"answers"``.
 """
 from __future__ import annotations
 

@@ -1,29 +1,16 @@
 """DP Gaussian fit: private mean and covariance, then a synthetic database sampled from N(μ̃, Σ̃)
 clipped to [-1, 1]^d.
 
-Two routes (``method``):
+Two routes (``method``; the sensitivities are derived in docs/science/derivations.md):
 
-* ``"analyze_gauss"`` — Analyze Gauss (Dwork, Talwar, Thakurta, Zhang, STOC 2014). Release the
-  second-moment matrix M = XᵀX/n with symmetric noise and the mean with noise; Σ̃ = M̃ − μ̃μ̃ᵀ
-  projected onto the PSD cone (negative eigenvalues set to 0). Sensitivity for rows in
-  [-1, 1]^d (‖x‖₂² ≤ d) under replace-one: ‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ − 2(xᵀy)² ≤ 2d², so
-  the upper triangle (diagonal included, each entry once) moves by at most √2·d/n in L2; in L1
-  Σ_{i≤j} |x_i x_j − y_i y_j| ≤ d(d+1)/n. The mean moves by 2√d/n (L2), 2d/n (L1).
-  Budget: (ε/2, δ/2) each; δ > 0 uses the analytic Gaussian mechanism (the DTTZ route), δ = 0
-  falls back to Laplace on the L1 sensitivities (much noisier, d(d+1)/n).
-* ``"psi"`` — dpkit's private subspace iteration (thesis Alg 6/7,
-  :class:`dpkit.mechanisms.pca.PrivateSubspaceIteration`) for the top-k directions V and eigenvalues λ̂,
-  plus the private mean and the private per-attribute second moments E[x_i²] (L1 d/n, L2 √d/n)
-  for the variance left outside the subspace: Σ̃ = VᵀΛV + diag(max(v_i − (VᵀΛV)_ii, 0)),
-  v_i = s_i − μ̃_i². Budget ε/3 each; δ/2 to the PCA and δ/2 to the two vectors.
+1. ``"analyze_gauss"`` — Analyze Gauss (Dwork, Talwar, Thakurta, Zhang, STOC 2014): release the second-moment matrix
+   XᵀX/n (upper triangle, L2 sensitivity √2·d/n) and the mean with noise; Σ̃ = M̃ − μ̃μ̃ᵀ projected onto the PSD cone.
+2. ``"psi"`` — private subspace iteration (:class:`dpkit.mechanisms.pca.PrivateSubspaceIteration`) for the top-k
+   directions and eigenvalues, plus the private mean and per-attribute second moments for the variance left outside.
 
-Accounting (``accounting``, δ > 0): ``"pld"`` (default) calibrates the Gaussian/Laplace vector releases jointly
-by their exact composition (:func:`dpkit.mechanisms.vector_release.release_plan`): Analyze Gauss's mean and
-second-moment matrix at the whole (ε, δ), the PSI route's mean, second moments and private PCA (its L noisy
-multiplications) likewise: every noise scaled by one factor so that they compose exactly to (ε, δ);
-``"split"`` is the published calibration above.
-
-``epsilon=math.inf`` gives the exact (non-private) Gaussian fit for either route.
+Accounting (δ > 0): ``"pld"`` (default) scales every noise by one factor so the releases compose exactly to (ε, δ)
+(:func:`dpkit.mechanisms.vector_release.release_plan`); ``"split"`` is the published calibration (equal shares under
+basic composition). δ = 0 uses Laplace noise on the L1 sensitivities. ``epsilon=math.inf`` is the exact fit.
 """
 from __future__ import annotations
 

@@ -1,41 +1,15 @@
 """Kernel mean embedding release (the DP-MERF idea, Harder, Adamczewski & Park, AISTATS 2021).
 
-Features
---------
-D frequencies ω_1, …, ω_D i.i.d. N(0, I_d/σ²) (data-independent, drawn from ``rng`` and
-released) give the normalised random Fourier features (Rahimi–Recht 2007)
+1. Draw D frequencies ω_k ~ N(0, I_d/σ²) (data-independent, released) for the normalised random Fourier features
+   φ(x) ∈ R^{2D} (Rahimi–Recht 2007), ‖φ(x)‖₂ = 1, φ(x)·φ(c) an unbiased estimate of the Gaussian kernel.
+2. Release the mean embedding μ = (1/n) Σ_x φ(x) with noise: L2 sensitivity 2/n, L1 ≤ 2√(2D)/n under replace-one
+   (:func:`dpkit.mechanisms.vector_release.noisy_release`). Everything after is post-processing.
+3. Answer a query f = Σ_j α_j k(·, c_j) as v_f·μ̂ (:class:`KMEAnswers`), or fit m points to μ̂
+   (:class:`KMESynthetic`, :func:`dpkit.methods._fit.fit_points`).
 
-    φ(x) = (cos(ω_1·x), …, cos(ω_D·x), sin(ω_1·x), …, sin(ω_D·x)) / √D ∈ R^{2D},
-
-with ‖φ(x)‖₂ = 1 exactly and φ(x)·φ(c) = (1/D) Σ_k cos(ω_k·(x − c)), an unbiased estimate of the
-Gaussian kernel exp(−‖x − c‖²/(2σ²)) (Bochner). σ is the workload's public width (:meth:`at_width`).
-
-Release
--------
-The mean embedding μ = (1/n) Σ_x φ(x). Under replace-one neighbours (n public) it moves by
-(φ(x') − φ(x))/n: **L2 sensitivity** ‖φ(x') − φ(x)‖₂/n ≤ (‖φ(x')‖₂ + ‖φ(x)‖₂)/n = 2/n, and
-**L1 sensitivity** ≤ √(2D)·2/n (Cauchy–Schwarz over the 2D coordinates). (ε, δ)-DP: the analytic
-Gaussian mechanism on 2/n (or Laplace when its std is smaller); ε-DP: Laplace on 2√(2D)/n
-(:func:`dpkit.mechanisms.vector_release.noisy_release`). Everything after this step is post-processing.
-
-Answers (:class:`KMEAnswers`) and synthetic data (:class:`KMESynthetic`)
-----------------------------------------------------------------------
-(a) A kernel-mixture query f = Σ_j α_j k(·, c_j) is answered as q̂_f = v_f·μ̂, v_f = Σ_j α_j φ(c_j).
-(b) m points are fitted to μ̂ by the relaxed projection of :func:`dpkit.methods._fit.fit_points`
-    and the queries are evaluated exactly (no random-feature approximation) on them.
-
-Error of (a) (derivation)
--------------------------
-q̂_f − q_f = v_f·(μ̂ − μ) + (v_f·μ − q_f). **Noise**: ‖v_f‖₂ ≤ Σ_j α_j ‖φ(c_j)‖₂ = 1, so with
-N(0, s²) per coordinate the noise term is N(0, s²‖v_f‖²), std ≤ s; with Lap(b) its std is
-≤ √2 b. **Approximation**: v_f·μ = (1/D) Σ_k Z_k with Z_k = Σ_j α_j (1/n) Σ_x cos(ω_k·(x − c_j))
-∈ [−1, 1] i.i.d. and E Z_k = q_f, so its std is ≤ 1/√D and, by Hoeffding and a union bound over
-Q queries, max_f |v_f·μ − q_f| ≤ √(2 ln(2Q/β)/D) with probability ≥ 1 − β.
-**Choice of D** (public: n, ε, δ and the cap only): the bound on the total variance is
-1/D + s(D)². Gaussian noise: s does not depend on D, so D = ``max_features`` (the cap is a
-compute limit; ``params["approx_std_bound"]`` = 1/√D is reported next to ``params["noise_std"]``
-so the reader sees which term dominates). Laplace noise: s² = 2b² = 16D/(nε)², minimised at
-D* = nε/4, so D = min(max_features, max(1, ⌊nε/4⌋)). ``n_features`` overrides the rule.
+Guarantee: an answer's noise std is at most the noise scale s (√2 b for Laplace) and its approximation error at most
+√(2 ln(2Q/β)/D) over Q queries with probability ≥ 1 − β. D is ``max_features`` for Gaussian noise and
+min(max_features, max(1, ⌊nε/4⌋)) for Laplace noise. The derivation: ``docs/science/derivations.md``.
 """
 from __future__ import annotations
 

@@ -1,26 +1,16 @@
 """Independent per-attribute DP fit, sampled independently (the first synthetic database a reviewer tries).
 
-Two variants (``kind``):
+Two variants (``kind``), each under replace-one with public n:
 
-* ``"histogram"`` — for every attribute a histogram of the n values on a **public** grid of
-  ``bins`` equal cells of [-1, 1]. Normalised counts h_i = (1/n)·#{x : x_i in cell}: under
-  replace-one one row leaves one cell and enters another in each attribute, so the L1
-  sensitivity of the d concatenated histograms is 2d/n and their L2 sensitivity √(2d)/n.
-  ε-DP: Lap(2d/(nε)) on every cell; (ε, δ)-DP: analytic Gaussian on √(2d)/n. Post-processing:
-  negative cells set to 0, renormalised (uniform if all vanish). Rows are drawn attribute by
-  attribute: a cell from the noisy histogram, then a uniform point inside the cell.
-* ``"moments"`` — private mean μ_i and second moment s_i = E[x_i²] of each attribute, half the
-  budget each. Mean: L1 sensitivity 2d/n (L2 2√d/n); second moment: x_i² ∈ [0, 1], L1 d/n
-  (L2 √d/n). Variance v_i = max(s_i − μ_i², 10⁻⁶); rows x_i ~ N(μ_i, v_i) clipped to [-1, 1].
+1. ``"histogram"``: per attribute a histogram on a public grid of ``bins`` cells (L1 sensitivity 2d/n, L2 √(2d)/n);
+   Laplace (ε-DP) or the analytic Gaussian; negative cells set to 0 and renormalised; rows drawn cell by cell,
+   uniformly inside.
+2. ``"moments"``: per attribute a private mean and second moment; rows x_i ~ N(μ_i, v_i) clipped to [-1, 1].
+   ``accounting="pld"`` (default) calibrates the two releases jointly (:mod:`dpkit.core.accountant`), ``"split"``
+   gives each (ε/2, δ/2).
 
-Accounting of the moments (``accounting``, δ > 0): ``"pld"`` (default) calibrates the two releases jointly by
-their exact composition (:func:`dpkit.mechanisms.vector_release.release_plan`, :mod:`dpkit.core.accountant`);
-``"split"`` gives each (ε/2, δ/2) under basic composition (the published calibration). The histogram is one
-release, already calibrated at the whole (ε, δ): both accountings give it the same noise.
-
-The synthetic database has ``m`` i.i.d. rows (a :class:`~dpkit.mechanisms.trig.WeightedDatabase` with
-weights 1/m). Every independent-product model misses all correlations between attributes, so
-its error on kernel queries (which couple all coordinates) shows what dependence is worth.
+The synthetic database has ``m`` i.i.d. rows (weights 1/m). An independent-product model misses every correlation,
+so its error on kernel queries shows what dependence is worth.
 """
 from __future__ import annotations
 

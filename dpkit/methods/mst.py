@@ -3,44 +3,19 @@ differentially private synthetic data", Alg 1) on a public grid of [-1, 1]^d.
 
 Steps (each attribute cut into ``bins`` public cells, :mod:`dpkit.methods._discrete`):
 
-1. **Measure** every one-way marginal (counts) with noise.
-2. **Select** d − 1 two-way marginals as a maximum spanning tree (Kruskal): the independence
-   estimate p̂_i ⊗ p̂_j is formed from the noisy one-way marginals alone (Private-PGM's estimate from
-   one-way measurements factorises into per-attribute simplex projections), every candidate pair
-   is scored by the L1 error ``w_ij = ‖x_ij − n p̂_i ⊗ p̂_j‖₁`` and each of the d − 1 rounds picks an edge
-   joining two components with the exponential mechanism on these scores (paper §4, "Select").
+1. **Measure** every one-way marginal with noise.
+2. **Select** d − 1 two-way marginals as a maximum spanning tree, each round's edge chosen by the exponential
+   mechanism on the L1 error of the independence estimate (paper §4).
 3. **Measure** the selected two-way marginals with noise.
-4. **Estimate** a graphical model with Private-PGM (``mbi``) and **sample** ``m`` rows, uniformly
-   inside their cells (weights 1/m).
+4. **Estimate** a graphical model with Private-PGM (``mbi``) and **sample** ``m`` rows, uniformly inside their cells.
 
-Sensitivities under **replace-one** neighbours with public n: one row leaves one cell and enters
-another of every marginal, so a marginal's counts move by 1 in two cells (L1 2, L2 √2) and the
-score ``w_ij`` by at most 2 (p̂ is already released).
+Privacy (replace-one, public n: a marginal moves by L1 2, L2 √2; a score by at most 2): δ > 0 composes the Gaussian
+measurements and the selections exactly (``accounting="pld"``, :func:`dpkit.core.accountant.calibrate`) or by the
+paper's zCDP split (``accounting="zcdp"``), one ledger spend of the total (ε, δ); δ = 0 uses Laplace noise and the
+exponential mechanism with basic composition (d + 1 spends); ``epsilon = math.inf`` is the non-private reference.
 
-Privacy (``delta``):
-
-* **(ε, δ)-DP via zCDP** (δ > 0; the paper's accounting). ρ = :func:`~dpkit.core.zcdp.cdp_rho`
-  (ε, δ) (exact conversion of Canonne, Kamath & Steinke 2020, Prop 12), split ``split`` = (ρ₁, ρ₂, ρ₃)
-  fractions over the three steps. Gaussian noise σ₁ = √(d/ρ₁) on the d one-way marginals (each
-  ρ = 2/(2σ²), Bun–Steinke Prop 1.6), the exponential mechanism with ε_t = √(8ρ₂/(d − 1)) per round
-  (ε_t²/8-zCDP, Cesar & Rogers 2021 / CKS 2020 Prop 6) and σ₃ = √((d − 1)/ρ₃) on the tree's
-  marginals. ρ adds up (Bun–Steinke Lemma 1.7). The ledger, which composes (ε, δ), gets **one spend
-  of the total (ε, δ)** before any noise is drawn, with the per-step ρ in its metadata and in ``params``.
-* **(ε, δ)-DP at the limit** (δ > 0, ``accounting="pld"``, the default): the same three steps with the same
-  relative noise (``split``), every noise multiplied by one factor t ≤ 1 found by :func:`dpkit.core.accountant.calibrate`:
-  the one- and two-way Gaussians composed exactly (Gaussian DP, L2 sensitivities √(2d) and √(2(d − 1))), the
-  d − 1 selections as ε_t-DP rounds through their privacy loss distribution, bounded by the zCDP accounting where it
-  is tighter (module docstring of :mod:`dpkit.core.accountant`). ``accounting="zcdp"`` is the paper's accounting above
-  (MST as its authors publish it); one spend of the total (ε, δ) either way, the plan in its metadata.
-* **ε-DP** (δ = 0): Laplace noise 2d/ε₁ on the one-way counts (L1 sensitivity 2d), the exponential
-  mechanism with ε₂/(d − 1) per round, Laplace 2(d − 1)/ε₃ on the tree's counts; basic composition
-  through the ledger, one spend per step (d + 1 spends in all).
-* ``epsilon = math.inf``: exact marginals and the maximum spanning tree (a non-private reference).
-
-Least ε: Private-PGM weighs each measurement (counts / n) by the inverse square of its noise std / n, taken
-as a Python float, which overflows from √(largest double) on; a std of the counts at or beyond n·√(largest
-double) is refused before anything is spent. Only the ε-DP variant reaches it (its Laplace noise scales as
-1/ε; the zCDP variant's noise stays bounded as ε → 0 at a fixed δ > 0).
+Errors: a noise std of the counts at or beyond n·√(largest double) (only reached by the ε-DP variant at tiny ε)
+is refused before anything is spent.
 """
 from __future__ import annotations
 

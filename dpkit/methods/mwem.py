@@ -1,39 +1,17 @@
 """MWEM — private multiplicative weights with the exponential mechanism (Hardt, Ligett, McSherry 2012;
 baseline B4 of docs/science/baselines.md, the MW rule of D&R Alg 5 / §4.2).
 
-Universe: a finite candidate set P ⊂ [-1, 1]^d of C points, like the improved trigonometric
-mechanism's candidates (Alg 9 step 6), from a source of :mod:`dpkit.methods.candidates` (``candidates``,
-as :class:`~dpkit.methods.CandidateLP`'s):
+The universe is a finite candidate set of C points of [-1, 1]^d (``candidates``, :mod:`dpkit.methods.candidates`:
+uniform points at no privacy cost, or a DP Gaussian or marginal fit charged ``candidate_share`` of the budget). The
+query class (``query_class``: fresh kernel queries or the trig basis) has values in [0, 1], replace-one sensitivity at
+most 1/n, and never holds the evaluation queries. With the budget ε' split over 2T pure-DP steps, rounds t = 1..T:
 
-* :class:`~dpkit.methods.candidates.UniformCandidates` — C i.i.d. uniform points of the cube, drawn from
-  the run's randomness and **independent of the data**: no privacy cost. In high d they cover the data
-  poorly (that is the point of the comparison with the thesis's data-adapted ellipsoid).
-* :class:`~dpkit.methods.candidates.GaussianCandidates` — C draws from a DP Gaussian fit
-  (:class:`~dpkit.methods.GaussianFit`, Analyze Gauss by default) that is **charged to this baseline**:
-  ``candidate_share`` of (ε, δ) goes to the fit, the rest to MWEM (likewise
-  :class:`~dpkit.methods.candidates.MarginalCandidates`).
+1. select q_t by the exponential mechanism on |q(D) − q(A_{t−1})| at ε'/(2T);
+2. measure m_t = q_t(D) + Lap(Δ/(ε'/(2T)));
+3. multiplicative weights, replaying all measurements ``replays`` times.
 
-Query class (``query_class``) — never the evaluation queries:
-
-* ``"kernel"`` — ``n_class`` fresh Gaussian-kernel mixture queries (2.1) with the evaluation σ and
-  J, drawn from the run's randomness (an independent sample of the same family).
-* ``"basis"`` — the R Chebyshev moments of the trig mechanism, rescaled to (φ_r + 1)/2 ∈ [0, 1].
-
-Every class query has values in [0, 1]; its replace-one sensitivity is range/n ≤ 1/n (for the
-kernel class the bound of :func:`~dpkit.methods._kernels.kernel_query_ranges`).
-
-Rounds (t = 1..T), with the MWEM budget ε' split evenly over 2T pure-DP steps (basic
-composition; δ is not used by MWEM itself):
-
-1. select q_t by the exponential mechanism with score |q(D) − q(A_{t−1})| (sensitivity
-   Δ = max_q range_q / n) at ε'/(2T);
-2. measure m_t = q_t(D) + Lap(Δ_{q_t}/(ε'/(2T)));
-3. multiplicative weights, replaying all measurements ``replays`` times:
-   A(x) ← A(x) exp(q_i(x)(m_i − q_i(A))/2), renormalised (HLM12's rule in normalised form).
-
-Output: the last A (``output="last"``, the practical choice of HLM12) or the average of the
-A_t (``"average"``, the version their theorem analyses), as ``m`` rows sampled from it (like the
-other sampling baselines; keeps evaluation cheap) or, with ``m=None``, as the distribution over P.
+Output: the last A (``output="last"``) or the average of the A_t (``"average"``), as ``m`` sampled rows or, with
+``m=None``, the distribution over the candidates. Details: ``docs/science/derivations.md``.
 """
 from __future__ import annotations
 

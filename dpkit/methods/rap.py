@@ -1,26 +1,14 @@
 """RAP: relaxed adaptive projection onto noisy trigonometric moments (Aydore et al., ICML 2021).
 
-"Differentially Private Query Release Through Adaptive Projection" releases noisy answers to a
-set of statistics once and then finds a synthetic database whose answers match them by
-gradient descent over a *continuous relaxation* of the data domain. Here:
+1. **Statistics.** The first R trigonometric moments (thesis Alg 9 step 2,
+   :func:`dpkit.mechanisms.trig.basis.basis_indices`) on the raw rows.
+2. **Release** (one shot, the whole budget): each non-constant moment moves by ≤ 2/n under replace-one (L1 2(R−1)/n,
+   L2 2√(R−1)/n); Laplace for ε-DP, the analytic Gaussian (or Laplace where smaller) for (ε, δ)
+   (:func:`dpkit.mechanisms.vector_release.noisy_release`). The constant moment is public.
+3. **Relaxed projection** (post-processing): m points minimising ‖(1/m) Σ_i φ(y_i) − b̂‖² by L-BFGS-B from a uniform
+   start (:func:`dpkit.methods._fit.fit_points`); no candidate set, no R + 1 support limit.
 
-1. **Statistics.** The first R trigonometric moments b_r = (1/n) Σ_x φ_r(x), φ_r = Π_i T_{r_i}
-   (thesis Alg 9 step 2: the index set T_R of :func:`dpkit.mechanisms.trig.basis.basis_indices`,
-   ascending total degree, degrees < ``t`` per coordinate), evaluated on the **raw** rows (no
-   discretisation: the bound below holds on all of [-1, 1]^d).
-2. **Release** (one shot, the whole budget). |φ_r(x)| ≤ 1 on [-1, 1]^d, so under replace-one
-   neighbours (n public) each non-constant moment moves by ≤ 2/n: L1 sensitivity 2(R−1)/n and
-   L2 sensitivity 2√(R−1)/n (the bound of :mod:`dpkit.mechanisms.trig.moments`). ε-DP:
-   Lap(2(R−1)/(nε)) per moment; (ε, δ)-DP: the analytic Gaussian mechanism (Balle–Wang 2018)
-   on 2√(R−1)/n, or Laplace where its std is smaller (:func:`dpkit.mechanisms.vector_release.noisy_release`).
-   The constant moment b_0 = 1 is public and released exactly.
-3. **Relaxed projection** (post-processing, no budget): m points Y ∈ [-1, 1]^{m×d} minimising
-   ‖(1/m) Σ_i φ(y_i) − b̂‖² by L-BFGS-B from a uniform data-independent start
-   (:func:`dpkit.methods._fit.fit_points`). Unlike the LP of Alg 9/10 there is no candidate set
-   and no R + 1 support limit: every one of the m points moves freely.
-
-The synthetic database is the m fitted points with weights 1/m. ``epsilon=math.inf`` releases the
-exact moments (a non-private reference of the projection step alone).
+The synthetic database is the m points with weights 1/m; ``epsilon=math.inf`` releases the exact moments.
 """
 from __future__ import annotations
 

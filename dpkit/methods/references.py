@@ -1,13 +1,9 @@
 """Non-private references (never counted as wins).
 
-The other reference, the LP fit with no noise (baseline B5 of docs/science/baselines.md), is
-:class:`~dpkit.mechanisms.trig.ImprovedTrigonometricMechanism` with ``epsilon=math.inf``: moments,
-mean and PCA are exact, so its error is discretisation + basis truncation + candidate coverage +
-sampling only.
-
-* :class:`SamplingFloor` — a uniform random subsample (without replacement) of the data of a
-  given size, e.g. the synthetic support size R + 1 of the trig mechanism: the error any
-  database of that many points drawn from the data distribution would have. Not private.
+:class:`SamplingFloor` is a uniform random subsample of the data (e.g. of the trig mechanism's support size R + 1):
+the error any database of that many points drawn from the data would have. The other reference, the noise-free LP
+(baseline B5 of docs/science/baselines.md), is :class:`~dpkit.mechanisms.trig.ImprovedTrigonometricMechanism` with
+``epsilon=math.inf``.
 """
 from __future__ import annotations
 

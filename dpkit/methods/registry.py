@@ -1,8 +1,6 @@
 """One registry of methods by name: manifests, widgets, benchmarks and notebooks name methods as data.
 
-Every entry is a *configured instance* of a method class (the method is its configuration) plus
-the suites it belongs to. A new method is one new file with one class and one line in
-:data:`CATALOGUE`; a new parameterisation of an existing method is one line.
+Every entry is a *configured instance* of a method class plus the suites it belongs to (:data:`CATALOGUE`).
 
 >>> from dpkit.methods.registry import get, names
 >>> get("trig-II").delta
@@ -12,11 +10,8 @@ the suites it belongs to. A new method is one new file with one class and one li
 >>> "trig-I" in names("tables")
 True
 
-Parameters are overridden as data: :func:`get` / :func:`configure` set the parameters of one method
-and refuse any it does not have (or a budget outside its privacy class: a non-private reference takes no
-ε, an ε-DP method no δ); :func:`suite` sets a suite-wide value on every member that has a field of that
-name — the budget with the members' privacy classes in mind (an ε-DP method keeps δ = 0, a non-private
-reference keeps ε = ∞).
+Errors: :func:`get` and :func:`configure` refuse a parameter a method does not have, or a budget outside its privacy
+class; :func:`suite` sets a suite-wide value only on members that have the field, respecting their classes.
 """
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """SmallDB / net mechanism on a toy enumerable domain (baseline B2 of docs/science/baselines.md; D&R Alg 4, Alg 7;
 thesis Alg 3 / Thm 1.16).
 
-The data are snapped to the public grid ``A^d`` of ``levels`` cell centres per coordinate
-(:func:`dpkit.mechanisms.trig.grid.discretise`), a domain of ``levels^d`` points. The net is every database
-of ``m`` rows over that domain (SmallDB's range, ``C(|X| + m − 1, m)`` histograms), and the
-exponential mechanism picks one with score −max_q |q(D) − q(y)| over the query set
-(:class:`dpkit.mechanisms.net.NetMechanism`, sensitivity max_q range_q / n with n public). The
-query set is the workload passed to :meth:`SmallDB.answer` restricted to the domain; the net
-mechanism is ε-DP for any public query set. Only toy sizes are feasible: the net is refused
-(:class:`~dpkit.core.exceptions.FeasibilityError`) beyond ``max_candidates``.
+The data are snapped to the public grid ``A^d``; the net is every database of ``m`` rows over it, and the exponential
+mechanism (:class:`dpkit.mechanisms.net.NetMechanism`) picks one by its worst error on the query set given to
+:meth:`SmallDB.answer` (ε-DP for any public query set). Errors: a net beyond ``max_candidates`` raises
+:class:`~dpkit.core.exceptions.FeasibilityError`.
 """
 from __future__ import annotations
 

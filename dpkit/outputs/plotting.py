@@ -1,10 +1,7 @@
 """One paper style and one exporter for every figure.
 
-The style is seaborn's ``whitegrid``/``paper`` context with a colour-blind-safe palette
-and embedded TrueType fonts (``pdf.fonttype = 42``), sized for single-column
-(3.4 in) or double-column (7.0 in) figures. :func:`export_figure` writes PDF + PNG into a
-run's output folder and, with ``paper=True``, also into the repository's ``figures/``
-folder as ``<notebook>__<name>.{pdf,png}``.
+The style is seaborn's ``paper`` context with a colour-blind-safe palette and embedded TrueType fonts, sized for one or
+two columns; :func:`export_figure` writes PDF + PNG (docs/guide/export.md).
 """
 from __future__ import annotations
 

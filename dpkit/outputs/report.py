@@ -1,16 +1,8 @@
 """The notebook contract: checks with verdicts, result tables and ``metrics.json``.
 
-Every notebook writes ``OUTPUT_DIR/metrics.json`` with
-
-- ``checks``: rows ``{id, claim, statistic, bound, confidence, verdict, expected}``.
-  ``verdict`` is ``"PASS"`` or ``"FAIL"``; ``expected`` is the verdict the theory
-  predicts (``"FAIL"`` for a deliberately broken variant such as the thesis's printed
-  constants, so a notebook can *show* an erratum and still be a correct run);
-- ``table``: result rows (free-form dicts of numbers and strings);
-- ``params``: the parameters the run used; ``ledger`` entries where budgets were spent;
-- ``meta``: dpkit version, timestamp, wall time.
-
-A run is *consistent* when every check's verdict equals its expected verdict.
+Every notebook writes ``OUTPUT_DIR/metrics.json`` with ``checks`` (rows ``{id, claim, statistic, bound, confidence,
+verdict, expected}``; ``expected`` is ``"FAIL"`` for a deliberately broken variant), ``table``, ``params``,
+``ledger`` and ``meta``. A run is *consistent* when every check's verdict equals its expected verdict.
 """
 from __future__ import annotations
 

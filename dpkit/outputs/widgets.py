@@ -1,10 +1,7 @@
 """Interactive controls for notebooks (ipywidgets), used only when ``INTERACTIVE=True``: a view, never a second runner.
 
-:func:`explorer` turns a plain function ``fn(**params) -> Figure | (Figure, DataFrame, ...)`` — the same function
-the batch path calls — into a panel of controls, a *Run* button, a *Stop* button with a progress bar and an output
-area; given the notebook and the map *control → notebook parameter*, the panel also writes the batch command, a
-manifest or a paper figure of its current setting. Headless runs never import ipywidgets. How to use the panels:
-the user guide's page on the widgets (``docs/guide/widgets.md``).
+:func:`explorer` turns the function the batch path calls into a panel of controls with *Run*, *Stop*, a progress bar
+and exports of its setting (docs/guide/widgets.md). Headless runs never import ipywidgets.
 """
 from __future__ import annotations
 

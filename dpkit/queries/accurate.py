@@ -1,25 +1,14 @@
 """Float64 Gaussian-kernel blocks and sums with tight, proven relative error bounds.
 
-The low-rank path (:mod:`dpkit.queries.lowrank`) certifies its answers with quantities that
-must be known to ~10⁻¹⁴ absolute — the squared norm ``‖m_D‖² = Σ_ij w_i w_j k(p_i, p_j)`` of the
-kernel mean embedding and the kernel means ``m_D(z) = Σ_i w_i k(p_i, z)`` at landmarks. The
-engine's float64 path (:mod:`dpkit.queries.gemm`) sums ``n`` terms with a bound that grows like
-``γ_{n/8}`` (10⁻¹² for 10⁵ rows); here every sum is an explicit pairwise tree.
+The low-rank path (:mod:`dpkit.queries.lowrank`) certifies its answers with ``‖m_D‖²`` and the kernel means at
+landmarks, which must be known to ~10⁻¹⁴ absolute; here every sum is an explicit pairwise tree:
 
-**Kernel values.** One block is formed in the engine's GEMM form
-(:func:`~dpkit.queries.gemm.augmented_rows` with ``log ω = 0``): ``g = a_i·b_c = −s‖p − c‖²``,
-clamped to ``≤ 0`` and exponentiated in float64 (``u = 2⁻⁵³``, ``γ_k = ku/(1 − ku)``). The
-augmented entries carry relative errors ``≤ γ_{d+4}`` (``‖p‖²``, ``s = fl(1/(2σ²))``,
-``s‖c‖²``) and the length-``(d+3)`` dot product ``γ_{d+3}`` relative to
-``Σ|a_k b_k| ≤ s(‖p‖ + ‖c‖)²`` (Higham, *Accuracy and Stability*, Thm 3.5), so the exponent
-errs by ``Δ ≤ γ_{2d+8} s (‖p‖ + ‖c‖)²``; clamping cannot increase it; with ``exp`` accurate to
-``EXP_ULP_F64`` ulp (``≤ 2·EXP_ULP_F64·u`` relative, checked by a test against long double) every
-kernel value has relative error ``ρ_k = e^Δ (1 + 2·EXP_ULP_F64·u) − 1`` (:func:`kernel_value_bound`).
+1. Kernel values in the engine's GEMM form (:func:`~dpkit.queries.gemm.augmented_rows`), clamped and exponentiated in
+   float64, each with relative error at most :func:`kernel_value_bound`.
+2. Terms summed along a binary tree inside each tile (:func:`pairwise_rowsum`), the tile sums along a second tree;
+   all terms are non-negative, so every sum's relative error is ``≤ (1 + ρ_k)(1 + γ_2)(1 + γ_h) − 1``.
 
-**Sums.** Terms ``w_j k_ij`` (weights rounded once: ``γ_2`` with the product) are summed along a
-binary tree of height ``⌈log₂ L⌉`` inside each tile of ``L`` points (:func:`pairwise_rowsum`), and
-the tile sums along a second tree. All terms are non-negative, so the relative error of every
-sum is ``≤ (1 + ρ_k)(1 + γ_2)(1 + γ_h) − 1`` with ``h`` the total tree height (Higham Sec 4.2).
+The derivation: ``docs/science/derivations.md``.
 
 References
 ----------

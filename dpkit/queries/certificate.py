@@ -1,31 +1,14 @@
 """One-time certificates of the low-rank kernel embedding: ``‖g‖``, ``‖P_W g‖`` and the prefix power function.
 
-Notation of :mod:`dpkit.queries.lowrank`: data kernel mean ``m_D = Σ_i w_i k(p_i, ·)`` in the RKHS
-``H`` of ``k(x, y) = exp(−‖x − y‖²/(2σ²))``, landmarks ``Z`` (``r`` points, prefix ``W`` of ``r'``),
-coefficients ``β`` (any float64 vector) and the residual ``g = m_D − Σ_l β_l k(z_l, ·)``.
-Below ``x'`` for a relative bound ``x`` is ``x/(1 − x)`` (it converts ``|a − â| ≤ x|a|`` into
-``|a − â| ≤ x'|â|``), ``u = 2⁻⁵³`` and ``γ_k = ku/(1 − ku)``.
+In the notation of :mod:`dpkit.queries.lowrank` (residual ``g = m_D − Σ_l β_l k(z_l, ·)``, landmark prefix ``W``),
+every bound holds for the computed float64 values, rounding included (the error terms are derived in
+``docs/science/derivations.md``):
 
-* :func:`mmd_bound` — ``‖g‖² = ‖m_D‖² − 2βᵀb + βᵀK_ZZ β`` with ``b = m_D(Z)``. The terms are
-  computed from ``‖m_D‖²``, ``b`` and ``K_ZZ`` known to relative ``ρ_D, ρ_b, ρ_K``; the
-  products ``β_l K_lm β_m`` are summed by rows along pairwise trees (height ``h``), everything
-  else by ``math.fsum``. Error ``≤ ρ_D'‖m_D‖² + 2(ρ_b' + u)Σ|β_l| b_l + (ρ_K' + γ_{h+2})Σ|β_l K_lm β_m|
-  + u|result|``; the bound on ``‖g‖`` is the square root of estimate + error.
-* :func:`prefix_residual_bound` — ``‖P_W g‖² = ρ_Wᵀ K_W⁻¹ ρ_W ≤ ‖ρ_W‖²/λ_min(K_W)`` with
-  ``ρ_W = g(W) = b_W − K_WZ β`` (each entry by ``math.fsum``, error
-  ``ρ_b' b_l + (ρ_K' + u)Σ_m |K_lm β_m| + u|ρ̂_l|``) and a proven lower bound on ``λ_min``:
-* :func:`lambda_min_lower` — if floating-point Cholesky of ``fl(K̂ − cI)`` runs to completion,
-  ``K̂ − cI + ΔA = L̂L̂ᵀ ⪰ 0`` with ``‖ΔA‖₂ ≤ γ_{n+1}/(1 − γ_{n+1})·tr(K̂ − cI)`` (Demmel; Higham
-  Thm 10.5 with ``‖|L̂||L̂ᵀ|‖₂ ≤ ‖L̂‖_F²``), so ``λ_min(K̂) ≥ c − u − ‖ΔA‖₂`` (here with
-  ``γ_{2n+2}``, a factor 2 of margin for the blocked LAPACK order), and
-  ``λ_min(K) ≥ λ_min(K̂) − ρ_K'‖K̂‖_∞`` (Weyl). This is Rump's verification of positive definiteness.
-* :class:`PrefixQuadratic` — for any matrix ``A`` and ``u = A k̂_W(c)``:
-  ``e_W(c) ≤ ‖k_c − Σ_w u_w k_w‖² = 1 − k̂ᵀB k̂ + 2k̂ᵀA(k̂ − k)`` with ``B = 2A − A K_W A``
-  (exact), ``k = k_W(c)`` exact and ``k̂`` computed (relative ``ρ_k``). With ``A ≈ K̂_W⁻¹`` and
-  the stored ``B̂ = fl(2A − fl(fl(A K̂_W) A))``: ``|B̂ − B| ≤ E = (2γ_{r'} + γ_{r'}² + ρ_K')|A|K̂_W|A|
-  + u|2A − fl(AK̂_W A)|`` (Higham Sec 3.5), so per centre
-  ``e_W(c) ≤ x̂ + 2u|x̂| + ‖k̂‖²(1 + γ_{r'+2})(η_E + γ_{2r'+1}η_B + 2ρ_k'η_A)``, ``x̂ = fl(1 − k̂ᵀB̂k̂)``, where
-  ``η_X = max(‖X‖₁, ‖X‖_∞) ≥ ‖X‖₂``. Also ``e_W(c) ≤ 1`` (``u = 0``).
+1. :func:`mmd_bound`: ``‖g‖² = ‖m_D‖² − 2βᵀb + βᵀK_ZZ β`` with its rounding bound.
+2. :func:`prefix_residual_bound`: ``‖P_W g‖² ≤ ‖g(W)‖²/λ_min(K_W)``.
+3. :func:`lambda_min_lower`: a proven lower bound on ``λ_min`` from a floating-point Cholesky of ``K̂ − cI`` (Rump's
+   verification of positive definiteness).
+4. :class:`PrefixQuadratic`: per centre, a bound on the power function ``e_W(c) ≤ 1``.
 
 References
 ----------

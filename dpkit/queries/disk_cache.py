@@ -1,29 +1,13 @@
 """On-disk cache of evaluation objects (fitted kernel embeddings, exact answers), shared by processes.
 
-The in-memory caches of :mod:`dpkit.queries.exact` and :mod:`dpkit.queries.truth_cache` die with
-their process; the batch runner starts one process per notebook run, so without this every table
-cell, the printed-constant run, every leaderboard method and every widget refit the same embedding
-and recomputed the same exact answers. Entries here are keyed by *content* (SHA-256 of the data's
-and the workload's float64 bytes and shapes, σ, the fit options, the tolerance), never by a name
-or a path, so the same data under another name hits and a different array never does.
+Entries are keyed by *content* (SHA-256 of the data's and the workload's float64 bytes and shapes, σ, the fit
+options, the tolerance), one ``.npz`` file per entry in a folder per kind, under the setting ``DPKIT_CACHE_DIR``
+(:mod:`dpkit.core.settings`; docs/faq.md says where and how to turn it off).
 
-**Where.** The folder the setting ``DPKIT_CACHE_DIR`` names (:mod:`dpkit.core.settings`; ``off``, ``0``,
-``none`` or the empty string disable the cache), else ``<results>/cache`` (gitignored, like every result). One
-``.npz`` file per entry in a sub-folder per kind (``embeddings/``, ``truth/``, ``mmd_self/``: the data's kernel-mean self-term of
-:mod:`dpkit.queries.supremum_upper`).
-
-**Safe.** A file is written to a temporary name in the same folder and moved into place with
-:func:`os.replace` (atomic on POSIX), so a reader sees either no file or a complete one; two
-processes computing the same entry both write a valid file and the last one wins. Every file
-stores its own key and a SHA-256 checksum over the names, dtypes, shapes and bytes of its arrays
-and its metadata. A file that does not load, whose checksum does not match (corruption) or whose
-stored key differs from the requested one (a foreign file) is **never used**: :func:`load` warns
-with :class:`CacheWarning` naming the file and the reason, deletes it and returns ``None``, and
-the caller recomputes (and rewrites) the entry.
-
-These are evaluation objects, not releases: the embeddings contain data rows (landmarks) and the
-answers are exact statistics of the private data. The cache lives with the other results of the
-private data and must be treated like them.
+Guarantees: a file is written under a temporary name and moved into place with :func:`os.replace`, so a reader sees
+no file or a complete one. Every file stores its key and a checksum; a file that does not load, does not match its
+checksum or holds another key is **never used**: :func:`load` warns :class:`CacheWarning` naming the file and the
+reason, deletes it and returns ``None``. The entries are exact statistics of the private data, not releases.
 """
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
 """Exact-up-to-a-proven-bound answers of the Gaussian-kernel workload (2.1) and worst-case errors.
 
-For a query ``f(x) = Σ_j α_j exp(−‖x − c_j‖²/(2σ²))`` the linear query on a weighted point
-set ``{(p_i, w_i)}`` is ``q_f = Σ_i w_i f(p_i)`` (``w_i = 1/n`` for a data set ``D``, thesis
-Sec 3.1: ``q_f(D) = (1/n) Σ_{x∈D} f(x)``; the synthetic database's own weights for ``D̂``).
-The tables (3.2/3.3) need ``max_f |q_f(D̂) − q_f(D)|`` and ``max_f |q_f(D̂) − q_f(D)|/q_f(D)``
-over 10⁴ queries × 10 centres × up to 10⁵ rows, 30 runs per cell.
-
-**Contract late.** ``q_f = Σ_j α_j k(c_j)`` with the kernel mean
-``k(c) = Σ_i w_i exp(−‖p_i − c‖²/(2σ²))``: :func:`~dpkit.queries.gemm.kernel_sums` evaluates
-``k`` at all ``Q·J`` centres once (deduplicated GEMM form, blocks and threads:
-:mod:`dpkit.queries.gemm`) and the answers are one (Q, J) contraction with ``α``. Every answer
-carries the a-priori relative bound of :mod:`dpkit.queries.rounding` (float32 or float64).
-
-The low-rank fast path for data answers is :func:`dpkit.queries.exact.exact_answers`.
+A query's answer on a weighted point set is ``q_f = Σ_j α_j k(c_j)`` with the kernel mean ``k(c)`` (``w_i = 1/n`` for
+data, thesis Sec 3.1). :func:`~dpkit.queries.gemm.kernel_sums` evaluates ``k`` at all ``Q·J`` centres once and the
+answers are one contraction with ``α``, each with the a-priori relative bound of :mod:`dpkit.queries.rounding`; the
+worst absolute and relative errors are the tables' metric. The low-rank path is
+:func:`dpkit.queries.exact.exact_answers`.
 """
 from __future__ import annotations
 

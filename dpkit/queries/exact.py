@@ -1,25 +1,16 @@
 """One entry point for exact data answers ``q_f(D)`` with a proven absolute error bound per answer.
 
-:func:`exact_answers` answers a Gaussian-kernel workload on a data set either with the GEMM
-evaluator (:func:`dpkit.queries.evaluate.answer_data`, cost ``Q·J·n``) or with the low-rank
-kernel embedding (:class:`dpkit.queries.lowrank.KernelEmbedding`, cost ``Q·J·(r + r'²/…)`` after a
-one-time fit per (data set, σ)). Every answer carries a bound ``|q̂ − q_f(D)| ≤ bound ≤ tol``:
+:func:`exact_answers` answers a Gaussian-kernel workload with a bound ``|q̂ − q_f(D)| ≤ bound ≤ tol`` on every answer:
 
-* ``method="exact"``: the evaluator with ``rtol = tol/2`` (float32 only where its a-priori
-  relative bound is ≤ tol/2, else float64), absolute bound ``ρ/(1 − ρ)·q̂`` (answers are in [0, 1]).
-* ``method="lowrank"``: the embedding's certified bound (:mod:`dpkit.queries.lowrank`); answers
-  whose bound exceeds ``tol`` are recomputed by the exact path (the *fallback*).
-* ``method="auto"`` (default): low-rank when it pays — data with at least 4,000 rows and a fit
-  whose one-time cost (``n²/2 + N·n`` kernel values) is below this workload's exact cost
-  (``Q·J·n``; a cached embedding is then reused, not refitted) — and the embedding's per-centre
-  cost (:func:`lowrank_cost`) is below ``n``; otherwise exact. The choice depends on these sizes
-  only, never on what is cached, so a call gives the same bits cold and warm. Which
-  path is faster per data set and σ: docs/performance_notes.md.
+1. ``method="exact"``: the GEMM evaluator (:func:`dpkit.queries.evaluate.answer_data`) with ``rtol = tol/2``.
+2. ``method="lowrank"``: the low-rank embedding's certified bound (:mod:`dpkit.queries.lowrank`); answers whose bound
+   exceeds ``tol`` are recomputed by the exact path.
+3. ``method="auto"`` (default): low-rank when it pays by sizes alone (at least 4,000 rows, a one-time fit cheaper than
+   the workload, a per-centre cost :func:`lowrank_cost` below ``n``), never by what is cached, so a call gives the
+   same bits cold and warm.
 
-Fitted embeddings are cached per (sha256 of the data's float64 bytes and shape, σ, fit
-options), in memory (:func:`clear_cache`, :func:`cache_info`) and on disk
-(:mod:`dpkit.queries.disk_cache`, shared by processes): a data set is fitted once per σ for all the
-repetitions of a table cell, the printed-constant runs, the leaderboard's methods and the widgets.
+Fitted embeddings are cached per (data content, σ, fit options) in memory (:func:`clear_cache`, :func:`cache_info`)
+and on disk (:mod:`dpkit.queries.disk_cache`).
 """
 from __future__ import annotations
 

@@ -1,30 +1,13 @@
 """The GEMM kernel-sum engine: kernel means ``k(c) = Σ_i w_i exp(−‖p_i − c‖²/(2σ²))`` at many centres.
 
-For a query ``f(x) = Σ_j α_j exp(−‖x − c_j‖²/(2σ²))`` the linear query on a weighted point
-set ``{(p_i, w_i)}`` is ``q_f = Σ_i w_i f(p_i) = Σ_j α_j k(c_j)``; :mod:`dpkit.queries.evaluate`
-contracts the kernel means computed here with ``α``. The engine:
+:mod:`dpkit.queries.evaluate` contracts the kernel means computed here with a query's ``α``. The engine:
 
-1. **Exact deduplication.** Equal rows are merged (``np.unique`` rows, weights summed:
-   counts/n for data). This is exact, not an approximation; zero-weight rows are dropped.
-2. **GEMM form.** With ``s = 1/(2σ²)``, ``ω_i = w_i / max_i w_i`` and augmented rows
-   ``a_i = [p_i, ‖p_i‖², log ω_i, 1]``, ``b_c = [2s c, −s, 1, −s‖c‖²]`` one matrix product
-   gives ``g = a_i·b_c = −s‖p_i − c‖² + log ω_i`` for a whole block. The true value satisfies
-   ``g ≤ log ω_i`` (a squared distance is ≥ 0), so the block is clamped to that (the
-   "negative squared distance" rounding artefact of the GEMM form), exponentiated in place,
-   and summed: ``k(c) = max w · Σ_i exp(g_ic)``.
+1. **Exact deduplication.** Equal rows are merged, weights summed; zero-weight rows are dropped.
+2. **GEMM form.** Augmented rows give ``−s‖p_i − c‖² + log ω_i`` for a whole block in one matrix product, clamped to
+   ``log ω_i`` (the true bound), exponentiated in place and summed.
 3. **Precision** and its proven relative error bound: :mod:`dpkit.queries.rounding`.
-4. **Blocks and threads.** Centres are split in blocks of ``block_centres`` rows, handled by
-   ``n_threads`` worker threads (numpy's matmul/exp/minimum/sum release the GIL); each worker
-   loops over point blocks of ``block_points`` rows. BLAS is limited to one thread inside the
-   evaluation (threadpoolctl) so the two levels do not oversubscribe the cores: OpenBLAS's
-   own threads on many small GEMMs are several times slower, hence the default
-   (``python -m benchmarks.bench``; docs/performance_notes.md).
-
-Peak memory (beyond the inputs and the (Q·J,) float64 output): the augmented copy of the points,
-``n_unique·(d + 3)`` items, plus per worker the augmented rows of its block of centres
-(``block_centres·(d + 3)`` items), one block of ``block_centres × block_points`` items and its float64
-partial sums (``block_centres × block_points / 8`` doubles) — with the defaults 256 × 2048 float32 that is
-about 2.5 MiB per worker (:func:`peak_memory_bytes`).
+4. **Blocks and threads.** Blocks of centres on ``n_threads`` worker threads, BLAS held to one thread inside; the
+   sums run in a fixed order, so the thread count never changes a number (memory: :func:`peak_memory_bytes`).
 """
 from __future__ import annotations
 

@@ -1,25 +1,14 @@
 """Landmark selection for the low-rank kernel embedding: greedy pivoted Cholesky in two phases.
 
-The certificate of :mod:`dpkit.queries.lowrank` bounds the error at a centre ``c`` by
-``‖P_W g‖ + ‖g‖·√e_W(c)`` where ``g = m_D − Σ_l β_l k(z_l, ·)`` is the residual of the data's
-kernel mean embedding after projection on the landmark span and ``e_W`` the power function
-(residual diagonal) of a *prefix* ``W`` of the landmarks. The two factors want different
-landmarks, so the greedy pivoted Cholesky on a pool (data rows and uniform points of the
-cube, where the workload's centres live) runs in two phases:
+The certificate of :mod:`dpkit.queries.lowrank` bounds the error at a centre by ``‖P_W g‖ + ‖g‖·√e_W(c)``; the two
+factors want different landmarks, so the greedy pivoted Cholesky on a pool (data rows and uniform points of the
+cube) runs in two phases, taking pivots in batches:
 
-1. **P-greedy prefix** — pivot on the largest residual diagonal (the classical rule) until
-   it is ``≤ prefix_diag`` on the whole pool or ``max_prefix`` pivots: small ``e_W`` on the
-   cube at a per-centre cost of ``O(|W|²)``.
-2. **f-greedy** (orthogonal matching pursuit on ``m_D``) — pivot on the largest decrease
-   ``g_t(z)²/e_t(z)`` of ``‖P⊥ m_D‖²``, with ``g_t`` the residual of ``m_D`` at the pool
-   points, until the running ``‖m_D‖² − ‖P m_D‖²`` reaches the target or ``max_rank``.
-   Candidates need a residual diagonal ``> pivot_floor`` (conditioning). It reaches a far smaller
-   ``‖g‖²`` than the P-greedy rule alone with the same number of landmarks (docs/performance_notes.md).
+1. **P-greedy prefix**: pivot on the largest residual diagonal until ``prefix_diag`` or ``max_prefix``.
+2. **f-greedy** (orthogonal matching pursuit on ``m_D``): pivot on the largest decrease of ``‖P⊥ m_D‖²`` until the
+   target or ``max_rank``, among candidates with a residual diagonal ``> pivot_floor``.
 
-Pivots are taken in batches of up to ``batch`` candidates (ranked by the current rule, then
-re-checked one by one against the residual updated within the batch), so the Cholesky
-columns of the pool are read once per batch instead of once per pivot (BLAS-3 update).
-The selection is a heuristic — nothing in the certificate depends on how it was made.
+The selection is a heuristic: nothing in the certificate depends on how it was made (``docs/science/derivations.md``).
 
 References
 ----------

@@ -1,36 +1,15 @@
 """Low-rank (Nyström) kernel mean embedding of a data set, with a proven bound on every answer.
 
-A Gaussian-kernel query sees the data only through the kernel mean embedding
-``m_D = Σ_i w_i k(p_i, ·)`` (``w_i`` = multiplicity/n, thesis Sec 3.1): ``q_f(D) = Σ_j α_j m_D(c_j)``.
-:meth:`KernelEmbedding.fit` chooses ``r`` landmarks ``z_l`` once per (data set, σ)
-(:mod:`dpkit.queries.landmarks`; evaluation, not a release, so they may be data rows) and
-coefficients ``β`` (the Nyström projection ``K_ZZ β = b``, ``b = m_D(Z)``). A centre then costs
-``r`` float64 kernel values instead of ``n``: ``m_D(c) ≈ Σ_l β_l k(z_l, c)``.
+A Gaussian-kernel query sees the data only through the kernel mean embedding ``m_D`` (thesis Sec 3.1).
 
-**Why the answer is provably close.** Let ``g = m_D − Σ_l β_l k(z_l, ·)`` — exactly, for the
-stored float64 ``β`` whatever its rounding — so ``m_D(c) = Σ_l β_l k(z_l, c) + g(c)``. With
-``P_W`` the orthogonal projection of the RKHS on the span of the first ``r'`` landmarks ``W`` and
-``k_c = P_W k_c + R_c``:
+1. :meth:`KernelEmbedding.fit` chooses ``r`` landmarks once per (data set, σ) (:mod:`dpkit.queries.landmarks`) and
+   coefficients ``β`` by the Nyström projection, so a centre costs ``r`` kernel values instead of ``n``.
+2. With ``g`` the exact residual of the stored ``β``, every answer satisfies
+   ``|g(c)| ≤ ‖P_W g‖ + ‖g‖·√e_W(c)`` (the power function of a landmark prefix, :mod:`dpkit.queries.certificate`).
+3. The bound adds the rounding of the kernel values (:func:`~dpkit.queries.accurate.kernel_value_bound`) and of the
+   sums, so it holds for the computed float64 answers.
 
-    |g(c)| = |⟨P_W g, P_W k_c⟩ + ⟨g, R_c⟩| ≤ ‖P_W g‖ + ‖g‖·√e_W(c),   e_W(c) = ‖R_c‖²
-
-(Cauchy–Schwarz twice, ``‖k_c‖ = 1``). ``‖g‖²`` (the squared MMD between the data and the
-signed landmark measure) is computed once from ``‖m_D‖² = Σ_ij w_i w_j k(p_i, p_j)`` (the one
-``O(n²)`` step, float64 with pairwise sums), ``b`` and ``K_ZZ``; ``‖P_W g‖`` from the
-residuals ``g(W)`` of the projection equations; ``e_W(c)``, the power function of the prefix,
-per centre in ``O(r'²)`` (:mod:`dpkit.queries.certificate`). This is tighter than the simpler bound
-``√(ē_D e(c))``: ``‖P⊥m_D‖ ≤ Σ_i w_i √e(p_i) ≤ √(Σ_i w_i e(p_i))`` (triangle inequality, then
-Cauchy–Schwarz), and ``e`` over the whole landmark set would cost ``O(r²)`` per centre.
-
-**Rounding.** Kernel values of the centres are float64 in the GEMM form with relative error
-``ρ_k`` (:func:`~dpkit.queries.accurate.kernel_value_bound`); ``Σ_l β_l k̂_l`` adds
-``(ρ_k' + γ_r) Σ_l |β_l| k̂_l`` (computed alongside); the α contraction adds
-``γ_J Σ_j α_j |m̂_j|``. Per answer:
-
-    |q̂ − q| ≤ Σ_j α_j (‖P_W g‖ + ‖g‖ √ē_W(c_j) + ν(c_j)) + γ_J Σ_j α_j |m̂(c_j)|.
-
-Measured ranks, bounds, speed-ups and fit times on CSN (``python -m benchmarks.bench_truth``):
-docs/performance_notes.md. The fit is shared by a table cell's 30 repetitions.
+The derivation: ``docs/science/derivations.md``; measured ranks and speed-ups: ``docs/performance_notes.md``.
 """
 from __future__ import annotations
 

@@ -1,22 +1,14 @@
 """The one method protocol: every method that answers the workload releases a :class:`Release`.
 
-A *method* is a frozen keyword-only dataclass whose fields are its parameters (the method *is*
-its configuration, validated on construction) with one verb::
+A *method* is a frozen keyword-only dataclass whose fields are its parameters, validated on construction, with one
+verb::
 
     release(X, *, rng=None, ledger=None, workload=None) -> Release
 
-``X`` is the private data in [-1, 1]^d (n rows, n public); every budget is spent through
-``ledger`` (a fresh one holding exactly the method's (ε, δ) when omitted); ``rng`` seeds every
-random draw (same seed ⇒ same release, bit for bit). Methods that answer the queries directly
-(rather than releasing a synthetic database) need the public ``workload``.
-
-The experiment runner configures a method for a table cell with :meth:`MethodBase.at_width`
-(the kernel width σ of the cell's workload: the smoothness K = σ² for the trigonometric
-mechanisms, the query class width for MWEM, …) and sweeps parameters with
-:func:`dataclasses.replace`.
-
-Privacy classes: ``"ε-DP"`` (δ = 0), ``"(ε,δ)-DP"`` (δ > 0) and ``"non-private"`` (ε = ∞,
-references such as the noise-free LP or a subsample of the data; never counted as a win).
+``X`` is the private data in [-1, 1]^d (n public); every budget is spent through ``ledger`` (a fresh one holding the
+method's (ε, δ) when omitted); ``rng`` seeds every draw (same seed ⇒ same release, bit for bit); methods that answer
+the queries directly need the public ``workload``. :meth:`MethodBase.at_width` configures a method for a cell's
+kernel width. Privacy classes: ``"ε-DP"``, ``"(ε,δ)-DP"`` and ``"non-private"`` (ε = ∞, never counted as a win).
 """
 from __future__ import annotations
 

@@ -1,32 +1,16 @@
 """Floating-point error bounds of the Gaussian-kernel sums and the precision choice.
 
-The kernel-sum engine (:mod:`dpkit.queries.gemm`) evaluates ``k(c) = Σ_i w_i exp(−‖p_i − c‖²/(2σ²))``
-through one GEMM per block (augmented rows ``a_i = [p_i, ‖p_i‖², log ω_i, 1]``,
-``b_c = [2s c, −s, 1, −s‖c‖²]``, ``s = 1/(2σ²)``, ``ω_i = w_i / max w``). This module bounds the
-relative error of every kernel mean and answer a priori, and chooses the precision from it.
+The kernel-sum engine (:mod:`dpkit.queries.gemm`) evaluates ``k(c) = Σ_i w_i exp(−‖p_i − c‖²/(2σ²))`` through one
+GEMM per block. This module bounds the relative error of every kernel mean and answer a priori, and chooses the
+precision from it:
 
-**Precision.** ``precision="auto"`` (default) uses float32 (GEMM, clamp, exp and first
-summation level) when the a-priori bound :func:`float32_error_bound` on the relative
-error of every answer is ≤ ``rtol`` (default 1e-5), float64 otherwise (e.g. CRM, d = 101,
-at σ = 2, whose float32 bound is 2·10⁻⁴). ``precision="mixed"`` (float64 GEMM — the
-cancellation-prone part — then float32 exp, bound ≈ 3·10⁻⁶ even for CRM) is offered but
-not chosen by "auto": it measured no faster than float64 (docs/performance_notes.md).
-Float32 blocks are summed in groups of 8 terms (float32), the partial sums in float64.
+1. :func:`float32_error_bound`: rounding of the augmented rows and the dot product (Higham, Thm 3.5), ``exp``'s own
+   error (``EXP_ULP_F32`` ulp), the float32 partial sums and the float64 tail; every term is non-negative, so the
+   relative bound carries to every answer.
+2. ``precision="auto"`` (default) uses float32 where that bound is ≤ ``rtol`` (default 1e-5), float64 otherwise;
+   ``precision="mixed"`` (float64 GEMM, float32 exp) is offered but never chosen by "auto".
 
-**Error bound** (float32, unit roundoff ``u = 2⁻²⁴``, ``γ_k = k u/(1 − k u)``): rounding the
-augmented rows to float32 and the length-``(d+3)`` dot product give
-``|ĝ − g| ≤ Δ = γ_{d+5} (s (‖p‖ + ‖c‖)² + |log ω|)`` (Higham, Thm 3.5, with
-``Σ|a_k b_k| ≤ s(‖p‖+‖c‖)² + |log ω|``); clamping does not increase it; ``exp`` turns it into
-a relative error ``e^Δ − 1`` and adds its own (``EXP_ULP_F32`` ulp, ≤ ``2·EXP_ULP_F32·u``
-relative, checked by a test); the 8-term float32 partial sums of positive terms add ``γ_7``
-relatively; the float64 tail (partial sums, blocks, the α contraction, all of non-negative
-terms) adds ``γ⁽⁶⁴⁾_{n/8 + J + 2}``. Since every term is non-negative the relative bound
-carries to every kernel mean and every answer:
-``ρ = e^Δ (1 + 2·EXP_ULP_F32·u)(1 + γ_7)(1 + γ⁽⁶⁴⁾) − 1``. For the thesis's worst cases
-(``‖p‖, ‖c‖ ≤ √d``, uniform weights) ρ ≈ 4·10⁻⁶ on CSN at σ = 2 (5·10⁻⁶ with its
-duplicate-row weights), so an absolute error ``≤ ρ·q ≤ 5·10⁻⁶`` and a relative error changes
-by ``≤ ρ(2 + 2·rel)``: far below the 3 decimals the tables print. The bound is worst-case;
-measured float32-vs-float64 differences are ~10⁻⁷ relative (``tests/test_evaluate.py``).
+The derivation and the worst cases of the thesis's data sets: ``docs/science/derivations.md``.
 """
 from __future__ import annotations
 

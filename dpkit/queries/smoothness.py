@@ -1,21 +1,10 @@
 """Exact mixed partial derivatives of Gaussian-kernel mixtures and the smoothness norm (thesis Prop 2.2).
 
-The workload (2.1) is ``f(x) = Σ_j α_j exp(−‖x − x_j‖²/(2σ²))`` on ``[-1, 1]^d``. Because
-the kernel factorises over coordinates, with ``u = (x − c)/σ`` and the probabilists'
-Hermite polynomials ``He_k``,
-
-``∂^k/∂x^k exp(−(x − c)²/(2σ²)) = (−1)^k σ^{−k} He_k(u) e^{−u²/2}``,
-
-and a mixed derivative of multi-index ``k = (k_1, …, k_d)`` is the product of the
-one-dimensional factors, summed over the mixture. This module evaluates those
-derivatives exactly (no finite differences), vectorised over points and centres, and
-the norm ``‖f‖_K = max_{|k| ≤ K} sup_x |D^k f(x)|`` over a set of points.
-
-Prop 2.2 (thesis): for ``K ≤ σ²`` and ``‖α‖₁ ≤ 1``, ``‖f‖_K ≤ 1``. Proof sketch with the
-bound ``|He_k(u)| ≤ √(k!) e^{u²/4}`` (the thesis's ``|H_k(x)| ≤ (2^k k!)^{1/2} e^{x²/2}``
-for physicists' ``H_k``): ``|D^k f| ≤ Π_i √(k_i!)/σ^{k_i} ≤ √(|k|!)/σ^{|k|} ≤ (√|k|/σ)^{|k|} ≤ 1``.
-:func:`prop22_bound` returns the intermediate bound ``max_{k ≤ K} √(k!)/σ^k``, which
-exceeds 1 once ``K`` is well beyond ``σ²``.
+The kernel factorises over coordinates, so a mixed derivative of the workload (2.1) is a product of one-dimensional
+factors ``(−1)^k σ^{−k} He_k(u) e^{−u²/2}`` (``He_k`` the probabilists' Hermite polynomials), summed over the
+mixture. This module evaluates them exactly (no finite differences) and the norm
+``‖f‖_K = max_{|k| ≤ K} sup_x |D^k f(x)|`` over a set of points. Prop 2.2: for ``K ≤ σ²`` and ``‖α‖₁ ≤ 1``,
+``‖f‖_K ≤ 1``; :func:`prop22_bound` returns its intermediate bound (the proof: docs/science/derivations.md).
 """
 from __future__ import annotations
 

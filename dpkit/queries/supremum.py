@@ -1,71 +1,22 @@
 """The worst case over the whole query class: the supremum of one release's error over single kernels.
 
-The tables report the worst error over a finite workload of Gaussian-kernel *mixture* queries
-(:mod:`dpkit.queries.workload`). The accuracy theorems bound the error of the worst query of the
-whole class ``f(x) = Σ_j α_j exp(−‖x − c_j‖²/(2σ²))``, ``‖α‖₁ ≤ 1`` (thesis (2.1)). This module
-computes that worst case for one release.
+The accuracy theorems bound the worst query of the class ``f(x) = Σ_j α_j exp(−‖x − c_j‖²/(2σ²))``,
+``‖α‖₁ ≤ 1`` ([1, (2.1)]); the error is linear in ``α``, so its supremum is that over single kernels,
+``sup_c |E(c)|`` with ``E(c) = K̄_D̂(c) − K̄_D(c)``. ``domain="cube"`` searches ``[-1, 1]^d``, ``domain="space"``
+all of ``R^d`` (weighted databases only: the error decays outside the cube). The derivations, the measurements and
+the worked example are on the page ``docs/class_supremum.md``.
 
-**Single kernels suffice.** With ``K̄_P(c) = Σ_i w_i exp(−‖p_i − c‖²/(2σ²))`` (``w`` the weights
-of a weighted point set ``P``: ``1/n`` per row of the data ``D``, the synthetic database's own
-weights for ``D̂``) the error of ``f`` is ``q_f(D̂) − q_f(D) = Σ_j α_j E(c_j)`` with
-``E(c) = K̄_D̂(c) − K̄_D(c)``: linear in ``α``. A linear function on the ℓ₁ ball attains its
-largest absolute value at a vertex ``±e_j``, so
-``sup_f |q_f(D̂) − q_f(D)| = sup_c |E(c)|`` (the class is that of [1, (2.1)]). For a method that releases an answer
-function ``a(c)`` for every single-kernel query (a kernel mean embedding), ``E(c) = a(c) − K̄_D(c)``
-and the same argument holds.
+Algorithm (:func:`class_supremum`)
+----------------------------------
+1. Screening: candidate centres (the workload's worst, data and synthetic points, uniform points) in one GEMM batch
+   (:mod:`dpkit.queries.gemm`); above ``lowrank_above`` rows the data side is the low-rank embedding
+   (:mod:`dpkit.queries.lowrank`, surrogate error at most ``mmd``).
+2. Batched ascent: one L-BFGS-B run [2, 3] on the stacked best candidates, with exact gradients.
+3. Polish: the best ascended centres one by one, tight tolerances.
+4. Certification: the best centres re-evaluated exactly in float64 (``math.fsum``) [4]; the largest ``|E(c*)|`` is a
+   certified *lower* bound, with its rounding bound ``numerical_bound``.
 
-**Where the maximum sits** (``domain``). The workload draws its centres in the cube
-``[-1, 1]^d``; the class (2.1) does not restrict them (its smoothness bound, thesis Prop 2.2,
-holds for every centre). ``domain="cube"`` (default) searches ``c ∈ [-1, 1]^d``;
-``domain="space"`` searches all of ``R^d`` for weighted databases, using:
-
-*Lemma.* Let ``π(c)`` be the point of the cube nearest ``c`` and ``δ = ‖c − π(c)‖``. For every
-``p`` in the cube ``‖p − c‖² ≥ ‖p − π(c)‖² + δ²`` (the projection on a convex set makes
-``⟨p − π(c), c − π(c)⟩ ≤ 0``), so ``0 ≤ K̄_P(c) ≤ e^{−δ²/(2σ²)} K̄_P(π(c)) ≤ e^{−δ²/(2σ²)}`` for
-both (non-negative) point sets, and ``|E(c)| ≤ max(K̄_D̂(c), K̄_D(c)) ≤ e^{−δ²/(2σ²)}``. Hence if
-some centre has ``|E| ≥ S > 0``, every centre with a larger error lies within distance
-``R = σ √(2 ln(1/S))`` of the cube, inside the box ``[-1 − R, 1 + R]^d``; ``E`` is continuous
-and vanishes at infinity, so the supremum is attained there. It need not be attained in the
-cube: for ``D = {1}``, ``D̂ = {0.9}`` (d = 1, σ = 4), ``E(c) = k(0.9, c) − k(1, c)`` is close to
-``−0.1 (c − 0.95)/σ² · e^{−(c − 0.95)²/(2σ²)}``, largest in absolute value at ``|c − 0.95| ≈ σ``
-(``c ≈ −3.05`` and ``c ≈ 4.95``); its largest value on the cube, at ``c = −1``, is about 30 % smaller
-(``tests/test_supremum.py`` checks this). A released answer function need not decay outside the cube (random
-Fourier features are almost periodic), so ``domain="space"`` is refused for it.
-
-**Algorithm** (:func:`class_supremum`). (1) *Screening*: candidate centres — the workload's
-worst centres (if given), a subsample of the data's and of the synthetic set's own points,
-uniform points of the cube — are evaluated in one batch (the GEMM form of
-:mod:`dpkit.queries.gemm`, float64). (2) *Batched ascent*: the best candidates of each source are
-ascended together: one L-BFGS-B run [2, 3] on the stacked variables ``(c_1, …, c_S)`` with
-bounds, maximising the separable sum ``Σ_s sign_s E(c_s)`` (``sign_s`` the sign of the start's
-error), so every objective call is one GEMM over all S centres; exact gradients
-``∇E(c) = σ⁻² Σ_i v_i k(p_i, c)(p_i − c)``. (3) *Polish*: the best ascended centres are refined
-one by one (L-BFGS-B, tight tolerances). (4) *Certification*: the best few centres found are
-re-evaluated exactly in float64 (direct differences, correctly rounded sums: ``math.fsum``); the
-largest is the witness ``c*``. ``|E(c*)|`` is a certified *lower* bound on the supremum; its
-rounding bound is ``numerical_bound``.
-
-**Large data** (``lowrank_above``). Steps (1)–(3) may evaluate the data side with the low-rank
-surrogate ``K̃_D(c) = Σ_l β_l k(z_l, c)`` of the data's kernel mean embedding
-(:mod:`dpkit.queries.lowrank`) instead of ``K̄_D``: the landmarks enter the signed point set with
-weights ``−β_l``. Step (4) is unchanged (the full data), so the witness's error stays exact. With
-``g = m_D − Σ_l β_l k(z_l, ·)`` the surrogate errs by ``g(c) = ⟨g, k_c⟩``, at most
-``‖g‖·‖k_c‖ ≤ mmd`` at every centre (``ClassSupremum.surrogate_bound``).
-
-**Relative error.** ``sup_c |E(c)|/K̄_D(c)`` is dominated by centres where ``K̄_D`` is tiny
-(corners of the cube, far from the data), so it is not searched; the result reports the
-witness's relative error ``|E(c*)|/K̄_D(c*)``, the relative error of the query attaining the
-absolute supremum.
-
-**Certified upper bound** (:func:`certify_supremum`, d ≤ 8): branch and bound over boxes; see
-its docstring.
-
-**Parts.** The error function ``E(c)`` and its gradient in the GEMM form, in blocks (:class:`ErrorFunction`);
-what a release answers for every single-kernel query (:class:`AnswerFunction`, :func:`random_feature_answers`,
-:func:`released_answers`); the search (:func:`class_supremum`, the certified lower bound) and the branch and bound
-(:func:`certify_supremum`, the certified upper bound; per-box bounds :func:`taylor_box_bound` and
-:func:`interval_box_bound`); the results (:class:`ClassSupremum`, the lower bound with its witness, and
-:class:`SupremumInterval`, the certified interval).
+:func:`certify_supremum` (d ≤ 8) gives a certified upper bound by branch and bound over boxes [5].
 
 References
 ----------

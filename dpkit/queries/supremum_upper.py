@@ -1,70 +1,22 @@
 """A certified upper bound on the class supremum of a weighted database, in any dimension: the kernel MMD.
 
-The search of :mod:`dpkit.queries.supremum` gives a certified *lower* bound ``sup_abs`` on
-``sup_c |E(c)|``; :func:`~dpkit.queries.supremum.certify_supremum` an upper one for d ≤ 8 only.
-:func:`sup_upper` bounds the supremum from above for every weighted database (synthetic data), in
-closed form, over every centre of ``R^d`` (the class (2.1) as defined [1], not only the cube).
+:func:`sup_upper` bounds ``sup_c |E(c)|`` from above for every weighted database (synthetic data), in closed form,
+over every centre of ``R^d`` (the class (2.1) as defined [1], not only the cube); :mod:`dpkit.queries.supremum`
+gives the certified lower bound. The derivation, the rounding analysis and how loose the bound is on real releases
+are on the page ``docs/class_supremum.md`` (section 6).
 
-**The argument** [2, 3]. The kernel of the query class, ``k(x, y) = exp(−‖x − y‖²/(2σ²))`` (the
-workload's and the thesis's, with ``2σ²``), is positive definite; in its reproducing-kernel Hilbert
-space ``H`` the single kernel ``k_c = k(c, ·)`` has ``‖k_c‖² = k(c, c) = 1`` and ``f(c) = ⟨f, k_c⟩``.
-A weighted point set ``P = {(p_i, w_i)}`` has the kernel mean ``μ_P = Σ_i w_i k(p_i, ·) ∈ H`` and
-``K̄_P(c) = Σ_i w_i k(p_i, c) = ⟨μ_P, k_c⟩``, so the error of the single-kernel query of centre ``c``
-is ``E(c) = K̄_D̂(c) − K̄_D(c) = ⟨μ_D̂ − μ_D, k_c⟩`` and, by Cauchy–Schwarz,
+Algorithm
+---------
+1. In the RKHS of the positive-definite kernel ``k`` (``k(c, c) = 1``), ``E(c) = ⟨μ_D̂ − μ_D, k_c⟩``, so
+   ``|E(c)| ≤ MMD(D̂, D)`` for every ``c`` by Cauchy–Schwarz [2, 3].
+2. ``MMD² = A − 2B + C`` from sums of non-negative terms with proven relative bounds (:mod:`dpkit.queries.accurate`)
+   [4]; the bound is ``√max(0, est + err)`` rounded up, never below the MMD.
+3. Above ``lowrank_above`` rows the data side is the low-rank embedding (:mod:`dpkit.queries.lowrank`), at most
+   ``2·mmd`` over the exact MMD; the self-term ``C`` is cached (:mod:`dpkit.queries.disk_cache`).
+4. ``certify="auto"`` (d ≤ 8, :data:`CERTIFY_BUDGET`): the branch and bound replaces the MMD when smaller.
 
-``|E(c)| ≤ ‖μ_D̂ − μ_D‖ = MMD(D̂, D)``  for every ``c ∈ R^d``,
-
-and hence ``|q_f(D̂) − q_f(D)| ≤ ‖α‖₁ MMD`` for every mixture of (2.1). With ``D̂ = (y_i, w_i)``
-(``s`` points) and ``D`` the data (``n`` rows, weights ``1/n``):
-``MMD² = A − 2B + C``, ``A = Σ_ij w_i w_j k(y_i, y_j)``, ``B = Σ_i w_i m_D(y_i)`` with
-``m_D(y) = (1/n) Σ_j k(y, x_j)``, ``C = (1/n²) Σ_ij k(x_i, x_j)``. The bound is equality only
-when ``μ_D̂ − μ_D`` is a multiple of one ``k_c``; how loose it is on real releases is measured by
-``benchmarks/supremum_upper.py`` and reported in ``docs/class_supremum.md``.
-
-**Rounding.** ``MMD²`` is a difference of terms of order 1 and may be 10⁻⁸ or less, so its rounding
-is bounded, not estimated. ``A``, ``C`` and the ``s`` kernel means ``m_D(y_i)`` are sums of
-non-negative terms computed by :mod:`dpkit.queries.accurate` (GEMM-form kernel values of relative
-error ``ρ_k``, pairwise trees, ``math.fsum``) with proven relative bounds ``ρ_A, ρ_C, ρ_b``;
-``B̂ = fsum(w_i b̂_i)`` adds a rounded product per term and a correctly rounded sum, ``ρ_B =
-compound(ρ_b, 2u)``; ``est = fsum(Â, −2B̂, Ĉ)`` is correctly rounded. With ``x' = x/(1 − x)``,
-
-``|est − MMD²| ≤ ρ_A' Â + 2ρ_B' B̂ + ρ_C' Ĉ + u|est| =: err``
-
-(no cancellation enters ``err``: it is relative to the non-negative terms), and the bound is
-``√max(0, est + err)``, rounded up (:data:`~dpkit.queries.accurate.EVAL_SLACK`). Since
-``A + 2B + C ≤ 4`` (weights summing to 1, kernel values ≤ 1), ``err ≤ 4ρ'`` with
-``ρ' ≈ γ_{2d+8} s(‖p‖ + ‖c‖)² + γ_h`` (tree height ``h``): the bound never falls below ``MMD``, and it
-exceeds it by at most ``√(2 err)`` — a priori at most 4.4·10⁻⁷ for d = 8 and 3.4·10⁻⁶ for d = 101
-(CRM) at σ = 2 in the cube, far below the errors the board reports (10⁻⁴ and more).
-
-**Large data** (``lowrank_above``). ``C`` costs ``n²/2`` kernel values (5·10⁹ for CSN's ~10⁵ rows).
-Above ``lowrank_above`` rows the data side is the low-rank kernel embedding of ``(D, σ)``
-(:mod:`dpkit.queries.lowrank`, the one the exact answers and the search use, from the same cache):
-``μ̃ = Σ_l β_l k(z_l, ·)`` with a proven ``‖μ_D − μ̃‖ ≤ mmd``. By the triangle inequality
-``‖μ_D̂ − μ_D‖ ≤ ‖μ_D̂ − μ̃‖ + mmd``, and ``‖μ_D̂ − μ̃‖² = A − 2βᵀμ_D̂(Z) + βᵀK_ZZβ`` costs
-``s²/2 + r·s + r²`` kernel values (``r`` landmarks), bounded with its rounding by
-:func:`~dpkit.queries.certificate.mmd_bound` (the embedding's own certificate, with ``μ_D̂`` in
-place of ``μ_D``). The price is at most ``2·mmd`` over the exact MMD (``mmd`` ≤ 10⁻⁶ at the
-default tolerance of the exact answers).
-
-**The self-term** ``C`` depends only on ``(D, σ)``: it is computed once and kept in memory and in
-the on-disk cache beside the exact answers (:mod:`dpkit.queries.disk_cache`, kind ``mmd_self``,
-keyed by the data's content and σ), like the embeddings.
-
-**The tighter of two** (``certify``). For d ≤ 8 the branch and bound of
-:func:`~dpkit.queries.supremum.certify_supremum` gives an upper bound over the same domain
-that can be tighter (it bounds ``sup |E|`` itself, not ``‖μ_D̂ − μ_D‖``); where it is cheap
-(``certify="auto"``: d ≤ 8 and at most :data:`CERTIFY_BUDGET` kernel values) it runs with
-``max_boxes`` boxes, and its upper bound — the finished one, or the still valid bound over the open
-boxes when the budget ran out — replaces the MMD when smaller. The MMD bound holds on all of
-``R^d``; with ``domain="cube"`` the branch and bound bounds the cube's supremum only, so ``upper``
-is claimed for the result's ``domain``.
-
-**Not applicable.** A release that only answers its workload's queries has no class supremum (as
-for ``sup_abs``); a released answer function (a random-feature kernel mean embedding) is not the
-kernel mean of a weighted point set in ``H`` (its answers are inner products in the random-feature
-space, which approximate ``k`` only up to a sampling error that no closed form bounds uniformly),
-so the argument does not apply: both give ``applicable=False`` with the reason.
+A release that only answers its workload, or a released answer function (random features), gives
+``applicable=False`` with the reason.
 
 References
 ----------

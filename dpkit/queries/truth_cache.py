@@ -1,25 +1,12 @@
 """Exact answers on the data, computed once per (data, workload) and shared by every consumer.
 
-The answers come from :func:`dpkit.queries.exact.exact_answers` (``method="auto"``: the low-rank
-kernel embedding where it pays, the GEMM evaluator otherwise), each with a proven absolute error
-bound ≤ :data:`~dpkit.queries.exact.DEFAULT_TOL` = 10⁻⁶ (the reported worst errors are ≥ 10⁻⁴).
-The experiment runner computes the true answers ``q_f(D)`` of each repetition's workload once;
-every method of the repetition is evaluated against them, and the direct-answering methods,
-which release noisy versions of the same answers, read them from here instead of recomputing
-them. Entries are keyed by the *contents* of the data and of the workload (SHA-256 of their
-float64 bytes and shapes), so the same data set under another name, or a workload regenerated
-from the same seed, hits the cache; a different array never does.
+The answers come from :func:`dpkit.queries.exact.exact_answers` (``method="auto"``), each with a proven absolute error
+bound ≤ :data:`~dpkit.queries.exact.DEFAULT_TOL`, together with the kernel means at the workload's centres. Every
+method of a repetition is evaluated against them, and the direct-answering methods read them from here.
 
-Each entry also keeps the kernel means ``K̄_D(c)`` at the workload's ``Q·J`` centres that the answers
-contract with ``α`` (from the same evaluation: nothing is computed twice), for the worst single centre of a
-run record (:func:`dpkit.experiments.records.record_release`).
-
-In memory the cache is an LRU of :data:`MAX_ENTRIES` workloads (a (Q,) vector and a (Q, J) array each,
-880 kB at Q = 10⁴, J = 10): large enough that a sweep, which walks the same ``reps`` workloads once per swept value,
-hits on every value after the first (with 8 entries and 10 repetitions it missed every time).
-Every entry is also written to the on-disk cache (:mod:`dpkit.queries.disk_cache`, kind
-``truth``), so the printed-constant runs, the leaderboard's methods and the widgets of another
-process reuse the answers of a workload regenerated from the same seed instead of recomputing them.
+Entries are keyed by the *contents* of the data and the workload (SHA-256 of their float64 bytes and shapes), so a
+regenerated workload hits and a different array never does; in memory an LRU of :data:`MAX_ENTRIES` workloads, on
+disk :mod:`dpkit.queries.disk_cache` (kind ``truth``).
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """The smooth-query workload of thesis Chapter 3: Gaussian-kernel mixture queries (2.1).
 
-A query is ``f(x) = Σ_{j=1..J} α_j exp(−‖x − c_j‖² / (2σ²))`` on ``[-1, 1]^d`` with centres
-``c_j ~ U[−1, 1]^d``, mixture weights ``α ~ Dirichlet(1, …, 1)`` (uniform on the simplex, so
-``‖α‖₁ = 1``) and a common width ``σ``. Prop 2.2: for ``K ≤ σ²`` every such ``f`` has
-``‖f‖_K ≤ 1``, so the experiments (Sec 3.1) run the mechanisms with smoothness ``K = σ²``
-(:func:`smoothness_for_sigma`). The linear query it induces is ``q_f(D) = (1/n) Σ_{x∈D} f(x)``;
-:mod:`dpkit.queries.evaluate` answers it fast on real and synthetic data.
+A query is ``f(x) = Σ_j α_j exp(−‖x − c_j‖² / (2σ²))`` with centres ``c_j ~ U[−1, 1]^d`` and ``α ~ Dirichlet(1, …, 1)``;
+by Prop 2.2 the experiments run the mechanisms with smoothness ``K = σ²`` (:func:`smoothness_for_sigma`).
+:mod:`dpkit.queries.evaluate` answers the induced linear query ``q_f(D) = (1/n) Σ_{x∈D} f(x)``.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """Consistent release under multiple linear constraints (Cai, Liu, Xiong, Ying & Wu,
 *Approximation method of multiple consistency constraint under differential privacy*, Journal on Communications, 2021).
 
-* :mod:`.constraints` – the validated sparse system ``M x = b`` and row partitions (eqs. 4–5).
-* :mod:`.general` – the exact projector ``f_{M,b}`` of eq. (7): dense pinv / Cholesky, sparse LU, LSQR.
-* :mod:`.alternating` – the alternating-projection driver of eq. (8) with the paper's stopping rules.
-* :mod:`.trees` – Boosting, the per-day combo projection, Algorithm 1 and the closed form ``Boost(X̃)·Π``.
-* :mod:`.restaurant` – the synthetic restaurant data and the Laplace privacy step.
-
-The checks of the paper's claims and the Fig. 1–4 experiment runners used by
-``notebooks/35_consistency.ipynb`` are in :mod:`dpkit.claims.consistency`,
-:mod:`dpkit.claims.consistency_statistics` and :mod:`dpkit.claims.consistency_study`.
+The constraint system (:mod:`.constraints`), the exact projector (:mod:`.general`), alternating projections
+(:mod:`.alternating`), tree consistency (:mod:`.trees`) and the restaurant data (:mod:`.restaurant`); the checks of
+notebook 35 are in :mod:`dpkit.claims.consistency` and its siblings.
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """The multiple-consistency approximation method: cyclic projections over row blocks (Cai et al. 2021, eq. 8).
 
-``x̄ = lim_t (f_k ∘ … ∘ f_1)^t (x̃)`` where ``f_i`` is the exact projector onto
-``{M_i x = b_i}``. This is cyclic alternating projection onto affine subspaces
-(von Neumann / Halperin; block Kaczmarz), which converges to the projection onto the
-intersection for any partition and order (Sec. 6; the repaired proof is in
-docs/science/consistency.md, *Alternating projections*).
-
-Stopping rules (Sec. 8): a fixed number of cycles (Sec. 8.1: 100), or the mean absolute
-change per cycle ``(1/N) Σ |x^{(s)} − x^{(s−1)}| < tol`` (Sec. 8.2: 10⁻⁶), where one
-iteration ``s`` is one full cycle over all blocks.
+``x̄ = lim_t (f_k ∘ … ∘ f_1)^t (x̃)`` with ``f_i`` the exact projector onto ``{M_i x = b_i}`` converges to the
+projection onto the intersection (docs/science/consistency.md, *Alternating projections*). It stops after a fixed
+number of cycles (Sec. 8.1) or when the mean absolute change per cycle is below ``tol`` (Sec. 8.2).
 """
 from __future__ import annotations
 

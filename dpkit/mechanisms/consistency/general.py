@@ -1,19 +1,9 @@
 """The general projector onto ``{x : M x = b}`` (Cai et al. 2021, Thm. 1, eq. 7).
 
-``f_{M,b}(x) = x + M^†(b − M x)`` is the Euclidean projection onto the affine set
-(the "general solution", 通用解法). Equivalent, cheaper forms (Property 1,
-``M^† = Mᵀ(MMᵀ)^†``) are offered:
-
-* ``"pinv"``     – dense Moore–Penrose inverse (``numpy.linalg.pinv``), the paper's baseline;
-* ``"cholesky"`` – dense Cholesky of ``M Mᵀ`` (full row rank), ``x + Mᵀ (MMᵀ)⁻¹ (b − Mx)``;
-* ``"splu"``     – sparse LU of ``M Mᵀ`` (``scipy.sparse.linalg.splu``, symmetric minimum-degree
-  ordering), the best sparse direct solver in the environment (scikit-sparse/CHOLMOD needs the
-  system SuiteSparse library, which is not installable here);
-* ``"lsqr"``     – the minimum-norm solution of ``M d = b − M x`` by LSQR (matrix-free), also
-  used as the high-accuracy reference.
-
-``"auto"`` picks ``pinv`` for small systems and ``splu`` (falling back to ``lsqr`` if ``MMᵀ``
-is singular, i.e. M is rank deficient) for large ones.
+``f_{M,b}(x) = x + M^†(b − M x)`` is the Euclidean projection onto the affine set, computed by ``"pinv"`` (the paper's
+baseline), ``"cholesky"`` of ``MMᵀ``, ``"splu"`` (sparse LU of ``MMᵀ``) or ``"lsqr"`` (matrix-free, the
+high-accuracy reference); ``"auto"`` picks ``pinv`` for small systems and ``splu`` for large ones, ``lsqr`` where
+``MMᵀ`` is singular.
 """
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
 """Synthetic restaurant sales (Cai et al. 2021, Sec. 1 and 7) and its Laplace privacy step.
 
-Five items (cola, burger, wings, fries, nuggets) are sold only inside three combos
-(2 cola + burger + wings + nuggets; 2 burger + 2 wings + fries; cola + burger + fries + nuggets).
-The generator draws daily combo counts, turns them into item sales ``v_t`` (so ``B v_t = 0``
-for ``B`` of eq. 13) and builds one complete k-ary tree per item, padding with zero days when
-``T`` is not a power of ``k``.
-
-Privacy (Sec. 7): event-level DP under add/remove of one event (one customer buying one combo).
-One event changes one day's 5-vector by a combo vector (L1 ≤ 5 = max portions per combo) and
-that change repeats at each of the ``h`` nodes on the leaf-to-root path of every item's tree, so
-the L1 sensitivity of the whole release is ``Δ = 5·h``. The paper writes ``Δ = c·h`` with c = 5
-items; both readings give 5h for this menu (docs/science/errata.md, *erratum-cc-sensitivity*), selectable by ``sensitivity_rule``.
-Every node (padded days included) gets ``Lap(Δ/ε)``.
+Five items are sold only inside three combos; the generator draws daily combo counts, turns them into item sales
+(``B v_t = 0``, eq. 13) and builds one complete k-ary tree per item. Privacy (Sec. 7): event-level DP under add/remove
+of one combo purchase; the release's L1 sensitivity is ``Δ = 5·h`` (docs/science/errata.md,
+*erratum-cc-sensitivity*, ``sensitivity_rule``) and every node gets ``Lap(Δ/ε)``.
 """
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
 """Hierarchical-tree consistency, the per-day combo projection, Algorithm 1 and the one-pass closed form.
 
-Cai et al. 2021, Sec. 7 (docs/science/consistency.md). A complete k-ary tree over ``T`` days is stored in heap
-layout: level ``d`` (root = 0) occupies rows ``o_d … o_{d+1}−1`` with
-``o_d = (k^d − 1)/(k − 1)``, the children of node ``j`` are ``kj+1 … kj+k`` and the leaves
-(days, padded with zero days up to ``k^{h−1}``) are the last level. A release for ``c`` items is
-an array of shape ``(n_nodes, c)``; every operation here is batched over the trailing axes,
-so many trees (items, repetitions) are processed at once.
+Cai et al. 2021, Sec. 7 (docs/science/consistency.md). A complete k-ary tree over ``T`` days is stored in heap layout,
+a release for ``c`` items as ``(n_nodes, c)``, every operation batched over the trailing axes:
 
-* :func:`boost` – Hay et al. (2010) Boosting, the exact projection onto the tree constraints
-  ``x_parent = Σ x_children`` for equal noise on every node (docs/science/consistency.md, *Tree consistency*).
-* :func:`combo_projector` – ``Π = I − Bᵀ(BBᵀ)⁻¹B``, the per-day projection onto ``B v = 0``
-  (eq. 13; docs/science/consistency.md, *Combo consistency*).
-* :func:`algorithm1` – Algorithm 1: alternate Boosting on all trees and ``Π`` on the leaves only.
-* :func:`closed_form` – [ours] the exact optimum in one pass, ``Boost(X̃)·Π`` on all nodes.
+1. :func:`boost`: Hay et al. (2010) Boosting, the exact projection onto ``x_parent = Σ x_children``;
+2. :func:`combo_projector`: ``Π = I − Bᵀ(BBᵀ)⁻¹B``, the per-day projection onto ``B v = 0`` (eq. 13);
+3. :func:`algorithm1`: Algorithm 1, Boosting and ``Π`` on the leaves, alternated;
+4. :func:`closed_form`: [ours] the exact optimum in one pass, ``Boost(X̃)·Π`` on all nodes.
 """
 from __future__ import annotations
 

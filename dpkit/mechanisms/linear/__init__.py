@@ -1,11 +1,8 @@
 """The near-optimal additive-noise mechanism for 1-D linear queries (Wu, He & Xia,
 *Near-Optimal Differentially Private Mechanism for Linear Queries*, Journal of Software 28(9), 2017).
 
-Modules: :mod:`.intervals`
-(interval-union arithmetic), :mod:`.levelset` (shells, Definition 2, truncation),
-:mod:`.density` (α, pdf, cdf, E|Z|, rate), :mod:`.tuning` (the heat maps of Figs 1–2 and
-δ* of (9)), :mod:`.mechanism` (Algorithm 2 release), :mod:`.staircase` (Geng–Viswanath peer).
-The checks of the paper's claims are in :mod:`dpkit.claims.linear`.
+Interval arithmetic, level sets, the density, the tuning of Figs 1–2, the Algorithm 2 release and the staircase peer;
+the checks are in :mod:`dpkit.claims.linear`.
 """
 from dpkit.mechanisms.linear.density import LevelSetDensity, laplace_abs_error, rate_curve, staircase_abs_error
 from dpkit.mechanisms.linear.levelset import LevelSets, build_level_sets, ladder_sets, neighbour_set

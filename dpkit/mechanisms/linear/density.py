@@ -1,20 +1,9 @@
-"""The noise density of the near-optimal linear-query mechanism (Theorem 2, Algorithm 1).
+"""The noise density of the near-optimal linear-query mechanism (Theorem 2, Algorithm 1 of [3]).
 
-``Z`` has density ``p(r) = e^{−ℓ(r)ε}/α`` where ``ℓ(r) = min{i : r ∈ C_i}`` is the level
-of ``r`` and (Algorithm 1 steps 4–5 of [3], q = e^{−ε})
-
-    α = sum1 + sum2,  sum1 = Σ_{i=0}^{n} q^i μ(R_i),  sum2 = 2Δf q^{n+1}/(1 − q).
-
-The experiment's quantity is ``E|Z|`` (docs/science/errata.md, *erratum-lq-mean-abs*: the printed signed mean
-is 0 by symmetry), in closed form (derived from the definitions; docs/science/linear_queries.md, *The expected error*)
-
-    E|Z| = (1/α)[Σ_{i≤n} q^i ∫_{R_i}|r| + 2Δf q^{n+1}((a_n + Δf/2)/(1−q) + Δf/(1−q)²)],
-
-compared with Laplace ``Δf/ε`` and staircase ``Δf e^{ε/2}/(e^ε − 1)`` through
-
-    rate = E|Z|(e^ε − 1)/(Δf e^{ε/2})      ([3, §6]; < 1 beats staircase).
-
-The heat maps of Figs 1–2 and the radius search of (9) are in :mod:`dpkit.mechanisms.linear.tuning`.
+``Z`` has density ``p(r) = e^{−ℓ(r)ε}/α``, ``ℓ(r)`` the level of ``r`` and ``α`` Algorithm 1's normaliser
+(steps 4–5). The experiment's quantity is ``E|Z|`` in closed form, compared with Laplace and the staircase through
+``rate = E|Z|(e^ε − 1)/(Δf e^{ε/2})`` (< 1 beats the staircase); docs/science/linear_queries.md, *The expected error*,
+derives it (the printed signed mean is an erratum). The tuning of Figs 1–2 is :mod:`dpkit.mechanisms.linear.tuning`.
 Numbers in brackets are entries of ``docs/science/references.md`` ([3]: Wu, He & Xia 2017).
 """
 from __future__ import annotations

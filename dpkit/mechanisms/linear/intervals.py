@@ -1,16 +1,9 @@
 """Exact arithmetic on finite unions of closed real intervals (the 1-D level-set mechanism,
 docs/science/linear_queries.md).
 
-A union is an ``(m, 2)`` float array of rows ``[start, end]`` with ``start <= end``.
-A *normalised* union is sorted, pairwise disjoint and non-touching (touching or
-overlapping rows are merged). **Zero-length intervals are kept**: the ladder sets
-``I_0 = {0}`` of Algorithm 1 and the neighbour set of a finite query (e.g. the counting
-query ``V = {1}``) are unions of points, and dropping them would change the level sets.
-
-All functions take an absolute tolerance ``tol`` (default 0): gaps of length ``<= tol``
-are closed when merging and pieces of length ``<= tol`` produced by a *difference* are
-dropped. The level-set construction uses ``tol ≈ 1e-9·Δf`` so that floating-point
-rounding in endpoints such as ``0.3 + 1000 + 1000`` cannot leave spurious slivers.
+A union is an ``(m, 2)`` float array of rows ``[start, end]``; a normalised one is sorted, disjoint and non-touching.
+Zero-length intervals are kept (Algorithm 1's ``I_0 = {0}``, a counting query's ``V = {1}``). Every function takes an
+absolute tolerance ``tol`` (gaps and slivers of length ``<= tol`` are closed or dropped).
 """
 from __future__ import annotations
 

@@ -1,31 +1,17 @@
 """Level sets of the near-optimal mechanism for a 1-D linear query (Wu, He & Xia [3, §5–§6];
 docs/science/linear_queries.md; numbers in brackets are entries of docs/science/references.md).
 
-For a linear query with neighbour set ``V = {f(y) : y ∈ χ}`` (a finite union of closed
-intervals, points allowed) and ball radius ``δ > 0`` (the paper's δ, **not** the δ of
-approximate DP; it is called ``radius`` in code), the noise ``Z`` has density
-``e^{−iε}/α`` on the shell ``R_i``. With ``W = V ∪ (−V)`` the cumulative sets are
-(derived from [3, Thm 2]; docs/science/linear_queries.md, *The level sets*)
+For a neighbour set ``V`` (a finite union of closed intervals) and ball radius ``δ > 0`` (the paper's δ, ``radius``
+in code, not approximate DP's), the noise has density ``e^{−iε}/α`` on the shell ``R_i``, with ``W = V ∪ (−V)``:
 
     C_0 = [−δ, δ],   C_i = C_{i−1} ∪ (C_{i−1} ⊕ W),   R_i = C_i ∖ C_{i−1}.
 
-**Convergence (Definition 2).** The sequence has converged at step ``n`` when
-``R_n = ±(a_n + [0, Δf])`` and ``R_{n+1} = ±(a_n + [Δf, 2Δf])``; from then on
-``R_{n+j} = ±(a_n + [jΔf, (j+1)Δf])`` and Algorithm 1's ``sum2`` covers the tail. The
-detector below requires in addition that ``C_{n−1} = [−a_n, a_n]`` is one interval
-(then every later shell is provably a pair of bands, because ``W ⊆ [−Δf, Δf]``
-contains ``±Δf`` and its gaps are narrower than ``2a_n``); it also verifies the
-``R_{n+1}`` half of Definition 2 explicitly.
-
-**Truncation (docs/science/linear_queries.md, *Convergence*).** Convergence need not happen (counting query
-``V = {1}`` with ``δ < 1/2``). After ``K`` steps without convergence the construction
-is closed off with ``C'_{K+1} = hull(C_K) ⊕ [−Δf, Δf]`` and bands beyond. Since
-``C_K ⊕ W ⊆ hull(C_K) ⊕ [−Δf, Δf]`` the closed-off family still satisfies
-``C'_i ⊕ W ⊆ C'_{i+1}``, so the released mechanism is **exactly ε-DP**; it only
-differs from the ideal (infinite) construction at levels ``> K``. Because
-``C_i ⊆ C'_i`` for every ``i``, summation by parts bounds the ideal mechanism's
-unnormalised mass and ``∫|r|`` above level ``K`` by the closed-off ones (see
-:meth:`dpkit.mechanisms.linear.density.LevelSetDensity.tail_bound`).
+1. **Convergence** (Definition 2): detected when ``C_{n−1}`` is one interval and the next shells are pairs of bands
+   (both halves verified); the tail is then Algorithm 1's ``sum2``.
+2. **Truncation**: without convergence after ``K`` steps, the family is closed off with
+   ``C'_{K+1} = hull(C_K) ⊕ [−Δf, Δf]`` and bands beyond; the released mechanism stays **exactly ε-DP** and the
+   ideal one's tail is bounded by :meth:`dpkit.mechanisms.linear.density.LevelSetDensity.tail_bound`
+   (docs/science/linear_queries.md, *The level sets*, *Convergence*).
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """The staircase mechanism of Geng & Viswanath (docs/science/references.md, [6]) as a peer baseline.
 
-Noise density with parameters ``Δ = Δf``, ``b = e^{−ε}`` and ``γ ∈ [0, 1]``::
-
-    p(x) = a(γ)          for |x| ∈ [0, γΔ)
-           b·a(γ)        for |x| ∈ [γΔ, Δ)
-           b^k p(|x| − kΔ)  for |x| ∈ [kΔ, (k+1)Δ),
-    a(γ) = (1 − b) / (2Δ(γ + b(1 − γ))).
-
-The optimal ``γ* = 1/(1 + e^{ε/2})`` gives ``E|Z| = Δ e^{ε/2}/(e^ε − 1)`` — the denominator
-of the paper's ``rate``. Level ``i`` of the staircase is ``|x| ∈ [γΔ + (i−1)Δ, γΔ + iΔ)``,
-so it equals the level-set mechanism for ``V = [0, Δ]`` with radius ``δ = γΔ`` (the V4
-identity; docs/science/linear_queries.md, *Calibration point*).
+Its noise density is piecewise constant on steps of width ``Δ = Δf`` with ratio ``b = e^{−ε}`` and a first step of
+width ``γΔ``; the optimal ``γ* = 1/(1 + e^{ε/2})`` gives ``E|Z| = Δ e^{ε/2}/(e^ε − 1)``, the denominator of the
+paper's ``rate``. It equals the level-set mechanism for ``V = [0, Δ]`` with radius ``γΔ`` (the V4 identity;
+docs/science/linear_queries.md, *Calibration point*).
 """
 from __future__ import annotations
 

@@ -1,26 +1,12 @@
 """Chebyshev basis of thesis Chapter 2: φ_r(x) = Π_i cos(r_i arccos x_i) = Π_i T_{r_i}(x_i).
 
-Index sets
-----------
-``T_t^d = {0, …, t−1}^d`` (Alg 4) and its first ``R`` elements ``T_R`` (Alg 9, step 2) in
-ascending total degree ‖r‖₁. The thesis leaves the order *within* a degree open; dpkit fixes
-it as follows (**tie order**):
+Index sets: ``T_t^d = {0, …, t−1}^d`` (Alg 4) and its first ``R`` elements ``T_R`` (Alg 9, step 2) in ascending total
+degree ‖r‖₁. Within one degree dpkit fixes the **tie order** the thesis leaves open: descending lexicographic order
+of r (``itertools.combinations_with_replacement`` of the coordinates), which for ``t = 2`` gives the thesis's own
+example ``1, x_1, …, x_d, x_1x_2, …``. The enumeration is lazy, so ``T_R`` for d = 101 never touches T_t^d.
 
-    within one total degree s, index vectors r are listed in the order in which
-    ``itertools.combinations_with_replacement(range(d), s)`` lists the non-decreasing
-    coordinate lists (c_1 ≤ … ≤ c_s) with r_i = #{j : c_j = i}, skipping those with some
-    r_i > t − 1.
-
-Equivalently: descending lexicographic order of the vector r. For ``t = 2`` this gives
-``1, x_1, …, x_d, x_1x_2, x_1x_3, …, x_1x_d, x_2x_3, …`` (the thesis's own example), and for
-``t ≥ 3`` degree 2 reads ``T_2(x_1), x_1x_2, …, x_1x_d, T_2(x_2), x_2x_3, …``.
-The enumeration is lazy, so ``T_R`` for d = 101 never touches the 2^101 elements of T_t^d.
-
-Evaluation
-----------
-:func:`evaluate_basis` evaluates only the (coordinate, degree) pairs the index set needs,
-by the three-term recurrence T_{j+1}(x) = 2x T_j(x) − T_{j−1}(x), and multiplies them; rows
-are processed in blocks so memory stays bounded (``block_rows × (#pairs + R)`` doubles).
+Evaluation: :func:`evaluate_basis` evaluates only the (coordinate, degree) pairs the index set needs, by the
+three-term recurrence T_{j+1}(x) = 2x T_j(x) − T_{j−1}(x), in blocks of rows.
 """
 from __future__ import annotations
 

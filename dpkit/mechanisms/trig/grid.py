@@ -1,12 +1,8 @@
 """The cell-centre grid A and the value lattice L of thesis Chapter 2.
 
-A = {a_k = (2k + 1 − N)/N : k = 0, …, N−1}: the centres of N equal cells of [-1, 1].
-Discretising z (Alg 4 step 2, Alg 9 steps 1 and 6) takes the nearest a ∈ A per coordinate,
-i.e. the centre of the cell containing z: k = min(⌊(z + 1) N / 2⌋, N − 1). Points on a
-cell boundary are equidistant from both centres and go to the upper cell (z = 1 to the last).
-
-The value lattice L = {i/L : i = −L, …, L} only makes the LP finitely encodable (Alg 4 step 5);
-:func:`lattice_round` rounds to it and is optional everywhere.
+A = {(2k + 1 − N)/N : k = 0, …, N−1}, the centres of N equal cells of [-1, 1]; discretising takes the centre of the
+cell containing z (boundary points to the upper cell). The value lattice L = {i/L} only makes the LP finitely
+encodable; :func:`lattice_round` is optional everywhere.
 """
 from __future__ import annotations
 

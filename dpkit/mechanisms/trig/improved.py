@@ -1,12 +1,9 @@
 """Alg 9 (mechanism I) and Alg 10 (mechanism II): R basis functions, a private mean, private PCA, C candidates
 from an ellipsoid and the LP over them.
 
-Accounting of mechanism II (``accounting``, δ > 0): ``"split"`` is the thesis's (ε/3, δ/2) moments + (ε/3, 0) Laplace
-mean + (ε/3, δ/2) private PCA under basic composition; ``"pld"`` (default) keeps the three measurements and their
-relative noise and scales every noise by one factor t ≤ 1 (:func:`dpkit.mechanisms.vector_release.accounting_factor`)
-so that their exact composition (the moments' Gaussian and the PCA's L Gaussian multiplications through Gaussian DP,
-the Laplace mean through its privacy loss distribution; :mod:`dpkit.core.accountant`) meets (ε, δ). The printed
-constants (``constants="thesis"``) are reproduced with ``accounting="split"`` only.
+Accounting of mechanism II: ``"split"`` is the thesis's basic composition of the three measurements; ``"pld"``
+(default) scales every noise by one factor t ≤ 1 (:func:`dpkit.mechanisms.vector_release.accounting_factor`) so their
+exact composition meets (ε, δ) (:mod:`dpkit.core.accountant`). ``constants="thesis"`` needs ``accounting="split"``.
 """
 from __future__ import annotations
 

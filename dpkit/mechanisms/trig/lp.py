@@ -2,27 +2,16 @@
 
     min_u ‖W u − b̂‖₁   s.t.  u ≥ 0,  1ᵀu = 1
 
-in the standard form (2.7): variables (u, v, w) ≥ 0,
+in the standard form (2.7) with sparse identity blocks, W of shape (R, C) (R moments, C candidate points):
 
-    W u + v − w = b̂,   1ᵀu = 1,   minimise 1ᵀv + 1ᵀw,
+1. Up to :data:`CG_THRESHOLD` columns: HiGHS's dual simplex (``"highs-ds"``, no presolve) through
+   :func:`scipy.optimize.linprog`, which returns a vertex, so at most R + 1 weights are non-zero.
+2. Beyond it: exact **column generation**: solve on a subset of columns, add those with a negative reduced cost
+   −(W_jᵀy + z) priced over all C columns, and stop when none is below −``cg_tol``, which certifies optimality for
+   the full LP.
 
-with W of shape (R, C) (R moments, C candidate points). The identity blocks are stored
-sparse (``scipy.sparse``), so the constraint matrix has R·C + 2R + C non-zeros. It is solved
-by HiGHS through :func:`scipy.optimize.linprog`; the default method is the dual simplex
-(``"highs-ds"``) without presolve: on the thesis's sizes (R = 50, C = 10⁴, d ∈ {8, 28, 101})
-it is faster than with presolve and than the interior-point method (``"highs-ipm"``; timings in
-docs/performance_notes.md), and it returns a basic (vertex)
-solution, so at most R + 1 weights are non-zero. A failed or non-optimal solve raises :class:`LPError` carrying the
-solver's status and message — there is never a silent fallback.
-
-Many columns: on the full grid (e.g. C = 53³ ≈ 1.5·10⁵ with R = 27) nearly collinear neighbouring columns
-make the simplex degenerate and slow. For C > :data:`CG_THRESHOLD` :func:`solve_l1_lp` therefore uses
-**column generation**, which is exact: solve (2.7) on a subset of
-columns, take the duals (y, z) of the equality rows, and add the columns with negative reduced cost
-−(W_jᵀy + z) (priced by one matrix–vector product over all C columns); stop when no reduced cost is
-below −``cg_tol``, which certifies that the restricted optimum is optimal for the full LP; the objectives are
-identical to the direct solve (to 1e-8), which is as fast or faster below the threshold (timings:
-docs/performance_notes.md).
+Errors: a failed or non-optimal solve raises :class:`LPError` with the solver's status and message — never a silent
+fallback.
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Exact privacy quantities of the moment release (thesis Alg 4 step 4, Alg 9 step 3).
 
-* :func:`moment_sensitivity` (from :mod:`dpkit.mechanisms.trig.sensitivity`) — the exact L1 and L2
-  sensitivities of the non-constant moments
-  ``b_r = (1/n) Σ_x φ_r(x)`` under replace-one neighbours whose changed row ranges over a given
-  finite point set (all grid points of A^d for Alg 4, the grid corners for Alg 9). With Laplace
-  noise of scale ``b`` the worst-case privacy loss of the release is exactly ``l1 / b`` (attained),
-  so comparing it with ε checks the noise constants of :func:`~dpkit.mechanisms.trig.moments.moment_noise`
-  without any bound (notebooks 55 and 58).
-* :func:`moment_privacy_loss` — the privacy-loss random variable ``ln(p_{b0}(ŷ)/p_{b1}(ŷ))`` of
-  one release ``ŷ`` of :func:`~dpkit.mechanisms.trig.moments.release_moments`, the statistic the
-  auditor (:func:`dpkit.evaluation.audit.audit`) thresholds: for Laplace noise it lies in
-  ``[−‖b0 − b1‖₁/b, ‖b0 − b1‖₁/b]`` and its upper tail is where ε-DP is tight.
+:func:`moment_sensitivity` gives the exact L1 and L2 sensitivities of the non-constant moments over a finite set of
+changed rows; with Laplace noise of scale ``b`` the worst-case privacy loss is exactly ``l1 / b``, which checks the
+constants of :func:`~dpkit.mechanisms.trig.moments.moment_noise` without any bound. :func:`moment_privacy_loss` is the
+privacy-loss variable of one release, the statistic the auditor thresholds.
 """
 from __future__ import annotations
 

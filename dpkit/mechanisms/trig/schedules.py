@@ -1,13 +1,9 @@
 """Parameter schedules of Thm 2.4 (mechanism I) and Thm 2.5 (mechanism II).
 
-Mechanism I (Alg 4/9):  t = ⌈n^{1/(2d+K)}⌉, N = ⌈n^{K/(2d+K)}⌉,
-m = ⌈n^{1+(K+1)/(2d+K)}⌉, L = ⌈n^{(d+K)/(2d+K)}⌉.
-
-Mechanism II (Alg 5/10), with ℓ = log(1/δ) (natural log) and D = 3d + 2K:
-t = ⌈n^{2/D} ℓ^{−1/D}⌉, N = ⌈n^{2K/D} ℓ^{−K/D}⌉, m = ⌈n^{(4d+4K+2)/D} ℓ^{−(2d+2K+1)/D}⌉,
-L = ⌈n^{(2d+2K)/D} ℓ^{−(d+K)/D}⌉.
-
-Every value is at least 1. ``m`` can be astronomically large (≈ n^{1.8}); it is a Python int.
+Mechanism I: t = ⌈n^{1/(2d+K)}⌉, N = ⌈n^{K/(2d+K)}⌉, m = ⌈n^{1+(K+1)/(2d+K)}⌉, L = ⌈n^{(d+K)/(2d+K)}⌉.
+Mechanism II, with ℓ = log(1/δ) and D = 3d + 2K: t = ⌈n^{2/D} ℓ^{−1/D}⌉, N = ⌈n^{2K/D} ℓ^{−K/D}⌉,
+m = ⌈n^{(4d+4K+2)/D} ℓ^{−(2d+2K+1)/D}⌉, L = ⌈n^{(2d+2K)/D} ℓ^{−(d+K)/D}⌉. Every value is at least 1; ``m`` is a
+Python int.
 """
 from __future__ import annotations
 
