@@ -1,4 +1,4 @@
-"""The auditor tries to refute every new calibration (issue 51, item 3): the board's audit gate
+"""The auditor tries to refute every new calibration: the board's audit gate
 (:func:`dpkit.evaluation.gate.audit_gate`, at the board's sizes :data:`~dpkit.evaluation.gate.GATE_SHAPE` and claim
 (ε, δ) = (1, 10⁻³), board-add's defaults, seeds fixed) on the ``accounting="pld"`` calibrations, and on a negative
 control that is too tight.

@@ -58,15 +58,16 @@ def _canon(x):
 
 
 def _bits(records) -> list[tuple]:
-    """Each record without its measured times (``time_s``, ``timings``, the supremum search's ``seconds``), floats
-    as their exact hex form: equal means equal to the bit."""
+    """Each record without its measured times (``time_s``, ``timings``, the supremum search's and its upper bound's
+    ``seconds``), floats as their exact hex form: equal means equal to the bit."""
     out = []
     for r in records:
         d = asdict(r)
         d.pop("time_s")
         d.pop("timings")
-        if isinstance(d["supremum"], dict):
-            d["supremum"].pop("seconds", None)
+        for nested in ("supremum", "supremum_upper"):  # the search's and the upper bound's measured seconds
+            if isinstance(d.get(nested), dict):
+                d[nested].pop("seconds", None)
         out.append(_canon(d))
     return out
 

@@ -136,11 +136,11 @@ def make_lab(tmp_path_factory):
         log.close()
 
 
-# the figure cell (the one that calls plot_sweep) of the notebook's panel: its output images and texts
+# the figure cell (the one that shows the sweep's figure) of the notebook's panel: its output images and texts
 _FIGURE_CELL = f"""(path) => {{
   const w = ({_FIND})(path);
   const cell = w.content.widgets.find(c => c.model.type === 'code'
-                                      && c.model.sharedModel.getSource().includes('plot_sweep(rows'));
+                                      && c.model.sharedModel.getSource().includes('show_figure(run.figure)'));
   if (!cell) return null;
   const imgs = [...cell.node.querySelectorAll('.jp-OutputArea-output img')].map(i => i.getAttribute('src') || '');
   const texts = [...cell.node.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText);

@@ -1,4 +1,4 @@
-"""The noise of every multi-measurement (ε, δ) method before and after accounting at the limit (issue 51, item 4).
+"""The noise of every multi-measurement (ε, δ) method before and after accounting at the limit.
 
 ::
 
