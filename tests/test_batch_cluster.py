@@ -34,7 +34,9 @@ DASK = [sys.executable, "-m", "dask"]
 # a worker takes a task only when it has a free thread (no task waits behind a running one on a worker)
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
 # the Dask configuration the batch guide gives for workers started by hand ("Several machines")
-GUIDE_DASK_CONFIG = re.search(r"```yaml\n(.*?)```", (ROOT / "docs" / "guide" / "batch.md").read_text(), re.S).group(1)
+#: the batch guide's Dask configuration (its YAML block that sets the nanny's pre-spawn environment)
+GUIDE_DASK_CONFIG = next(b for b in re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "guide" / "batch.md").read_text(), re.S)
+                         if "pre-spawn-environ" in b)
 VARIABLES = ("DPKIT_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
 
 THREADS_PARAMETERS = """SEED: int = 0
