@@ -3,10 +3,10 @@
 Process tooling, not part of the dpkit package. ``record`` runs repetition ``--rep`` of notebook 45's
 :func:`~dpkit.experiments.protocol.run_cells` job (the same methods, budget, σ's, workload size and seeds:
 run seed 0, 10⁴ queries of J = 10 centres, the class supremum over the cube) on one data set, in this process,
-and keeps every record with its measured times removed (``time_s``, ``timings`` and the class supremum's
-``seconds``). Repetition ``i`` depends on its own seeds only (``run_cells``), so it equals repetition ``i`` of the
-full board. ``compare`` tells whether two recordings are equal to the bit (floats by their exact value, NaN equal
-to NaN) and prints every difference.
+and keeps every record with its measured times removed (``time_s``, ``timings`` and the ``seconds`` of the class
+supremum's search and of its upper bound). Repetition ``i`` depends on its own seeds only (``run_cells``), so it
+equals repetition ``i`` of the full board. ``compare`` tells whether two recordings are equal to the bit (floats by
+their exact value, NaN equal to NaN) and prints every difference.
 
 The code recorded is whichever ``dpkit`` Python imports (``PYTHONPATH``); the file keeps its path. The on-disk
 caches (exact answers, embeddings, JAX programs) are turned off unless ``--cache`` is given, so every number is
@@ -42,10 +42,12 @@ TIMED_FIELDS = ("time_s", "timings")
 
 
 def clean_record(rec: Any) -> dict[str, Any]:
-    """A run record as a dict without its measured times (``time_s``, ``timings``, ``supremum["seconds"]``)."""
+    """A run record as a dict without its measured times (``time_s``, ``timings``, and the ``seconds`` of every nested
+    record: the class supremum's search, its upper bound)."""
     out = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rec) if f.name not in TIMED_FIELDS}
-    if isinstance(out.get("supremum"), dict):
-        out["supremum"] = {k: v for k, v in out["supremum"].items() if k != "seconds"}
+    for name, value in out.items():
+        if isinstance(value, dict) and "seconds" in value:
+            out[name] = {k: v for k, v in value.items() if k != "seconds"}
     return out
 
 
