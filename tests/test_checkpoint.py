@@ -161,6 +161,23 @@ def test_an_unreadable_kept_repetition_is_named(X, tmp_path):
         ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
 
 
+@pytest.mark.parametrize("reader", ["load", "kept_meta"])
+def test_a_repetition_pickled_with_a_record_class_of_another_name_is_named(X, tmp_path, reader):
+    """A kept file whose records are of a class this dpkit does not have (a checkpoint from before a rename) is
+    refused in one line naming the file, by the checkpoint and by the batch's time accounting alike."""
+    from dpkit.experiments.checkpoint import kept_meta
+
+    ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+    path = tmp_path / "rep-00000.pkl"
+    # a pickle naming a record class that no longer exists (GLOBAL opcode: module, name; then STOP)
+    path.write_bytes(b"\x80\x04cdpkit.experiments.record_types\nRunRecord\n.")
+    with pytest.raises(CheckpointMismatchError, match="rep-00000.pkl is unreadable"):
+        if reader == "load":
+            ex.run_cells(X, methods=_methods(), checkpoint=tmp_path, **{**KW, "reps": 1})
+        else:
+            kept_meta(tmp_path)
+
+
 def test_other_dpkit_sources_do_not_continue_a_checkpoint(X, tmp_path, monkeypatch):
     from dpkit.experiments import checkpoint
 

@@ -195,12 +195,7 @@ class RepetitionCheckpoint:
 
     def _read(self, index: int, digests: tuple[str, ...]) -> dict[str, Any]:
         path = self._path(index)
-        try:
-            with path.open("rb") as fh:
-                kept = pickle.load(fh)
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
-            raise CheckpointMismatchError(f"checkpoint file {path} is unreadable ({type(exc).__name__}: {exc}); "
-                                          "remove it to compute that repetition again") from exc
+        kept = _unpickle(path)
         if not isinstance(kept, dict) or kept.get("digest") not in digests or kept.get("index") != int(index):
             raise CheckpointMismatchError(f"checkpoint file {path} belongs to another run or repetition; "
                                           "remove it to compute that repetition again")
@@ -238,15 +233,26 @@ class RepetitionCheckpoint:
         write_atomic(self._path(index), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def _unpickle(path: Path) -> Any:
+    """The payload of the kept repetition ``path``; a file that cannot be read back (truncated, or pickled by a dpkit
+    whose record classes have other names) raises :class:`CheckpointMismatchError` naming it, in one line."""
+    try:
+        with path.open("rb") as fh:
+            return pickle.load(fh)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
+        raise CheckpointMismatchError(f"checkpoint file {path} is unreadable ({type(exc).__name__}: {exc}); "
+                                      "remove it to compute that repetition again") from exc
+
+
 def kept_meta(folder: str | os.PathLike) -> list[dict[str, Any]]:
     """``{"seconds", "machine"}`` of each kept repetition below ``folder`` (all its data sets), in file order, each
     file read once: the compute wall time it recorded (``None``: written before times were recorded) and the machine
-    that computed it (:func:`~dpkit.core.machine.numerics_machine`; ``"unrecorded"``: written before machines were)."""
+    that computed it (:func:`~dpkit.core.machine.numerics_machine`; ``"unrecorded"``: written before machines were).
+    A file that cannot be read back raises :class:`CheckpointMismatchError` naming it."""
     out: list[dict[str, Any]] = []
     for path in repetition_files(folder):
-        with path.open("rb") as fh:
-            kept = pickle.load(fh)
-        seconds = kept.get("seconds")
+        kept = _unpickle(path)
+        seconds = kept.get("seconds") if isinstance(kept, dict) else None
         out.append({"seconds": None if seconds is None else float(seconds), "machine": kept.get("machine") or "unrecorded"})
     return out
 
