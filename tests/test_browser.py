@@ -10,6 +10,7 @@ them the tests skip with the reason, except under ``CI=true`` where they fail.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -76,28 +78,26 @@ def _scratch_notebooks(folder: Path) -> None:
         nbformat.write(nb, nbdir / f"{name}.ipynb")
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on a scratch copy of the notebooks: ``(base URL, token)``."""
-    _require()
-    tmp = tmp_path_factory.mktemp("lab")
-    _scratch_notebooks(tmp)
+@contextlib.contextmanager
+def jupyterlab_server(tmp: Path, root_dir: Path, base_env: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """A JupyterLab server on ``root_dir`` with ``base_env`` and its own scratch configuration, runtime, workspaces
+    and settings below ``tmp`` (dpkit's results and figures too: never into the repository): ``(base URL, token)``,
+    once it answers; stopped on exit."""
     (tmp / "config" / "labconfig").mkdir(parents=True)
     (tmp / "config" / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))  # no news pop-up or fetch
     port, token = _free_port(), secrets.token_hex(16)
-    # the panels' manifests and exported figures go to scratch folders, never into the repository
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DPKIT_RESULTS_DIR": str(tmp / "results"),
+    env = {**base_env, "PYTHONPATH": str(ROOT), "DPKIT_RESULTS_DIR": str(tmp / "results"),
            "DPKIT_FIGURES_DIR": str(tmp / "figures"), "JUPYTER_CONFIG_DIR": str(tmp / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "IPYTHONDIR": str(tmp / "ipython")}
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp / 'notebooks'}",
+           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
            "--LabApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
            f"--LabApp.user_settings_dir={tmp / 'settings'}"]
     if os.getuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=tmp / "notebooks", env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=root_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -109,7 +109,7 @@ def lab(tmp_path_factory):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"JupyterLab did not start: {(tmp / 'server.log').read_text()[-3000:]}") from None
                 time.sleep(0.5)
-        yield base, token, tmp
+        yield base, token
     finally:
         proc.terminate()
         try:
@@ -117,6 +117,16 @@ def lab(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a scratch copy of the notebooks: ``(base URL, token, scratch folder)``."""
+    _require()
+    tmp = tmp_path_factory.mktemp("lab")
+    _scratch_notebooks(tmp)
+    with jupyterlab_server(tmp, tmp / "notebooks", os.environ) as (base, token):
+        yield base, token, tmp
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shlex
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -29,8 +27,8 @@ from test_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     TIMEOUT_MS,
-    _free_port,
     _require,
+    jupyterlab_server,
 )
 
 pytestmark = pytest.mark.browser
@@ -100,40 +98,8 @@ def make_lab(tmp_path_factory):
         params.source, n = re.subn(rf"^{flag}: bool = \w+", f"{flag}: bool = True", params.source, flags=re.M)
         assert n == 1, flag
     nbformat.write(nb, nbdir / f"{NOTEBOOK}.ipynb")
-    (tmp / "config" / "labconfig").mkdir(parents=True)
-    (tmp / "config" / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**lab_environment(), "PYTHONPATH": str(ROOT), "DPKIT_RESULTS_DIR": str(tmp / "results"),
-           "DPKIT_FIGURES_DIR": str(tmp / "figures"), "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "IPYTHONDIR": str(tmp / "ipython")}
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={nbdir}",
-           "--LabApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
-           f"--LabApp.user_settings_dir={tmp / 'settings'}"]
-    if os.getuid() == 0:
-        cmd.append("--allow-root")
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=nbdir, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start: {(tmp / 'server.log').read_text()[-3000:]}") from None
-                time.sleep(0.5)
+    with jupyterlab_server(tmp, nbdir, lab_environment()) as (base, token):
         yield base, token, nbdir
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 # the figure cell (the one that shows the sweep's figure) of the notebook's panel: its output images and texts
