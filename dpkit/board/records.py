@@ -30,7 +30,8 @@ from dpkit.queries.release import PRIVACY_CLASSES
 from dpkit.queries.supremum import DOMAINS as SUPREMUM_DOMAINS
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "INTERVAL_TOLERANCE", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS",
-           "BUDGET_TOLERANCE", "PUBLISHED", "BOARD_SUPREMUM", "board_supremum", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
+           "BUDGET_TOLERANCE", "PUBLISHED", "BOARD_SUPREMUM", "board_supremum",
+           "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
            "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
            "provenance_line", "typed_records", "board_data_arguments"]
 
