@@ -522,6 +522,17 @@ def _certified_parts(records) -> list[str]:
               f"largest {ratios['max']:.2f}, above 3 in {ratios['above_3']} (`python tools/sup_tightness.py board`). "
               "A method is certified better than another in a cell when its upper bound lies below the other's "
               "witness in every repetition; *may be best*: the methods no other is certified better than.", ""]
+    per = pd.DataFrame([{"data": ds, "records": r["n"], "median": f"{r['median']:.2f}", "90 %": f"{r['q90']:.2f}",
+                         "largest": f"{r['max']:.2f}", "above 3": r["above_3"],
+                         "at most 1.5": f"{100 * r['share_at_most_1_5']:.0f} %"}
+                        for ds, r in sorted(ratios["per_dataset"].items()) if r["n"]])
+    if not per.empty:
+        from dpkit.board.records import board_supremum
+
+        where = ("over every centre of R^d, the class the upper bound covers" if board_supremum(records) == "space" else
+                 "in the cube, a part of the class the upper bound covers")
+        parts += [f"The distribution of `sup_upper / sup_abs` per data set (the witnesses searched {where}; a released "
+                  "answer function is searched in the cube and has no upper bound):", "", _md_table(per), ""]
     shown = pd.DataFrame([{"data": c["dataset"], "σ": f"{c['sigma']:g}", "table": c["table"],
                            "certified best": c["certified_best"] or "–", "may be best": ", ".join(c["may_be_best"])}
                           for c in cells if c["with_upper"]])
