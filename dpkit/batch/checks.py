@@ -260,7 +260,7 @@ def publish_checks(output: str | os.PathLike, publish: str | os.PathLike | None 
     if unknown:
         raise ValueError(f"{output}: the run(s) {unknown[:3]} are not run folders <notebook>/<key>/ of this folder "
                          "(give the batch's own output folder)")
-    quick = sorted(f"{r.get('notebook')}/{k}" for k, r in listed.items() if (r.get("parameters") or {}).get("QUICK"))
+    quick = sorted(f"{Path(str(r.get('notebook'))).stem}/{k}" for k, r in listed.items() if (r.get("parameters") or {}).get("QUICK"))
     if quick:
         raise ValueError(f"{output}: run(s) in QUICK mode (test sizes), the checks are not published (they are "
                          f"full-size): {', '.join(quick)}")
