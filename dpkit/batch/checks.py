@@ -251,16 +251,17 @@ def publish_checks(output: str | os.PathLike, publish: str | os.PathLike | None 
         raise ValueError(f"{output}: {len(problems)} failed run(s) or unreadable file(s), the checks are not "
                          f"published: {'; '.join(problems)}")
     if "run_key" not in df.columns or df["run_key"].isna().any():
-        plain = sorted(set(df.loc[df["run_key"].isna(), "notebook"])) if "run_key" in df.columns else []
-        raise ValueError(f"{output}: not a batch output's checks (runs <notebook>/<12-hex key>/): "
-                         f"{plain or 'no run keys'}; publish a batch's checks (make reproduce)")
+        plain = df.loc[df["run_key"].isna(), "notebook"] if "run_key" in df.columns else df["notebook"]
+        raise ValueError(f"{output}: not a batch output's checks (runs <notebook>/<12-hex key>/): plain run(s) "
+                         f"{sorted(set(plain))}; publish a batch's checks (make reproduce)")
     prov = board_provenance(output, notebook="*")
     listed = {str(r.get("folder")): r for r in prov["runs"]}
     unknown = sorted(set(df["run_key"]) - set(listed))
     if unknown:
         raise ValueError(f"{output}: the run(s) {unknown[:3]} are not run folders <notebook>/<key>/ of this folder "
                          "(give the batch's own output folder)")
-    quick = sorted(f"{Path(str(r.get('notebook'))).stem}/{k}" for k, r in listed.items() if (r.get("parameters") or {}).get("QUICK"))
+    quick = sorted(f"{Path(str(r.get('notebook'))).stem}/{k}" for k, r in listed.items()
+                   if (r.get("parameters") or {}).get("QUICK"))
     if quick:
         raise ValueError(f"{output}: run(s) in QUICK mode (test sizes), the checks are not published (they are "
                          f"full-size): {', '.join(quick)}")
