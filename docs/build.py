@@ -622,10 +622,11 @@ def _published_checks_parts(published: Path) -> list[str]:
         parts += [_admonition("note", "Not run: data documented as possibly unavailable offline",
                               "Their checks are not in the table:\n\n"
                               + "".join(f"- {u}\n" for u in prov["unavailable"])), ""]
-    labels = _run_labels([r for r in prov["runs"] if isinstance(r, dict)])
+    runs = [r for r in prov["runs"] if isinstance(r, dict)]
     for nb, g in df.groupby("notebook", sort=True):
         body = g.drop(columns=["notebook"])
-        if g["run_key"].nunique() > 1:
+        if g["run_key"].nunique() > 1:  # its runs told apart by the parameters in which they differ
+            labels = _run_labels([r for r in runs if str(r.get("folder")) in set(g["run_key"])])
             body = body.assign(run_key=[labels.get(k, k) for k in body["run_key"]]).rename(columns={"run_key": "run"})
         else:
             body = body.drop(columns=["run_key"])

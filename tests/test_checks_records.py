@@ -7,8 +7,8 @@ import json
 
 import pandas as pd
 import pytest
+from checks_batch import fake_batch, fake_run
 
-from dpkit.batch import run_key
 from dpkit.batch.checks import gather_checks, main, publish_checks
 from dpkit.experiments.checks_records import (
     COLUMNS,
@@ -21,38 +21,9 @@ from dpkit.experiments.checks_records import (
 from dpkit.outputs.report import Report
 
 
-def _run(batch, notebook, params, checks, status="ok"):
-    """A batch run folder <batch>/<notebook>/<key>/ with its run.json and (when ``checks``) metrics.json."""
-    key = run_key(f"{notebook}.ipynb", params)
-    folder = batch / notebook / key
-    r = Report(folder)
-    for c in checks:
-        r.check(*c[:4], **c[4] if len(c) > 4 else {})
-    r.write()
-    info = {"notebook": f"notebooks/{notebook}.ipynb", "key": key, "parameters": params, "status": status,
-            "wall_time_s": 12.0}
-    if status != "ok":
-        info["error"] = "CellExecutionError: boom"
-    (folder / "run.json").write_text(json.dumps(info))
-    return folder
-
-
-def _batch(tmp_path, *, control_fails=True):
-    """Two notebooks, one of them run on two parameter sets (same check ids, told apart by the run key)."""
-    batch = tmp_path / "batch"
-    for seed in (1, 2):
-        _run(batch, "20_tables", {"SEED": seed, "QUICK": False},
-             [("T1", "the error bound holds, eq. (3.4)", 0.5, 1.0, {"confidence": 0.95}),
-              ("T2", "the printed constant, a negative control", 2.0, 1.0, {"expected": "FAIL"})])
-    _run(batch, "31_linear", {"SEED": 0},
-         [("L1", "exact: the sensitivity is 2/n", 0.01, 0.01),
-          ("L2", "under-noised mechanism, a control", 0.2 if control_fails else 0.0, 0.1, {"expected": "FAIL"})])
-    return batch
-
-
 @pytest.fixture
 def published(tmp_path):
-    batch = _batch(tmp_path)
+    batch = fake_batch(tmp_path)
     dest = tmp_path / "published"
     assert main([str(batch), "--publish", str(dest)]) == 0
     return batch, dest
@@ -84,8 +55,8 @@ def test_never_overwritten_without_replace(published, capsys):
 
 
 def test_a_batch_with_a_failed_run_is_not_published_and_the_run_is_named(tmp_path, capsys):
-    batch = _batch(tmp_path)
-    failed = _run(batch, "40_baselines", {"SEED": 0}, [], status="failed")
+    batch = fake_batch(tmp_path)
+    failed = fake_run(batch, "40_baselines", {"SEED": 0}, [], status="failed")
     dest = tmp_path / "published"
     assert main([str(batch), "--publish", str(dest)]) == 1
     err = capsys.readouterr().err
@@ -96,7 +67,7 @@ def test_a_batch_with_a_failed_run_is_not_published_and_the_run_is_named(tmp_pat
 
 
 def test_unexpected_verdicts_are_published_as_they_are_and_the_command_exits_1(tmp_path, capsys):
-    batch = _batch(tmp_path, control_fails=False)  # the negative control passes: a result, published as it is
+    batch = fake_batch(tmp_path, control_fails=False)  # the negative control passes: a result, published as it is
     dest = tmp_path / "published"
     assert main([str(batch), "--publish", str(dest)]) == 1
     assert "UNEXPECTED: 31_linear:L2" in capsys.readouterr().out
@@ -104,9 +75,9 @@ def test_unexpected_verdicts_are_published_as_they_are_and_the_command_exits_1(t
     assert list(back.loc[~back["consistent"], "id"]) == ["L2"]
 
 
-def test_quick_runs_and_plain_runs_are_not_published(tmp_path):
+def test_quick_runs_plain_runs_and_runs_without_checks_are_not_published(tmp_path):
     quick = tmp_path / "quick"
-    folder = _run(quick, "31_linear", {"SEED": 0, "QUICK": True}, [("L1", "claim", 0.0, 1.0)])
+    folder = fake_run(quick, "31_linear", {"SEED": 0, "QUICK": True}, [("L1", "claim", 0.0, 1.0)])
     with pytest.raises(ValueError, match=f"QUICK mode.*31_linear/{folder.name}"):
         publish_checks(quick, tmp_path / "p1")
     plain = tmp_path / "plain"
@@ -115,7 +86,11 @@ def test_quick_runs_and_plain_runs_are_not_published(tmp_path):
     r.write()
     with pytest.raises(ValueError, match=r"not a batch output's checks.*31_linear"):
         publish_checks(plain, tmp_path / "p2")
-    assert not (tmp_path / "p1").exists() and not (tmp_path / "p2").exists()
+    empty = tmp_path / "empty"
+    fake_run(empty, "31_linear", {"SEED": 0}, [])
+    with pytest.raises(ValueError, match="no checks in its runs"):
+        publish_checks(empty, tmp_path / "p3")
+    assert not any((tmp_path / p).exists() for p in ("p1", "p2", "p3"))
 
 
 def _at(df, i, column, value):

@@ -250,6 +250,8 @@ def publish_checks(output: str | os.PathLike, publish: str | os.PathLike | None 
     if problems:
         raise ValueError(f"{output}: {len(problems)} failed run(s) or unreadable file(s), the checks are not "
                          f"published: {'; '.join(problems)}")
+    if df.empty:
+        raise ValueError(f"{output}: no checks in its runs: nothing to publish")
     if "run_key" not in df.columns or df["run_key"].isna().any():
         plain = df.loc[df["run_key"].isna(), "notebook"] if "run_key" in df.columns else df["notebook"]
         raise ValueError(f"{output}: not a batch output's checks (runs <notebook>/<12-hex key>/): plain run(s) "
