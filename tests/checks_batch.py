@@ -32,6 +32,6 @@ def fake_batch(tmp_path, *, control_fails=True):
              [("T1", "the error bound holds, eq. (3.4)", 0.5, 1.0, {"confidence": 0.95}),
               ("T2", "the printed constant, a negative control", 2.0, 1.0, {"expected": "FAIL"})])
     fake_run(batch, "31_linear", {"SEED": 0},
-         [("L1", "exact: the sensitivity is 2/n", 0.01, 0.01),
+         [("L1", "exact: the sensitivity is finite (bound: inf)", 0.01, float("inf")),
           ("L2", "under-noised mechanism, a control", 0.2 if control_fails else 0.0, 0.1, {"expected": "FAIL"})])
     return batch
