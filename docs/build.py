@@ -643,16 +643,19 @@ def _published_checks_parts(published: Path) -> list[str]:
 
 def checks_page(src: Path, checks: Path, published: Path | None = None) -> None:
     """The checks: the summary written by ``python -m dpkit.batch.checks OUTPUT --out STEM`` (``checks``, a
-    ``STEM.md``) when it is there, else the published ``checks.csv`` (``published``, default ``data/checks/``), else an
-    explicit "not generated yet" with the commands that make them."""
+    ``STEM.md``) when it is there, else the published ``checks.csv`` (``published``, default ``data/checks/``; or
+    ``checks`` when it names a folder or a ``.csv``), else an explicit "not generated yet" with the commands that make
+    them."""
     published = ROOT / "data" / "checks" if published is None else published
+    if checks.is_dir() or checks.suffix == ".csv":  # --checks names published checks (a folder or its checks.csv)
+        published = checks
     parts = ["# The checks", "",
              "Every notebook records its checks in `metrics.json` (`id, claim, statistic, bound, confidence, verdict, "
              "expected`): a claim of the thesis or of a paper passes, a negative control (the printed constant, an "
              "under-noised mechanism) is expected to fail. `python -m dpkit.batch.checks OUTPUT --out STEM` gathers "
              "a batch's checks into one table; notebook `59_checks_summary` shows it with figures.", ""]
     csv = published / "checks.csv" if published.suffix != ".csv" else published
-    if checks.is_file():
+    if checks.is_file() and checks.suffix != ".csv":
         parts += [f"Read from `{_rel(checks)}`:", "", checks.read_text(), ""]
     elif csv.is_file():
         parts += _published_checks_parts(published)
@@ -887,9 +890,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(else $DPKIT_DOCS_TABLES, the --notebooks batch's assembled/ when it has the tables, the "
                          "published data/tables/)")
     ap.add_argument("--checks", type=Path, default=None,
-                    help="a checks summary .md (else $DPKIT_DOCS_CHECKS, the --notebooks batch's "
-                         "checks_summary.md, results/batch/full/checks_summary.md); where there is none, the "
-                         "published data/checks/checks.csv")
+                    help="a checks summary .md or published checks (a folder with checks.csv) (else "
+                         "$DPKIT_DOCS_CHECKS, the --notebooks batch's checks_summary.md, "
+                         "results/batch/full/checks_summary.md); where there is none, the published data/checks/")
     args = ap.parse_args(argv)
     from dpkit.core.settings import setting
 

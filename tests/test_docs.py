@@ -247,6 +247,8 @@ def test_the_checks_page_renders_published_checks_folded_per_notebook(tmp_path):
     assert "Assembled " in text and "from 3 run(s)" in text  # the provenance line
     assert text.count("<details>") == 2 and "<summary>20_tables: 4 checks in 2 run(s)" in text
     assert "| SEED=1 | T1 |" in text and "| SEED=2 | T2 |" in text  # its two runs told apart
+    docs_build.checks_page(tmp_path / "src2", published / "checks.csv", tmp_path / "elsewhere")  # --checks names it
+    assert (tmp_path / "src2" / "results" / "checks.md").read_text() == text
     summary = tmp_path / "summary.md"
     summary.write_text("| notebook | id |\n|---|---|\n| from the batch | X1 |\n")
     docs_build.checks_page(tmp_path / "src", summary, published)
