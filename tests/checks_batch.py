@@ -8,7 +8,7 @@ from dpkit.batch import run_key
 from dpkit.outputs.report import Report
 
 
-def fake_run(batch, notebook, params, checks, status="ok"):
+def fake_run(batch, notebook, params, checks, status="ok", error="CellExecutionError: boom"):
     """A batch run folder <batch>/<notebook>/<key>/ with its run.json and (when ``checks``) metrics.json."""
     key = run_key(f"{notebook}.ipynb", params)
     folder = batch / notebook / key
@@ -19,7 +19,7 @@ def fake_run(batch, notebook, params, checks, status="ok"):
     info = {"notebook": f"notebooks/{notebook}.ipynb", "key": key, "parameters": params, "status": status,
             "wall_time_s": 12.0}
     if status != "ok":
-        info["error"] = "CellExecutionError: boom"
+        info["error"] = error
     (folder / "run.json").write_text(json.dumps(info))
     return folder
 

@@ -66,6 +66,15 @@ def test_a_batch_with_a_failed_run_is_not_published_and_the_run_is_named(tmp_pat
         publish_checks(batch, dest)
 
 
+def test_a_run_recorded_as_unavailable_is_named_in_the_provenance_not_refused(tmp_path):
+    batch = fake_batch(tmp_path)
+    fake_run(batch, "20_tables", {"DATASETS": ["PAM"]}, [], status="unavailable", error="PAM is not on this machine")
+    dest = tmp_path / "published"
+    assert main([str(batch), "--publish", str(dest)]) == 0
+    (unavailable,) = json.loads((dest / "provenance.json").read_text())["unavailable"]
+    assert "PAM" in unavailable and "not on this machine" in unavailable and len(read_checks(dest)) == 6
+
+
 def test_unexpected_verdicts_are_published_as_they_are_and_the_command_exits_1(tmp_path, capsys):
     batch = fake_batch(tmp_path, control_fails=False)  # the negative control passes: a result, published as it is
     dest = tmp_path / "published"

@@ -233,12 +233,14 @@ def _results_that_were_not_computed_say_which_command_makes_them(site):
 def test_the_checks_page_renders_published_checks_folded_per_notebook(tmp_path):
     """No batch summary given: the published checks.csv, with its provenance line, the counts and one folded table per
     notebook (a notebook run twice tells its runs apart by their parameters); a batch summary, when given, wins."""
-    from checks_batch import fake_batch
+    from checks_batch import fake_batch, fake_run
 
     from dpkit.batch.checks import main as checks_main
 
     published = tmp_path / "published"
-    assert checks_main([str(fake_batch(tmp_path, control_fails=False)), "--publish", str(published)]) == 1
+    batch = fake_batch(tmp_path, control_fails=False)
+    fake_run(batch, "20_tables", {"DATASETS": ["PAM"]}, [], status="unavailable", error="PAM is not on this machine")
+    assert checks_main([str(batch), "--publish", str(published)]) == 1
     docs_build.checks_page(tmp_path / "src", tmp_path / "no-summary.md", published)
     text = (tmp_path / "src" / "results" / "checks.md").read_text()
     assert "Not generated yet" not in text and f"Read from `{published / 'checks.csv'}`" in text
@@ -247,6 +249,7 @@ def test_the_checks_page_renders_published_checks_folded_per_notebook(tmp_path):
     assert "Assembled " in text and "from 3 run(s)" in text  # the provenance line
     assert text.count("<details>") == 2 and "<summary>20_tables: 4 checks in 2 run(s)" in text
     assert "| SEED=1 | T1 |" in text and "| SEED=2 | T2 |" in text  # its two runs told apart
+    assert "Not run: data documented as possibly unavailable offline" in text and "PAM is not on this machine" in text
     docs_build.checks_page(tmp_path / "src2", published / "checks.csv", tmp_path / "elsewhere")  # --checks names it
     assert (tmp_path / "src2" / "results" / "checks.md").read_text() == text
     summary = tmp_path / "summary.md"
