@@ -45,7 +45,7 @@ def board_block(records: Path) -> str:
     df = build.read_records(records)
     _rows, board = build.board_of(df)
     return (f"{headline(board).text()}\n\n{summary_markdown(board, kinds=('abs',), names=0)}\n\n"
-            f"On the whole query class: {certified_sentence(certified_cells(df))}\n\n{provenance_line(records)}\n")
+            f"{certified_sentence(certified_cells(df))}\n\n{provenance_line(records)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
