@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish board board-add status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish checks-publish board board-add status false-alarms collect data-list clean distclean
 
 help: ## list targets, then the switches they take (make TARGET NAME=value)
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -105,7 +105,14 @@ reproduce: $(STAMP) ## the thesis's tables and figures and every check at full s
 	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --out $(RESULTS)/batch/full/checks_summary || status=$$?; \
 	if [ $$status -eq 0 ]; then $(BIN)/python -m dpkit.batch.assemble tables $(RESULTS)/batch/full --paper-figures || status=$$?; \
 	else echo "reproduce: failed runs or checks (listed above): tables not assembled; fix and re-run (finished runs are kept)"; fi; \
+	if [ $$status -eq 0 ]; then echo "reproduce: make checks-publish publishes the checks to data/checks/ (the docs render them)"; fi; \
 	exit $$status
+
+# checks-publish: the checks of make reproduce's batch (results/batch/full) as data/checks/checks.csv with its
+# provenance.json, which the docs render without running anything; refused (nothing written) when a run failed or ran
+# in QUICK mode; unexpected verdicts are published as they are and the command exits 1; REPLACE=1 replaces them
+checks-publish: $(STAMP) ## publish the checks of make reproduce's batch (results/batch/full) to data/checks/ for the docs [REPLACE=1]
+	$(BIN)/python -m dpkit.batch.checks $(RESULTS)/batch/full --publish $(if $(filter 1,$(REPLACE)),--replace,)
 
 # Finished runs of a notebook that changed since they ran stop a batch (named); STALE=rerun moves them to
 # OUTPUT/.superseded/ and runs them again, STALE=keep keeps them: make reproduce STALE=rerun. STALE=verify continues
@@ -167,7 +174,7 @@ board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/l
 #: AIM         board: AIM=1 runs AIM too (hours on a large data set)
 #: SIGMAS      board: other kernel widths, comma-separated (SIGMAS=2,4; default the thesis's five)
 #: QUICK       board, board-add: QUICK=1: one sigma and 4 repetitions (board-add: one data set too)
-#: REPLACE     board-add: overwrite results/board/; board: move a folder of another data set's runs aside; board-publish: replace the published board
+#: REPLACE     board-add: overwrite results/board/; board: move a folder of another data set's runs aside; board-publish: replace the published board; checks-publish: replace the published checks
 board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yaml [AIM=1] [QUICK=1] [SIGMAS=2,4] [REPLACE=1] [STALE=rerun|keep|verify]
 	@test -n "$(DATA)" || { echo "board: name the data set, e.g. make board DATA=data/examples/diabetes.yaml" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board '$(DATA)' $(if $(filter 1,$(AIM)),--aim,) $(if $(filter 1,$(QUICK)),--quick,) \

@@ -10,8 +10,9 @@ The site is ``OUT/html``; ``OUT/src`` is the staged source (``docs/`` plus the g
 QUICK runs of ``--execute``. Generated, never typed by hand: the API reference (every public module, by layer), the
 thesis's Tables 3.2/3.3 beside dpkit's (the published ``data/tables/tables.csv``, or ``--tables`` an assembled
 folder), the leaderboard (from the records file: ``--board``,
-``$DPKIT_BOARD_RECORDS``, default ``data/leaderboard/records.parquet``), the checks summary, the notebooks and the
-changelog. A result that is not there is said so on its page, with the command that makes it.
+``$DPKIT_BOARD_RECORDS``, default ``data/leaderboard/records.parquet``), the checks (a batch's summary, ``--checks``,
+or the published ``data/checks/checks.csv``), the notebooks and the changelog. A result that is not there is said so
+on its page, with the command that makes it.
 
 Exit codes: 0 built; 1 Sphinx failed (a warning is an error) or a notebook run failed; 2 the build could not start
 (one line naming the file or folder: e.g. a leaderboard records file that is named but missing, or not a valid
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import json
 import os
 import pkgutil
 import shutil
@@ -522,6 +524,17 @@ def _certified_parts(records) -> list[str]:
               f"largest {ratios['max']:.2f}, above 3 in {ratios['above_3']} (`python tools/sup_tightness.py board`). "
               "A method is certified better than another in a cell when its upper bound lies below the other's "
               "witness in every repetition; *may be best*: the methods no other is certified better than.", ""]
+    per = pd.DataFrame([{"data": ds, "records": r["n"], "median": f"{r['median']:.2f}", "90 %": f"{r['q90']:.2f}",
+                         "largest": f"{r['max']:.2f}", "above 3": r["above_3"],
+                         "at most 1.5": f"{100 * r['share_at_most_1_5']:.0f} %"}
+                        for ds, r in sorted(ratios["per_dataset"].items()) if r["n"]])
+    if not per.empty:
+        from dpkit.board.records import board_supremum
+
+        where = ("over every centre of R^d, the class the upper bound covers" if board_supremum(records) == "space" else
+                 "in the cube, a part of the class the upper bound covers")
+        parts += [f"The distribution of `sup_upper / sup_abs` per data set (the witnesses searched {where}; a released "
+                  "answer function is searched in the cube and has no upper bound):", "", _md_table(per), ""]
     shown = pd.DataFrame([{"data": c["dataset"], "σ": f"{c['sigma']:g}", "table": c["table"],
                            "certified best": c["certified_best"] or "–", "may be best": ", ".join(c["may_be_best"])}
                           for c in cells if c["with_upper"]])
@@ -578,23 +591,94 @@ def faq_page(src: Path, board_file: Path) -> None:
     page.write_text(text.replace(WHICH_METHOD_MARKER, table))
 
 
-def checks_page(src: Path, checks: Path) -> None:
-    """The checks summary written by ``python -m dpkit.batch.checks OUTPUT --out STEM`` (``STEM.md``)."""
+def _run_labels(runs: list[dict[str, Any]]) -> dict[str, str]:
+    """A notebook's runs told apart: run key -> the parameters whose values differ between its runs."""
+    params = {str(r.get("folder")): dict(r.get("parameters") or {}) for r in runs}
+    names = sorted({k for p in params.values() for k in p})
+    varying = [k for k in names if len({json.dumps(p.get(k), sort_keys=True, default=str)
+                                        for p in params.values()}) > 1]
+    return {key: ", ".join(f"{k}={json.dumps(p.get(k), default=str)}" for k in varying) or key
+            for key, p in params.items()}
+
+
+def _published_checks_parts(published: Path) -> list[str]:
+    """The checks from a published ``checks.csv`` (:mod:`dpkit.experiments.checks_records`): the provenance, the
+    counts, any unexpected verdict, then one folded table per notebook."""
+    from dpkit.batch.checks import summarise_checks, to_markdown
+    from dpkit.board.records import BoardFileError, provenance_line
+    from dpkit.experiments.checks_records import read_checks, read_provenance
+
+    path = published / "checks.csv" if published.is_dir() else published
+    try:  # a bad published file stops the build in one line naming it
+        df = read_checks(path)
+        prov = read_provenance(path)
+    except (OSError, ValueError) as exc:
+        raise BuildError(str(exc)) from exc
+    try:
+        origin = provenance_line(path)
+    except BoardFileError as exc:
+        origin = f"No provenance: {exc}."
+    s = summarise_checks(df)
+    parts = ["## The published checks", "",
+             f"Read from `{_rel(path)}` (published with `make checks-publish` after `make reproduce`; checked when "
+             f"read: `dpkit.experiments.checks_records.read_checks`): **{s['n_checks']} checks** of "
+             f"{df['notebook'].nunique()} notebooks in {df['run_key'].nunique()} runs: **{s['n_claims_pass']}/"
+             f"{s['n_claims']} claims PASS** and **{s['n_controls_fail']}/{s['n_controls']} negative controls FAIL** "
+             f"as expected. {origin}", ""]
+    if not s["all_consistent"]:
+        bad = df[~df["consistent"]]
+        parts += [_admonition("warning", f"{len(bad)} verdict(s) not as expected",
+                              "Published as they came out:\n\n" + to_markdown(bad, columns=list(bad.columns))), ""]
+    if prov.get("unavailable"):
+        parts += [_admonition("note", "Not run: data documented as possibly unavailable offline",
+                              "Their checks are not in the table:\n\n"
+                              + "".join(f"- {u}\n" for u in prov["unavailable"])), ""]
+    runs = [r for r in prov["runs"] if isinstance(r, dict)]
+    for nb, g in df.groupby("notebook", sort=True):
+        body = g.drop(columns=["notebook"])
+        if g["run_key"].nunique() > 1:  # its runs told apart by the parameters in which they differ
+            labels = _run_labels([r for r in runs if str(r.get("folder")) in set(g["run_key"])])
+            body = body.assign(run_key=[labels.get(k, k) for k in body["run_key"]]).rename(columns={"run_key": "run"})
+        else:
+            body = body.drop(columns=["run_key"])
+        claims = g[g["expected"] == "PASS"]
+        controls = g[g["expected"] == "FAIL"]
+        summary = (f"{nb}: {len(g)} checks in {g['run_key'].nunique()} run(s), "
+                   f"{int((claims['verdict'] == 'PASS').sum())}/{len(claims)} claims PASS"
+                   + (f", {int((controls['verdict'] == 'FAIL').sum())}/{len(controls)} controls FAIL"
+                      if len(controls) else "")
+                   + ("" if g["consistent"].all() else f", {int((~g['consistent']).sum())} NOT as expected"))
+        parts += [_details(summary, to_markdown(body, columns=list(body.columns))), ""]
+    return parts
+
+
+def checks_page(src: Path, checks: Path, published: Path | None = None) -> None:
+    """The checks: the summary written by ``python -m dpkit.batch.checks OUTPUT --out STEM`` (``checks``, a
+    ``STEM.md``) when it is there, else the published ``checks.csv`` (``published``, default ``data/checks/``; or
+    ``checks`` when it names a folder or a ``.csv``), else an explicit "not generated yet" with the commands that make
+    them."""
+    published = ROOT / "data" / "checks" if published is None else published
+    if checks.is_dir() or checks.suffix == ".csv":  # --checks names published checks (a folder or its checks.csv)
+        published = checks
     parts = ["# The checks", "",
              "Every notebook records its checks in `metrics.json` (`id, claim, statistic, bound, confidence, verdict, "
              "expected`): a claim of the thesis or of a paper passes, a negative control (the printed constant, an "
              "under-noised mechanism) is expected to fail. `python -m dpkit.batch.checks OUTPUT --out STEM` gathers "
              "a batch's checks into one table; notebook `59_checks_summary` shows it with figures.", ""]
-    if checks.is_file():
+    csv = published / "checks.csv" if published.suffix != ".csv" else published
+    if checks.is_file() and checks.suffix != ".csv":
         parts += [f"Read from `{_rel(checks)}`:", "", checks.read_text(), ""]
+    elif csv.is_file():
+        parts += _published_checks_parts(published)
     else:
         parts += [_admonition("warning", "Not generated yet: `make reproduce` (full size) or `make smoke` (QUICK)",
-                              f"There is no checks summary at `{_rel(checks)}`, and none is committed: the checks are "
-                              "computed, not published. To get it:\n\n"
+                              f"There is no checks summary at `{_rel(checks)}`, and no published checks at "
+                              f"`{_rel(csv)}`: the checks are computed, then published. To get them:\n\n"
                               "- **full size**: `make reproduce` (every notebook at full size, 35 batch runs: 2.4 h of "
                               "run time on two Dask workers, about 1.2 h of wall time, on the 2-core development "
                               "machine, 2026-11-24; resumable) writes `results/batch/full/checks_summary.md`, which "
-                              "`make docs-quick` then renders here;\n"
+                              "`make docs-quick` then renders here; `make checks-publish` publishes them to "
+                              "`data/checks/` (committed: every build renders them without running anything);\n"
                               "- **QUICK** (test sizes: the claims' verdicts, not the thesis's numbers): `make smoke` "
                               "(every notebook once in QUICK mode, a few minutes) writes "
                               "`results/batch/smoke/checks_summary.md`: `make docs-quick "
@@ -817,8 +901,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(else $DPKIT_DOCS_TABLES, the --notebooks batch's assembled/ when it has the tables, the "
                          "published data/tables/)")
     ap.add_argument("--checks", type=Path, default=None,
-                    help="a checks summary .md (else $DPKIT_DOCS_CHECKS, the --notebooks batch's "
-                         "checks_summary.md, results/batch/full/checks_summary.md)")
+                    help="a checks summary .md or published checks (a folder with checks.csv) (else "
+                         "$DPKIT_DOCS_CHECKS, the --notebooks batch's checks_summary.md, "
+                         "results/batch/full/checks_summary.md); where there is none, the published data/checks/")
     args = ap.parse_args(argv)
     from dpkit.core.settings import setting
 

@@ -6,11 +6,12 @@
     python docs/readme_board.py --records FILE --check   # exit 1 if the block differs from FILE's board
 
 The block between ``<!-- board:begin ... -->`` and ``<!-- board:end -->`` is the headline
-(:func:`dpkit.board.report.headline`) and the board's summary table
+(:func:`dpkit.board.report.headline`), the board's summary table
 (:func:`dpkit.board.report.summary_markdown`, the absolute errors and the winner sets' sizes: the
 README stays a front page; the relative errors and the sets' members are in the docs' results), the text the
 assembler writes into ``leaderboard_headline.md`` and
-``leaderboard_summary.md``: never typed by hand. Exit codes: 0 written (or, with
+``leaderboard_summary.md``, and the sentence saying in how many cells a best method is certified on the whole query
+class (:func:`dpkit.board.certified.certified_sentence`): never typed by hand. Exit codes: 0 written (or, with
 ``--check``, up to date); 1 ``--check`` found the block out of date; 2 the records file, the ``provenance.json`` beside
 it or the block is missing, or the records file is not a valid board (one line naming it; nothing is written). The
 block ends with the provenance's line (:func:`dpkit.board.records.provenance_line`): date, commit, runs,
@@ -37,11 +38,14 @@ def board_block(records: Path) -> str:
     build = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = build
     spec.loader.exec_module(build)  # docs/build.py: the one reader of the records file
+    from dpkit.board.certified import certified_cells, certified_sentence
     from dpkit.board.records import provenance_line
     from dpkit.board.report import headline, summary_markdown
 
-    _rows, board = build.board_of(build.read_records(records))
-    return f"{headline(board).text()}\n\n{summary_markdown(board, kinds=('abs',), names=0)}\n\n{provenance_line(records)}\n"
+    df = build.read_records(records)
+    _rows, board = build.board_of(df)
+    return (f"{headline(board).text()}\n\n{summary_markdown(board, kinds=('abs',), names=0)}\n\n"
+            f"{certified_sentence(certified_cells(df))}\n\n{provenance_line(records)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,6 +138,7 @@ _API: dict[str, str] = {
     "not_ranked_line": "dpkit.board.add:not_ranked_line",
     "read_board": "dpkit.board.records:read_board",
     "records_frame": "dpkit.board.records:records_frame",
+    "BOARD_SUPREMUM": "dpkit.board.records:BOARD_SUPREMUM",
     "write_records": "dpkit.board.records:write_records",
     "certified_cells": "dpkit.board.certified:certified_cells",
     "certified_pairs": "dpkit.board.certified:certified_pairs",

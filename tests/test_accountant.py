@@ -141,3 +141,24 @@ def test_steps_and_accounting_are_validated_naming_the_parameter():
 def test_a_step_that_reveals_nothing_costs_nothing():
     assert A.composed_delta([A.gaussian(math.inf), A.selection(0.0)], 0.1) == 0.0
     assert A.calibrate([A.gaussian(math.inf)], 1.0, 1e-3) == 0.0
+
+
+def test_an_extreme_budget_keeps_the_published_plan_instead_of_overflowing():
+    """At ε = 10²⁰⁰ a Laplace step's ρ overflows a double: it is infinite (the zCDP bound vacuous), never an
+    OverflowError; where no factor in [2⁻⁶⁰, 2⁶⁰] is certified, calibrate says so by name and a method's plan factor is
+    1 (its published split, valid by its own accounting); at an ordinary budget plan_factor is min(1, t)."""
+    tiny = A.laplace(1e-217, count=20)
+    assert tiny.rho == math.inf
+    with pytest.raises(A.CalibrationError, match="no noise up to 2\\^60"):
+        A.calibrate([tiny], 1e200, 1e-3)
+    assert A.plan_factor([tiny], 1e200, 1e-3) == 1.0
+    steps = [A.gaussian(6.0), A.laplace(4.0)]
+    assert A.plan_factor(steps, 1.0, 1e-3) == min(1.0, A.calibrate(steps, 1.0, 1e-3)) < 1.0
+
+
+def test_a_pld_grid_that_cannot_be_built_leaves_the_zcdp_bound():
+    """A Gaussian of almost no noise (an extreme budget's bisection) makes dp-accounting's grid too large to build:
+    the δ is then the zCDP bound of the whole composition (valid), not an error."""
+    steps = [A.gaussian(1e-12), A.laplace(1.0)]
+    assert A.composed_delta(steps, 1.0) == 1.0
+    assert 0.0 < A.composed_delta([A.gaussian(3.0), A.laplace(2.0)], 1.0) < 1.0

@@ -279,6 +279,10 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     board = tmp_path / "45_leaderboard" / "records.parquet"
     df = read_records(board)
     assert sorted(set(df["method"])) == ["direct-gaussian", "trig-I", "trig-II"] and len(df) == 3 * 4
+    # the board's class supremum searches every centre of R^d, and each record says so
+    has_sup = df["sup_abs"].notna()
+    assert set(df.loc[has_sup, "method"]) == {"trig-I", "trig-II"} and set(df.loc[has_sup, "sup_domain"]) == {"space"}
+    assert df.loc[~has_sup, "sup_domain"].isna().all()
     (tmp_path / "stored").mkdir()
     stored = tmp_path / "stored" / "records.parquet"
     board.rename(stored)
@@ -289,6 +293,9 @@ def test_notebook_45_writes_its_records_and_adds_an_entrant(run_notebook, scratc
     assert m["board_add"]["entrant"] == f"{scratch}:Noisy" and m["all_consistent"]
     merged = read_records(tmp_path / "45_leaderboard" / "board" / "records.parquet")
     assert len(merged) == len(df) + 4
+    # an entrant's releases are searched in the stored board's domain (the published board's, without the column: cube)
+    assert ba.board_plan(read_records(stored)).supremum == "space"
+    assert ba.board_plan(read_records(stored)[list(board_records.COLUMNS)]).supremum == "cube"
     # board_add's own files and summary, as the command writes them (one path: the same plan, gate record, status)
     folder = tmp_path / "45_leaderboard" / "board"
     written = [board_records.RECORDS_NAME, ba.ENTRANT_RECORDS_NAME, ba.RANKS_NAME, ba.SUMMARY_NAME]

@@ -78,7 +78,7 @@ def test_the_certified_interval_and_the_search_effort_are_optional_columns(tmp_p
     pd.testing.assert_frame_equal(back, df)
     old = df[list(COLUMNS)]
     pd.testing.assert_frame_equal(read_records(write_records(old, tmp_path / "old.parquet")), old)
-    with pytest.raises(ValueError, match=r"all of \['sup_upper', 'sup_evaluations', 'sup_starts'\].*or none"):
+    with pytest.raises(ValueError, match=r"all of \['sup_upper', 'sup_evaluations', 'sup_starts', 'sup_domain'\].*or none"):
         board_records.check_records(df.drop(columns=["sup_starts"]), source="t")
     with pytest.raises(ValueError, match=r"sup_upper = 0.29 < sup_abs = 0.3 in record \(WDBC, σ=2, rep 0, a\)"):
         records_frame(_interval_records(up_a0=0.29), dataset="WDBC", **PROTOCOL)
@@ -290,3 +290,35 @@ def test_make_board_publish_publishes_the_assembled_board_then_rewrites_the_read
     assert len(plain) == 2 and "-m dpkit.batch.assemble leaderboard results/batch/leaderboard --publish" in plain[0]
     assert "--replace" not in plain[0] and plain[1].endswith("docs/readme_board.py")
     assert replace[0].rstrip().endswith("--publish --replace") and replace[1] == plain[1]
+
+
+def test_the_domain_of_the_class_supremum_is_recorded_per_record():
+    """Each record with a class supremum names the domain its search covered (``sup_domain``, from the search); a
+    domain without a witness, an unknown one, or two domains in the repetitions of one method and cell (a missing
+    one is the cube: the records written before the column) are refused, naming them; a board's domain is "space"
+    when any of its searches covered R^d."""
+    def recs(dom_a, dom_b, dom_a1=None):
+        return [_record(r, m, sup=0.3, sup_upper=0.5, supremum={"applicable": True, "n_evaluations": 9, "n_starts": 4,
+                                                                "domain": dom_a1 if (r, m) == (1, "a") and dom_a1 else d})
+                for r in (0, 1) for m, d in (("a", dom_a), ("b", dom_b))]
+
+    df = records_frame(recs("space", "cube"), dataset="WDBC", **PROTOCOL)  # a database and an answer function
+    assert df["sup_domain"].tolist() == ["space", "cube"] * 2 and board_records.board_supremum(df) == "space"
+    with pytest.raises(ValueError, match=r"method 'a' has its class supremum searched in several domains"):
+        records_frame(recs("space", "cube", dom_a1="cube"), dataset="WDBC", **PROTOCOL)
+    mixed = df.copy()
+    mixed.loc[0, "sup_domain"] = None  # a missing domain is the cube's
+    with pytest.raises(ValueError, match=r"method 'a' has its class supremum searched in several domains"):
+        board_records.check_records(mixed, source="t")
+    odd = df.copy()
+    odd.loc[0, "sup_domain"] = "ball"
+    with pytest.raises(ValueError, match=r"sup_domain = 'ball' in record \(WDBC, σ=2, rep 0, a\).*\['cube', 'space'\]"):
+        board_records.check_records(odd, source="t")
+    alone = df.copy()
+    alone.loc[alone["method"] == "a", ["sup_abs", "sup_upper"]] = float("nan")
+    with pytest.raises(ValueError, match=r"record \(WDBC, σ=2, rep 0, a\) and 1 other.* has a sup_domain but no sup_abs"):
+        board_records.check_records(alone, source="t")
+    old = df[list(COLUMNS)]  # the published board's columns: searched in the cube
+    assert board_records.board_supremum(old) == "cube"
+    cube = df.assign(sup_domain=None)
+    assert board_records.board_supremum(board_records.check_records(cube, source="t")) == "cube"

@@ -46,11 +46,11 @@ def test_a_source_and_the_methods_refuse_a_bad_component_naming_the_parameter(bu
 # ----------------------------------------------------------------------------- (b) registry names
 @pytest.mark.parametrize("name, method_name, source", [
     ("mwem-uniform", "mwem-uniform", UniformCandidates()),
-    # the (ε, δ) entries' fits name the published accounting until the board's regeneration (docs/science/accounting.md)
-    ("mwem-gaussian", "mwem-gaussian", GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting="split"))),
+    # the (ε, δ) entries' fits are calibrated by the exact composition (docs/science/accounting.md)
+    ("mwem-gaussian", "mwem-gaussian", GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting="pld"))),
     ("mwem-gaussian-eps", "mwem-gaussian", GaussianCandidates()),
     ("lp-gauss-analyze-gauss-cands", "lp-gauss-analyze-gauss-cands",
-     GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting="split"))),
+     GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting="pld"))),
     ("lp-uniform-cands", "lp-uniform-cands", UniformCandidates()),
     ("lp-gauss-analyze-gauss-cands-eps", "lp-gauss-analyze-gauss-cands", GaussianCandidates()),
     ("lp-uniform-cands-eps", "lp-uniform-cands", UniformCandidates()),

@@ -224,7 +224,60 @@ def test_a_missing_records_file_says_not_generated_yet(tmp_path):
 
 def _results_that_were_not_computed_say_which_command_makes_them(site):
     text = _text(site / "results" / "checks.html")
-    assert "Not generated yet: make reproduce" in text and "2.4 h" in text and "make smoke" in text
+    if (ROOT / "data" / "checks" / "checks.csv").is_file():  # published (make checks-publish): rendered, not run
+        assert "The published checks" in text and "Not generated yet" not in text
+    else:
+        assert "Not generated yet: make reproduce" in text and "2.4 h" in text and "make smoke" in text
+
+
+def test_the_checks_page_renders_published_checks_folded_per_notebook(tmp_path):
+    """No batch summary given: the published checks.csv, with its provenance line, the counts and one folded table per
+    notebook (a notebook run twice tells its runs apart by their parameters); a batch summary, when given, wins."""
+    from checks_batch import fake_batch, fake_run
+
+    from dpkit.batch.checks import main as checks_main
+
+    published = tmp_path / "published"
+    batch = fake_batch(tmp_path, control_fails=False)
+    fake_run(batch, "20_tables", {"DATASETS": ["PAM"]}, [], status="unavailable", error="PAM is not on this machine")
+    assert checks_main([str(batch), "--publish", str(published)]) == 1
+    docs_build.checks_page(tmp_path / "src", tmp_path / "no-summary.md", published)
+    text = (tmp_path / "src" / "results" / "checks.md").read_text()
+    assert "Not generated yet" not in text and f"Read from `{published / 'checks.csv'}`" in text
+    assert "**6 checks** of 2 notebooks in 3 runs" in text and "**3/3 claims PASS**" in text
+    assert "**2/3 negative controls FAIL**" in text and "1 verdict(s) not as expected" in text
+    assert "Assembled " in text and "from 3 run(s)" in text  # the provenance line
+    assert text.count("<details>") == 2 and "<summary>20_tables: 4 checks in 2 run(s)" in text
+    assert "| SEED=1 | T1 |" in text and "| SEED=2 | T2 |" in text  # its two runs told apart
+    assert "Not run: data documented as possibly unavailable offline" in text and "PAM is not on this machine" in text
+    docs_build.checks_page(tmp_path / "src2", published / "checks.csv", tmp_path / "elsewhere")  # --checks names it
+    assert (tmp_path / "src2" / "results" / "checks.md").read_text() == text
+    summary = tmp_path / "summary.md"
+    summary.write_text("| notebook | id |\n|---|---|\n| from the batch | X1 |\n")
+    docs_build.checks_page(tmp_path / "src", summary, published)
+    text = (tmp_path / "src" / "results" / "checks.md").read_text()
+    assert "from the batch" in text and "The published checks" not in text
+
+
+def test_no_checks_summary_and_none_published_says_not_generated(tmp_path):
+    docs_build.checks_page(tmp_path, tmp_path / "no-summary.md", tmp_path / "no-published")
+    text = (tmp_path / "results" / "checks.md").read_text()
+    assert "Not generated yet: `make reproduce`" in text and "no-published" in text and "make checks-publish" in text
+    assert "|---" not in text
+
+
+def test_a_bad_published_checks_file_stops_the_build_in_one_line(tmp_path):
+    from checks_batch import fake_batch
+
+    from dpkit.batch.checks import main as checks_main
+
+    published = tmp_path / "published"
+    assert checks_main([str(fake_batch(tmp_path)), "--publish", str(published)]) == 0
+    csv = published / "checks.csv"
+    csv.write_text(csv.read_text().replace(",PASS,PASS,True", ",PASS,PASS,False", 1))
+    with pytest.raises(docs_build.BuildError, match="column 'consistent'") as caught:
+        docs_build.checks_page(tmp_path / "src", tmp_path / "no-summary.md", published)
+    assert str(caught.value).startswith(str(csv)) and "\n" not in str(caught.value)
 
 
 def _the_tables_page_shows_the_published_tables(site):

@@ -4,11 +4,18 @@ Every ``metrics.json`` below a results folder (plain and batch runs, merged with
 one row per check, with whether its verdict agrees with the expected one. Failed runs, unreadable files, lost runs and
 empty folders are listed by path (:mod:`dpkit.batch.results`), never hidden behind "all PASS". The command and its
 exit statuses: docs/guide/export.md.
+
+``--publish`` writes a batch's checks as published data (:mod:`dpkit.experiments.checks_records`: ``checks.csv``
+and ``provenance.json`` in ``data/checks/``, :func:`publish_checks`), which the documentation renders without running
+anything: never those of a batch with failed runs or unreadable files (a published table states every check), never
+those of a QUICK run (the published checks are full-size), never over published files without ``--replace``.
+Inconsistent verdicts are published as they are (they are results), and the command exits 1 all the same.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -30,7 +37,8 @@ from dpkit.batch.results import (
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["gather_checks", "summarise_checks", "to_markdown", "to_latex", "write_summary", "main"]
+__all__ = ["gather_checks", "summarise_checks", "to_markdown", "to_latex", "write_summary", "check_publish_checks",
+           "publish_checks", "main"]
 
 COLUMNS = ["notebook", "id", "claim", "statistic", "bound", "confidence", "verdict", "expected", "consistent"]
 
@@ -174,15 +182,117 @@ def write_summary(results_dir: str | Path, out: str | Path) -> dict[str, Any]:
     return summarise_checks(df)
 
 
+def _publish_folder(publish: str | os.PathLike | None) -> Path:
+    from dpkit.experiments import checks_records
+
+    return Path(publish) if publish else checks_records.PUBLISHED.parent
+
+
+def check_publish_checks(publish: str | os.PathLike | None = None, *, replace: bool = False) -> None:
+    """Refuse to publish over published checks unless ``replace`` (before anything is gathered).
+
+    Parameters
+    ----------
+    publish : path-like, optional
+        The folder to publish into (default ``data/checks/``).
+    replace : bool
+        Whether published files may be replaced.
+
+    Raises
+    ------
+    dpkit.experiments.checks_records.ChecksFileError
+        Naming the files that are there.
+    """
+    from dpkit.experiments.checks_records import CHECKS_NAME, PROVENANCE_NAME, ChecksFileError
+
+    folder = _publish_folder(publish)
+    there = [str(folder / n) for n in (CHECKS_NAME, PROVENANCE_NAME) if (folder / n).exists()]
+    if there and not replace:
+        raise ChecksFileError(f"published checks are there: {', '.join(there)}; not overwritten (--replace replaces "
+                              "them)")
+
+
+def publish_checks(output: str | os.PathLike, publish: str | os.PathLike | None = None, *, replace: bool = False,
+                   checks: pd.DataFrame | None = None) -> list[Path]:
+    """Write the checks of a batch output's runs as ``checks.csv`` with its ``provenance.json`` (the runs, the commit,
+    the machine, the date, the compute, and the runs recorded as unavailable) into ``publish`` (default
+    ``data/checks/``), checked first (:func:`~dpkit.experiments.checks_records.check_checks`).
+
+    Parameters
+    ----------
+    output : path-like
+        A batch's output folder (its runs are ``<output>/<notebook>/<key>/``).
+    publish : path-like, optional
+        The folder to publish into (default ``data/checks/``).
+    replace : bool
+        Whether published files may be replaced.
+    checks : pandas.DataFrame, optional
+        ``gather_checks(output)`` when the caller has it already.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+
+    Raises
+    ------
+    ValueError
+        When a run failed or a file is unreadable (naming them: a published table states every check), when a check
+        is not a batch run's, when a run ran in QUICK mode (naming it), or when the checks are not a checks table.
+    dpkit.experiments.checks_records.ChecksFileError
+        When a published file is there and ``replace`` is False.
+    """
+    from dpkit.batch.board_files import board_provenance
+    from dpkit.experiments.checks_records import checks_frame, write_checks
+
+    df = gather_checks(output) if checks is None else checks
+    problems = [str(p) for p in df.attrs.get("problems", [])]
+    if problems:
+        raise ValueError(f"{output}: {len(problems)} failed run(s) or unreadable file(s), the checks are not "
+                         f"published: {'; '.join(problems)}")
+    if df.empty:
+        raise ValueError(f"{output}: no checks in its runs: nothing to publish")
+    if "run_key" not in df.columns or df["run_key"].isna().any():
+        plain = df.loc[df["run_key"].isna(), "notebook"] if "run_key" in df.columns else df["notebook"]
+        raise ValueError(f"{output}: not a batch output's checks (runs <notebook>/<12-hex key>/): plain run(s) "
+                         f"{sorted(set(plain))}; publish a batch's checks (make reproduce)")
+    prov = board_provenance(output, notebook="*")
+    listed = {str(r.get("folder")): r for r in prov["runs"]}
+    unknown = sorted(set(df["run_key"]) - set(listed))
+    if unknown:
+        raise ValueError(f"{output}: the run(s) {unknown[:3]} are not run folders <notebook>/<key>/ of this folder "
+                         "(give the batch's own output folder)")
+    quick = sorted(f"{Path(str(r.get('notebook'))).stem}/{k}" for k, r in listed.items()
+                   if (r.get("parameters") or {}).get("QUICK"))
+    if quick:
+        raise ValueError(f"{output}: run(s) in QUICK mode (test sizes), the checks are not published (they are "
+                         f"full-size): {', '.join(quick)}")
+    prov["unavailable"] = [str(u) for u in df.attrs.get("unavailable", [])]
+    return write_checks(checks_frame(df.to_dict("records")), _publish_folder(publish), prov, replace=replace)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line; exit status 0 all as expected, 1 unexpected verdicts or problems, 2 no such folder or ``--out``
-    not writable (one line naming it; nothing written)."""
+    """Command line; exit status 0 all as expected, 1 unexpected verdicts or problems (``--publish``: nothing published
+    when a run failed; unexpected verdicts are published), 2 no such folder, ``--out`` not writable, or nothing
+    published (one line naming it; nothing written)."""
     ap = argparse.ArgumentParser(prog="python -m dpkit.batch.checks",
                                  description="Gather every notebook's checks into one table.")
     ap.add_argument("results_dir")
     ap.add_argument("--out", default=None, help="file stem for .md/.tex/.csv (default: print markdown only)")
     ap.add_argument("--latex", action="store_true", help="print LaTeX instead of markdown")
+    ap.add_argument("--publish", nargs="?", const="", default=None, metavar="DIR",
+                    help="also publish checks.csv and provenance.json to data/checks/ (or DIR); refused for a batch "
+                         "with failed runs")
+    ap.add_argument("--replace", action="store_true", help="with --publish: replace the published checks")
     args = ap.parse_args(argv)
+    from dpkit.experiments.checks_records import ChecksFileError
+
+    if args.publish is not None:
+        try:
+            check_publish_checks(args.publish or None, replace=args.replace)
+        except ChecksFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         df = gather_checks(args.results_dir)
     except FileNotFoundError as exc:
@@ -206,6 +316,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  unavailable: {u}")
     for p in s["problems"]:
         print(f"  {p}", file=sys.stderr)
+    if args.publish is not None:
+        if s["problems"]:
+            print(f"error: {len(s['problems'])} failed run(s) or unreadable file(s) (above): the checks are not "
+                  "published", file=sys.stderr)
+        else:
+            try:
+                for path in publish_checks(args.results_dir, args.publish or None, replace=args.replace, checks=df):
+                    print(f"published {path}")
+            except (ValueError, OSError) as exc:  # ChecksFileError is an OSError
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
     return 0 if s["all_consistent"] and not s["problems"] else 1
 
 

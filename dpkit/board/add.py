@@ -37,6 +37,7 @@ from dpkit.board.records import (
     PROTOCOL_COLUMNS,
     RECORDS_NAME,
     BoardFileError,
+    board_supremum,
     check_records,
     read_board,
     records_frame,
@@ -74,6 +75,9 @@ class BoardPlan:
     J: int
     epsilon: float
     delta: float
+    #: the domain of the stored board's class supremum (:func:`~dpkit.board.records.board_supremum`): the entrant's
+    #: releases are searched there, so its ``sup_abs`` compares with the board's
+    supremum: str = "cube"
 
 
 def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
@@ -116,7 +120,7 @@ def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:
         sigmas, reps = sigmas[:1], min(reps, QUICK_REPS)
     return BoardPlan(datasets=datasets, sigmas=sigmas, reps=reps, seed=int(proto["run_seed"]),
                      n_queries=int(proto["n_queries"]), J=int(proto["J"]), epsilon=float(proto["budget_epsilon"]),
-                     delta=float(proto["budget_delta"]))
+                     delta=float(proto["budget_delta"]), supremum=board_supremum(stored))
 
 
 def check_new_entrant(stored: pd.DataFrame, name: str) -> None:
@@ -385,7 +389,7 @@ def _entrant_runs(name: str, method: Any, plan: BoardPlan, data: Mapping[str, np
     for ds in plan.datasets:
         recs = run_cells(data[ds], methods={name: method}, sigmas=list(plan.sigmas), reps=plan.reps,
                          n_queries=plan.n_queries, J=plan.J, seed=plan.seed, dataset=ds, progress=progress,
-                         workers=workers)
+                         workers=workers, supremum=plan.supremum)
         # the board's budget first, naming the record and its spend (records_frame's validator would refuse it too,
         # as an invalid records table)
         spends = pd.DataFrame([{"dataset": ds, "sigma": float(r.sigma), "rep": int(r.rep), "privacy": str(r.privacy),

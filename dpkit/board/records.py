@@ -27,9 +27,11 @@ import pandas as pd
 
 from dpkit.core.paths import write_atomic
 from dpkit.queries.release import PRIVACY_CLASSES
+from dpkit.queries.supremum import DOMAINS as SUPREMUM_DOMAINS
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "INTERVAL_TOLERANCE", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS",
-           "BUDGET_TOLERANCE", "PUBLISHED", "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
+           "BUDGET_TOLERANCE", "PUBLISHED", "BOARD_SUPREMUM", "board_supremum",
+           "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
            "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
            "provenance_line", "typed_records", "board_data_arguments"]
 
@@ -56,14 +58,20 @@ COLUMNS: dict[str, str] = {
     "budget_epsilon": "float64",
     "budget_delta": "float64",
 }
-#: Columns after :data:`COLUMNS` in a table that has them (all or none; NaN where a record has none): the certified
-#: upper bound on the class supremum and the search's effort (centres evaluated, starts screened; counts as floats,
-#: since a record without a search has none).
+#: Columns after :data:`COLUMNS` in a table that has them (all or none; NaN or null where a record has none): the
+#: certified upper bound on the class supremum, the search's effort (centres evaluated, starts screened; counts as
+#: floats, since a record without a search has none) and the domain the search covered (:data:`dpkit.queries.supremum.DOMAINS`).
 OPTIONAL_COLUMNS: dict[str, str] = {
     "sup_upper": "float64",
     "sup_evaluations": "float64",
     "sup_starts": "float64",
+    "sup_domain": "object",
 }
+#: The domain of the board's class supremum: every centre of R^d, the class (2.1) as defined and the domain of the
+#: upper bound ``sup_upper``, so that ``[sup_abs, sup_upper]`` brackets one quantity (a released answer function is
+#: searched in the cube, :func:`dpkit.experiments.records.record_release`). Notebook 45 runs the board with it; a
+#: board-add searches the entrant's releases in the stored board's domain (:func:`board_supremum`).
+BOARD_SUPREMUM = "space"
 #: ``sup_abs`` may exceed ``sup_upper`` by at most this (the search's rounding bound on ``sup_abs``, ≤ 10⁻¹² on the
 #: board, with room): a record whose interval is empty beyond it is refused.
 INTERVAL_TOLERANCE = 1e-9
@@ -145,6 +153,7 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
             "sup_upper": float("nan") if upper is None else float(upper),
             "sup_evaluations": float(search["n_evaluations"]) if applicable else float("nan"),
             "sup_starts": float(search["n_starts"]) if applicable and "n_starts" in search else float("nan"),
+            "sup_domain": str(search["domain"]) if sup is not None and search.get("domain") else None,
         })
     df = typed_records(pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS]))
     check_records(df, source=f"records of {dataset}")
@@ -322,6 +331,51 @@ def _check_board(df: pd.DataFrame, source: str) -> None:
                                   "one in every repetition or in none")
     if "sup_upper" in df.columns:
         _check_intervals(df, source, cells, len(reps))
+        _check_domain(df, source, cells)
+
+
+def _check_domain(df: pd.DataFrame, source: str, cells: list[str]) -> None:
+    """``sup_domain`` only beside a ``sup_abs``, one of :data:`dpkit.queries.supremum.DOMAINS`, and one domain for
+    every repetition of a method in a cell (a missing one is the cube: the records written before the column).
+
+    Every record's ``sup_abs`` is a certified lower bound on the supremum over all of R^d, whichever domain its
+    search covered (the cube is part of R^d); a board searches a weighted database's releases over R^d and a
+    released answer function's in the cube (its search over R^d is not localised)."""
+    dom, has_sup = df["sup_domain"], df["sup_abs"].notna().to_numpy()
+    alone = ~has_sup & dom.notna().to_numpy()
+    if alone.any():
+        raise InvalidRecordsError(f"{source}: {_records_at(df, alone)} has a sup_domain but no sup_abs")
+    odd = dom.notna().to_numpy() & ~dom.isin(SUPREMUM_DOMAINS).to_numpy()
+    if odd.any():
+        raise InvalidRecordsError(f"{source}: sup_domain = {dom.to_numpy()[odd][0]!r} in {_records_at(df, odd)}: the "
+                                  f"domains are {list(SUPREMUM_DOMAINS)}")
+    read = dom.where(~has_sup, dom.fillna("cube"))
+    several = read[has_sup].groupby([df.loc[has_sup, c] for c in cells], sort=True).nunique()
+    if (several > 1).any():
+        ds, sigma, m = several.index[several > 1][0]
+        raise InvalidRecordsError(f"{source}: cell ({ds}, σ={float(sigma):g}): method {m!r} has its class supremum "
+                                  "searched in several domains (sup_domain; a missing one is the cube); one domain "
+                                  "in every repetition")
+
+
+def board_supremum(stored: pd.DataFrame) -> str:
+    """The domain a stored board searched its class supremum in (notebook 45's ``supremum``): ``"space"`` when any
+    record's ``sup_domain`` is (a weighted database's search over R^d), else ``"cube"`` (the boards written before
+    the column searched the cube).
+
+    Parameters
+    ----------
+    stored : pandas.DataFrame
+        A valid records table.
+
+    Returns
+    -------
+    str
+        One of :data:`dpkit.queries.supremum.DOMAINS`.
+    """
+    if "sup_domain" not in stored.columns:
+        return "cube"
+    return "space" if (stored["sup_domain"] == "space").any() else "cube"
 
 
 def _check_intervals(df: pd.DataFrame, source: str, cells: list[str], reps: int) -> None:
@@ -368,7 +422,8 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     * a class supremum (``sup_abs``) in every repetition of a method in a cell or in none (the ranking by it uses
       only the methods with one in every repetition);
     * where the table has ``sup_upper``: likewise in every repetition or none, only beside a ``sup_abs``, and never
-      below it (beyond :data:`INTERVAL_TOLERANCE`).
+      below it (beyond :data:`INTERVAL_TOLERANCE`); ``sup_domain`` only beside a ``sup_abs``, one of
+      :data:`dpkit.queries.supremum.DOMAINS`, one domain per method and cell (a missing one is the cube).
 
     An empty table (no records) is valid. The check is vectorised (the published board's 23,250 records take a few
     hundredths of a second).
@@ -470,7 +525,7 @@ def read_records(path: str | os.PathLike) -> pd.DataFrame:
         raise InvalidRecordsError(f"{path}: null values in integer column(s) "
                                   f"{({c: n for c, n in nulls.items() if n})}")
     df = table.select(list(columns)).to_pandas()
-    df = df.astype({c: t for c, t in COLUMNS.items() if t == "object"})
+    df = df.astype({c: t for c, t in columns.items() if t == "object"})
     return check_records(df, source=str(path))
 
 

@@ -9,7 +9,8 @@ Algorithm
    profile (Balle & Wang 2018); a composition of Gaussians only is calibrated in closed form.
 2. Anything else is composed through privacy loss distributions by ``dp_accounting.pld``, discretised pessimistically.
 3. The δ returned is the smaller of the PLD's and the zCDP bound of the whole composition (a selection is also
-   ε²/8-zCDP); beyond :data:`MAX_PLD_RANGE` only the zCDP bound is computed.
+   ε²/8-zCDP); beyond :data:`MAX_PLD_RANGE` (or where ``dp-accounting`` cannot build the grid, a Gaussian of
+   almost no noise at an extreme budget) only the zCDP bound is computed.
 4. The calibration is a deterministic bisection on log t, returning the feasible end (bit-identical run to run).
 
 References
@@ -32,7 +33,8 @@ from dpkit.core.validation import check_choice, check_delta, check_epsilon, chec
 from dpkit.core.zcdp import cdp_delta
 
 __all__ = ["ACCOUNTINGS", "STEP_KINDS", "DISCRETISATION", "MAX_PLD_RANGE", "Step", "gaussian", "laplace", "selection",
-           "gaussian_mu", "composed_delta", "composed_epsilon", "calibrate", "check_accounting"]
+           "gaussian_mu", "composed_delta", "composed_epsilon", "calibrate", "plan_factor", "CalibrationError",
+           "check_accounting"]
 
 #: The accountings a (ε, δ) method can calibrate by: ``"pld"`` (this module: the exact composition),
 #: ``"zcdp"`` (ρ-zCDP converted by Canonne–Kamath–Steinke, as MST and AIM are published), ``"split"``
@@ -87,9 +89,12 @@ class Step:
     @property
     def rho(self) -> float:
         """The step's zCDP ρ (all ``count`` of them): μ²/2 Gaussian, ε²/2 Laplace, ε²/8 selection."""
-        if self.kind in ("gaussian", "laplace"):
-            return self.count * 0.5 * (1.0 / self.scale) ** 2
-        return self.count * self.scale ** 2 / 8.0
+        try:
+            if self.kind in ("gaussian", "laplace"):
+                return self.count * 0.5 * (1.0 / self.scale) ** 2
+            return self.count * self.scale ** 2 / 8.0
+        except OverflowError:  # a noise near 0 (an extreme budget): no finite ρ
+            return math.inf
 
 
 def gaussian(noise_multiplier: float, count: int = 1, name: str = "") -> Step:
@@ -157,16 +162,26 @@ def _delta(steps: tuple[Step, ...], epsilon: float, rule: str) -> float:
     if not steps:
         return 0.0
     if rule == "zcdp":
-        return cdp_delta(math.fsum(s.rho for s in steps), epsilon)
+        return _zcdp_delta(steps, epsilon)
     if rule == "max-gaussian":  # a negative control: composes Gaussians with μ = max μᵢ (too tight, wrong)
         mu = max(1.0 / s.scale for s in steps if s.kind == "gaussian")
         return _gdp_delta(mu, epsilon)
     if all(s.kind == "gaussian" for s in steps):
         return _gdp_delta(gaussian_mu(steps), epsilon)
-    d_zcdp = cdp_delta(math.fsum(s.rho for s in steps), epsilon)
+    d_zcdp = _zcdp_delta(steps, epsilon)
     if _pld_range(steps) > MAX_PLD_RANGE:  # the PLD's grid would not fit: the zCDP bound alone (module docstring)
         return d_zcdp
-    return min(_pld_delta(steps, epsilon), d_zcdp)
+    try:
+        d_pld = _pld_delta(steps, epsilon)
+    except (ValueError, MemoryError, OverflowError):  # a Gaussian so sharp that its PLD's grid cannot be built
+        return d_zcdp
+    return min(d_pld, d_zcdp)
+
+
+def _zcdp_delta(steps: tuple[Step, ...], epsilon: float) -> float:
+    """The zCDP bound of the composition (every step's ρ added up, converted); 1 (no bound) for an infinite ρ."""
+    rho = math.fsum(s.rho for s in steps)
+    return 1.0 if math.isinf(rho) else cdp_delta(rho, epsilon)
 
 
 def _pld_range(steps: tuple[Step, ...]) -> float:
@@ -259,7 +274,7 @@ def _bisect(live: tuple[Step, ...], epsilon: float, delta: float, rule: str) -> 
     if ok(lo):
         return lo  # even 2⁻⁶⁰ times the noise meets (ε, δ): a valid (not the smallest) factor
     if not ok(hi):
-        raise ValueError(f"no noise up to 2^60 times the plan's meets epsilon = {epsilon:g}, delta = {delta:g} under "
+        raise CalibrationError(f"no noise up to 2^60 times the plan's meets epsilon = {epsilon:g}, delta = {delta:g} under "
                          f"the {rule} accounting; use a larger epsilon or delta")
     while hi / lo - 1.0 > 1e-9:
         mid = math.sqrt(lo * hi)
@@ -268,6 +283,37 @@ def _bisect(live: tuple[Step, ...], epsilon: float, delta: float, rule: str) -> 
         else:
             lo = mid
     return hi
+
+
+class CalibrationError(ValueError):
+    """No factor ``t`` in ``[2⁻⁶⁰, 2⁶⁰]`` makes the composition meet (ε, δ) under the rule (:func:`calibrate`)."""
+
+
+def plan_factor(unit_steps: Sequence[Step], epsilon: float, delta: float) -> float:
+    """The factor a method with a published split plan applies to its noise: ``min(1, t)`` with ``t`` from
+    :func:`calibrate` (``"pld"``).
+
+    ``unit_steps`` are the published plan's measurements, whose composition meets (ε, δ) by the published
+    accounting, so ``t = 1`` is always valid: the exact composition can only lower the noise. Where the accountant
+    certifies no factor at all (:class:`CalibrationError`, at budgets so extreme that its numbers break down), the
+    published plan stands (factor 1).
+
+    Parameters
+    ----------
+    unit_steps : sequence of Step
+        The published plan's measurements.
+    epsilon, delta : float
+        The budget (as :func:`calibrate`).
+
+    Returns
+    -------
+    float
+        A factor in ``(0, 1]``.
+    """
+    try:
+        return min(1.0, calibrate(unit_steps, epsilon, delta))
+    except CalibrationError:
+        return 1.0
 
 
 def calibrate(unit_steps: Sequence[Step], epsilon: float, delta: float, *, rule: str = "pld") -> float:
@@ -293,6 +339,8 @@ def calibrate(unit_steps: Sequence[Step], epsilon: float, delta: float, *, rule:
     ------
     ValueError
         For ε not finite and > 0, δ not in (0, 1), or an unknown rule (each named).
+    CalibrationError
+        A ValueError: no factor in ``[2⁻⁶⁰, 2⁶⁰]`` meets (ε, δ).
 
     Examples
     --------

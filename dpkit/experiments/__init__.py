@@ -1,7 +1,8 @@
 """Experiments: the one runner of the protocol (:mod:`~dpkit.experiments.protocol`) and what is built on it: Tables
 3.2/3.3 (:mod:`~dpkit.experiments.thesis`), the sweeps (:mod:`~dpkit.experiments.sweeps`), the baselines
-(:mod:`~dpkit.experiments.baselines`), the printed numbers (:mod:`~dpkit.experiments.reference`) and the PCA
-comparison (:mod:`~dpkit.experiments.pca_compare`).
+(:mod:`~dpkit.experiments.baselines`), the printed numbers (:mod:`~dpkit.experiments.reference`), the PCA
+comparison (:mod:`~dpkit.experiments.pca_compare`), and the published tables and checks as data
+(:mod:`~dpkit.experiments.tables_records`, :mod:`~dpkit.experiments.checks_records`).
 """
 from dpkit.experiments.protocol import run_cell, run_cells
 from dpkit.experiments.records import ReleaseRecord, as_methods, cell_seed, repetitions, shared_seed, width_independent

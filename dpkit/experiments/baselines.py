@@ -68,12 +68,15 @@ def baseline_rows(records: Iterable[ReleaseRecord], *, dataset: str) -> list[dic
     return rows
 
 
-def direct_expected_max_error(Q: Any, *, n: int, epsilon: float, delta: float, noise: str) -> np.ndarray:
+def direct_expected_max_error(Q: Any, *, n: int, epsilon: float, delta: float, noise: str,
+                              accounting: str = "pld") -> np.ndarray:
     """E[max_q |noise_q|] of direct answering Q queries with per-query sensitivity 1/n.
 
     Laplace I: |Lap(b)| ~ Exp(b) with b = Q/(nε), so E max = b·H_Q (H_Q the harmonic number,
-    exact). Laplace II: b = 1/(nε₀) with ε₀ from advanced composition, same formula. Gaussian:
-    s from the analytic Gaussian on √Q/n, E max = s ∫₀^∞ 1 − (2Φ(x) − 1)^Q dx (quadrature).
+    exact). Laplace II: b = 1/(nε₀) with the method's ε₀
+    (:func:`~dpkit.methods.direct.laplace_II_query_epsilon` at ``accounting``: the exact composition by default,
+    ``"split"`` for advanced composition), same formula. Gaussian: s from the analytic Gaussian on √Q/n,
+    E max = s ∫₀^∞ 1 − (2Φ(x) − 1)^Q dx (quadrature).
     """
     from scipy.special import digamma
 
@@ -85,9 +88,9 @@ def direct_expected_max_error(Q: Any, *, n: int, epsilon: float, delta: float, n
         if noise == "laplace_I":
             out[i] = q / (n * epsilon) * H
         elif noise == "laplace_II":
-            from dpkit.core.composition import per_step_epsilon
+            from dpkit.methods.direct import laplace_II_query_epsilon
 
-            out[i] = H / (n * per_step_epsilon(epsilon, delta, q, rule="advanced")[0])
+            out[i] = H / (n * laplace_II_query_epsilon(epsilon, delta, q, accounting=accounting))
         elif noise == "gaussian":
             from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
 

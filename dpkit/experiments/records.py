@@ -407,10 +407,17 @@ def _supremum(name: str, rel: Release[Any], X: np.ndarray, est: np.ndarray, *, r
     workload's worst single centres (``centre_errors``, (Q, J): ``|K̄_D̂(c) − K̄_D(c)|``, for a synthetic
     database; so its result is at least the record's ``centre_abs``, up to the numerical bounds, and on the
     search's low-rank path up to its surrogate's bound) or else from the centres of the workload's worst
-    queries, among its other starts."""
-    from dpkit.queries.supremum import class_supremum
+    queries, among its other starts.
+
+    With ``domain="space"`` a released answer function is searched in the cube: it need not decay outside it, so
+    its search over all of R^d is not localised (:func:`~dpkit.queries.supremum.class_supremum`). Its witness is
+    still a certified lower bound on the supremum over R^d (the cube is part of it), and the record names the domain
+    searched (``ClassSupremum.domain``)."""
+    from dpkit.queries.supremum import AnswerFunction, class_supremum, resolve_released
 
     J, d = rep.workload.centres.shape[1:]
+    if domain == "space" and isinstance(resolve_released(rel, d), AnswerFunction):
+        domain = "cube"
     if centre_errors is not None:
         flat = centre_errors.ravel()
         worst = _largest_first(flat, SUPREMUM_WORKLOAD_QUERIES * J)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.accountant import Step, calibrate
+from dpkit.core.accountant import Step, plan_factor
 from dpkit.core.accountant import gaussian as gaussian_step
 from dpkit.core.accountant import laplace as laplace_step
 from dpkit.core.accounting import Ledger
@@ -102,9 +102,9 @@ def split_plan(shares: Sequence[Share]) -> list[Planned]:
 
 def accounting_factor(steps: Sequence[Step], *, epsilon: float, delta: float) -> float:
     """``t = min(1, calibrate(steps, ε, δ))``: the factor on a split plan's noise that makes the exact composition of
-    ``steps`` (:func:`dpkit.core.accountant.calibrate`) meet (ε, δ). Never above 1: basic composition is a valid
+    ``steps`` meet (ε, δ) (:func:`dpkit.core.accountant.plan_factor`). Never above 1: basic composition is a valid
     accounting of the same mechanisms, so the split's noise is never needed more."""
-    return min(1.0, calibrate(list(steps), epsilon, delta))
+    return plan_factor(list(steps), epsilon, delta)
 
 
 def release_plan(shares: Sequence[Share], *, epsilon: float, delta: float, accounting: str,

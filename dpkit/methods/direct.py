@@ -32,10 +32,29 @@ from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.truth_cache import exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["DirectAnswering", "NOISES"]
+__all__ = ["DirectAnswering", "NOISES", "laplace_II_query_epsilon"]
 
 NOISES = ("laplace_I", "laplace_II", "gaussian")
 
+
+def laplace_II_query_epsilon(epsilon: float, delta: float, queries: int, *, accounting: str = "pld") -> float:
+    """Laplace II's per-query ε₀ for ``queries`` answers at a total (ε, δ): from advanced composition
+    (``accounting="split"``, the published calibration) or that ε₀ divided by the accountant's factor ``t ≤ 1`` for
+    the exact composition of the ``queries`` Laplace releases (``"pld"``, :func:`dpkit.core.accountant.calibrate`).
+    A query of L1 sensitivity Δ gets Laplace noise of scale Δ/ε₀.
+
+    Raises
+    ------
+    ValueError
+        For an ``accounting`` other than ``"pld"`` or ``"split"``.
+    """
+    from dpkit.core.composition import per_step_epsilon
+
+    accountant.check_accounting(accounting, allowed=("pld", "split"))
+    eps0 = per_step_epsilon(epsilon, delta, queries, rule="advanced")[0]
+    if accounting == "pld":
+        eps0 = eps0 / accountant.plan_factor([accountant.laplace(1.0 / eps0, count=queries)], epsilon, delta)
+    return eps0
 
 @dataclass(frozen=True, kw_only=True)
 class DirectAnswering(MethodBase):
@@ -94,12 +113,7 @@ class DirectAnswering(MethodBase):
         if self.noise == "laplace_I":
             return np.full(Q, sens.sum() / self.epsilon), "laplace", self.epsilon, 0.0
         if self.noise == "laplace_II":
-            from dpkit.core.composition import per_step_epsilon
-
-            eps0 = per_step_epsilon(self.epsilon, self.delta, Q, rule="advanced")[0]
-            if self.accounting == "pld":  # the advanced-composition ε₀ divided by the accountant's factor t ≤ 1
-                eps0 = eps0 / min(1.0, accountant.calibrate([accountant.laplace(1.0 / eps0, count=Q)], self.epsilon,
-                                                            self.delta))
+            eps0 = laplace_II_query_epsilon(self.epsilon, self.delta, Q, accounting=self.accounting)
             return sens / eps0, "laplace", self.epsilon, self.delta
         from dpkit.mechanisms.gaussian import Gaussian
 

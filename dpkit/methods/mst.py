@@ -82,7 +82,7 @@ def noise_plan(epsilon: float, delta: float, d: int, split: tuple[float, float, 
                 "eps_round": math.sqrt(8.0 * s2 * rho / (d - 1))}
         if accounting == "zcdp":
             return plan
-        t = min(1.0, accountant.calibrate(plan_steps(plan, d), epsilon, delta))
+        t = accountant.plan_factor(plan_steps(plan, d), epsilon, delta)
         return {"accounting_factor": t, "std1": plan["std1"] * t, "std3": plan["std3"] * t,
                 "eps_round": plan["eps_round"] / t}
     b1, b3 = 2.0 * d / (s1 * epsilon), 2.0 * (d - 1) / (s3 * epsilon)
