@@ -143,10 +143,12 @@ def test_negative_control_quarter_noise_mwem_gaussian_candidates_is_refuted(monk
     """MWEM's Gaussian-fit candidates with the fit's noise divided by 4 (candidate_share 0.98: the fit carries
     the budget)."""
     import dpkit.mechanisms.vector_release as vr
+    from dpkit.methods import GaussianCandidates, GaussianFit
 
-    real = vr.noisy_release  # the fit's releases under its published split (the registry's accounting="split")
+    real = vr.noisy_release  # the fit's releases under its published split (accounting="split", the control's shape)
     monkeypatch.setattr(vr, "noisy_release", lambda v, *, l1, l2, **kw: real(v, l1=l1 / 4.0, l2=l2 / 4.0, **kw))
-    m = dataclasses.replace(get("mwem-gaussian"), candidate_share=0.98)
+    published_fit = GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting="split"))
+    m = dataclasses.replace(get("mwem-gaussian"), candidate_share=0.98, candidates=published_fit)
     assert m.candidates.fit.accounting == "split"
     res = gate("mwem-gaussian/4", m, n_samples=10_000)
     # Analyze Gauss splits the fit's budget between the mean and the second moments, so the statistic's

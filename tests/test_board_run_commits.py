@@ -39,7 +39,10 @@ def test_the_assembler_records_each_runs_commit_and_tree_state(tmp_path):
     assert f"The runs' commits: {head.stdout.strip()[:12]} (1 run(s), {state}); not recorded for 1 run(s)." in line
 
 
-def test_the_published_provenance_says_the_runs_commits_are_unknown():
+def test_the_published_provenance_names_the_runs_commit():
+    """The regenerated board's runs recorded their commit, clean, and the provenance line says so."""
     prov = json.loads((ROOT / "data" / "leaderboard" / "provenance.json").read_text())
-    assert all(r["git"] == {"commit": None, "dirty": None} for r in prov["runs"]) and prov["runs_git_note"]
-    assert "Runs' commits not recorded." in provenance_line(ROOT / "data" / "leaderboard" / "records.parquet")
+    commits = {r["git"]["commit"] for r in prov["runs"]}
+    assert len(commits) == 1 and None not in commits and all(r["git"]["dirty"] is False for r in prov["runs"])
+    line = provenance_line(ROOT / "data" / "leaderboard" / "records.parquet")
+    assert f"The runs' commits: {next(iter(commits))[:12]} ({len(prov['runs'])} run(s), clean)." in line
