@@ -13,7 +13,8 @@ Process tooling, not part of the dpkit package. Two commands:
     Which side of the interval is loose, on QUICK-sized releases (``--n-queries``, one repetition) of the board's
     methods: per release the board's search over the cube (``sup_abs`` as recorded), the same search over all of
     ``R^d`` (``--domain space`` of the records), a much longer search over ``R^d`` (8 times the starts, 8 times the
-    ascents and polishes, 3 times the iterations), the record's ``sup_upper`` and, where d ≤ 8 and ``--bnb``, the
+    ascents and polishes, 3 times the iterations), the record's ``sup_upper`` (on the low-rank side with the share of
+    it that is the surrogate's bound, ``surr.``) and, where d ≤ 8 and ``--bnb``, the
     branch and bound's upper bound over the cube. If the longer search moves the lower end and the upper stays, the
     search is loose; if neither moves, the bound (or the gap between the single-kernel supremum and the MMD) is.
 
@@ -48,6 +49,11 @@ def _quantiles(v: list[float]) -> dict[str, Any]:
     a = np.asarray(v, dtype=float)
     return {"n": int(a.size), "median": float(np.median(a)), "q90": float(np.quantile(a, 0.9)), "max": float(a.max()),
             "above_1_5": int((a > 1.5).sum()), "above_3": int((a > 3).sum())}
+
+
+def _share(part: float | None, whole: float) -> str:
+    """``part / whole`` as a percentage in 6 characters (``—`` without a part)."""
+    return f"{'—':>6}" if part is None else f"{100.0 * part / whole:5.1f}%"
 
 
 def board(path: str | None, out: str | None) -> int:
@@ -90,7 +96,7 @@ def sample(datasets: list[str], sigmas: list[float], methods: list[str], n_queri
 
     rows: list[dict[str, Any]] = []
     print(f"{'data':5} {'σ':>4} {'method':26} {'support':>7} {'cube':>9} {'space':>9} {'long':>9} {'upper':>9} "
-          f"{'r.cube':>6} {'r.space':>7} {'r.long':>6}" + (f" {'B&B/cube':>8}" if bnb else ""), flush=True)
+          f"{'r.cube':>6} {'r.space':>7} {'r.long':>6} {'surr.':>6}" + (f" {'B&B/cube':>8}" if bnb else ""), flush=True)
     for name in datasets:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the loader's notes on rescaling bounds
@@ -116,6 +122,7 @@ def sample(datasets: list[str], sigmas: list[float], methods: list[str], n_queri
                     row = {"dataset": name, "sigma": sigma, "method": m, "support": int(rel.support_size or 0),
                            "sup_cube": rec.sup_abs, "sup_space": space.sup_abs, "sup_long": long.sup_abs,
                            "upper": rec.sup_upper, "bound": rec.supremum_upper["bound"],
+                           "surrogate_bound": rec.supremum_upper.get("surrogate_bound"),
                            "ratio_cube": rec.sup_upper / rec.sup_abs,
                            "ratio_space": rec.sup_upper / max(rec.sup_abs, space.sup_abs),
                            "ratio_long": rec.sup_upper / lower, "seconds_cube": rec.supremum["seconds"],
@@ -128,7 +135,8 @@ def sample(datasets: list[str], sigmas: list[float], methods: list[str], n_queri
                     rows.append(row)
                     print(f"{name:5} {sigma:4g} {m:26} {row['support']:7d} {rec.sup_abs:9.4g} {space.sup_abs:9.4g} "
                           f"{long.sup_abs:9.4g} {rec.sup_upper:9.4g} {row['ratio_cube']:6.3f} {row['ratio_space']:7.3f} "
-                          f"{row['ratio_long']:6.3f}" + (f" {row['bnb_cube']:8.4g}" if "bnb_cube" in row else ""),
+                          f"{row['ratio_long']:6.3f} {_share(row['surrogate_bound'], rec.sup_upper)}"
+                          + (f" {row['bnb_cube']:8.4g}" if "bnb_cube" in row else ""),
                           flush=True)
     summary = {k: _quantiles([r[k] for r in rows]) for k in ("ratio_cube", "ratio_space", "ratio_long")}
     cost = {k: float(np.median([r[f"seconds_{k}"] for r in rows])) if rows else None for k in ("cube", "space", "long")}
