@@ -28,7 +28,6 @@ from dpkit.batch.board_files import board_provenance, gather_records
 from dpkit.batch.projection import projection_markdown, run_durations
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 from dpkit.board.records import (
-    PROVENANCE_NAME,
     RECORDS_NAME,
     BoardFileError,
     read_records,
@@ -47,6 +46,7 @@ from dpkit.board.report import (
     supremum_rows,
     supremum_summary_text,
 )
+from dpkit.core.published import PROVENANCE_NAME, refuse_overwrite
 from dpkit.experiments.tables_records import TablesFileError, tables_frame, write_tables
 from dpkit.outputs.figures.leaderboard import (
     DISAGREEMENTS_CAPTION,
@@ -415,10 +415,8 @@ def check_publish_tables(publish: str | os.PathLike | None = None, *, replace: b
     from dpkit.experiments import tables_records
 
     folder = Path(publish) if publish else tables_records.PUBLISHED.parent
-    there = [str(folder / n) for n in (tables_records.TABLES_NAME, tables_records.PROVENANCE_NAME)
-             if (folder / n).exists()]
-    if there and not replace:
-        raise TablesFileError(f"published tables are there: {', '.join(there)}; not overwritten (--replace replaces them)")
+    refuse_overwrite([folder / tables_records.TABLES_NAME, folder / PROVENANCE_NAME], replace=replace,
+                     what="published tables", error=TablesFileError)
 
 
 def publish_targets(publish: str | os.PathLike | None = None) -> tuple[Path, Path]:
@@ -437,9 +435,7 @@ def check_publish(publish: str | os.PathLike | None = None, *, replace: bool = F
     BoardFileError
         Naming the existing files.
     """
-    there = [str(p) for p in publish_targets(publish) if p.exists()]
-    if there and not replace:
-        raise BoardFileError(f"a published board is there: {', '.join(there)}; not overwritten (--replace replaces it)")
+    refuse_overwrite(publish_targets(publish), replace=replace, what="a published board", error=BoardFileError)
 
 
 def publish_board(assembled: str | os.PathLike, publish: str | os.PathLike | None = None, *,

@@ -190,7 +190,8 @@ def run_own_board(board: OwnBoard, *, scheduler: str = "local", workers: int | N
     """
     from dpkit.batch.assemble import assemble_leaderboard
     from dpkit.batch.runner import run_manifest
-    from dpkit.board.records import PROVENANCE_NAME, RECORDS_NAME, read_records, write_provenance, write_records
+    from dpkit.board.records import RECORDS_NAME, read_records, write_provenance, write_records
+    from dpkit.core.published import PROVENANCE_NAME
 
     results = run_manifest(board.manifest, scheduler=scheduler, workers=workers, timeout=timeout, progress=progress,
                            on_stale=on_stale, **({"verify_reps": verify_reps} if verify_reps is not None else {}))
