@@ -2,7 +2,7 @@
 per cell (its command, outputs and exit statuses: docs/guide/batch.md, "Assembling a batch").
 
 1. Read the run folders: :func:`rows_from_runs` (one cell computed by two runs is an error), :func:`failed_runs`,
-   :func:`unavailable_runs`, :func:`run_times_markdown`.
+   :func:`unavailable_runs_in_output`, :func:`run_times_markdown`.
 2. The leaderboard comes from the runs' per-repetition records alone, gathered into one ``records.parquet`` with its
    provenance (:mod:`dpkit.board.records`, :func:`~dpkit.board.report.board_from_records`), so the published records
    regenerate the board.
@@ -63,7 +63,7 @@ from dpkit.outputs.tables import export_table, paper_comparison_table, rows_fram
 __all__ = [
     "rows_from_runs",
     "failed_runs",
-    "unavailable_runs",
+    "unavailable_runs_in_output",
     "run_times_markdown",
     "run_files",
     "run_state",
@@ -144,13 +144,16 @@ def run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 def failed_runs(output: str, notebook: str) -> list[str]:
     """The runs of ``notebook`` that did not finish ok, lack ``metrics.json`` or whose files cannot be read: one line
-    each, naming the folder or the unreadable file. Runs recorded as unavailable are not failures (:func:`unavailable_runs`)."""
+    each, naming the folder or the unreadable file. Runs recorded as unavailable are not failures
+    (:func:`unavailable_runs_in_output`)."""
     return [why for rj in run_files(output, notebook) if (why := run_state(rj)[1]) is not None
             and not why.endswith(f": run {UNAVAILABLE}")]
 
 
-def unavailable_runs(output: str, notebook: str) -> list[Unavailable]:
-    """The runs of ``notebook`` recorded as unavailable: folder, data sets and the reason (from ``run.json``)."""
+def unavailable_runs_in_output(output: str, notebook: str) -> list[Unavailable]:
+    """The runs of ``notebook`` in the batch output folder ``output`` recorded as unavailable: folder, data sets and
+    the reason, read from each run's ``run.json`` (:func:`dpkit.batch.results.unavailable_in_scanned_runs` takes the
+    runs already scanned)."""
     found = []
     for rj in run_files(output, notebook):
         info, _ = _read(rj)
@@ -218,7 +221,7 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
     text = ("\n".join(lines) + "\n\n" + projection_markdown(run_durations(finished)) if finished
             else f"no finished {notebook} run under {output}")
     bad_runs = failed_runs(output, notebook)
-    missing = unavailable_runs(output, notebook)
+    missing = unavailable_runs_in_output(output, notebook)
     return (text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")
             + ("\n\nUnavailable here (data sets documented as possibly unavailable offline; no rows):\n"
                + "\n".join(f"- {u}" for u in missing) if missing else ""))
@@ -314,7 +317,7 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
     if not rows:
         raise FileNotFoundError(f"no finished 20_tables runs with rows under {output}")
     dest = Path(out) if out else Path(output) / "assembled"
-    unavailable = unavailable_runs(output, "20_tables")
+    unavailable = unavailable_runs_in_output(output, "20_tables")
     with _staged(dest, paper_figures) as (stage, paper_stage):
         _write_tables(output, rows, unavailable, stage, paper_stage)
     return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows}),
@@ -526,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     bad = failed_runs(args.output, notebook)
-    for u in unavailable_runs(args.output, notebook):
+    for u in unavailable_runs_in_output(args.output, notebook):
         print(f"unavailable (documented as possibly unavailable offline; no rows): {u}")
     try:
         if args.cmd == "leaderboard":

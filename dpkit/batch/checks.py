@@ -30,7 +30,7 @@ from dpkit.batch.results import (
     read_json,
     read_metrics_json,
     scan_runs,
-    unavailable_runs,
+    unavailable_in_scanned_runs,
     write_all,
 )
 
@@ -93,7 +93,7 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
     for b in sorted(batch_dirs):
         runs, found = scan_runs(b)
         problems.extend(found)
-        unavailable.extend(unavailable_runs(runs))
+        unavailable.extend(unavailable_in_scanned_runs(runs))
         skip |= {p.resolve() for p in b.glob("*/*") if p.is_dir()}
         for rec in runs:
             rows.extend({"notebook": Path(str(rec.info.get("notebook", ""))).stem, "run_key": rec.folder.name, **c}
