@@ -56,12 +56,14 @@ from dpkit.outputs.figures.leaderboard import (
     plot_leaderboard,
     plot_leaderboard_supremum,
 )
-from dpkit.outputs.figures.tables import plot_errors_vs_sigma, tables_caption
+from dpkit.outputs.figures.tables import plot_errors_vs_sigma, power_of_ten, tables_caption
 from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
 __all__ = [
     "rows_from_runs",
+    "runs_budget",
+    "budget_text",
     "failed_runs",
     "unavailable_runs_in_output",
     "run_times_markdown",
@@ -324,11 +326,76 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
             "unavailable": [str(u) for u in unavailable]}
 
 
+def runs_budget(output: str, notebook: str = "20_tables") -> tuple[float | None, float | None, list[int] | None]:
+    """The budget (ε, δ) and the queries per repetition the finished runs of ``notebook`` ran with.
+
+    Each run's ``EPSILON``, ``DELTA`` and ``N_QUERIES`` are the ``params`` its ``metrics.json`` records (the values
+    the notebook used, after QUICK mode); a run that records no budget there gives the one its rows spent (the
+    largest ``eps_spent``, and the largest ``delta_spent`` of mechanism II: the tables' mechanisms spend their whole
+    budget). ``None`` where no run records a value.
+
+    Parameters
+    ----------
+    output : str
+        A batch's output folder.
+    notebook : str
+        The notebook whose runs are read.
+
+    Returns
+    -------
+    tuple
+        ``(epsilon, delta, n_queries)``, the queries as the sorted numbers the runs used.
+
+    Raises
+    ------
+    ValueError
+        When two runs ran at different budgets (their tables cannot share a caption), naming them.
+    """
+    budgets: dict[tuple[float | None, float | None], str] = {}
+    queries: set[int] = set()
+    for rj in run_files(output, notebook):
+        metrics, _ = run_state(rj)
+        if metrics is None:
+            continue
+        params = metrics.get("params") if isinstance(metrics.get("params"), dict) else {}
+        rows = [r for r in metrics.get("table") or [] if isinstance(r, dict)]
+        eps, delta = params.get("EPSILON"), params.get("DELTA")
+        if eps is None:
+            spent = [float(r["eps_spent"]) for r in rows if r.get("eps_spent") is not None]
+            eps = max(spent) if spent else None
+        if delta is None:
+            spent = [float(r["delta_spent"]) for r in rows if r.get("mechanism") == "II" and r.get("delta_spent") is not None]
+            delta = max(spent) if spent else None
+        budget = (None if eps is None else float(eps), None if delta is None else float(delta))
+        if budget != (None, None):
+            budgets.setdefault(budget, rj.parent.name)
+        if params.get("N_QUERIES") is not None:
+            queries.add(int(params["N_QUERIES"]))
+    if len(budgets) > 1:
+        (b1, r1), (b2, r2) = list(budgets.items())[:2]
+        raise ValueError(f"{output}/{notebook}: the runs ran at different budgets (ε, δ): {b1} ({r1}) and {b2} ({r2}); "
+                         "assemble runs of one budget together")
+    eps, delta = next(iter(budgets), (None, None))
+    return eps, delta, (sorted(queries) or None)
+
+
+def budget_text(epsilon: float | None, delta: float | None) -> str:
+    """The budget for a caption of Tables 3.2/3.3: ``ε = 1, δ = 10⁻³ (mechanism II)``, or what the runs did not
+    record."""
+    if epsilon is None and delta is None:
+        return "the runs recorded no budget (ε, δ)"
+    eps = "ε not recorded" if epsilon is None else f"ε = {epsilon:g}"
+    dlt = "δ not recorded" if delta is None else f"δ = {power_of_ten(delta, f'{delta:g}')}"
+    return f"{eps}, {dlt} (mechanism II)"
+
+
 def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Unavailable], dest: Path,
                   paper_stage: Path | None) -> None:
     _export_unavailable(unavailable, dest, "tables_unavailable")
     comparison = paper_comparison_table(rows)
-    protocol = f"ε = 1, δ = 10⁻³ (mechanism II); {_reps_text(rows)}, each a fresh workload of Gaussian-kernel mixture queries"
+    epsilon, delta, n_queries = runs_budget(output, "20_tables")
+    protocol = (f"{budget_text(epsilon, delta)}; {_reps_text(rows)}, each a fresh workload of Gaussian-kernel mixture "
+                "queries")
     absent = _unavailable_text(unavailable)
     export_table(comparison, "tables_3_2_3_3", dest,
                  caption="Tables 3.2/3.3: mean worst absolute (abs) and relative (rel) error ± one standard deviation, the "
@@ -338,12 +405,13 @@ def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Una
                  caption="Every cell of Tables 3.2/3.3: worst absolute and relative error over the repetitions (mean, "
                          f"standard deviation, minimum, maximum), the thesis's values and the worst time in seconds; "
                          f"{protocol}.{absent}")
+    budget = {k: v for k, v in (("epsilon", epsilon), ("delta", delta)) if v is not None}
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
         _figure(fig, f"tables_{kind}_vs_sigma", dest, paper_stage, notebook="20_tables",
-                caption=tables_caption(rows, kind=kind),
-                parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
-                            "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
+                caption=tables_caption(rows, kind=kind, n_queries=n_queries, **budget),
+                parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), **budget,
+                            "reps": max(int(r.get("reps", 0)) for r in rows)})
     df = rows_frame(rows)
     worst = df.groupby(["dataset", "mechanism", "constants"])["time_max_s"].max().reset_index()
     export_table(worst, "worst_times", dest, caption=f"Worst time (seconds) of one release over every σ and repetition, "
