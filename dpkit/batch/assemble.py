@@ -46,7 +46,7 @@ from dpkit.board.report import (
     supremum_rows,
     supremum_summary_text,
 )
-from dpkit.core.published import PROVENANCE_NAME, refuse_overwrite
+from dpkit.core.published import PROVENANCE_NAME, read_provenance, refuse_overwrite
 from dpkit.experiments.tables_records import TablesFileError, tables_frame, write_tables
 from dpkit.outputs.figures.leaderboard import (
     DISAGREEMENTS_CAPTION,
@@ -516,7 +516,7 @@ def publish_board(assembled: str | os.PathLike, publish: str | os.PathLike | Non
     check_publish(publish, replace=replace)
     src = Path(assembled)
     records = read_records(src / RECORDS_NAME)
-    prov = json.loads((src / PROVENANCE_NAME).read_text())
+    prov = read_provenance(src / RECORDS_NAME, what="the board", error=BoardFileError)
     rec_path, prov_path = publish_targets(publish)
     write_records(records, rec_path, replace=True)
     write_provenance(prov, prov_path, replace=True)
