@@ -20,14 +20,11 @@ compute and machine.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-BLOCK = re.compile(r"(<!-- board:begin[^\n]*-->\n)(.*?)(<!-- board:end -->)", re.S)
 
 
 def board_block(records: Path) -> str:
@@ -60,12 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.records.is_file():
         print(f"readme_board: no records file {args.records} (make leaderboard writes it)", file=sys.stderr)
         return 2
-    text = args.readme.read_text()
-    m = BLOCK.search(text)
-    if m is None:
-        print(f"readme_board: {args.readme} has no <!-- board:begin --> ... <!-- board:end --> block", file=sys.stderr)
-        return 2
     from dpkit.board.records import BoardFileError, InvalidRecordsError
+    from dpkit.core.marked import MarkedBlockError, read_marked, write_marked
+
+    try:
+        current = read_marked(args.readme, "board")
+    except MarkedBlockError as exc:
+        print(f"readme_board: {exc}", file=sys.stderr)
+        return 2
 
     try:
         block = board_block(args.records)
@@ -73,14 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"readme_board: {exc}", file=sys.stderr)
         return 2
     if args.check:
-        if m.group(2) != block:
+        if current != block:
             print(f"readme_board: the board block of {args.readme} differs from {args.records}'s board", file=sys.stderr)
             return 1
         return 0
-    new = text[:m.start(2)] + block + text[m.end(2):]
-    tmp = args.readme.with_name(f".{args.readme.name}.readme_board.tmp")
-    tmp.write_text(new)
-    os.replace(tmp, args.readme)
+    write_marked(args.readme, "board", block)
     print(f"readme_board: {args.readme} updated from {args.records}")
     return 0
 

@@ -129,8 +129,14 @@ def test_assembler_lists_unavailable_runs_apart_from_failed_ones(tmp_path):
         (folder / "run.json").write_text(json.dumps({"notebook": "20_tables.ipynb", "status": status, "error": error,
                                                      "parameters": {"DATASETS": ["PAM" if status != "failed" else "CRM"]}}))
     assert assemble.failed_runs(str(tmp_path), "20_tables") == [f"{tmp_path / '20_tables' / 'bbbbbbbbbbbb'}: run failed"]
-    [u] = assemble.unavailable_runs(str(tmp_path), "20_tables")
+    [u] = assemble.unavailable_runs_in_output(str(tmp_path), "20_tables")
     assert u.datasets == ["PAM"] and u.reason == REASON and u.path == tmp_path / "20_tables" / "aaaaaaaaaaaa"
+    # the same runs, once scanned: the other function, named for what it takes, finds the same one
+    from dpkit.batch.results import scan_runs, unavailable_in_scanned_runs
+
+    runs, _problems = scan_runs(tmp_path)
+    assert unavailable_in_scanned_runs(runs) == [u]
+    assert not hasattr(assemble, "unavailable_runs") and not hasattr(batch.results, "unavailable_runs")
     text = assemble.run_times_markdown(str(tmp_path), notebook="20_tables")
     assert "Unavailable here" in text and REASON in text
 

@@ -25,7 +25,6 @@ import pandas as pd
 import pytest
 
 from dpkit.board.records import (
-    PROVENANCE_NAME,
     RECORDS_NAME,
     BoardFileError,
     InvalidRecordsError,
@@ -34,6 +33,7 @@ from dpkit.board.records import (
     read_records,
     write_records,
 )
+from dpkit.core.published import PROVENANCE_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "data" / "leaderboard" / RECORDS_NAME
@@ -134,8 +134,8 @@ CASES: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame] | None, str]] = {
                                         r"non-negative error"),
     "nan_error": (_nan_error, r"rel is missing \(NaN or null\) in record \(WDBC, σ=2, rep 0, trig-II\)"),
     "infinite_error": (_infinite_error, r"abs = inf in record \(WDBC, σ=2, rep 0, trig-II\)"),
-    "reordered_columns": (_reordered, r"the columns are in another order than the board's \('rel' at position 7, "
-                                      r"'abs' at position 8;"),
+    "reordered_columns": (_reordered, r"the columns are in another order than the leaderboard records table's "
+                                      r"\('rel' at position 7, 'abs' at position 8;"),
     "wrong_dtype": (_wrong_dtype, r"column type\(s\) \{'rep': 'double'\}; expected \{'rep': 'int64'\}"),
     "duplicate_key": (_duplicate_key, r"2 rows share a key \('dataset', 'sigma', 'rep', 'method'\)"),
     "missing_repetition": (_missing_repetition, r"cell \(WDBC, σ=2\): method 'trig-I' lacks repetition\(s\) \[3\] "

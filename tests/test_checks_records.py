@@ -111,9 +111,9 @@ def _at(df, i, column, value):
 
 # one case per class of fault: (change of the table, what the message says, the column it names)
 BAD = {
-    "a missing column": (lambda d: d.drop(columns=["claim"]), r"missing \['claim'\]"),
+    "a missing column": (lambda d: d.drop(columns=["claim"]), r"missing columns \['claim'\]"),
     "an extra column": (lambda d: d.assign(note="x"), r"extra \['note'\]"),
-    "columns out of order": (lambda d: d[["id", *[c for c in COLUMNS if c != "id"]]], "in this order"),
+    "columns out of order": (lambda d: d[["id", *[c for c in COLUMNS if c != "id"]]], "in another order"),
     "no rows": (lambda d: d.iloc[:0], "no checks"),
     "an empty claim": (lambda d: _at(d, 1, "claim", " "), "column 'claim' = ' ' of the check .*non-empty"),
     "an empty id": (lambda d: _at(d, 2, "id", ""), "column 'id' = '' of the check .*non-empty"),

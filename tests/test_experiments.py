@@ -176,6 +176,66 @@ def test_assemble_tables_from_split_runs(tmp_path):
         rows_from_runs(str(tmp_path))
 
 
+def _budget_run(root, key, rows, **params):
+    import json
+
+    d = root / "20_tables" / key
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": rows, "params": params}))
+
+
+def _budget_rows(sigma, eps, delta, dataset="WDBC"):
+    return [{"dataset": dataset, "sigma": sigma, "mechanism": m, "constants": "correct", "abs_mean": 0.05,
+             "abs_std": 0.01, "rel_mean": 0.2, "rel_std": 0.02, "time_max_s": 0.1, "paper_time_s": 0.7,
+             "paper_abs": 0.049, "paper_rel": 0.355, "reps": 3, "eps_spent": eps,
+             "delta_spent": delta if m == "II" else 0.0} for m in ("I", "II")]
+
+
+def test_the_tables_captions_state_the_runs_budget_not_the_thesis_s(tmp_path):
+    """A batch at ε = 0.5, δ = 10⁻⁵, 300 queries is captioned so (every table and figure); at the thesis's protocol
+    the captions are the published ones, byte for byte; runs at two budgets are refused, naming them."""
+    from dpkit.batch.assemble import assemble_tables
+
+    _budget_run(tmp_path / "other", "aaa", _budget_rows(2.0, 0.5, 1e-5), EPSILON=0.5, DELTA=1e-5, N_QUERIES=300)
+    _budget_run(tmp_path / "other", "bbb", _budget_rows(4.0, 0.5, 1e-5), EPSILON=0.5, DELTA=1e-5, N_QUERIES=300)
+    assemble_tables(str(tmp_path / "other"))
+    out = tmp_path / "other" / "assembled"
+    for name in ("tables_3_2_3_3.tex", "tables_rows.tex", "worst_times.tex"):
+        text = (out / name).read_text()
+        assert r"$\varepsilon$ = 0.5, $\delta$ = 10$^{-5}$ (mechanism II)" in text, name
+        assert r"$\varepsilon$ = 1," not in text and "10$^{-3}$" not in text, name
+    for name in ("tables_abs_vs_sigma.caption.txt", "tables_rel_vs_sigma.caption.txt"):
+        text = (out / name).read_text()
+        assert "ε = 0.5, δ = 10⁻⁵" in text and "ε = 1" not in text and "10⁻³" not in text, name
+    assert "300 queries per repetition" in (out / "tables_abs_vs_sigma.caption.txt").read_text()
+    assert "epsilon=0.5; delta=1e-05" in (out / "tables_abs_vs_sigma.caption.txt").read_text()
+
+    # a run that recorded no budget in its params: the one its rows spent
+    _budget_run(tmp_path / "spent", "aaa", _budget_rows(2.0, 0.25, 1e-6))
+    assemble_tables(str(tmp_path / "spent"))
+    tex = (tmp_path / "spent" / "assembled" / "tables_3_2_3_3.tex").read_text()
+    assert r"$\varepsilon$ = 0.25, $\delta$ = 10$^{-6}$ (mechanism II)" in tex
+
+    # the thesis's protocol: the published captions
+    datasets = ("CRM", "CSN", "CTG", "PKS", "WDBC")
+    for i, ds in enumerate(datasets):
+        rows = [{**r, "reps": 30} for r in _budget_rows(2.0, 1.0, 1e-3, dataset=ds)]
+        _budget_run(tmp_path / "thesis", f"r{i}", rows, EPSILON=1.0, DELTA=0.001, N_QUERIES=10000)
+    assemble_tables(str(tmp_path / "thesis"))
+    out = tmp_path / "thesis" / "assembled"
+    published = Path(__file__).resolve().parents[1] / "figures" / "20_tables__tables_abs_vs_sigma.caption.txt"
+    assert (out / "tables_abs_vs_sigma.caption.txt").read_bytes() == published.read_bytes()
+    for name in ("tables_3_2_3_3.tex", "tables_rows.tex", "worst_times.tex"):  # as the hard-coded budget wrote them
+        assert (r"$\varepsilon$ = 1, $\delta$ = 10$^{-3}$ (mechanism II); 30 repetitions, each a fresh workload of "
+                "Gaussian-kernel mixture queries") in (out / name).read_text(), name
+
+    _budget_run(tmp_path / "thesis", "zzz", _budget_rows(6.0, 0.5, 1e-3), EPSILON=0.5, DELTA=0.001, N_QUERIES=10000)
+    with pytest.raises(ValueError, match=r"different budgets \(ε, δ\): \(1.0, 0.001\) \(r0\) and \(0.5, 0.001\) \(zzz\)"):
+        assemble_tables(str(tmp_path / "thesis"), out=str(tmp_path / "never"))
+    assert not (tmp_path / "never").exists()
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("name, values", [("21_kappa_sweep.ipynb", [1.0, 7.0, 25.0]), ("22_k_sweep.ipynb", [1, 2, 3])])
 def test_sweep_notebooks_charge_their_claim_to_the_budget(run_notebook, name, values):

@@ -181,7 +181,8 @@ def test_assembled_tables_carry_the_protocol_in_the_caption(tmp_path):
     d = tmp_path / "20_tables" / "aaa"
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"status": "ok", "parameters": {}}))
-    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": _table_rows()}, default=str))
+    (d / "metrics.json").write_text(json.dumps({"checks": [], "table": _table_rows(),  # params as notebook 20 records them
+                                             "params": {"EPSILON": 1.0, "DELTA": 0.001, "N_QUERIES": 10000}}, default=str))
     assemble_tables(str(tmp_path), out=str(tmp_path / "out"))
     for name in ("tables_3_2_3_3", "tables_rows", "worst_times"):
         tex = (tmp_path / "out" / f"{name}.tex").read_text()

@@ -371,7 +371,8 @@ def test_board_add_finds_a_board_of_its_own_data_through_its_provenance_whatever
     of its own by what its provenance names, checked against the fingerprint the board was made with; before, only
     the command line did, and the library (notebook 45's path) looked the data set up by name and refused it."""
     from dpkit.board.add import EntrantRefusedError, prepare_board_add
-    from dpkit.board.records import PROVENANCE_NAME, records_frame, write_records
+    from dpkit.board.records import records_frame, write_records
+    from dpkit.core.published import PROVENANCE_NAME
 
     ds = _load_quiet(str(EXAMPLE))
     recs = [{"sigma": 2.0, "rep": r, "method": "trig-I", "privacy": "ε-DP", "eps_spent": 1.0, "delta_spent": 0.0,

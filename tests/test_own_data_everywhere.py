@@ -232,6 +232,9 @@ def test_the_tables_caption_states_the_runs_queries_and_budget():
     assert "10³ queries per repetition" in quick and "10⁴" not in quick
     other = tables_caption(rows, kind="abs", n_queries=300, epsilon=0.5, delta=2e-5)
     assert "ε = 0.5, δ = 2e-05, 300 queries per repetition" in other
+    runs = tables_caption(rows, kind="abs", n_queries=[10000, 200, 10000], epsilon=1.0, delta=1e-3)
+    assert "ε = 1, δ = 10⁻³, 200–10⁴ queries per repetition" in runs  # runs of several sizes: their range
+    assert tables_caption(rows, kind="abs", n_queries=[10000], epsilon=1.0, delta=1e-3) == published
 
 
 def test_the_comparison_table_prints_no_nan_where_the_thesis_printed_nothing():

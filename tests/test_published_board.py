@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpkit.board.records import PROVENANCE_NAME, read_board
+from dpkit.board.records import read_board
+from dpkit.core.published import PROVENANCE_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "data" / "leaderboard" / "records.parquet"

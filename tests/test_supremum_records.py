@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -143,8 +144,13 @@ def test_the_leaderboard_ranks_by_the_supremum_too_and_names_the_cells_where_the
 
 
 def test_an_unknown_supremum_domain_is_refused(data):
-    with pytest.raises(ValueError, match="supremum must be one of"):
+    """The runner's domains are the search's (dpkit.queries.supremum.DOMAINS, one tuple, no copy above it)."""
+    import dpkit.experiments.records as records
+    from dpkit.queries.supremum import DOMAINS
+
+    with pytest.raises(ValueError, match=rf"supremum must be one of {re.escape(repr(DOMAINS))} or None"):
         run_cell(data, methods=_methods(["trig-I"]), sigma=2.0, reps=1, n_queries=10, supremum="ball")
+    assert not hasattr(records, "SUPREMUM_DOMAINS")
 
 
 def test_largest_first_is_the_stable_argsort_prefix():

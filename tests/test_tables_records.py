@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from dpkit.experiments.reference import SIGMAS, paper_value
 from dpkit.experiments.tables_records import (
     COLUMNS,
+    KEY,
     OPTIONAL_COLUMNS,
     TablesFileError,
     check_tables,
@@ -129,3 +131,20 @@ def test_the_assembler_publishes_the_runs_rows_with_provenance(tmp_path):
     assert len(back) == 20 and json.loads((dest / "provenance.json").read_text())["runs"]
     assert main(["tables", str(tmp_path / "batch"), "--publish", str(dest)]) == 2  # not replaced unasked
     assert main(["tables", str(tmp_path / "batch"), "--publish", str(dest), "--replace"]) == 0
+
+
+def test_a_value_that_is_not_a_number_or_a_provenance_without_runs_is_refused_naming_the_file(published):
+    """The tables file is read as the checks are (dpkit.core.published): a bad value names the file, the column, the
+    value and the row, in one line; the provenance must name its runs."""
+    df, folder = published
+    bad = df.astype({"abs_mean": object})
+    bad.at[2, "abs_mean"] = "big"
+    (folder / "tables.csv").write_text(bad.to_csv(index=False))
+    key = re.escape(repr(tuple(float(v) if isinstance(v, float) else v for v in df.loc[2, list(KEY)])))
+    with pytest.raises(ValueError, match=rf"^{folder / 'tables.csv'}: column 'abs_mean' = 'big' of the row {key}: "
+                                         "must be a number$"):
+        read_tables(folder)
+    write_tables(df, folder, PROV, replace=True)
+    (folder / "provenance.json").write_text(json.dumps({"date": "2026-12-06"}))
+    with pytest.raises(ValueError, match="not a provenance"):
+        read_tables(folder)

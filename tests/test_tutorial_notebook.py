@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -55,6 +56,27 @@ def test_tutorial_checks_refuse_a_board_add_without_the_gate():
     with pytest.raises(ValueError, match=r"m:Bad.*lacks \['confidence'\]"):
         tutorial_checks(_result("m:Good", 0.4), partial)
     assert math.isnan(entrant_rows(ungated)[0]["gate_epsilon_lb"])
+
+
+def test_the_tutorial_method_uses_only_the_facade():
+    """The method a user copies from notebook 46 imports dpkit as the notebooks do, ``import dpkit as dp``, and each
+    dpkit name it uses is on the façade (``dpkit.__all__``)."""
+    import ast
+
+    import dpkit
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "46_add_your_method.ipynb").read_text())
+    [source] = [ast.literal_eval(node.value) for c in nb["cells"] if c["cell_type"] == "code"
+                for node in ast.parse("".join(c["source"])).body
+                if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["MY_METHODS"]]
+    tree = ast.parse(source)
+    dpkit_imports = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                     and any(a.name.split(".")[0] == "dpkit" for a in n.names) or isinstance(n, ast.ImportFrom)
+                     and (n.module or "").split(".")[0] == "dpkit"]
+    assert dpkit_imports == ["import dpkit as dp"]
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "dp"}
+    assert used and used <= set(dpkit.__all__), used - set(dpkit.__all__)
 
 
 @pytest.mark.notebook

@@ -17,7 +17,6 @@ docs/science/accounting.md, so the page's numbers are this tool's output, never 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -26,7 +25,6 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "science" / "accounting.md"
-BLOCK = re.compile(r"(<!-- accounting-effect:begin[^\n]*-->\n)(.*?)(<!-- accounting-effect:end -->)", re.S)
 TABLE = "(ε,δ)-DP"
 
 
@@ -110,13 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     if not a.write:
         print(text, end="")
         return 0
-    page = PAGE.read_text(encoding="utf-8")
-    m = BLOCK.search(page)
-    if m is None:
-        print(f"accounting_effect: {PAGE.relative_to(ROOT)} has no <!-- accounting-effect:begin --> ... end block",
-              file=sys.stderr)
+    from dpkit.core.marked import MarkedBlockError, write_marked
+
+    try:
+        write_marked(PAGE, "accounting-effect", text)
+    except MarkedBlockError as exc:
+        print(f"accounting_effect: {exc}", file=sys.stderr)
         return 2
-    PAGE.write_text(page[:m.start(2)] + text + page[m.end(2):], encoding="utf-8")
     print(f"wrote the board's before/after to {PAGE.relative_to(ROOT)}")
     return 0
 

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "science" / "accounting.md"
-BLOCK = re.compile(r"(<!-- accounting-table:begin[^\n]*-->\n)(.*?)(<!-- accounting-table:end -->)", re.S)
 EPS, DELTA = 1.0, 1e-3
 SHAPE = (569, 30)  # WDBC, the board's fewest rows
 Q = 2000  # direct answering: queries answered
@@ -112,18 +110,19 @@ def main(argv: list[str] | None = None) -> int:
     if not (a.write or a.check):
         print(text, end="")
         return 0
-    page = PAGE.read_text(encoding="utf-8")
-    m = BLOCK.search(page)
-    if m is None:
-        print(f"error: {PAGE.relative_to(ROOT)} has no <!-- accounting-table:begin --> ... end block", file=sys.stderr)
+    from dpkit.core.marked import MarkedBlockError, read_marked, write_marked
+
+    try:
+        if a.check:
+            if read_marked(PAGE, "accounting-table") != text:
+                print(f"{PAGE.relative_to(ROOT)}: the accounting table is out of date: run python "
+                      "tools/accounting_table.py --write", file=sys.stderr)
+                return 1
+            return 0
+        write_marked(PAGE, "accounting-table", text)
+    except MarkedBlockError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    if a.check:
-        if m.group(2) != text:
-            print(f"{PAGE.relative_to(ROOT)}: the accounting table is out of date: run python tools/accounting_table.py "
-                  "--write", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(page[:m.start(2)] + text + page[m.end(2):], encoding="utf-8")
     print(f"wrote the accounting table to {PAGE.relative_to(ROOT)}")
     return 0
 

@@ -33,7 +33,6 @@ from dpkit.mechanisms.gaussian import analytic_gaussian_sigma
 
 EPS, DELTA = 1.0, 1e-3
 FACTORS = (1.5, 2.0, 3.0, 4.0)  # a refutation by a statistic counts; a ledger refusing the spend is listed beside it
-BEGIN, END = "<!-- gate-power:begin: written by tools/gate_power.py -->", "<!-- gate-power:end -->"
 
 
 def _gauss_eps(f: float, delta: float = DELTA) -> float:
@@ -166,13 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     text = table(rows, args.slow_release)
     print(text)
     if args.out:
-        path = Path(args.out)
-        doc = path.read_text()
-        if BEGIN not in doc or END not in doc:
-            print(f"error: {path} has no block between {BEGIN!r} and {END!r}", file=sys.stderr)
+        from dpkit.core.marked import MarkedBlockError, write_marked
+
+        try:
+            write_marked(Path(args.out), "gate-power", text + "\n")
+        except MarkedBlockError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
-        head, rest = doc.split(BEGIN, 1)
-        path.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
     return 0
 
 

@@ -2,7 +2,7 @@
 per cell (its command, outputs and exit statuses: docs/guide/batch.md, "Assembling a batch").
 
 1. Read the run folders: :func:`rows_from_runs` (one cell computed by two runs is an error), :func:`failed_runs`,
-   :func:`unavailable_runs`, :func:`run_times_markdown`.
+   :func:`unavailable_runs_in_output`, :func:`run_times_markdown`.
 2. The leaderboard comes from the runs' per-repetition records alone, gathered into one ``records.parquet`` with its
    provenance (:mod:`dpkit.board.records`, :func:`~dpkit.board.report.board_from_records`), so the published records
    regenerate the board.
@@ -28,7 +28,6 @@ from dpkit.batch.board_files import board_provenance, gather_records
 from dpkit.batch.projection import projection_markdown, run_durations
 from dpkit.batch.results import UNAVAILABLE, Unavailable, as_unavailable
 from dpkit.board.records import (
-    PROVENANCE_NAME,
     RECORDS_NAME,
     BoardFileError,
     read_records,
@@ -47,6 +46,7 @@ from dpkit.board.report import (
     supremum_rows,
     supremum_summary_text,
 )
+from dpkit.core.published import PROVENANCE_NAME, read_provenance, refuse_overwrite
 from dpkit.experiments.tables_records import TablesFileError, tables_frame, write_tables
 from dpkit.outputs.figures.leaderboard import (
     DISAGREEMENTS_CAPTION,
@@ -56,14 +56,16 @@ from dpkit.outputs.figures.leaderboard import (
     plot_leaderboard,
     plot_leaderboard_supremum,
 )
-from dpkit.outputs.figures.tables import plot_errors_vs_sigma, tables_caption
+from dpkit.outputs.figures.tables import plot_errors_vs_sigma, power_of_ten, tables_caption
 from dpkit.outputs.plotting import export_figure, paper_figures_dir
 from dpkit.outputs.tables import export_table, paper_comparison_table, rows_frame
 
 __all__ = [
     "rows_from_runs",
+    "runs_budget",
+    "budget_text",
     "failed_runs",
-    "unavailable_runs",
+    "unavailable_runs_in_output",
     "run_times_markdown",
     "run_files",
     "run_state",
@@ -144,13 +146,16 @@ def run_state(rj: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 def failed_runs(output: str, notebook: str) -> list[str]:
     """The runs of ``notebook`` that did not finish ok, lack ``metrics.json`` or whose files cannot be read: one line
-    each, naming the folder or the unreadable file. Runs recorded as unavailable are not failures (:func:`unavailable_runs`)."""
+    each, naming the folder or the unreadable file. Runs recorded as unavailable are not failures
+    (:func:`unavailable_runs_in_output`)."""
     return [why for rj in run_files(output, notebook) if (why := run_state(rj)[1]) is not None
             and not why.endswith(f": run {UNAVAILABLE}")]
 
 
-def unavailable_runs(output: str, notebook: str) -> list[Unavailable]:
-    """The runs of ``notebook`` recorded as unavailable: folder, data sets and the reason (from ``run.json``)."""
+def unavailable_runs_in_output(output: str, notebook: str) -> list[Unavailable]:
+    """The runs of ``notebook`` in the batch output folder ``output`` recorded as unavailable: folder, data sets and
+    the reason, read from each run's ``run.json`` (:func:`dpkit.batch.results.unavailable_in_scanned_runs` takes the
+    runs already scanned)."""
     found = []
     for rj in run_files(output, notebook):
         info, _ = _read(rj)
@@ -218,7 +223,7 @@ def run_times_markdown(output: str, *, notebook: str) -> str:
     text = ("\n".join(lines) + "\n\n" + projection_markdown(run_durations(finished)) if finished
             else f"no finished {notebook} run under {output}")
     bad_runs = failed_runs(output, notebook)
-    missing = unavailable_runs(output, notebook)
+    missing = unavailable_runs_in_output(output, notebook)
     return (text + ("\n\nNot finished:\n" + "\n".join(f"- {b}" for b in bad_runs) if bad_runs else "")
             + ("\n\nUnavailable here (data sets documented as possibly unavailable offline; no rows):\n"
                + "\n".join(f"- {u}" for u in missing) if missing else ""))
@@ -314,18 +319,83 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
     if not rows:
         raise FileNotFoundError(f"no finished 20_tables runs with rows under {output}")
     dest = Path(out) if out else Path(output) / "assembled"
-    unavailable = unavailable_runs(output, "20_tables")
+    unavailable = unavailable_runs_in_output(output, "20_tables")
     with _staged(dest, paper_figures) as (stage, paper_stage):
         _write_tables(output, rows, unavailable, stage, paper_stage)
     return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows}),
             "unavailable": [str(u) for u in unavailable]}
 
 
+def runs_budget(output: str, notebook: str = "20_tables") -> tuple[float | None, float | None, list[int] | None]:
+    """The budget (ε, δ) and the queries per repetition the finished runs of ``notebook`` ran with.
+
+    Each run's ``EPSILON``, ``DELTA`` and ``N_QUERIES`` are the ``params`` its ``metrics.json`` records (the values
+    the notebook used, after QUICK mode); a run that records no budget there gives the one its rows spent (the
+    largest ``eps_spent``, and the largest ``delta_spent`` of mechanism II: the tables' mechanisms spend their whole
+    budget). ``None`` where no run records a value.
+
+    Parameters
+    ----------
+    output : str
+        A batch's output folder.
+    notebook : str
+        The notebook whose runs are read.
+
+    Returns
+    -------
+    tuple
+        ``(epsilon, delta, n_queries)``, the queries as the sorted numbers the runs used.
+
+    Raises
+    ------
+    ValueError
+        When two runs ran at different budgets (their tables cannot share a caption), naming them.
+    """
+    budgets: dict[tuple[float | None, float | None], str] = {}
+    queries: set[int] = set()
+    for rj in run_files(output, notebook):
+        metrics, _ = run_state(rj)
+        if metrics is None:
+            continue
+        params = metrics.get("params") if isinstance(metrics.get("params"), dict) else {}
+        rows = [r for r in metrics.get("table") or [] if isinstance(r, dict)]
+        eps, delta = params.get("EPSILON"), params.get("DELTA")
+        if eps is None:
+            spent = [float(r["eps_spent"]) for r in rows if r.get("eps_spent") is not None]
+            eps = max(spent) if spent else None
+        if delta is None:
+            spent = [float(r["delta_spent"]) for r in rows if r.get("mechanism") == "II" and r.get("delta_spent") is not None]
+            delta = max(spent) if spent else None
+        budget = (None if eps is None else float(eps), None if delta is None else float(delta))
+        if budget != (None, None):
+            budgets.setdefault(budget, rj.parent.name)
+        if params.get("N_QUERIES") is not None:
+            queries.add(int(params["N_QUERIES"]))
+    if len(budgets) > 1:
+        (b1, r1), (b2, r2) = list(budgets.items())[:2]
+        raise ValueError(f"{output}/{notebook}: the runs ran at different budgets (ε, δ): {b1} ({r1}) and {b2} ({r2}); "
+                         "assemble runs of one budget together")
+    eps, delta = next(iter(budgets), (None, None))
+    return eps, delta, (sorted(queries) or None)
+
+
+def budget_text(epsilon: float | None, delta: float | None) -> str:
+    """The budget for a caption of Tables 3.2/3.3: ``ε = 1, δ = 10⁻³ (mechanism II)``, or what the runs did not
+    record."""
+    if epsilon is None and delta is None:
+        return "the runs recorded no budget (ε, δ)"
+    eps = "ε not recorded" if epsilon is None else f"ε = {epsilon:g}"
+    dlt = "δ not recorded" if delta is None else f"δ = {power_of_ten(delta, f'{delta:g}')}"
+    return f"{eps}, {dlt} (mechanism II)"
+
+
 def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Unavailable], dest: Path,
                   paper_stage: Path | None) -> None:
     _export_unavailable(unavailable, dest, "tables_unavailable")
     comparison = paper_comparison_table(rows)
-    protocol = f"ε = 1, δ = 10⁻³ (mechanism II); {_reps_text(rows)}, each a fresh workload of Gaussian-kernel mixture queries"
+    epsilon, delta, n_queries = runs_budget(output, "20_tables")
+    protocol = (f"{budget_text(epsilon, delta)}; {_reps_text(rows)}, each a fresh workload of Gaussian-kernel mixture "
+                "queries")
     absent = _unavailable_text(unavailable)
     export_table(comparison, "tables_3_2_3_3", dest,
                  caption="Tables 3.2/3.3: mean worst absolute (abs) and relative (rel) error ± one standard deviation, the "
@@ -335,12 +405,13 @@ def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Una
                  caption="Every cell of Tables 3.2/3.3: worst absolute and relative error over the repetitions (mean, "
                          f"standard deviation, minimum, maximum), the thesis's values and the worst time in seconds; "
                          f"{protocol}.{absent}")
+    budget = {k: v for k, v in (("epsilon", epsilon), ("delta", delta)) if v is not None}
     for kind in ("abs", "rel"):
         fig = plot_errors_vs_sigma(rows, kind=kind)
         _figure(fig, f"tables_{kind}_vs_sigma", dest, paper_stage, notebook="20_tables",
-                caption=tables_caption(rows, kind=kind),
-                parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), "epsilon": 1.0,
-                            "delta": 1e-3, "reps": max(int(r.get("reps", 0)) for r in rows)})
+                caption=tables_caption(rows, kind=kind, n_queries=n_queries, **budget),
+                parameters={"datasets": ",".join(sorted({r["dataset"] for r in rows})), **budget,
+                            "reps": max(int(r.get("reps", 0)) for r in rows)})
     df = rows_frame(rows)
     worst = df.groupby(["dataset", "mechanism", "constants"])["time_max_s"].max().reset_index()
     export_table(worst, "worst_times", dest, caption=f"Worst time (seconds) of one release over every σ and repetition, "
@@ -415,10 +486,8 @@ def check_publish_tables(publish: str | os.PathLike | None = None, *, replace: b
     from dpkit.experiments import tables_records
 
     folder = Path(publish) if publish else tables_records.PUBLISHED.parent
-    there = [str(folder / n) for n in (tables_records.TABLES_NAME, tables_records.PROVENANCE_NAME)
-             if (folder / n).exists()]
-    if there and not replace:
-        raise TablesFileError(f"published tables are there: {', '.join(there)}; not overwritten (--replace replaces them)")
+    refuse_overwrite([folder / tables_records.TABLES_NAME, folder / PROVENANCE_NAME], replace=replace,
+                     what="published tables", error=TablesFileError)
 
 
 def publish_targets(publish: str | os.PathLike | None = None) -> tuple[Path, Path]:
@@ -437,9 +506,7 @@ def check_publish(publish: str | os.PathLike | None = None, *, replace: bool = F
     BoardFileError
         Naming the existing files.
     """
-    there = [str(p) for p in publish_targets(publish) if p.exists()]
-    if there and not replace:
-        raise BoardFileError(f"a published board is there: {', '.join(there)}; not overwritten (--replace replaces it)")
+    refuse_overwrite(publish_targets(publish), replace=replace, what="a published board", error=BoardFileError)
 
 
 def publish_board(assembled: str | os.PathLike, publish: str | os.PathLike | None = None, *,
@@ -449,7 +516,7 @@ def publish_board(assembled: str | os.PathLike, publish: str | os.PathLike | Non
     check_publish(publish, replace=replace)
     src = Path(assembled)
     records = read_records(src / RECORDS_NAME)
-    prov = json.loads((src / PROVENANCE_NAME).read_text())
+    prov = read_provenance(src / RECORDS_NAME, what="the board", error=BoardFileError)
     rec_path, prov_path = publish_targets(publish)
     write_records(records, rec_path, replace=True)
     write_provenance(prov, prov_path, replace=True)
@@ -530,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     bad = failed_runs(args.output, notebook)
-    for u in unavailable_runs(args.output, notebook):
+    for u in unavailable_runs_in_output(args.output, notebook):
         print(f"unavailable (documented as possibly unavailable offline; no rows): {u}")
     try:
         if args.cmd == "leaderboard":

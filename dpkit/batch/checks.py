@@ -30,7 +30,7 @@ from dpkit.batch.results import (
     read_json,
     read_metrics_json,
     scan_runs,
-    unavailable_runs,
+    unavailable_in_scanned_runs,
     write_all,
 )
 
@@ -93,7 +93,7 @@ def gather_checks(results_dir: str | Path) -> pd.DataFrame:
     for b in sorted(batch_dirs):
         runs, found = scan_runs(b)
         problems.extend(found)
-        unavailable.extend(unavailable_runs(runs))
+        unavailable.extend(unavailable_in_scanned_runs(runs))
         skip |= {p.resolve() for p in b.glob("*/*") if p.is_dir()}
         for rec in runs:
             rows.extend({"notebook": Path(str(rec.info.get("notebook", ""))).stem, "run_key": rec.folder.name, **c}
@@ -203,13 +203,12 @@ def check_publish_checks(publish: str | os.PathLike | None = None, *, replace: b
     dpkit.experiments.checks_records.ChecksFileError
         Naming the files that are there.
     """
-    from dpkit.experiments.checks_records import CHECKS_NAME, PROVENANCE_NAME, ChecksFileError
+    from dpkit.core.published import PROVENANCE_NAME, refuse_overwrite
+    from dpkit.experiments.checks_records import CHECKS_NAME, ChecksFileError
 
     folder = _publish_folder(publish)
-    there = [str(folder / n) for n in (CHECKS_NAME, PROVENANCE_NAME) if (folder / n).exists()]
-    if there and not replace:
-        raise ChecksFileError(f"published checks are there: {', '.join(there)}; not overwritten (--replace replaces "
-                              "them)")
+    refuse_overwrite([folder / CHECKS_NAME, folder / PROVENANCE_NAME], replace=replace, what="published checks",
+                     error=ChecksFileError)
 
 
 def publish_checks(output: str | os.PathLike, publish: str | os.PathLike | None = None, *, replace: bool = False,

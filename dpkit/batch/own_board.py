@@ -190,7 +190,8 @@ def run_own_board(board: OwnBoard, *, scheduler: str = "local", workers: int | N
     """
     from dpkit.batch.assemble import assemble_leaderboard
     from dpkit.batch.runner import run_manifest
-    from dpkit.board.records import PROVENANCE_NAME, RECORDS_NAME, read_records, write_provenance, write_records
+    from dpkit.board.records import RECORDS_NAME, BoardFileError, read_records, write_provenance, write_records
+    from dpkit.core.published import PROVENANCE_NAME, read_provenance
 
     results = run_manifest(board.manifest, scheduler=scheduler, workers=workers, timeout=timeout, progress=progress,
                            on_stale=on_stale, **({"verify_reps": verify_reps} if verify_reps is not None else {}))
@@ -205,7 +206,7 @@ def run_own_board(board: OwnBoard, *, scheduler: str = "local", workers: int | N
         raise OwnBoardError("run(s) without records, not assembled: " + "; ".join(map(str, info["records_missing"])))
     assembled = Path(info["out"])
     records = read_records(assembled / RECORDS_NAME)
-    prov = json.loads((assembled / PROVENANCE_NAME).read_text())
+    prov = read_provenance(assembled / RECORDS_NAME, what="the board", error=BoardFileError)
     prov["data"] = {board.name: board.provenance}
     write_records(records, board.out / RECORDS_NAME, replace=True)
     write_provenance(prov, board.out / PROVENANCE_NAME, replace=True)

@@ -5,7 +5,7 @@
 folder holding another key's run), each naming its path; :func:`collect` merges the runs' tables. The commands that
 read a batch exit non-zero on any problem, so a batch with failed runs never looks complete downstream. A run
 recorded as :data:`UNAVAILABLE` (data documented as possibly missing offline) is listed by
-:func:`unavailable_runs`, not a problem.
+:func:`unavailable_in_scanned_runs`, not a problem.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["UNAVAILABLE", "Problem", "Unavailable", "BatchRunRecord", "read_json", "read_metrics_json", "is_run_key",
-           "key_problem", "scan_runs", "as_unavailable", "unavailable_runs", "collect", "write_all"]
+           "key_problem", "scan_runs", "as_unavailable", "unavailable_in_scanned_runs", "collect", "write_all"]
 
 #: ``run.json`` status of a run whose data sets are all documented as possibly unavailable offline and are not on
 #: this machine (:class:`dpkit.data.DataUnavailableError` in its notebook): recorded with the reason, no rows.
@@ -186,8 +186,9 @@ def as_unavailable(folder: Path, info: dict[str, Any]) -> Unavailable | None:
     return Unavailable(folder, datasets, str(info.get("error") or "").strip() or "no reason recorded")
 
 
-def unavailable_runs(runs: list[BatchRunRecord]) -> list[Unavailable]:
-    """The runs of ``runs`` (:func:`scan_runs`) recorded as :data:`UNAVAILABLE`, with their data sets and reasons."""
+def unavailable_in_scanned_runs(runs: list[BatchRunRecord]) -> list[Unavailable]:
+    """The runs of ``runs``, already scanned (:func:`scan_runs`), recorded as :data:`UNAVAILABLE`, with their data sets
+    and reasons (:func:`dpkit.batch.assemble.unavailable_runs_in_output` reads a batch output folder's runs)."""
     return [u for rec in runs if (u := as_unavailable(rec.folder, rec.info)) is not None]
 
 
@@ -284,7 +285,8 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     default ``<output>/collected``. Each row carries ``run_notebook``, ``run_key``,
     ``run_status`` and the run's parameters as ``param_<NAME>``. Both frames carry the
     :class:`Problem` list of :func:`scan_runs` in ``.attrs["problems"]`` and the runs recorded as
-    unavailable (:func:`unavailable_runs`, also written to ``<out>_unavailable.csv``) in ``.attrs["unavailable"]``; raises
+    unavailable (:func:`unavailable_in_scanned_runs`, also written to ``<out>_unavailable.csv``) in
+    ``.attrs["unavailable"]``; raises
     :class:`FileNotFoundError` when ``output`` is not a folder.
     """
     import pandas as pd
@@ -292,7 +294,7 @@ def collect(output: str | os.PathLike, *, out: str | os.PathLike | None = None) 
     runs, problems = scan_runs(output)
     table, checks_df = pd.DataFrame(_rows(runs, "table")), pd.DataFrame(_rows(runs, "checks"))
     stem = Path(out) if out else Path(output) / "collected"
-    unavailable = unavailable_runs(runs)
+    unavailable = unavailable_in_scanned_runs(runs)
     _write_tables(stem, table, checks_df, pd.DataFrame(
         [{"run_folder": str(u.path), "datasets": ",".join(u.datasets), "reason": u.reason} for u in unavailable],
         columns=["run_folder", "datasets", "reason"]))

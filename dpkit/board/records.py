@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpkit.core.paths import write_atomic
+from dpkit.core.published import PROVENANCE_NAME, PublishedFileError, TableSchema, provenance_text, write_published
 from dpkit.queries.release import PRIVACY_CLASSES
 from dpkit.queries.supremum import DOMAINS as SUPREMUM_DOMAINS
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "INTERVAL_TOLERANCE", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS",
            "BUDGET_TOLERANCE", "PUBLISHED", "BOARD_SUPREMUM", "board_supremum",
-           "PROVENANCE_NAME", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
+           "SCHEMA", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
            "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
            "provenance_line", "typed_records", "board_data_arguments"]
 
@@ -82,9 +82,9 @@ PROTOCOL_COLUMNS: tuple[str, ...] = ("run_seed", "n_queries", "J", "budget_epsil
 #: The columns that may be missing in a record (NaN or null): the class supremum and the worst single centre where
 #: a release has none, and the seeds where a record has none. Every other value is present in every record.
 NULLABLE_COLUMNS: tuple[str, ...] = ("sup_abs", "centre_abs", "seeds", *OPTIONAL_COLUMNS)
-#: File names of a run's (and an assembled board's) records and of the board's provenance.
+#: The file name of a run's (and an assembled board's) records (the provenance beside them:
+#: :data:`dpkit.core.published.PROVENANCE_NAME`).
 RECORDS_NAME = "records.parquet"
-PROVENANCE_NAME = "provenance.json"
 
 
 def _published() -> Path:
@@ -97,7 +97,7 @@ def _published() -> Path:
 PUBLISHED: Path = _published()
 
 
-class BoardFileError(FileNotFoundError):
+class BoardFileError(PublishedFileError):
     """A board's records file that is missing (or one that would be overwritten without ``replace``)."""
 
 
@@ -106,6 +106,11 @@ class InvalidRecordsError(ValueError):
 
     The message is one line: the file (or table) and the problem, naming the column, the value and a record's key.
     """
+
+
+#: The records' shape (:mod:`dpkit.core.published`).
+SCHEMA = TableSchema(name="leaderboard records table", columns=COLUMNS, optional=OPTIONAL_COLUMNS, key=KEY,
+                     row="the record", writer="write_records", invalid=InvalidRecordsError)
 
 
 def _field(rec: Any, name: str) -> Any:
@@ -174,15 +179,7 @@ def typed_records(df: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         A copy with each column cast to its dtype.
     """
-    return df.astype(_schema([str(c) for c in df.columns]))
-
-
-def _schema(names: list[str]) -> dict[str, str]:
-    """The columns (and dtypes) of a table with these column names: :data:`COLUMNS`, and the
-    :data:`OPTIONAL_COLUMNS` when it has any of them."""
-    if any(c in OPTIONAL_COLUMNS for c in names):
-        return {**COLUMNS, **OPTIONAL_COLUMNS}
-    return dict(COLUMNS)
+    return df.astype(SCHEMA.dtypes([str(c) for c in df.columns]))
 
 
 #: Relative (and absolute) slack of the budget check: the ledger's (:meth:`dpkit.core.accounting.Ledger.can_spend`),
@@ -231,29 +228,9 @@ def _records_at(df: pd.DataFrame, mask: Any) -> str:
     return f"record ({r['dataset']}, σ={float(r['sigma']):g}, rep {int(r['rep'])}, {r['method']}){more}"
 
 
-def _check_columns(names: list[Any], source: str) -> None:
-    """Exactly the :data:`COLUMNS`, each once, in their order (then all the :data:`OPTIONAL_COLUMNS`, or none)."""
-    if names == list(COLUMNS) or names == [*COLUMNS, *OPTIONAL_COLUMNS]:
-        return
-    if names[:len(COLUMNS)] == list(COLUMNS):
-        raise InvalidRecordsError(f"{source}: after the board's columns come all of {list(OPTIONAL_COLUMNS)}, in this "
-                                  f"order, or none; found {[str(c) for c in names[len(COLUMNS):]]}")
-    names = [c for c in names if c not in OPTIONAL_COLUMNS]
-    twice = sorted({str(c) for c in names if names.count(c) > 1})
-    missing = [c for c in COLUMNS if c not in names]
-    extra = [str(c) for c in names if c not in COLUMNS]
-    if twice or missing or extra:
-        raise InvalidRecordsError(f"{source}: not a leaderboard records table (missing columns {missing}, extra {extra}"
-                                  f"{f', twice {twice}' if twice else ''}; expected {list(COLUMNS)})")
-    moved = [f"{c!r} at position {i}" for i, (c, want) in enumerate(zip(names, COLUMNS)) if c != want]
-    moved = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
-    raise InvalidRecordsError(f"{source}: the columns are in another order than the board's ({moved}; the order is "
-                              f"{list(COLUMNS)}, as write_records writes them)")
-
-
 def _check_values(df: pd.DataFrame, source: str) -> None:
     """Present values of the right kind and range in every record."""
-    for c, t in _schema(list(df.columns)).items():
+    for c, t in SCHEMA.dtypes(list(df.columns)).items():
         col = df[c]
         if t == "object":
             absent = col.isna().to_numpy()
@@ -450,12 +427,8 @@ def check_records(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{source}: a records table is a pandas DataFrame; got {type(df).__name__}")
-    _check_columns(list(df.columns), source)
-    schema = _schema(list(df.columns))
-    wrong = {c: str(df[c].dtype) for c, t in schema.items() if str(df[c].dtype) != t}
-    if wrong:
-        raise InvalidRecordsError(f"{source}: column dtype(s) {wrong}; expected {({c: schema[c] for c in wrong})} "
-                                  "(read a records file with read_records)")
+    SCHEMA.check_columns(list(df.columns), source=source)
+    SCHEMA.check_dtypes(df, source=source, hint="read a records file with read_records")
     if df.empty:
         return df
     _check_values(df, source)
@@ -476,15 +449,11 @@ def write_records(df: pd.DataFrame, path: str | os.PathLike, *, replace: bool = 
     """
     path = Path(path)
     check_records(df, source=str(path))
-    if path.exists() and not replace:
-        raise BoardFileError(f"{path} exists: not overwritten (pass replace=True, or --replace, to replace it)")
-    path.parent.mkdir(parents=True, exist_ok=True)
     import io
 
     buf = io.BytesIO()
     df.to_parquet(buf, index=False, engine="pyarrow", compression="zstd")
-    write_atomic(path, buf.getvalue())
-    return path
+    return write_published({path: buf.getvalue()}, replace=replace, error=BoardFileError)[0]
 
 
 #: The Parquet types of the :data:`COLUMNS`' dtypes (a string column of nulls only is written as ``null``).
@@ -514,8 +483,8 @@ def read_records(path: str | os.PathLike) -> pd.DataFrame:
         raise InvalidRecordsError(f"{path}: not a readable Parquet file ({_one_line(exc)})") from exc
     schema = table.schema
     names = [n for n in schema.names if not n.startswith("__index_level_")]  # a pandas index written beside
-    _check_columns(names, str(path))
-    columns = _schema(names)
+    SCHEMA.check_columns(names, source=str(path))
+    columns = SCHEMA.dtypes(names)
     wrong = {c: str(schema.field(c).type) for c, t in columns.items() if str(schema.field(c).type) not in _ARROW_TYPES[t]}
     if wrong:
         raise InvalidRecordsError(f"{path}: column type(s) {wrong}; expected "
@@ -554,12 +523,7 @@ def write_provenance(prov: Mapping[str, Any], path: str | os.PathLike, *, replac
     BoardFileError
         When ``path`` exists and ``replace`` is False.
     """
-    path = Path(path)
-    if path.exists() and not replace:
-        raise BoardFileError(f"{path} exists: not overwritten (pass replace=True, or --replace, to replace it)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(dict(prov), indent=2, sort_keys=True, default=str) + "\n")
-    return path
+    return write_published({Path(path): provenance_text(prov)}, replace=replace, error=BoardFileError)[0]
 
 
 def _runs_commits_text(runs: Any) -> str:

@@ -14,7 +14,6 @@ lower-case hex digits, a check id and a claim that are not empty, a verdict and 
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -25,10 +24,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpkit.core.paths import write_atomic
+from dpkit.core.published import (
+    PROVENANCE_NAME,
+    PublishedFileError,
+    TableSchema,
+    csv_text,
+    provenance_text,
+    write_published,
+)
+from dpkit.core.published import read_provenance as read_provenance_beside
 from dpkit.evaluation.verdicts import VERDICTS
 
-__all__ = ["COLUMNS", "KEY", "CHECKS_NAME", "PROVENANCE_NAME", "PUBLISHED", "ChecksFileError", "checks_frame",
+__all__ = ["COLUMNS", "KEY", "SCHEMA", "CHECKS_NAME", "PUBLISHED", "ChecksFileError", "checks_frame",
            "check_checks", "write_checks", "read_checks", "read_provenance"]
 
 #: The columns of the published checks, in their order, and their pandas dtypes (``confidence`` is NaN for an exact
@@ -40,7 +47,6 @@ COLUMNS: dict[str, str] = {
 #: One row per check of one run.
 KEY: tuple[str, ...] = ("notebook", "run_key", "id")
 CHECKS_NAME = "checks.csv"
-PROVENANCE_NAME = "provenance.json"
 _RUN_KEY = re.compile(r"[0-9a-f]{12}")
 _TEXT = ("notebook", "run_key", "id", "claim", "verdict", "expected")
 
@@ -55,8 +61,12 @@ def _published() -> Path:
 PUBLISHED: Path = _published()
 
 
-class ChecksFileError(FileNotFoundError):
+class ChecksFileError(PublishedFileError):
     """A checks file (or its provenance) that is missing, or one that would be overwritten without ``replace``."""
+
+
+#: The published checks' shape (:mod:`dpkit.core.published`).
+SCHEMA = TableSchema(name="checks table", columns=COLUMNS, key=KEY, row="the check", writer="write_checks")
 
 
 def _number(value: Any) -> float:
@@ -127,27 +137,13 @@ def check_checks(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
         Missing, extra or reordered columns, a wrong dtype, no rows, a duplicated key, an empty or malformed text, a
         verdict outside PASS/FAIL, a ``consistent`` that is not ``verdict == expected``, a confidence outside (0, 1].
     """
-    cols = list(df.columns)
-    if cols != list(COLUMNS):
-        missing = [c for c in COLUMNS if c not in cols]
-        extra = [c for c in cols if c not in COLUMNS]
-        raise ValueError(f"{source}: not a checks table: columns {cols} (missing {missing}, extra {extra}); expected "
-                         f"{list(COLUMNS)} in this order")
-    wrong = {c: str(df[c].dtype) for c, t in COLUMNS.items() if str(df[c].dtype) != t}
-    if wrong:
-        raise ValueError(f"{source}: column dtype(s) {wrong}; expected {({c: COLUMNS[c] for c in wrong})}")
+    SCHEMA.check_columns(list(df.columns), source=source)
+    SCHEMA.check_dtypes(df, source=source)
     if df.empty:
         raise ValueError(f"{source}: no checks (no rows)")
 
-    def key(i: Any) -> str:
-        return "(" + ", ".join(repr(df.at[i, k]) for k in KEY) + ")"
-
     def bad(mask: Any, column: str, what: str) -> None:
-        mask = pd.Series(np.asarray(mask, dtype=bool), index=df.index)
-        if mask.any():
-            i = mask.idxmax()
-            raise ValueError(f"{source}: column {column!r} = {df.at[i, column]!r} of the check {key(i)}: {what}"
-                             + (f" ({int(mask.sum())} rows)" if mask.sum() > 1 else ""))
+        SCHEMA.refuse(df, mask, source=source, column=column, what=what)
 
     for c in _TEXT:
         bad([not isinstance(v, str) or not v.strip() for v in df[c]], c, "must be a non-empty text")
@@ -155,8 +151,8 @@ def check_checks(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
         "must be a batch run's key (12 lower-case hex digits)")
     for c in ("verdict", "expected"):
         bad(~df[c].isin(VERDICTS), c, f"must be one of {list(VERDICTS)}")
-    dup = df.duplicated(list(KEY), keep="first")
-    bad(dup, "id", f"a second row with the same key {KEY}: one row per check of a run")
+    bad(df.duplicated(list(KEY), keep="first"), "id", f"a second row with the same key {KEY}: one row per check of "
+        "a run")
     bad(df["consistent"] != (df["verdict"] == df["expected"]), "consistent", "must be verdict == expected")
     conf = df["confidence"].to_numpy(dtype=float)
     bad(~np.isnan(conf) & ~((conf > 0) & (conf <= 1)), "confidence", "must be in (0, 1] or missing (an exact check)")
@@ -173,27 +169,14 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
     ValueError
         When it is unreadable, not a JSON object or has no list of ``runs``.
     """
-    prov_path = Path(path).parent / PROVENANCE_NAME
-    if not prov_path.is_file():
-        raise ChecksFileError(f"{path}: no {PROVENANCE_NAME} beside it (where the checks came from)")
-    try:
-        prov = json.loads(prov_path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{prov_path}: unreadable provenance: {type(exc).__name__}: {exc}") from None
-    if not isinstance(prov, dict) or not isinstance(prov.get("runs"), list):
-        raise ValueError(f"{prov_path}: not a provenance (a JSON object with a list of 'runs')")
-    return prov
+    return read_provenance_beside(path, what="the checks", error=ChecksFileError)
 
 
 def _check_runs(df: pd.DataFrame, prov: Mapping[str, Any], *, source: str) -> None:
     """Every run of ``df`` is one of the provenance's runs (by its folder, the run key)."""
     listed = {str(r.get("folder")) for r in prov["runs"] if isinstance(r, Mapping)}
-    absent = ~df["run_key"].isin(listed)
-    if absent.any():
-        i = absent.idxmax()
-        raise ValueError(f"{source}: column 'run_key' = {df.at[i, 'run_key']!r} of the check "
-                         f"({df.at[i, 'notebook']!r}, {df.at[i, 'run_key']!r}, {df.at[i, 'id']!r}): not a run of "
-                         f"its {PROVENANCE_NAME}")
+    SCHEMA.refuse(df, ~df["run_key"].isin(listed), source=source, column="run_key",
+                  what=f"not a run of its {PROVENANCE_NAME}")
 
 
 def write_checks(df: pd.DataFrame, folder: str | os.PathLike, provenance: Mapping[str, Any], *,
@@ -229,14 +212,8 @@ def write_checks(df: pd.DataFrame, folder: str | os.PathLike, provenance: Mappin
     if not isinstance(provenance.get("runs"), list):
         raise ValueError(f"{prov_path}: a provenance names its runs ('runs', a list)")
     _check_runs(df, provenance, source=str(path))
-    there = [str(p) for p in (path, prov_path) if p.exists()]
-    if there and not replace:
-        raise ChecksFileError(f"{', '.join(there)} exist(s): not overwritten (--replace replaces them)")
-    folder.mkdir(parents=True, exist_ok=True)
-    text = df.to_csv(index=False, float_format="%.17g", lineterminator="\n")
-    write_atomic(path, text.encode())
-    write_atomic(prov_path, (json.dumps(dict(provenance), indent=2, sort_keys=True, default=str) + "\n").encode())
-    return [path, prov_path]
+    return write_published({path: csv_text(df), prov_path: provenance_text(provenance)}, replace=replace,
+                           error=ChecksFileError)
 
 
 def read_checks(path: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -267,34 +244,8 @@ def read_checks(path: str | os.PathLike | None = None) -> pd.DataFrame:
         raise ChecksFileError(f"checks file not found: {path} (make reproduce, then `make checks-publish` publishes "
                               "its checks)")
     prov = read_provenance(path)
-    floats = [c for c, t in COLUMNS.items() if t == "float64"]
-    try:
-        df = pd.read_csv(path, dtype={c: t for c, t in COLUMNS.items() if t == "object"}, keep_default_na=False,
-                         na_values={c: ["", "NaN", "nan"] for c in floats})
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable CSV: {' '.join(str(exc).split())}") from None
-    for c in floats:
-        if c in df.columns and df[c].dtype != "float64":
-            df[c] = _floats(df, c, path)
-    if "consistent" in df.columns and df["consistent"].dtype != "bool":
-        odd = ~df["consistent"].astype(str).isin(["True", "False"])
-        if odd.any():
-            i = odd.idxmax()
-            raise ValueError(f"{path}: column 'consistent' = {df.at[i, 'consistent']!r} of the check "
-                             f"{tuple(df.at[i, k] for k in KEY if k in df.columns)}: must be True or False")
-        df["consistent"] = df["consistent"].astype(str) == "True"
+    df = SCHEMA.read_csv(path)
     check_checks(df, source=str(path))
     _check_runs(df, prov, source=str(path))
     return df
 
-
-def _floats(df: pd.DataFrame, column: str, path: Path) -> pd.Series:
-    """``df[column]`` as floats, or a ``ValueError`` naming the first value that is not a number and its check."""
-    values = []
-    for i, v in df[column].items():
-        try:
-            values.append(float(v))
-        except (TypeError, ValueError):
-            raise ValueError(f"{path}: column {column!r} = {v!r} of the check "
-                             f"{tuple(df.at[i, k] for k in KEY if k in df.columns)}: must be a number") from None
-    return pd.Series(values, index=df.index, dtype="float64")

@@ -28,7 +28,7 @@ from dpkit.core.validation import check_positive_finite, check_positive_int, che
 from dpkit.queries.evaluate import answer_synthetic
 from dpkit.queries.metrics import errors_from_answers
 from dpkit.queries.release import Method, Release
-from dpkit.queries.supremum import ClassSupremum
+from dpkit.queries.supremum import DOMAINS, ClassSupremum
 from dpkit.queries.synthetic import check_released_database
 from dpkit.queries.truth_cache import Truth, exact_truth
 from dpkit.queries.workload import GaussianKernelWorkload
@@ -45,7 +45,6 @@ __all__ = [
     "width_independent",
     "record_release",
     "supremum_seed",
-    "SUPREMUM_DOMAINS",
     "method_seed",
     "workload_seed",
     "name_words",
@@ -352,12 +351,9 @@ def as_methods(methods: Mapping[str, Method] | Sequence[Method]) -> dict[str, Me
 SUPREMUM_WORKLOAD_QUERIES = 16
 
 
-#: where the class supremum searches centres (:func:`run_cell`'s ``supremum``)
-SUPREMUM_DOMAINS = ("cube", "space")
-
-
 def check_supremum(supremum: str | None) -> str | None:
-    """``supremum`` if it is one of :data:`SUPREMUM_DOMAINS` or ``None`` (no class supremum).
+    """``supremum`` if it is one of :data:`dpkit.queries.supremum.DOMAINS` (where the class supremum searches
+    centres) or ``None`` (no class supremum).
 
     Parameters
     ----------
@@ -374,8 +370,8 @@ def check_supremum(supremum: str | None) -> str | None:
     ValueError
         Naming ``supremum`` and the allowed values.
     """
-    if supremum is not None and supremum not in SUPREMUM_DOMAINS:
-        raise ValueError(f"supremum must be one of {SUPREMUM_DOMAINS} or None; got {supremum!r}")
+    if supremum is not None and supremum not in DOMAINS:
+        raise ValueError(f"supremum must be one of {DOMAINS} or None; got {supremum!r}")
     return supremum
 
 

@@ -11,7 +11,6 @@ to :mod:`dpkit.experiments.reference`'s numbers, and a provenance file beside it
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -21,10 +20,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpkit.core.paths import write_atomic
+from dpkit.core.published import (
+    PROVENANCE_NAME,
+    PublishedFileError,
+    TableSchema,
+    csv_text,
+    provenance_text,
+    read_provenance,
+    write_published,
+)
 from dpkit.experiments.reference import PAPER_WORST_TIME, SIGMAS, paper_value
 
-__all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "KEY", "TABLES_NAME", "PROVENANCE_NAME", "PUBLISHED", "BUDGET", "TablesFileError",
+__all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "KEY", "SCHEMA", "TABLES_NAME", "PUBLISHED", "BUDGET", "TablesFileError",
            "tables_frame", "check_tables", "write_tables", "read_tables"]
 
 #: The columns of the published tables and their pandas dtypes (the class supremum may be missing: NaN).
@@ -44,7 +51,6 @@ KEY: tuple[str, ...] = ("dataset", "sigma", "mechanism", "constants")
 #: The budget of the thesis's tables: ε = 1 for both mechanisms, δ = 10⁻³ for mechanism II.
 BUDGET: dict[str, tuple[float, float]] = {"I": (1.0, 0.0), "II": (1.0, 1e-3)}
 TABLES_NAME = "tables.csv"
-PROVENANCE_NAME = "provenance.json"
 _MAY_BE_MISSING = ("sup_abs_mean", "sup_abs_std", "sup_abs_max", "paper_abs", "paper_rel", "paper_time_s")
 
 
@@ -58,8 +64,13 @@ def _published() -> Path:
 PUBLISHED: Path = _published()
 
 
-class TablesFileError(FileNotFoundError):
+class TablesFileError(PublishedFileError):
     """A tables file (or its provenance) that is missing, or one that would be overwritten without ``replace``."""
+
+
+#: The published tables' shape (:mod:`dpkit.core.published`).
+SCHEMA = TableSchema(name="Tables 3.2/3.3 table", columns=COLUMNS, optional=OPTIONAL_COLUMNS, key=KEY,
+                     writer="write_tables")
 
 
 def tables_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -104,27 +115,14 @@ def check_tables(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
         Missing or extra columns, a wrong dtype, a duplicated key, a value out of its range, a thesis's number that is
         not the thesis's.
     """
-    cols = list(df.columns)
-    schema = {**COLUMNS, **OPTIONAL_COLUMNS} if cols == [*COLUMNS, *OPTIONAL_COLUMNS] else COLUMNS
-    if cols != list(schema):
-        missing = [c for c in COLUMNS if c not in cols]
-        extra = [c for c in cols if c not in COLUMNS]
-        raise ValueError(f"{source}: not a Tables 3.2/3.3 table (missing columns {missing}, extra {extra}; "
-                         f"{list(OPTIONAL_COLUMNS)} may follow the others)")
-    wrong = {c: str(df[c].dtype) for c, t in schema.items() if str(df[c].dtype) != t}
-    if wrong:
-        raise ValueError(f"{source}: column dtype(s) {wrong}; expected {({c: schema[c] for c in wrong})}")
+    SCHEMA.check_columns(list(df.columns), source=source)
+    SCHEMA.check_dtypes(df, source=source)
     if df.empty:
         raise ValueError(f"{source}: no rows")
-    dup = df.duplicated(list(KEY), keep=False)
-    if dup.any():
-        first = df.loc[dup, list(KEY)].iloc[0].to_dict()
-        raise ValueError(f"{source}: {int(dup.sum())} rows share a key {KEY}, e.g. {first}")
+    SCHEMA.check_key(df, source=source)
 
     def bad(mask: pd.Series, what: str) -> None:
-        if mask.any():
-            row = df.loc[mask].iloc[0]
-            raise ValueError(f"{source}: {what}, e.g. the row {tuple(row[k] for k in KEY)}")
+        SCHEMA.refuse(df, mask, source=source, what=what)
 
     bad(~df["sigma"].isin(SIGMAS), f"σ must be one of the thesis's {list(SIGMAS)}")
     bad(~df["mechanism"].isin(list(BUDGET)), "mechanism must be I or II")
@@ -170,14 +168,8 @@ def write_tables(df: pd.DataFrame, folder: str | os.PathLike, provenance: Mappin
     check_tables(df, source=str(path))
     if "runs" not in provenance:
         raise ValueError(f"{prov_path}: a provenance names its runs ('runs')")
-    there = [str(p) for p in (path, prov_path) if p.exists()]
-    if there and not replace:
-        raise TablesFileError(f"{', '.join(there)} exist(s): not overwritten (--replace replaces them)")
-    folder.mkdir(parents=True, exist_ok=True)
-    text = df.to_csv(index=False, float_format="%.17g", lineterminator="\n")
-    write_atomic(path, text.encode())
-    write_atomic(prov_path, (json.dumps(dict(provenance), indent=2, sort_keys=True, default=str) + "\n").encode())
-    return [path, prov_path]
+    return write_published({path: csv_text(df), prov_path: provenance_text(provenance)}, replace=replace,
+                           error=TablesFileError)
 
 
 def read_tables(path: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -197,10 +189,5 @@ def read_tables(path: str | os.PathLike | None = None) -> pd.DataFrame:
     if not path.is_file():
         raise TablesFileError(f"Tables 3.2/3.3 file not found: {path} (make tables, then `python -m "
                               "dpkit.batch.assemble tables results/batch/tables --publish` publishes it)")
-    if not (path.parent / PROVENANCE_NAME).is_file():
-        raise TablesFileError(f"{path}: no {PROVENANCE_NAME} beside it (where the numbers came from)")
-    schema = {**COLUMNS, **OPTIONAL_COLUMNS}
-    df = pd.read_csv(path, dtype={c: t for c, t in schema.items() if t == "object"}, keep_default_na=False,
-                     na_values={c: ["", "NaN", "nan"] for c, t in schema.items() if t == "float64"})
-    df = df.astype({c: t for c, t in schema.items() if c in df.columns and t == "float64"})
-    return check_tables(df, source=str(path))
+    read_provenance(path, error=TablesFileError)
+    return check_tables(SCHEMA.read_csv(path), source=str(path))

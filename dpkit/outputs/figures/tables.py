@@ -12,7 +12,7 @@ from dpkit.outputs.figures._panels import dataset_panels, finish_sigma_panels, s
 from dpkit.outputs.figures.metric import check_metric, metric_column, metric_label
 from dpkit.outputs.plotting import PALETTE, new_figure
 
-__all__ = ["plot_errors_vs_sigma", "plot_sweep", "TABLES_CAPTION", "tables_caption"]
+__all__ = ["plot_errors_vs_sigma", "plot_sweep", "TABLES_CAPTION", "tables_caption", "power_of_ten"]
 
 #: the figure's caption for a paper (``{kind}``: absolute or relative; the assembler fills the rest)
 TABLES_CAPTION = ("Mean worst {kind} error over the repetitions (error bars: ± one standard deviation) of the improved "
@@ -28,7 +28,7 @@ _THESIS_LINES = ", dashed with crosses (I) and dash-dotted with pluses (II): the
 _PROTOCOL = "ε = 1, δ = 10⁻³, 10⁴ queries per repetition"
 
 
-def _power_of_ten(x: float, plain: str) -> str:
+def power_of_ten(x: float, plain: str) -> str:
     """``10⁴``, ``10⁻³`` for an exact power of ten (as the published caption writes them), else ``plain``."""
     import math
 
@@ -38,7 +38,7 @@ def _power_of_ten(x: float, plain: str) -> str:
     return "10" + str(k).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
 
 
-def tables_caption(rows: Sequence[dict[str, Any]], *, kind: str, n_queries: int | None = None,
+def tables_caption(rows: Sequence[dict[str, Any]], *, kind: str, n_queries: int | Sequence[int] | None = None,
                    epsilon: float | None = None, delta: float | None = None) -> str:
     """:data:`TABLES_CAPTION` filled in; where no row has a printed number (your own data sets) it says that the
     thesis printed none instead of naming lines the figure does not draw.
@@ -50,18 +50,20 @@ def tables_caption(rows: Sequence[dict[str, Any]], *, kind: str, n_queries: int 
     kind : {"abs", "rel"}
         The error plotted.
     n_queries, epsilon, delta : optional
-        The run's queries per repetition and budget, stated in the caption (a QUICK run's fewer queries, another
-        ε); ``None``: the thesis's (10⁴ queries, ε = 1, δ = 10⁻³), the published caption.
+        The run's queries per repetition (or the runs', several numbers stated as their range) and budget, stated in
+        the caption (a QUICK run's fewer queries, another ε); ``None``: the thesis's (10⁴ queries, ε = 1, δ = 10⁻³),
+        the published caption.
     """
     import math
 
     text = TABLES_CAPTION.format(kind="absolute" if kind == "abs" else "relative")
     if (n_queries, epsilon, delta) != (None, None, None):
-        n = 10_000 if n_queries is None else int(n_queries)
+        ns = sorted({10_000} if n_queries is None else {int(n_queries)} if isinstance(n_queries, (int, float))
+                    else {int(n) for n in n_queries})
         eps = 1.0 if epsilon is None else float(epsilon)
         dlt = 1e-3 if delta is None else float(delta)
-        text = text.replace(_PROTOCOL, f"ε = {eps:g}, δ = {_power_of_ten(dlt, f'{dlt:g}')}, "
-                                       f"{_power_of_ten(n, str(n))} queries per repetition")
+        n = power_of_ten(ns[0], str(ns[0])) + (f"–{power_of_ten(ns[-1], str(ns[-1]))}" if len(ns) > 1 else "")
+        text = text.replace(_PROTOCOL, f"ε = {eps:g}, δ = {power_of_ten(dlt, f'{dlt:g}')}, {n} queries per repetition")
     printed = any(isinstance(v, (int, float)) and not math.isnan(v) for v in (r.get(f"paper_{kind}") for r in rows))
     return text if printed else text.replace(_THESIS_LINES, " (the thesis printed no number for these data sets).")
 
