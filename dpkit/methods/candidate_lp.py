@@ -269,7 +269,8 @@ class CandidateLP(MethodBase):
             "source": self.candidates.kind,
             "fit_method": self.candidates.fit.method if isinstance(self.candidates, GaussianCandidates) else None,
             "budget_split": {"moments": (eps_m, d_m), "candidates": (eps_c, d_c)},
-            **({"accounting": self.accounting, "accounting_factor": t_factor} if self.delta > 0 else {}),
+            **({"accounting": self.accounting, "accounting_factor": t_factor}
+               if self.delta > 0 and self.candidates.charged else {}),
             "moment_noise": noise.to_dict(), "support_size": sol.support_size,
         }
         return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),

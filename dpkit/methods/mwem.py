@@ -302,7 +302,7 @@ class MWEM(MethodBase):
             "query_class": self.query_class, "n_class": int(F.shape[0]), "replays": self.replays,
             "output": self.output, "m": self.m, "epsilon_step": eps_step, "score_sensitivity": float(sens.max()),
             "data_independent_candidates": not charged,
-            **({"accounting": self.accounting, "accounting_factor": t_factor} if self.delta > 0 else {}),
+            **({"accounting": self.accounting, "accounting_factor": t_factor} if self.delta > 0 and charged else {}),
         }
         return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
                        synthetic=synth, diagnostics=MWEMDiagnostics(measurements=measured))
