@@ -92,7 +92,8 @@ class MWEM(MethodBase):
     Parameters
     ----------
     epsilon, delta : float
-        Total budget (δ only reaches the Gaussian-fit candidates; MWEM itself is pure ε).
+        Total budget (δ reaches only charged candidates: under ``"split"`` the rounds are pure ε, under ``"pld"``
+        the whole composition spends (ε, δ); module docstring).
     sigma : float
         Kernel width of the query class (match the evaluation σ).
     T : int
