@@ -102,10 +102,11 @@ def test_direct_ledger_and_shared_ledger(data, workload, noise, delta):
 
 
 def test_mwem_splits_budget_over_2T_steps_and_charges_candidates(data):
+    # the published split (accounting="split"; "pld" spends the whole composition once: tests/test_accounting_rounds.py)
     res = MWEM(epsilon=EPS, delta=DELTA, sigma=2.0, T=5, C=200, candidates=GaussianCandidates(),
-               n_class=10).release(data, rng=0)
+               n_class=10, accounting="split").release(data, rng=0)
     names = [e["name"] for e in res.ledger["entries"]]
-    assert names[0] == "gauss-analyze-gauss (composed)"  # the candidate fit is charged (accounting="pld": one spend)
+    assert names[0] == "gauss-analyze-gauss (composed)"  # the candidate fit is charged (the fit's "pld": one spend)
     steps = [e for e in res.ledger["entries"] if e["name"].startswith(("select_", "measure_"))]
     assert len(steps) == 10
     assert all(e["epsilon"] == pytest.approx(EPS * (2 / 3) / 10) for e in steps)

@@ -84,8 +84,10 @@ class RecordingCandidates(GaussianCandidates):
 
 def test_the_same_source_draws_for_mwem_and_candidate_lp_at_each_method_s_share(X):
     src = RecordingCandidates(fit=PSI.fit)
-    MWEM(epsilon=EPS, delta=DELTA, T=2, C=150, candidates=src, n_class=5, candidate_share=0.25).release(X, rng=1)
-    CandidateLP(epsilon=EPS, delta=DELTA, C=250, R=8, candidates=src).release(X, rng=1)
+    # the published split's shares (accounting="split"; "pld" scales the whole plan: tests/test_accounting_rounds.py)
+    MWEM(epsilon=EPS, delta=DELTA, T=2, C=150, candidates=src, n_class=5, candidate_share=0.25,
+         accounting="split").release(X, rng=1)
+    CandidateLP(epsilon=EPS, delta=DELTA, C=250, R=8, candidates=src, accounting="split").release(X, rng=1)
     (c1, e1, d1, s1, p1), (c2, e2, d2, s2, p2) = src.calls
     assert (c1, e1, d1) == (150, EPS * 0.25, DELTA)  # MWEM: candidate_share of ε, all of δ
     assert (c2, e2, d2) == (250, 2 * EPS / 3, DELTA / 2)  # CandidateLP: Alg 9/10's share of the mean and PCA
@@ -98,7 +100,8 @@ def test_the_same_source_draws_for_mwem_and_candidate_lp_at_each_method_s_share(
 
 
 def test_mwem_takes_the_marginal_candidates_and_charges_them(X):
-    res = MWEM(epsilon=EPS, delta=DELTA, T=2, C=100, candidates=MarginalCandidates(), n_class=5).release(X, rng=0)
+    res = MWEM(epsilon=EPS, delta=DELTA, T=2, C=100, candidates=MarginalCandidates(), n_class=5,
+               accounting="split").release(X, rng=0)
     assert res.ledger["entries"][0]["name"] == "histograms"
     assert res.ledger["entries"][0]["epsilon"] == pytest.approx(EPS / 3)
     assert res.params["candidates"] == "marginals" and not res.params["data_independent_candidates"]

@@ -33,10 +33,13 @@ def rows() -> list[dict[str, str]]:
     from dpkit.mechanisms.trig import ImprovedTrigonometricMechanism
     from dpkit.mechanisms.trig.moments import moment_noise
     from dpkit.mechanisms.vector_release import release_plan
+    from dpkit.methods.candidate_lp import CandidateLP
+    from dpkit.methods.candidates import GaussianCandidates
     from dpkit.methods.direct import DirectAnswering
     from dpkit.methods.gaussian_fit import GaussianFit
     from dpkit.methods.marginals import IndependentMarginals
     from dpkit.methods.mst import noise_plan
+    from dpkit.methods.mwem import MWEM
 
     n, d = SHAPE
     out: list[dict[str, str]] = []
@@ -78,6 +81,25 @@ def rows() -> list[dict[str, str]]:
     wl = GaussianKernelWorkload.generate(Q, 2, sigma=2.0, rng=0)
     b_pld = direct.noise_scales(wl, n)[0][0] * n
     add("direct-laplace_II", f"{Q} answers", "laplace", 1 / eps0, b_pld)
+    cands = GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting="pld"))  # the registry's
+    mwem = MWEM(epsilon=EPS, delta=DELTA, candidates=cands)
+    t = mwem.composition_factor(n, d)
+    eps_c, d_c = mwem._candidate_budget()
+    for r in cands.releases(n, d, epsilon=eps_c, delta=d_c, factor=1.0):
+        add("mwem-gaussian", f"candidate fit: {r['name']}", r["mechanism"], r["scale"] / r["sensitivity"],
+            t * r["scale"] / r["sensitivity"])
+    e = mwem._rounds_epsilon()
+    add("mwem-gaussian", f"{mwem.T} selections", "exponential", 1 / e, t / e)
+    add("mwem-gaussian", f"{mwem.T} measurements", "laplace", 1 / e, t / e)
+    lp = CandidateLP(epsilon=EPS, delta=DELTA, candidates=cands)
+    t = lp.composition_factor(n, d)
+    mom = lp._moment_noise(n)
+    sens = mom.l2_sensitivity if mom.kind == "gaussian" else mom.l1_sensitivity
+    add("lp-gauss-analyze-gauss-cands", f"{lp.R} moments", mom.kind, mom.scale / sens, t * mom.scale / sens)
+    _, _, eps_c, d_c = lp._split()
+    for r in cands.releases(n, d, epsilon=eps_c, delta=d_c, factor=1.0):
+        add("lp-gauss-analyze-gauss-cands", f"candidate fit: {r['name']}", r["mechanism"],
+            r["scale"] / r["sensitivity"], t * r["scale"] / r["sensitivity"])
     for data, (_, dd) in sorted(BOARD_SHAPES.items()):
         z, p = noise_plan(EPS, DELTA, dd, (1 / 3, 1 / 3, 1 / 3), "zcdp"), noise_plan(EPS, DELTA, dd, (1 / 3, 1 / 3, 1 / 3),
                                                                                           "pld")

@@ -111,25 +111,38 @@ class GaussianFit(MethodBase):
     def name(self) -> str:
         return f"gauss-{self.method.replace('_', '-')}"
 
-    def measure(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None) -> GaussianStats:
-        """The released (μ̃, Σ̃) (no sampling), spent through ``ledger`` (a fresh one if omitted)."""
+    def measure(self, X: ArrayLike, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                noise_factor: float | None = None) -> GaussianStats:
+        """The released (μ̃, Σ̃) (no sampling), spent through ``ledger`` (a fresh one if omitted).
+
+        ``noise_factor``: this fit is one part of a caller's composition (a method's ``accounting="pld"`` with
+        Gaussian-fit candidates): every noise of :meth:`noise` times the factor, and nothing spent here (the caller
+        spends the whole composition first). Needs δ > 0 and a finite ε (a ValueError otherwise).
+        """
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        # the caller of a composition spent it already: the draws go through a ledger of their own, never spent
+        led = ledger_for(ledger if noise_factor is None else None, self.epsilon, self.delta, self.name)
         self.check_noise(n, d)
         g1, g2, g3 = spawn(rng, 3)
-        plan = self.release_plan(n, d)
-        pca_sigma = self.pca_noise_scale(n, d)
-        extra = [] if pca_sigma is None else [{"name": "pca", "mechanism": "gaussian (PSI, Alg 6)", "scale": pca_sigma,
-                                              "sensitivity": covariance_sensitivity(n, d) * math.sqrt(min(self.k, d)),
-                                              "count": self.n_iter}]
-        spend_plan(plan, epsilon=self.epsilon, delta=self.delta, accounting=self.accounting, ledger=led, name=self.name,
-                   extra=extra)
+        accounting = self.accounting
+        if noise_factor is None:
+            plan = self.release_plan(n, d)
+            pca_sigma = self.pca_noise_scale(n, d)
+            extra = [] if pca_sigma is None else [self._pca_release(n, d, pca_sigma)]
+            spend_plan(plan, epsilon=self.epsilon, delta=self.delta, accounting=self.accounting, ledger=led,
+                       name=self.name, extra=extra)
+        else:
+            if not (self.delta > 0 and math.isfinite(self.epsilon)):
+                raise ValueError(f"noise_factor needs delta > 0 and a finite epsilon (a part of an (epsilon, delta) "
+                                 f"composition); got epsilon = {self.epsilon:g}, delta = {self.delta:g}")
+            plan, pca_sigma = self.noise(n, d, noise_factor)
+            accounting = "pld"  # the scaled plan is drawn as planned, without a spend of its own
         if self.method == "analyze_gauss":
-            mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
+            mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=accounting)
             iu = np.triu_indices(d)
             M = (X.T @ X) / n
-            up = planned_release(M[iu], plan[1], rng=g2, ledger=led, accounting=self.accounting)
+            up = planned_release(M[iu], plan[1], rng=g2, ledger=led, accounting=accounting)
             Mn = np.zeros((d, d))
             Mn[iu] = up
             Mn = Mn + np.triu(Mn, 1).T
@@ -139,8 +152,8 @@ class GaussianFit(MethodBase):
             cov = psd_project(S)
             return GaussianStats(mean=mu, cov=cov, moments=up)
         e3 = self.epsilon / 3.0
-        mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
-        s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=self.accounting)
+        mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=accounting)
+        s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=accounting)
         k = min(self.k, d)
         psi = PrivateSubspaceIteration(n_components=k, n_iter=self.n_iter, epsilon=e3, delta=self.delta / 2.0,
                                        mean=mu, noise_scale=pca_sigma).fit(X, rng=g3,
@@ -187,6 +200,38 @@ class GaussianFit(MethodBase):
         sigma, step = self._pca_noise(n, d)
         steps = [p.step() for p in split_plan(self.shares(n, d))] + [step]
         return sigma * accounting_factor(steps, epsilon=self.epsilon, delta=self.delta)
+
+    def _pca_release(self, n: int, d: int, sigma: float) -> dict[str, Any]:
+        """The PSI route's private PCA as a ledger's release record (noise σ, count)."""
+        return {"name": "pca", "mechanism": "gaussian (PSI, Alg 6)", "scale": sigma,
+                "sensitivity": covariance_sensitivity(n, d) * math.sqrt(min(self.k, d)), "count": self.n_iter}
+
+    def noise(self, n: int, d: int, factor: float = 1.0) -> tuple[list[Planned], float | None]:
+        """The fit's noise under its accounting, times ``factor``: the vector releases' plan and the PSI route's PCA
+        σ (``None`` for Analyze Gauss). A method that composes this fit with its own measurements scales it by its
+        factor (:meth:`steps`, ``measure(..., noise_factor=...)``)."""
+        plan = [Planned(p.share, p.mechanism, p.scale * factor, p.sensitivity) for p in self.release_plan(n, d)]
+        if self.method != "psi":
+            return plan, None
+        sigma = self.pca_noise_scale(n, d)
+        return plan, factor * (self._pca_noise(n, d)[0] if sigma is None else sigma)
+
+    def steps(self, n: int, d: int) -> list[Step]:
+        """The fit's measurements as the accountant's steps (:mod:`dpkit.core.accountant`), at the noise of
+        :meth:`noise`: the part a composing method adds to its plan."""
+        plan, sigma = self.noise(n, d)
+        out = [p.step() for p in plan]
+        if sigma is not None:
+            out.append(psi_step(sigma, sensitivity=covariance_sensitivity(n, d), k=min(self.k, d), n_iter=self.n_iter))
+        return out
+
+    def releases(self, n: int, d: int, factor: float = 1.0) -> list[dict[str, Any]]:
+        """The fit's releases at :meth:`noise` times ``factor``, as a composed ledger spend names them (mechanism,
+        scale, sensitivity)."""
+        plan, sigma = self.noise(n, d, factor)
+        out = [{"name": p.share.name, "mechanism": p.mechanism, "scale": p.scale, "sensitivity": p.sensitivity}
+               for p in plan]
+        return out + ([] if sigma is None else [self._pca_release(n, d, sigma)])
 
     def check_noise(self, n: int, d: int) -> None:
         """Refuse, before anything is spent, an ε whose noise the fit cannot compute with on n rows in d dimensions.

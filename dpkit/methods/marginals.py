@@ -21,11 +21,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit.core.accountant import check_accounting
+from dpkit.core.accountant import Step, check_accounting
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.validation import check_budget_fields, check_choice, check_in_unit_cube, check_positive_ints
-from dpkit.mechanisms.vector_release import Share, noisy_release, planned_release, release_plan, spend_plan
+from dpkit.mechanisms.vector_release import (
+    Planned,
+    Share,
+    noisy_release,
+    planned_release,
+    release_plan,
+    spend_plan,
+    split_plan,
+)
 from dpkit.methods._discrete import cell_cdf, grid_codes, uniform_in_cells
 from dpkit.queries.release import MethodBase, Timer
 from dpkit.queries.synthetic import WeightedDatabase
@@ -77,26 +85,65 @@ class IndependentMarginals(MethodBase):
     def name(self) -> str:
         return f"marginals-{self.kind}"
 
-    def measure(self, X: np.ndarray, *, rng: RNGLike = None, ledger: Ledger | None = None) -> MarginalStats:
-        """The released statistics only (no sampling), spent through ``ledger`` (a fresh one if omitted)."""
+    def measure(self, X: np.ndarray, *, rng: RNGLike = None, ledger: Ledger | None = None,
+                noise_factor: float | None = None) -> MarginalStats:
+        """The released statistics only (no sampling), spent through ``ledger`` (a fresh one if omitted).
+
+        ``noise_factor``: these marginals are one part of a caller's composition (a method's ``accounting="pld"``
+        with marginal candidates): every noise of :meth:`noise` times the factor, and nothing spent here (the caller
+        spends the whole composition first). Needs δ > 0 and a finite ε (a ValueError otherwise).
+        """
         X = check_in_unit_cube(X, name="X")
         n, d = X.shape
-        led = ledger_for(ledger, self.epsilon, self.delta, self.name)
+        if noise_factor is not None and not (self.delta > 0 and math.isfinite(self.epsilon)):
+            raise ValueError(f"noise_factor needs delta > 0 and a finite epsilon (a part of an (epsilon, delta) "
+                             f"composition); got epsilon = {self.epsilon:g}, delta = {self.delta:g}")
+        # the caller of a composition spent it already: the draws go through a ledger of their own, never spent
+        led = ledger_for(ledger if noise_factor is None else None, self.epsilon, self.delta, self.name)
         g1, g2 = spawn(rng, 2)
         if self.kind == "histogram":
             k = grid_codes(X, self.bins)
             H = np.zeros((d, self.bins))
             for i in range(d):
                 H[i] = np.bincount(k[:, i], minlength=self.bins) / n
+            if noise_factor is not None:
+                return MarginalStats(hist=planned_release(H, self.noise(n, d, noise_factor)[0], rng=g1, ledger=led,
+                                                          accounting="pld"))
             Hn = noisy_release(H, epsilon=self.epsilon, delta=self.delta, l1=2.0 * d / n,
                                l2=math.sqrt(2.0 * d) / n, rng=g1, ledger=led, name="histograms", bins=self.bins)
             return MarginalStats(hist=Hn)
-        plan = release_plan(self.moment_shares(n, d), epsilon=self.epsilon, delta=self.delta,
-                            accounting=self.accounting)
-        spend_plan(plan, epsilon=self.epsilon, delta=self.delta, accounting=self.accounting, ledger=led, name=self.name)
-        mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=self.accounting)
-        s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=self.accounting)
+        accounting = self.accounting
+        if noise_factor is None:
+            plan = release_plan(self.moment_shares(n, d), epsilon=self.epsilon, delta=self.delta,
+                                accounting=self.accounting)
+            spend_plan(plan, epsilon=self.epsilon, delta=self.delta, accounting=self.accounting, ledger=led,
+                       name=self.name)
+        else:
+            plan, accounting = self.noise(n, d, noise_factor), "pld"
+        mu = planned_release(X.mean(axis=0), plan[0], rng=g1, ledger=led, accounting=accounting)
+        s = planned_release((X * X).mean(axis=0), plan[1], rng=g2, ledger=led, accounting=accounting)
         return MarginalStats(mean=mu, second=s)
+
+    def noise(self, n: int, d: int, factor: float = 1.0) -> list[Planned]:
+        """The releases' noise under the method's accounting, times ``factor``: the histograms (one release at
+        (ε, δ), Laplace or the analytic Gaussian as :func:`~dpkit.mechanisms.vector_release.noisy_release` chooses)
+        or the moments' plan. A method that composes these marginals with its own measurements scales them by its
+        factor (:meth:`steps`, ``measure(..., noise_factor=...)``)."""
+        if self.kind == "histogram":
+            plan = split_plan([Share("histograms", self.epsilon, self.delta, 2.0 * d / n, math.sqrt(2.0 * d) / n)])
+        else:
+            plan = release_plan(self.moment_shares(n, d), epsilon=self.epsilon, delta=self.delta,
+                                accounting=self.accounting)
+        return [Planned(p.share, p.mechanism, p.scale * factor, p.sensitivity) for p in plan]
+
+    def steps(self, n: int, d: int) -> list[Step]:
+        """The releases as the accountant's steps (:mod:`dpkit.core.accountant`), at the noise of :meth:`noise`."""
+        return [p.step() for p in self.noise(n, d)]
+
+    def releases(self, n: int, d: int, factor: float = 1.0) -> list[dict[str, Any]]:
+        """The releases at :meth:`noise` times ``factor``, as a composed ledger spend names them."""
+        return [{"name": p.share.name, "mechanism": p.mechanism, "scale": p.scale, "sensitivity": p.sensitivity}
+                for p in self.noise(n, d, factor)]
 
     def moment_shares(self, n: int, d: int) -> list[Share]:
         """The moments' two releases (mean, second moment) with their split shares and sensitivities."""

@@ -12,6 +12,13 @@ most 1/n, and never holds the evaluation queries. With the budget ε' split over
 
 Output: the last A (``output="last"``) or the average of the A_t (``"average"``), as ``m`` sampled rows or, with
 ``m=None``, the distribution over the candidates. Details: ``docs/science/derivations.md``.
+
+Accounting (δ > 0 and charged candidates): ``"split"`` is the published calibration, the candidates at their share and
+the 2T rounds by basic composition at pure ε; ``"pld"`` (default) keeps that plan's shape and scales all of its noise
+by one factor t ≤ 1 (the fit's noise times t, the rounds' ε per step over t) so that the exact composition of the
+fit's measurements, the T selections and the T Laplace measurements meets (ε, δ) (:func:`dpkit.core.accountant.plan_factor`,
+docs/science/accounting.md), spent as one ledger entry. With δ = 0 or data-independent candidates the rounds are
+pure ε-DP and basic composition is exact: both accountings are the same.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpkit.core import accountant
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.threads import one_blas_thread
@@ -84,7 +92,8 @@ class MWEM(MethodBase):
     Parameters
     ----------
     epsilon, delta : float
-        Total budget (δ only reaches the Gaussian-fit candidates; MWEM itself is pure ε).
+        Total budget (δ reaches only charged candidates: under ``"split"`` the rounds are pure ε, under ``"pld"``
+        the whole composition spends (ε, δ); module docstring).
     sigma : float
         Kernel width of the query class (match the evaluation σ).
     T : int
@@ -109,6 +118,15 @@ class MWEM(MethodBase):
     m : int or None
         Rows of the released synthetic database, drawn from the final distribution (multinomial
         counts, post-processing); ``None`` releases the distribution over P itself.
+    accounting : {"pld", "split"}
+        δ > 0 with charged candidates: the whole composition calibrated jointly (default) or the published split
+        (module docstring); recorded in the release's params and its ledger. The candidates must be composable
+        (``candidates.composable``: Gaussian fits, uniform points) under ``"pld"`` with δ > 0.
+
+    Raises
+    ------
+    ValueError
+        On construction, for a parameter outside its range, naming it and the allowed values.
     """
 
     epsilon: float
@@ -126,6 +144,7 @@ class MWEM(MethodBase):
     replays: int = 10
     output: str = "last"
     m: int | None = 1000
+    accounting: str = "pld"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_inf=True)
@@ -141,6 +160,11 @@ class MWEM(MethodBase):
             check_int_in_range(self.m, name="m", low=1)
         check_probability(self.candidate_share, name="candidate_share")
         check_positive_finite(self.sigma, name="sigma")
+        accountant.check_accounting(self.accounting, allowed=("pld", "split"))
+        if self._composed() and not self.candidates.composable:
+            raise ValueError(f"accounting='pld' with delta > 0 composes the candidates with MWEM's rounds, and "
+                             f"{type(self.candidates).__name__} cannot be composed; allowed accounting for it: 'split' "
+                             "(or candidates GaussianCandidates or UniformCandidates)")
 
     @property
     def name(self) -> str:
@@ -152,6 +176,32 @@ class MWEM(MethodBase):
         return replace(self, sigma=float(sigma))
 
     # ------------------------------------------------------------------ pieces
+    def _composed(self) -> bool:
+        """Whether ``accounting="pld"`` changes anything: δ > 0, a finite ε and charged candidates."""
+        return (self.accounting == "pld" and self.delta > 0 and math.isfinite(self.epsilon)
+                and self.candidates.charged)
+
+    def _rounds_epsilon(self) -> float:
+        """ε of one round's selection and of its measurement in the published split: ε'/(2T)."""
+        eps_mw = self.epsilon * (1.0 - float(self.candidate_share)) if self.candidates.charged else self.epsilon
+        return eps_mw / (2.0 * self.T)
+
+    def plan_steps(self, n: int, d: int) -> list[accountant.Step]:
+        """The published split's measurements as the accountant's steps: the candidates' (at their share), the T
+        selections and the T Laplace measurements (noise over sensitivity 1/ε per round) at ε'/(2T) each."""
+        eps_c, d_c = self._candidate_budget()
+        e = self._rounds_epsilon()
+        return self.candidates.steps(n, d, epsilon=eps_c, delta=d_c) + [
+            accountant.selection(e, count=self.T, name="select"),
+            accountant.laplace(1.0 / e if e > 0 else math.inf, count=self.T, name="measure")]
+
+    def composition_factor(self, n: int, d: int) -> float:
+        """The factor t on the whole plan's noise (module docstring): :func:`~dpkit.core.accountant.plan_factor` of
+        :meth:`plan_steps` under ``"pld"``, 1 otherwise."""
+        if not self._composed():
+            return 1.0
+        return accountant.plan_factor(self.plan_steps(n, d), self.epsilon, self.delta)
+
     def _candidate_budget(self) -> tuple[float, float]:
         """(ε, δ) of the candidates: ``candidate_share`` of ε and all of δ (nothing for data-independent ones)."""
         if not self.candidates.charged:
@@ -163,7 +213,8 @@ class MWEM(MethodBase):
         and its noisy moments (:meth:`~dpkit.methods.candidates.CandidateSource.audit_step`; none for the
         data-independent uniform candidates, whose rounds the gate audits through the whole release)."""
         eps_c, d_c = self._candidate_budget()
-        step = self.candidates.audit_step(epsilon=eps_c, delta=d_c)
+        factor = self.composition_factor if self._composed() else None
+        step = self.candidates.audit_step(epsilon=eps_c, delta=d_c, noise_factor=factor)
         return {} if step is None else {"candidate fit": step}
 
     def _query_class(self, X: np.ndarray, P: np.ndarray, g: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -201,14 +252,23 @@ class MWEM(MethodBase):
             raise ValueError(f"epsilon = {self.epsilon:g} (delta = {self.delta:g}) is too small for {self.name}'s "
                              f"{type(self.candidates).__name__} (candidate_share = {self.candidate_share:g} of it): "
                              f"{exc}") from None
+        composed = self._composed()
+        t_factor = self.composition_factor(n, X.shape[1])
+        eps_step = self._rounds_epsilon() / t_factor
+        if composed:  # one spend of the whole (ε, δ), before any noise is drawn (module docstring)
+            led.spend(f"{self.name} (composed)", self.epsilon, self.delta, mechanism="composition (accounting=pld)",
+                      neighbouring="replace-one", accounting="pld", accounting_factor=t_factor,
+                      releases=self.candidates.releases(n, X.shape[1], epsilon=eps_c, delta=d_c, factor=t_factor)
+                      + [{"name": "select", "mechanism": "exponential", "epsilon": eps_step, "count": self.T},
+                         {"name": "measure", "mechanism": "laplace", "epsilon": eps_step, "count": self.T}])
+        step_led = None if composed else led
         g_cand, g_class, g_sel, g_meas, g_out = spawn(rng, 5)
         with tm("candidates"):
-            P = self.candidates.draw(X, self.C, epsilon=eps_c, delta=d_c, ledger=led, rng=g_cand)
-            eps_mw = self.epsilon * (1.0 - float(self.candidate_share)) if charged else self.epsilon
+            P = self.candidates.draw(X, self.C, epsilon=eps_c, delta=d_c, ledger=led, rng=g_cand,
+                                     **({"noise_factor": t_factor} if composed else {}))
         with tm("query_class"):
             F, truth, ranges = self._query_class(X, P, g_class)
         sens = ranges / n
-        eps_step = eps_mw / (2.0 * self.T)
         A = np.full(P.shape[0], 1.0 / P.shape[0])
         avg = np.zeros_like(A)
         measured: list[tuple[int, float]] = []
@@ -222,10 +282,10 @@ class MWEM(MethodBase):
                     q = int(np.argmax(score))
                 else:
                     q = Exponential(epsilon=eps_step, sensitivity=float(sens.max())).release(
-                        score, rng=g_sel, ledger=led, name=f"select_{t}"
+                        score, rng=g_sel, ledger=step_led, name=f"select_{t}"
                     )
                 m_q = Laplace(epsilon=eps_step, sensitivity=float(sens[q])).release(
-                    truth[q], rng=g_meas, ledger=led, name=f"measure_{t}"
+                    truth[q], rng=g_meas, ledger=step_led, name=f"measure_{t}"
                 )
                 measured.append((q, float(m_q)))
                 for _ in range(self.replays):
@@ -243,6 +303,7 @@ class MWEM(MethodBase):
             "query_class": self.query_class, "n_class": int(F.shape[0]), "replays": self.replays,
             "output": self.output, "m": self.m, "epsilon_step": eps_step, "score_sensitivity": float(sens.max()),
             "data_independent_candidates": not charged,
+            **({"accounting": self.accounting, "accounting_factor": t_factor} if self.delta > 0 and charged else {}),
         }
         return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
                        synthetic=synth, diagnostics=MWEMDiagnostics(measurements=measured))
