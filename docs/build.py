@@ -318,6 +318,7 @@ def _published_tables_parts(tables: Path) -> list[str]:
             table = paper_comparison_table(printed).drop(columns=["mechanism", "constants"])
             parts += [_details(f"{title} with the thesis's printed constants (the same workloads)",
                                _md_table(table.rename(columns={"dataset": "data"}))), ""]
+    parts += _table_claims_parts(df)
     sup = df.dropna(subset=["sup_abs_mean"])
     if not sup.empty:
         cols = {"dataset": "data", "sigma": "σ", "mechanism": "mech.", "constants": "constants",
@@ -328,6 +329,24 @@ def _published_tables_parts(tables: Path) -> list[str]:
         parts += [_details("The class supremum of every cell (the worst query of the whole class, beside the "
                            "workload's worst)", _md_table(shown)), ""]
     return parts
+
+
+def _table_claims_parts(df: Any) -> list[str]:
+    """The thesis's claim about its whole table (:func:`dpkit.claims.tables.table_checks`), checked on these cells: a
+    published table holds every cell of the data sets available where it ran (its publication refuses a batch with
+    failed runs), so a thesis data set without rows is one that was unavailable there."""
+    from dpkit.claims.tables import THESIS_DATASETS, table_checks
+
+    result = table_checks(df, unavailable=[d for d in THESIS_DATASETS if d not in set(df["dataset"])])
+    parts = ["### The thesis's claim about the whole table", ""]
+    if not result.checks:
+        return parts + [result.note, ""]
+    for c in result.checks:
+        agrees = "as expected" if c.verdict == c.expected else f"**not as expected** ({c.expected})"
+        parts.append(f"*{c.claim}*: {c.statistic:.3g} (claim: at least {c.bound:g}), **{c.verdict}**, {agrees} "
+                     f"(`dpkit.claims.tables.table_checks`; `{c.id}`). A run that holds part of the table does not "
+                     "check it: its share of cells is another number (a batch splits the σ's over runs).")
+    return parts + [""]
 
 
 def tables_page(src: Path, tables: Path) -> None:
@@ -350,6 +369,9 @@ def tables_page(src: Path, tables: Path) -> None:
                   f"Assembled by `python -m dpkit.batch.assemble tables` into `{_rel(tables)}` "
                   "(dpkit's mean ± spread, the thesis's number beside it):", "",
                   (tables / "tables_3_2_3_3.md").read_text(), ""]
+        claims = tables / "tables_claims.md"
+        if claims.is_file():
+            parts += ["### The thesis's claim about the whole table", "", claims.read_text(), ""]
         runs = tables / "tables_runs.md"
         if runs.is_file():
             parts += [_details("The runs", runs.read_text()), ""]

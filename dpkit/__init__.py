@@ -161,6 +161,7 @@ _API: dict[str, str] = {
     "private_pca_checks": "dpkit.claims.private_pca",
     "ellipsoid_checks": "dpkit.claims.ellipsoid",
     "improved_privacy_checks": "dpkit.claims.improved_privacy",
+    "tables_checks": "dpkit.claims.tables",
     "convergence_study": "dpkit.claims.consistency_study:convergence_study",
     "machine_info": "dpkit.claims.consistency_study:machine_info",
     # --- the outputs: the metrics report, figures (style, exporter, the notebooks' figures), tables, widgets ---

@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from dpkit.board.report import (
     supremum_rows,
     supremum_summary_text,
 )
+from dpkit.claims.tables import table_checks
 from dpkit.core.published import PROVENANCE_NAME, read_provenance, refuse_overwrite
 from dpkit.experiments.tables_records import TablesFileError, tables_frame, write_tables
 from dpkit.outputs.figures.leaderboard import (
@@ -323,7 +325,7 @@ def assemble_tables(output: str, *, out: str | None = None, paper_figures: bool 
     with _staged(dest, paper_figures) as (stage, paper_stage):
         _write_tables(output, rows, unavailable, stage, paper_stage)
     return {"rows": len(rows), "out": str(dest), "datasets": sorted({r["dataset"] for r in rows}),
-            "unavailable": [str(u) for u in unavailable]}
+            "unavailable": [str(u) for u in unavailable], "claims": tables_claims(rows, unavailable)}
 
 
 def runs_budget(output: str, notebook: str = "20_tables") -> tuple[float | None, float | None, list[int] | None]:
@@ -417,6 +419,25 @@ def _write_tables(output: str, rows: list[dict[str, Any]], unavailable: list[Una
     export_table(worst, "worst_times", dest, caption=f"Worst time (seconds) of one release over every σ and repetition, "
                                                      f"per data set, mechanism and constants; {protocol}.")
     (dest / "tables_runs.md").write_text(run_times_markdown(output, notebook="20_tables") + "\n")
+    (dest / "tables_claims.md").write_text(claims_markdown(df, unavailable) + "\n")
+
+
+def tables_claims(rows: list[dict[str, Any]], unavailable: list[Unavailable]) -> list[dict[str, Any]]:
+    """The thesis's claims about its whole Tables 3.2/3.3 (:func:`dpkit.claims.tables.table_checks`) on the assembled
+    rows, the data sets of the runs recorded as unavailable aside: the checks as dicts (none if cells are missing)."""
+    skip = {d for u in unavailable for d in u.datasets}
+    return [asdict(c) for c in table_checks(rows_frame(rows), unavailable=skip).checks]
+
+
+def claims_markdown(df: Any, unavailable: list[Unavailable]) -> str:
+    """``tables_claims.md``: the whole table's claims as a markdown table, or the note saying why none was checked."""
+    result = table_checks(df, unavailable={d for u in unavailable for d in u.datasets})
+    if not result.checks:
+        return result.note
+    lines = ["| id | claim | statistic | bound | verdict | expected |", "|---|---|---|---|---|---|"]
+    lines += [f"| {c.id} | {c.claim} | {c.statistic:.4g} | {c.bound:.4g} | {c.verdict} | {c.expected} |"
+              for c in result.checks]
+    return "\n".join(lines)
 
 
 class RecordsMissingError(ValueError):
@@ -614,6 +635,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             info = assemble_tables(args.output, out=args.out, paper_figures=args.paper_figures)
             print(f"assembled {info['rows']} rows ({', '.join(info['datasets'])}) into {info['out']}")
+            for c in info["claims"]:  # the whole table's claims (tables_claims.md), which no split run can check
+                print(f"the whole table: {c['id']}: {c['claim']}: {c['statistic']:.4g} (bound {c['bound']:.4g}) "
+                      f"{c['verdict']}" + ("" if c["verdict"] == c["expected"] else f", UNEXPECTED (expected "
+                                                                                    f"{c['expected']})"))
+            unexpected = [c["id"] for c in info["claims"] if c["verdict"] != c["expected"]]
+            if unexpected:
+                bad = bad + [f"the whole table's claim(s) {', '.join(unexpected)}: verdict not the expected one "
+                             f"({Path(info['out']) / 'tables_claims.md'})"]
             if publish is not None:
                 if bad:  # published tables hold every available cell: not those of a batch with failed runs
                     print("error: runs failed (below): the tables are not published", file=sys.stderr)
