@@ -83,3 +83,25 @@ def test_a_table_without_the_needed_columns_is_refused_naming_them() -> None:
     with pytest.raises(ValueError, match=r"missing \['abs_mean'\]"):
         table_checks(_grid(0.5).drop(columns=["abs_mean"]))
     assert table_checks(pd.DataFrame()).checks == []
+
+
+def test_the_release_time_target_reads_each_cell_s_median_not_one_slow_release() -> None:
+    from dpkit.claims.tables import release_time_checks
+
+    df = _grid(0.5)
+    df["time_median_s"], df["time_max_s"] = 0.2, 0.3
+    loaded = df.copy()
+    loaded.loc[(loaded.dataset == "PKS") & (loaded.mechanism == "I"), "time_max_s"] = 1.9  # one release under load
+    checks = {c.id: c for c in release_time_checks(loaded, ["I", "II"])}
+    assert set(checks) == {"time-under-1s-I", "time-under-1s-II"}
+    assert all(c.verdict == "PASS" and c.statistic == 0.2 for c in checks.values())
+    slow = df.copy()
+    slow.loc[(slow.dataset == "CSN") & (slow.sigma == 2.0) & (slow.mechanism == "II"), "time_median_s"] = 1.5
+    (c,) = release_time_checks(slow, ["II"])
+    assert c.verdict == "FAIL" and c.statistic == 1.5
+    slow_printed = df.copy()  # the printed constants' variant is not the target's
+    slow_printed.loc[slow_printed.constants == "thesis", "time_median_s"] = 5.0
+    assert all(c.verdict == "PASS" for c in release_time_checks(slow_printed, ["I", "II"]))
+    assert release_time_checks(pd.DataFrame(), ["I"]) == []
+    with pytest.raises(ValueError, match="time_median_s"):
+        release_time_checks(df.drop(columns=["time_median_s"]), ["I"])

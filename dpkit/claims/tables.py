@@ -1,4 +1,5 @@
-"""The thesis's claims about its Tables 3.2/3.3 as a whole, checked only on a table that holds every cell.
+"""The thesis's claims about its Tables 3.2/3.3 as a whole, checked only on a table that holds every cell; and the
+release-time target of each cell.
 
 Thesis Chapter 3 concludes that mechanism II has a smaller error than mechanism I [1]. That is a statement about
 the whole table: its statistic is the share of the table's cells (data set, σ) in which II's mean worst error is at
@@ -27,11 +28,14 @@ import pandas as pd
 from dpkit.evaluation.verdicts import Check, check
 from dpkit.experiments.reference import PAPER_TABLE_3_2, SIGMAS
 
-__all__ = ["THESIS_DATASETS", "TableChecks", "missing_cells", "table_checks"]
+__all__ = ["THESIS_DATASETS", "TIME_TARGET_S", "TableChecks", "missing_cells", "table_checks", "release_time_checks"]
 
 #: The data sets of the thesis's Tables 3.2/3.3.
 THESIS_DATASETS: tuple[str, ...] = tuple(PAPER_TABLE_3_2)
 _NEEDED = ("dataset", "sigma", "mechanism", "constants", "abs_mean")
+#: The release-time target of the tables' mechanisms on a 2-core machine, in seconds (the thesis: 0.7–12.8 s on 12
+#: cores with CPLEX).
+TIME_TARGET_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -125,3 +129,44 @@ def table_checks(table: Any, *, unavailable: Iterable[str] = ()) -> TableChecks:
         "thesis-II-beats-I",
         f"thesis Ch 3 conclusion: mechanism II has smaller error than I (share of the table's {len(pivot)} cells)",
         share, 0.5, relation=">=", note="an empirical claim of the thesis about its whole table, not a theorem")])
+
+
+def release_time_checks(table: Any, mechanisms: Iterable[str]) -> list[Check]:
+    """Per mechanism, the release-time target: in every cell of ``table`` (correct constants) the median release time
+    over the cell's repetitions is under :data:`TIME_TARGET_S`.
+
+    The statistic is the largest per-cell *median* (``time_median_s``), not the slowest release (``time_max_s``): a
+    wall-clock maximum measures the machine's load at one moment as much as dpkit (one release of a cell's 30 slowed
+    by other work on a shared 2-core machine fails it), while the median of a cell moves only if most of its releases
+    do. The slowest releases stay in the table (``time_max_s``) and on the documentation's performance page. A cell
+    holds its own statistic, so any split of the table over runs gives the same verdicts.
+
+    Parameters
+    ----------
+    table : DataFrame or iterable of dict
+        Rows of :func:`~dpkit.experiments.summary.table_rows` (``mechanism``, ``constants``, ``time_median_s``).
+    mechanisms : iterable of str
+        The mechanisms to check ("I", "II").
+
+    Returns
+    -------
+    list of Check
+        ``time-under-1s-<mechanism>``, one per mechanism with rows in ``table``.
+    """
+    df = pd.DataFrame(table) if not isinstance(table, pd.DataFrame) else table
+    if df.empty:
+        return []
+    if "time_median_s" not in df.columns:
+        raise ValueError("table must have the column 'time_median_s' (the rows of dp.table_rows)")
+    out = []
+    for mech in mechanisms:
+        cells = df[(df["mechanism"] == mech) & (df["constants"] == "correct")]
+        if cells.empty:
+            continue
+        out.append(check(
+            f"time-under-1s-{mech}",
+            f"mechanism {mech}: a typical release (the median over a cell's repetitions) under "
+            f"{TIME_TARGET_S:g} s in every cell on this 2-core machine (largest median over the cells)",
+            float(cells["time_median_s"].max()), TIME_TARGET_S,
+            note="performance target (thesis: 0.7–12.8 s on 12 cores); the slowest releases are in the table"))
+    return out
