@@ -73,6 +73,8 @@ def test_a_run_recorded_as_unavailable_is_named_in_the_provenance_not_refused(tm
     assert main([str(batch), "--publish", str(dest)]) == 0
     (unavailable,) = json.loads((dest / "provenance.json").read_text())["unavailable"]
     assert "PAM" in unavailable and "not on this machine" in unavailable and len(read_checks(dest)) == 6
+    # named within the batch, as its runs are: the publishing machine's folders are not published
+    assert unavailable.startswith("20_tables/") and str(tmp_path) not in (dest / "provenance.json").read_text()
 
 
 def test_unexpected_verdicts_are_published_as_they_are_and_the_command_exits_1(tmp_path, capsys):

@@ -14,6 +14,7 @@ Inconsistent verdicts are published as they are (they are results), and the comm
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -182,6 +183,14 @@ def write_summary(results_dir: str | Path, out: str | Path) -> dict[str, Any]:
     return summarise_checks(df)
 
 
+def _within(path: Path, root: Path) -> Path:
+    """``path`` relative to ``root`` (both resolved) where it lies below it, else as it is."""
+    try:
+        return Path(path).resolve().relative_to(root.resolve())
+    except ValueError:
+        return Path(path)
+
+
 def _publish_folder(publish: str | os.PathLike | None) -> Path:
     from dpkit.experiments import checks_records
 
@@ -266,7 +275,9 @@ def publish_checks(output: str | os.PathLike, publish: str | os.PathLike | None 
     if quick:
         raise ValueError(f"{output}: run(s) in QUICK mode (test sizes), the checks are not published (they are "
                          f"full-size): {', '.join(quick)}")
-    prov["unavailable"] = [str(u) for u in df.attrs.get("unavailable", [])]
+    # named within the batch (<notebook>/<key>), as the runs are: the publishing machine's own folders stay out
+    prov["unavailable"] = [str(dataclasses.replace(u, path=_within(u.path, Path(output))))
+                           for u in df.attrs.get("unavailable", [])]
     return write_checks(checks_frame(df.to_dict("records")), _publish_folder(publish), prov, replace=replace)
 
 
