@@ -670,8 +670,35 @@ def _published_checks_parts(published: Path) -> list[str]:
                    + (f", {int((controls['verdict'] == 'FAIL').sum())}/{len(controls)} controls FAIL"
                       if len(controls) else "")
                    + ("" if g["consistent"].all() else f", {int((~g['consistent']).sum())} NOT as expected"))
-        parts += [_details(summary, to_markdown(body, columns=list(body.columns))), ""]
+        shown = _narrow(body)
+        parts += [_details(summary, to_markdown(shown, columns=list(shown.columns))), ""]
     return parts
+
+
+def _narrow(body: Any) -> Any:
+    """A notebook's checks in fewer columns, so the table fits the page at 1280 px: ``verdict`` and ``expected`` as one
+    ``verdict / expected`` (the summary line and the warning above name every verdict not as expected, so
+    ``consistent`` goes), ``statistic`` and ``bound`` as one ``statistic (bound)``, ``confidence`` only where a check of
+    the notebook has one, the id and the run as code (they may break)."""
+    from dpkit.batch.checks import format_cell
+
+    out = body.drop(columns=[c for c in ("consistent",) if c in body.columns])
+    for col in ("id", "run"):  # as code, which may break (dpkit.css): a long id or parameter does not widen its column
+        if col in out.columns:
+            out = out.assign(**{col: [f"`{v}`" for v in out[col]]})
+    if {"statistic", "bound"} <= set(out.columns):
+        at = list(out.columns).index("statistic")
+        both = [f"{format_cell(v)} ({format_cell(b)})" for v, b in zip(out["statistic"], out["bound"], strict=True)]
+        out = out.drop(columns=["statistic", "bound"])
+        out.insert(at, "statistic (bound)", both)
+    if "confidence" in out.columns and out["confidence"].isna().all():
+        out = out.drop(columns=["confidence"])
+    if {"verdict", "expected"} <= set(out.columns):
+        at = list(out.columns).index("verdict")
+        both = [f"{v} / {e}" for v, e in zip(out["verdict"], out["expected"], strict=True)]
+        out = out.drop(columns=["verdict", "expected"])
+        out.insert(at, "verdict / expected", both)
+    return out
 
 
 def checks_page(src: Path, checks: Path, published: Path | None = None) -> None:

@@ -38,7 +38,7 @@ from dpkit.batch.results import (
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["gather_checks", "summarise_checks", "to_markdown", "to_latex", "write_summary", "check_publish_checks",
+__all__ = ["gather_checks", "summarise_checks", "format_cell", "to_markdown", "to_latex", "write_summary", "check_publish_checks",
            "publish_checks", "main"]
 
 COLUMNS = ["notebook", "id", "claim", "statistic", "bound", "confidence", "verdict", "expected", "consistent"]
@@ -131,7 +131,8 @@ def summarise_checks(df) -> dict[str, Any]:
     }
 
 
-def _fmt(x: Any) -> str:
+def format_cell(x: Any) -> str:
+    """A checks table's cell as printed: numbers to 4 significant digits, booleans yes/NO, blank for none."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""
     if isinstance(x, (bool,)):
@@ -142,7 +143,8 @@ def _fmt(x: Any) -> str:
 
 
 def _cells(df, columns: Iterable[str]) -> list[list[str]]:
-    return [[_fmt(getattr(r, c)) for c in columns] for r in df.itertuples()]
+    cols = list(columns)  # positional: a column name need not be an identifier ("verdict / expected")
+    return [[format_cell(v) for v in row] for row in df[cols].itertuples(index=False, name=None)]
 
 
 def to_markdown(df, columns: Iterable[str] = COLUMNS) -> str:
