@@ -9,8 +9,8 @@ share of *its* cells is another statistic, whose verdict depends on how the grid
 tables II loses only at CTG σ = 8 and 10, so the run holding just those two cells would fail a claim the table
 passes). :func:`table_checks` therefore checks the claim only on a table that holds every cell of the thesis's grid
 (the data sets of Tables 3.2/3.3 that are available here, times every σ of them); for a partial table it returns no
-check and a note saying where the claim is checked: on the assembled table
-(``python -m dpkit.batch.assemble tables OUTPUT``) and on the published one (the documentation's tables page).
+check and a note saying where the claim is checked: on the batch's assembled table (the tables assembly of
+:mod:`dpkit.batch.assemble`) and on the published one (the documentation's tables page).
 
 References
 ----------
