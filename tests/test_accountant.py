@@ -162,3 +162,18 @@ def test_a_pld_grid_that_cannot_be_built_leaves_the_zcdp_bound():
     steps = [A.gaussian(1e-12), A.laplace(1.0)]
     assert A.composed_delta(steps, 1.0) == 1.0
     assert 0.0 < A.composed_delta([A.gaussian(3.0), A.laplace(2.0)], 1.0) < 1.0
+
+
+def test_a_nearly_noiseless_gaussian_is_not_discretised_but_bounded_by_zcdp():
+    """The Gaussian part's loss, N(μ²/2, μ²), counts ±10 μ in the width the PLD would discretise: at μ = 10 with a
+    Laplace step (width 201 > MAX_PLD_RANGE) the zCDP bound is used (valid, looser: the PLD gives 0.475 there), while
+    an ordinary composition (μ = 1, width 21) keeps the PLD, far below the zCDP bound."""
+    huge = [A.gaussian(0.1), A.laplace(1.0)]
+    assert A._pld_range(tuple(huge)) == pytest.approx(201.0) and 201.0 > A.MAX_PLD_RANGE
+    assert A.composed_delta(huge, 50.0) == A.composed_delta(huge, 50.0, rule="zcdp")
+    assert A.composed_delta(huge, 50.0) > A._pld_delta(tuple(huge), 50.0) + 0.4
+    ordinary = [A.gaussian(1.0), A.laplace(1.0)]
+    assert A._pld_range(tuple(ordinary)) == pytest.approx(21.0) and 21.0 < A.MAX_PLD_RANGE
+    assert A.composed_delta(ordinary, 1.0) < 0.6 * A.composed_delta(ordinary, 1.0, rule="zcdp")
+    # a Gaussian whose 1/σ² overflows: an infinite width, no OverflowError
+    assert math.isinf(A._pld_range((A.gaussian(1e-200), A.laplace(1.0))))

@@ -44,8 +44,9 @@ ACCOUNTINGS = ("pld", "zcdp", "split")
 STEP_KINDS = ("gaussian", "laplace", "selection")
 #: The PLD's loss grid spacing (pessimistic: a coarser grid only makes δ larger).
 DISCRETISATION = 1e-3
-#: The widest composed loss (Σ of the Laplace and selection steps' ε) the PLD discretises: 64, i.e. 64 000 grid points
-#: (a second's work). Beyond it (budgets of tens of ε per step) only the zCDP bound is computed.
+#: The widest composed loss (Σ of the Laplace and selection steps' ε, and the Gaussian part's ±10 standard deviations)
+#: the PLD discretises: 64, i.e. 64 000 grid points (a second's work). Beyond it (budgets of tens of ε per step, or a
+#: nearly noiseless Gaussian) only the zCDP bound is computed.
 MAX_PLD_RANGE = 64.0
 
 
@@ -184,10 +185,20 @@ def _zcdp_delta(steps: tuple[Step, ...], epsilon: float) -> float:
     return 1.0 if math.isinf(rho) else cdp_delta(rho, epsilon)
 
 
+#: Standard deviations of the Gaussian part's privacy loss counted in :func:`_pld_range` on either side (the
+#: dp-accounting Gaussian PLD keeps the loss up to a tail mass of about e⁻⁵⁰, i.e. 10 standard deviations).
+_GAUSSIAN_LOSS_SDS = 10.0
+
+
 def _pld_range(steps: tuple[Step, ...]) -> float:
-    """The width of the composed privacy loss's support that the PLD discretises (Laplace and selections: ε each)."""
-    return math.fsum(s.count / s.scale if s.kind == "laplace" else s.count * s.scale
-                     for s in steps if s.kind != "gaussian")
+    """The width of the composed privacy loss's support that the PLD discretises: ε for each Laplace and selection
+    step, and ``2·10·μ`` for the Gaussian part (its loss is N(μ²/2, μ²) for composed μ, kept to 10 standard deviations
+    either side), so that a nearly noiseless Gaussian (a huge μ, at a δ near 1) is not discretised on a grid of
+    millions of points: the zCDP bound is used there instead."""
+    width = math.fsum(s.count / s.scale if s.kind == "laplace" else s.count * s.scale
+                      for s in steps if s.kind != "gaussian")
+    rho = math.fsum(s.rho for s in steps if s.kind == "gaussian")  # μ²/2, infinite where 1/σ² overflows
+    return width + 2.0 * _GAUSSIAN_LOSS_SDS * math.sqrt(2.0 * rho)
 
 
 def composed_delta(steps: Iterable[Step], epsilon: float, *, rule: str = "pld") -> float:
