@@ -74,6 +74,7 @@ __all__ = [
     "assemble_tables",
     "RecordsMissingError",
     "assemble_leaderboard",
+    "assemble_board_folder",
     "publish_targets",
     "check_publish",
     "publish_board",
@@ -473,12 +474,41 @@ def assemble_leaderboard(output: str, *, out: str | None = None, paper_figures: 
     rows, board = board_from_records(records)
     dest = Path(out) if out else Path(output) / "assembled"
     with _staged(dest, paper_figures) as (stage, paper_stage):
-        head = _write_leaderboard(output, rows, board, stage, paper_stage)
+        head = _write_leaderboard(run_times_markdown(output, notebook="45_leaderboard"), rows, board, stage,
+                                  paper_stage)
         if not missing:
             write_records(records, stage / RECORDS_NAME)
             write_provenance(board_provenance(output), stage / PROVENANCE_NAME)
     return {"rows": len(board), "out": str(dest), "headline": head, "records": len(records) if not missing else 0,
             "records_missing": missing}
+
+
+def assemble_board_folder(folder: str | os.PathLike, *, out: str | None = None,
+                          paper_figures: bool = False) -> dict[str, Any]:
+    """The assembled outputs of :func:`assemble_leaderboard` (tables, headline, summary, figures; ``paper_figures``:
+    also into figures/) from a folder holding a board's ``records.parquet`` and ``provenance.json`` (a refreshed
+    board, ``python -m dpkit.batch board-refresh``) instead of a batch output; ``leaderboard_runs.md`` is the
+    provenance's sentence (:func:`~dpkit.board.records.provenance_line`). Default ``out``: ``folder/assembled``.
+
+    Raises
+    ------
+    BoardFileError
+        For a folder without records or provenance.
+    dpkit.board.records.InvalidRecordsError
+        For records that are not a board.
+    """
+    from dpkit.board.records import provenance_line
+
+    src = Path(folder) / RECORDS_NAME
+    if not src.is_file():
+        raise BoardFileError(f"{src}: no board records in {folder}")
+    records = read_records(src)
+    runs_text = provenance_line(src)
+    rows, board = board_from_records(records)
+    dest = Path(out) if out else Path(folder) / "assembled"
+    with _staged(dest, paper_figures) as (stage, paper_stage):
+        head = _write_leaderboard(runs_text, rows, board, stage, paper_stage)
+    return {"rows": len(board), "out": str(dest), "headline": head, "records": len(records)}
 
 
 def publish_tables(output: str | os.PathLike, publish: str | os.PathLike | None = None, *,
@@ -544,7 +574,7 @@ def publish_board(assembled: str | os.PathLike, publish: str | os.PathLike | Non
     return [rec_path, prov_path]
 
 
-def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict[str, Any]], dest: Path,
+def _write_leaderboard(runs_text: str, rows: list[dict[str, Any]], board: list[dict[str, Any]], dest: Path,
                        paper_stage: Path | None) -> str:
     protocol = f"{_reps_text(rows)} of Gaussian-kernel mixture queries per cell"
     export_table(rows_frame(board), "leaderboard", dest,
@@ -554,7 +584,7 @@ def _write_leaderboard(output: str, rows: list[dict[str, Any]], board: list[dict
     head = headline(board)
     (dest / "leaderboard_headline.md").write_text(head.text() + "\n\n" + lost_cells_text(board, rows) + "\n")
     (dest / "leaderboard_summary.md").write_text(summary_markdown(board) + "\n")
-    (dest / "leaderboard_runs.md").write_text(run_times_markdown(output, notebook="45_leaderboard") + "\n")
+    (dest / "leaderboard_runs.md").write_text(runs_text + "\n")
     for privacy, tag in (("ε-DP", "3_2"), ("(ε,δ)-DP", "3_3")):
         for kind in ("abs", "rel"):
             fig = plot_leaderboard(board, privacy=privacy, kind=kind)

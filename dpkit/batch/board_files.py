@@ -2,8 +2,8 @@
 
 :func:`gather_records` collects the per-repetition records table
 (:mod:`dpkit.board.records`) of every finished ``45_leaderboard`` run of a batch output, and
-:func:`board_provenance` says where a board came from. Both read the runner's run folders
-(:func:`dpkit.batch.execute.read_record`), hence they live in the batch layer.
+:func:`board_provenance` says where a board came from (:func:`refreshed_provenance`: after a refresh). Both read
+the runner's run folders (:func:`dpkit.batch.execute.read_record`), hence they live in the batch layer.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pandas as pd
 
 from dpkit.board.records import COLUMNS, KEY, RECORDS_NAME, check_records, read_records, typed_records
 
-__all__ = ["gather_records", "run_commit", "board_provenance"]
+__all__ = ["gather_records", "run_commit", "board_provenance", "refreshed_provenance"]
 
 
 def _finished_runs(output: str | os.PathLike, notebook: str) -> list[tuple[Path, dict[str, Any]]]:
@@ -140,3 +140,16 @@ def _compute_seconds(runs: Sequence[Mapping[str, Any]]) -> float | None:
             return None
         total += float(seconds)
     return round(total, 1)
+
+
+def refreshed_provenance(stored: Mapping[str, Any], refresh: Mapping[str, Any]) -> dict[str, Any]:
+    """The provenance of a refreshed board (:mod:`dpkit.board.refresh`): the stored board's, its runs and compute
+    unchanged, with ``refresh`` (:meth:`dpkit.board.refresh.Refresh.summary`: the methods re-run, the verification,
+    what changed, its compute) appended to its list ``refreshes`` together with where the refresh ran (dpkit's version
+    and commit, the library fingerprint, the machine, the packages, the date); the earlier refreshes are kept."""
+    now = board_provenance(runs=[])
+    entry = {**dict(refresh), **{k: now[k] for k in ("dpkit_version", "git", "library_fingerprint", "machine",
+                                                      "packages", "date")}}
+    out = dict(stored)
+    out["refreshes"] = [*list(stored.get("refreshes") or []), entry]
+    return out

@@ -1,5 +1,6 @@
 """The command line of the batch layer: ``notebook``, ``run``, ``status``, ``collect`` (:mod:`dpkit.batch.runner`),
-``board-add`` (:func:`dpkit.board.add.board_add`) and ``board`` (:mod:`dpkit.batch.own_board`).
+``board-add`` (:func:`dpkit.board.add.board_add`), ``board-refresh`` (:mod:`dpkit.board.refresh`) and ``board``
+(:mod:`dpkit.batch.own_board`).
 
 Every command names a failure in one line and exits non-zero: 1 when something ran and failed (a run, a verdict, a
 refuted or over-spending entrant), 2 when it could not start; the statuses in full are in docs/guide/batch.md.
@@ -245,6 +246,56 @@ def _board_add(args: argparse.Namespace) -> int:
     return 0 if result.status == "ranked" else 1
 
 
+def _board_refresh(args: argparse.Namespace) -> int:
+    """Re-run named methods of a stored board with the current code, the others verified (:mod:`dpkit.board.refresh`);
+    write the refreshed board with its provenance to ``--out``, assemble it, publish it with ``--publish``. Exit 2
+    before any work (a name not on the board, existing files), 1 when the refresh is refused or fails."""
+    from dpkit.batch.assemble import assemble_board_folder, check_publish, publish_board
+    from dpkit.batch.board_files import refreshed_provenance
+    from dpkit.board.records import PUBLISHED, RECORDS_NAME, BoardFileError, read_board, write_provenance, write_records
+    from dpkit.board.refresh import RefreshRefusedError, refresh_plan, refresh_records, summary_text
+    from dpkit.core.paths import results_dir
+    from dpkit.core.published import PROVENANCE_NAME, read_provenance, refuse_overwrite
+
+    label = f"board-refresh {' '.join(args.methods)}"
+    board = Path(args.board) if args.board else PUBLISHED
+    out = Path(args.out) if args.out else results_dir() / "board-refresh"
+    targets = [out / RECORDS_NAME, out / PROVENANCE_NAME]
+    try:
+        if out.resolve() == board.parent.resolve():
+            raise BoardFileError(f"--out {out} is the stored board's folder: a refresh writes a copy (publish it with "
+                                 "--publish)")
+        refuse_overwrite(targets, replace=args.replace, what="a refreshed board", error=BoardFileError)
+        if args.publish is not None:
+            check_publish(args.publish or None, replace=args.replace)
+        stored = read_board(board)
+        prov = read_provenance(board, what="the board", error=BoardFileError)
+        refresh_plan(stored, args.methods)  # names and methods checked before any work
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {label}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        refreshed = refresh_records(args.methods, stored, board=None if board == PUBLISHED else board,
+                                    verify_reps=args.verify_reps, workers=args.workers or 1, progress=args.progress)
+    except RefreshRefusedError as exc:
+        print(f"error: {label}: refused: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print(f"error: {label} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(summary_text(refreshed))
+    out.mkdir(parents=True, exist_ok=True)
+    write_records(refreshed.records, targets[0], replace=args.replace)
+    write_provenance(refreshed_provenance(prov, refreshed.summary()), targets[1], replace=args.replace)
+    print(f"refreshed board: {targets[0]} and {targets[1]}")
+    info = assemble_board_folder(out, paper_figures=args.paper_figures)
+    print(f"assembled {info['rows']} leaderboard rows into {info['out']}: {info['headline']}")
+    if args.publish is not None:
+        for path in publish_board(out, args.publish or None, replace=args.replace):
+            print(f"published {path}")
+    return 0
+
+
 def _board(args: argparse.Namespace) -> int:
     """A board of its own on one data set (:mod:`dpkit.batch.own_board`; exit status: its docstring)."""
     from dpkit.batch.own_board import OwnBoardError, prepare_own_board, run_own_board
@@ -351,6 +402,21 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--workers", type=int, default=None, help="repetitions computed at once (default 1)")
     add.add_argument("--replace", action="store_true", help="overwrite the files of an earlier board-add in --out")
     add.add_argument("--progress", action="store_true")
+    ref = sub.add_parser("board-refresh", help="run named methods of a stored board again with the current code, "
+                                               "the others verified equal on a few repetitions")
+    ref.add_argument("methods", nargs="+", help="registered methods on the board to run again on every cell")
+    ref.add_argument("--board", default=None, help="the stored board's records (default: data/leaderboard/records.parquet)")
+    ref.add_argument("--out", default=None, help="folder of the refreshed board (default: results/board-refresh)")
+    ref.add_argument("--verify-reps", type=int, default=DEFAULT_VERIFY_REPS, metavar="N",
+                     help=f"repetitions of every data set on which the other methods are computed again and compared "
+                          f"to the bit, evenly spread from the first to the last (default {DEFAULT_VERIFY_REPS})")
+    ref.add_argument("--workers", type=int, default=None, help="repetitions of the re-runs computed at once (default 1)")
+    ref.add_argument("--paper-figures", action="store_true", help="also export the figures into figures/")
+    ref.add_argument("--publish", nargs="?", const="", default=None, metavar="DIR",
+                     help="also publish records.parquet and provenance.json to data/leaderboard/ (or DIR)")
+    ref.add_argument("--replace", action="store_true", help="replace the files of an earlier refresh in --out and, with "
+                                                            "--publish, the published board")
+    ref.add_argument("--progress", action="store_true")
     return ap
 
 
@@ -362,11 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name, None)
         if value is not None and value < 1:
             ap.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
-    if getattr(args, "verify_reps", None) is not None and args.stale != "verify":
+    if getattr(args, "verify_reps", None) is not None and getattr(args, "stale", "verify") != "verify":
         ap.error(f"--verify-reps applies to --stale verify only (got --stale {args.stale})")
     try:
         return {"notebook": _notebook, "run": _run, "collect": _collect, "status": _status,
-                "board-add": _board_add, "board": _board}[args.cmd](args)
+                "board-add": _board_add, "board-refresh": _board_refresh, "board": _board}[args.cmd](args)
     except (BatchError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

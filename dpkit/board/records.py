@@ -32,7 +32,7 @@ from dpkit.queries.supremum import DOMAINS as SUPREMUM_DOMAINS
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "INTERVAL_TOLERANCE", "KEY", "PROTOCOL_COLUMNS", "NULLABLE_COLUMNS",
            "BUDGET_TOLERANCE", "PUBLISHED", "BOARD_SUPREMUM", "board_supremum",
            "SCHEMA", "RECORDS_NAME", "BoardFileError", "InvalidRecordsError",
-           "records_frame", "check_records", "write_records", "read_records", "read_board", "write_provenance",
+           "records_frame", "records_rows", "check_records", "write_records", "read_records", "read_board", "write_provenance",
            "provenance_line", "typed_records", "board_data_arguments"]
 
 #: The columns of the records table and their pandas dtypes (floats may be NaN, written as null).
@@ -139,6 +139,16 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
     ValueError
         For two records of the same key (:data:`KEY`).
     """
+    df = records_rows(records, dataset=dataset, run_seed=run_seed, n_queries=n_queries, J=J, epsilon=epsilon,
+                      delta=delta)
+    check_records(df, source=f"records of {dataset}")
+    return df
+
+
+def records_rows(records: Iterable[Any], *, dataset: str, run_seed: int, n_queries: int, J: int,
+                 epsilon: float, delta: float) -> pd.DataFrame:
+    """The rows :func:`records_frame` makes of ``records``, typed but not checked as a board: a sample of
+    repetitions (e.g. those a refresh computes again, :mod:`dpkit.board.refresh`) is not a board of its own."""
     rows = []
     for r in records:
         sup, centre, upper = _field(r, "sup_abs"), _field(r, "centre_abs"), _field(r, "sup_upper")
@@ -160,9 +170,7 @@ def records_frame(records: Iterable[Any], *, dataset: str, run_seed: int, n_quer
             "sup_starts": float(search["n_starts"]) if applicable and "n_starts" in search else float("nan"),
             "sup_domain": str(search["domain"]) if sup is not None and search.get("domain") else None,
         })
-    df = typed_records(pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS]))
-    check_records(df, source=f"records of {dataset}")
-    return df
+    return typed_records(pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS]))
 
 
 def typed_records(df: pd.DataFrame) -> pd.DataFrame:
@@ -548,11 +556,30 @@ def _runs_commits_text(runs: Any) -> str:
     return "The runs' commits: " + "; ".join(parts) + "." if parts else "No runs recorded."
 
 
+def _refresh_text(refresh: Any) -> str:
+    """One sentence on a refresh recorded in a provenance (:func:`dpkit.batch.board_files.refreshed_provenance`)."""
+    if not isinstance(refresh, dict):
+        return "A refresh is recorded unreadably."
+    git = refresh.get("git") or {}
+    commit = str(git.get("commit") or "an unrecorded commit")[:12] + (" (uncommitted changes)" if git.get("dirty")
+                                                                      else "")
+    verified = refresh.get("verified") or {}
+    reps = verified.get("reps")
+    compute = refresh.get("compute_s")
+    return (f"Refreshed {str(refresh.get('date', 'on an unrecorded date'))[:10]} at {commit}: "
+            f"{', '.join(map(str, refresh.get('methods') or [])) or 'no method'} run again on every cell"
+            f" ({len(verified.get('methods') or [])} other methods computed again on repetitions "
+            f"{', '.join(map(str, reps)) if isinstance(reps, list) else '?'} of every data set, "
+            f"{verified.get('records', '?')} records equal to the stored ones"
+            + (f"; {float(compute) / 60:.0f} min of compute)." if compute is not None else ")."))
+
+
 def provenance_line(records_path: str | os.PathLike) -> str:
     """One sentence on where the board of ``records_path`` came from, read from the ``provenance.json`` beside it
     (:func:`write_provenance`): the date, dpkit's version and commit, the runs, their compute and the machine, each
     run's commit and whether its tree was clean (or that a run did not record it), and (where the runs recorded
-    their repetitions' times) the wall time projected on more workers.
+    their repetitions' times) the wall time projected on more workers; then one sentence per refresh
+    (:mod:`dpkit.board.refresh`): its date and commit, the methods run again, the records verified.
 
     Raises
     ------
@@ -580,6 +607,8 @@ def provenance_line(records_path: str | os.PathLike) -> str:
         line += (" Its repetitions, scheduled longest first on " + "/".join(str(p["workers"]) for p in projection)
                  + " workers: " + "/".join(f"{float(p['list_schedule_s']) / 60:.0f}" for p in projection)
                  + " min of wall time (start-up and assembly not included).")
+    for r in prov.get("refreshes") or []:
+        line += " " + _refresh_text(r)
     return line
 
 

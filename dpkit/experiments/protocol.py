@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from dpkit.core.rng import RNGLike, spawn_seeds
-from dpkit.core.validation import check_name, check_positive_int, check_seed, check_sigmas
+from dpkit.core.validation import check_int_in_range, check_name, check_positive_int, check_seed, check_sigmas
 from dpkit.experiments.adoption import adoption_switch, verify_reps_switch
 from dpkit.experiments.checkpoint import RepetitionCheckpoint, run_identity
 from dpkit.experiments.parallel import CellsJob, RepetitionExecutor, parallel_repetitions
@@ -39,7 +39,7 @@ from dpkit.experiments.records import (
 )
 from dpkit.queries.release import Method
 
-__all__ = ["run_cell", "run_cells"]
+__all__ = ["run_cell", "run_cells", "run_repetitions"]
 
 
 def run_cell(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigma: float, reps: int,
@@ -186,15 +186,10 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     if executor is None:
         workers = check_positive_int(workers, name="workers")
     supremum = check_supremum(supremum)
-    name_words(named)  # two names with the same stream words fail here, before any work
-    shared = {name for name, m in named.items() if width_independent(m, sigmas)}
-    configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
     X = np.asarray(X, dtype=float)
-    cell_reps = [spawn_seeds(cell_seed(seed, dataset, s), reps) for s in sigmas]
-    shared_reps = spawn_seeds(shared_seed(seed, dataset), reps)
+    job = _cells_job(X, named, sigmas=sigmas, reps=reps, seed=seed, dataset=dataset, n_queries=n_queries, J=J,
+                     supremum=supremum)
     hook = on_repetition if on_repetition is not None else ON_REPETITION.get()
-    job = CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
-                   shared_reps=shared_reps, n_queries=n_queries, J=J, supremum=supremum)
     adopt = adoption_switch(adopt) and checkpoint is not None
     keep = None if checkpoint is None else RepetitionCheckpoint(checkpoint, run_identity(
         X, methods=named, sigmas=sigmas, seed=seed, dataset=dataset, n_queries=n_queries, J=J, supremum=supremum),
@@ -231,3 +226,58 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     return [r for s in sigmas for r in out[s]]
 
 
+
+
+def _cells_job(X: np.ndarray, named: Mapping[str, Method], *, sigmas: Sequence[float], reps: int, seed: int,
+               dataset: str, n_queries: int, J: int, supremum: str | None) -> CellsJob:
+    """The job of :func:`run_cells` (validated arguments): repetition ``i``'s seeds are child ``i`` of each cell's
+    and the data set's seed sequence, the same whatever ``reps`` is (``reps`` > ``i``)."""
+    name_words(named)  # two names with the same stream words fail here, before any work
+    shared = {name for name, m in named.items() if width_independent(m, sigmas)}
+    configured = {s: {name: m.at_width(s) for name, m in named.items()} for s in sigmas}
+    cell_reps = [spawn_seeds(cell_seed(seed, dataset, s), reps) for s in sigmas]
+    shared_reps = spawn_seeds(shared_seed(seed, dataset), reps)
+    return CellsJob(X=X, named=named, shared=shared, configured=configured, sigmas=sigmas, cell_reps=cell_reps,
+                    shared_reps=shared_reps, n_queries=n_queries, J=J, supremum=supremum)
+
+
+def run_repetitions(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method], sigmas: Sequence[float],
+                    indices: Sequence[int], seed: int, dataset: str, n_queries: int = 10_000, J: int = 10,
+                    supremum: str | None = "cube") -> list[ReleaseRecord]:
+    """Only the repetitions ``indices`` of :func:`run_cells` (in this process, in the order given): their records
+    are those of the same repetitions of a ``run_cells`` call with the same arguments and any ``reps`` above them,
+    to the bit (only ``time_s`` is measured anew). This checks a few repetitions of a long run without the others
+    (:mod:`dpkit.board.refresh`).
+
+    Parameters
+    ----------
+    indices : sequence of int
+        Repetition indices, each ≥ 0, distinct.
+    X, methods, sigmas, seed, dataset, n_queries, J, supremum
+        As :func:`run_cells`.
+
+    Returns
+    -------
+    list of ReleaseRecord
+        Per index, the repetition's records as :func:`run_cells` orders them within a repetition.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`run_cells`; ``indices`` empty, repeated or holding a value that is not an integer ≥ 0.
+    """
+    named = as_methods(methods)
+    seed = check_seed(seed)
+    sigmas = check_sigmas(sigmas)
+    dataset = check_name(dataset, name="dataset")
+    n_queries = check_positive_int(n_queries, name="n_queries")
+    J = check_positive_int(J, name="J")
+    supremum = check_supremum(supremum)
+    if isinstance(indices, (str, bytes)) or not isinstance(indices, Sequence) or not indices:
+        raise ValueError(f"indices must be a non-empty list of repetition indices (integers >= 0); got {indices!r}")
+    checked = [check_int_in_range(i, name="indices", low=0) for i in indices]
+    if len(set(checked)) != len(checked):
+        raise ValueError(f"indices must be distinct; got {list(indices)}")
+    job = _cells_job(np.asarray(X, dtype=float), named, sigmas=sigmas, reps=max(checked) + 1, seed=seed,
+                     dataset=dataset, n_queries=n_queries, J=J, supremum=supremum)
+    return [r for i in checked for r in job.run(i)[0]]

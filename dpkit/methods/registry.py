@@ -83,11 +83,8 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("gauss-analyze-gauss", GaussianFit(epsilon=EPS, delta=DELTA, method="analyze_gauss", accounting="pld"), _B),
     Entry("gauss-psi", GaussianFit(epsilon=EPS, delta=DELTA, method="psi", accounting="pld"), _B),
     Entry("mwem-uniform", MWEM(epsilon=EPS, delta=0.0, candidates=UniformCandidates()), _B),
-    # the published split of the rounds / the moments, as the board's records hold them; its next regeneration flips
-    # these two to accounting="pld" (their whole composition calibrated jointly, docs/science/accounting.md)
-    Entry("mwem-gaussian", MWEM(epsilon=EPS, delta=DELTA, candidates=_FIT, accounting="split"), _B),
-    Entry("lp-gauss-analyze-gauss-cands", CandidateLP(epsilon=EPS, delta=DELTA, candidates=_FIT, accounting="split"),
-          _B),
+    Entry("mwem-gaussian", MWEM(epsilon=EPS, delta=DELTA, candidates=_FIT, accounting="pld"), _B),
+    Entry("lp-gauss-analyze-gauss-cands", CandidateLP(epsilon=EPS, delta=DELTA, candidates=_FIT, accounting="pld"), _B),
     Entry("lp-uniform-cands", CandidateLP(epsilon=EPS, delta=DELTA, candidates=UniformCandidates()), _B),
     # ε-DP variants of the baselines that have one (Table 3.2 is compared at δ = 0)
     Entry("marginals-histogram-eps", IndependentMarginals(epsilon=EPS, delta=0.0, kind="histogram"), _B),
