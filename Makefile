@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish checks-publish board board-add status false-alarms collect data-list clean distclean
+.PHONY: help venv lock run test test-fast docs docs-quick lab bench bench-quick smoke reproduce tables leaderboard leaderboard-aim board-publish board-refresh checks-publish board board-add status false-alarms collect data-list clean distclean
 
 help: ## list targets, then the switches they take (make TARGET NAME=value)
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -165,6 +165,22 @@ board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/l
 	$(BIN)/python -m dpkit.batch.assemble leaderboard $(RESULTS)/batch/leaderboard --publish $(if $(filter 1,$(REPLACE)),--replace,)
 	$(BIN)/python docs/readme_board.py
 
+comma := ,
+# board-refresh: after a change to some methods only, those run again with the current code on every cell of the
+# published board (BOARD=... for another) with its seeds, while every other method is computed again on the first and
+# last repetition of every data set and must equal its records to the bit (else nothing is written: regenerate the
+# whole board); the refreshed board, its provenance (the refresh appended) and its assembled tables and figures go to
+# results/board-refresh/ (figures/ too). PUBLISH=1 also publishes it to data/leaderboard/ (REPLACE=1 to replace the
+# published board) and rewrites the README's board block
+#: METHODS     board-refresh: the registered methods on the board to run again (comma- or space-separated)
+#: PUBLISH     board-refresh: PUBLISH=1 publishes the refreshed board (with REPLACE=1) and rewrites the README's block
+board-refresh: $(STAMP) ## run some methods of the published board again with the current code, the others verified to the bit: make board-refresh METHODS=a,b [REP_WORKERS=N] [PUBLISH=1 REPLACE=1]
+	@test -n "$(METHODS)" || { echo "board-refresh: name the methods, e.g. make board-refresh METHODS=mwem-gaussian" >&2; exit 2; }
+	$(BIN)/python -m dpkit.batch board-refresh $(subst $(comma), ,$(METHODS)) --out $(RESULTS)/board-refresh --paper-figures \
+		$(if $(BOARD),--board '$(BOARD)',) $(if $(REP_WORKERS),--workers $(REP_WORKERS),) \
+		$(if $(filter 1,$(REPLACE)),--replace,) $(if $(filter 1,$(PUBLISH)),--publish,)
+	$(if $(filter 1,$(PUBLISH)),$(BIN)/python docs/readme_board.py,)
+
 # board: a board of its own on your data set (docs/guide/own-data.md): DATA is a spec file, an entry-point name (group
 # dpkit.datasets) or a registry code; every board method (AIM with AIM=1), 5 sigma x 30 repetitions, the board's
 # statistics and provenance, into results/board-<name>/ (never the published board); QUICK=1: one sigma, 4 repetitions;
@@ -174,7 +190,7 @@ board-publish: $(STAMP) ## publish the assembled leaderboard's records to data/l
 #: AIM         board: AIM=1 runs AIM too (hours on a large data set)
 #: SIGMAS      board: other kernel widths, comma-separated (SIGMAS=2,4; default the thesis's five)
 #: QUICK       board, board-add: QUICK=1: one sigma and 4 repetitions (board-add: one data set too)
-#: REPLACE     board-add: overwrite results/board/; board: move a folder of another data set's runs aside; board-publish: replace the published board; checks-publish: replace the published checks
+#: REPLACE     board-add: overwrite results/board/; board-refresh: overwrite results/board-refresh/ (and, with PUBLISH=1, the published board); board: move a folder of another data set's runs aside; board-publish: replace the published board; checks-publish: replace the published checks
 board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yaml [AIM=1] [QUICK=1] [SIGMAS=2,4] [REPLACE=1] [STALE=rerun|keep|verify]
 	@test -n "$(DATA)" || { echo "board: name the data set, e.g. make board DATA=data/examples/diabetes.yaml" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board '$(DATA)' $(if $(filter 1,$(AIM)),--aim,) $(if $(filter 1,$(QUICK)),--quick,) \
@@ -189,7 +205,7 @@ board: $(STAMP) ## a board of its own on your data set: make board DATA=spec.yam
 #: METHOD      board-add: the entrant, package.module:NAME, an entry-point name (group dpkit.methods) or a registered name
 #: GATE        board-add: GATE=0 skips the audit gate (never the budget check of the entrant's ledgers)
 #: BOARD       board-add: the stored board to join; docs, docs-quick: the board rendered (default data/leaderboard/records.parquet)
-#: REP_WORKERS board-add: repetitions computed at once
+#: REP_WORKERS board-add, board-refresh: repetitions computed at once
 board-add: $(STAMP) ## run one entrant on the stored leaderboard and rank it: make board-add METHOD=package.module:NAME [QUICK=1] [GATE=0] [REPLACE=1] [BOARD=records.parquet] [REP_WORKERS=N]
 	@test -n "$(METHOD)" || { echo "board-add: name the entrant, e.g. make board-add METHOD=package.module:NAME" >&2; exit 2; }
 	$(BIN)/python -m dpkit.batch board-add '$(METHOD)' --out $(RESULTS)/board $(if $(BOARD),--board '$(BOARD)',) \

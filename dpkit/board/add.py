@@ -76,8 +76,9 @@ class BoardPlan:
     epsilon: float
     delta: float
     #: the domain of the stored board's class supremum (:func:`~dpkit.board.records.board_supremum`): the entrant's
-    #: releases are searched there, so its ``sup_abs`` compares with the board's
-    supremum: str = "cube"
+    #: releases are searched there, so its ``sup_abs`` compares with the board's (``None``: not searched, a refresh of a
+    #: board without it, :mod:`dpkit.board.refresh`)
+    supremum: str | None = "cube"
 
 
 def board_plan(stored: pd.DataFrame, *, quick: bool = False) -> BoardPlan:

@@ -21,8 +21,8 @@ Algorithm
    path of board-add; each record within the board's budget).
 4. Replace their records; the result is checked as every board is (:func:`~dpkit.board.records.check_records`).
 
-The batch side (:mod:`dpkit.batch.board_files`, ``python -m dpkit.batch board-refresh``) writes the result with its
-provenance, assembles it and publishes it on request.
+The batch layer (:func:`dpkit.batch.board_files.refreshed_provenance`, :mod:`dpkit.batch.cli`) writes the result
+with its provenance, assembles it and publishes it on request (docs/guide/batch.md, "Refreshing a board").
 
 Errors: :class:`RefreshRefusedError` (a ``ValueError``) for a name not on the board or not registered, an unregistered
 method on the board, a record the current code does not reproduce, or a re-run whose records do not cover the board's
@@ -30,6 +30,7 @@ cells.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -90,8 +91,9 @@ class Refresh:
 
 
 def refresh_plan(stored: pd.DataFrame, names: Sequence[str]) -> tuple[BoardPlan, dict[str, Any], list[str]]:
-    """The stored board's plan, its methods at its budget ``{name: method}`` (every method on the board, in
-    :func:`~dpkit.board.report.board_methods` order) and the other methods (those not named).
+    """The stored board's plan (its class supremum's domain; none where no record has one), its methods at its
+    budget ``{name: method}`` (every method on the board, in :func:`~dpkit.board.report.board_methods` order) and the
+    other methods (those not named).
 
     Raises
     ------
@@ -110,6 +112,8 @@ def refresh_plan(stored: pd.DataFrame, names: Sequence[str]) -> tuple[BoardPlan,
         raise RefreshRefusedError(f"not on the stored board: {absent} (its methods: {on_board}); a new method joins "
                                   "with board-add")
     plan = board_plan(stored)
+    if stored["sup_abs"].isna().all():  # a board without the class supremum: none is searched (as it was made)
+        plan = dataclasses.replace(plan, supremum=None)
     try:
         methods = board_methods([m for m in on_board if ":" not in m], epsilon=plan.epsilon, delta=plan.delta)
     except ValueError as exc:
@@ -165,9 +169,11 @@ def _frame(recs: Sequence[Any], ds: str, plan: BoardPlan, stored: pd.DataFrame) 
 
 
 def verify_unchanged(stored: pd.DataFrame, methods: Mapping[str, Any], plan: BoardPlan,
-                     data: Mapping[str, np.ndarray], *, verify_reps: int = DEFAULT_VERIFY_REPS) -> dict[str, Any]:
+                     data: Mapping[str, np.ndarray], *, verify_reps: int = DEFAULT_VERIFY_REPS,
+                     progress: bool = False) -> dict[str, Any]:
     """Compute ``methods`` again on ``verify_reps`` repetitions of every data set of ``plan`` (evenly spread from
-    the first to the last) and compare each record with the stored one (module docstring, step 2).
+    the first to the last) and compare each record with the stored one (module docstring, step 2); ``progress``: a
+    bar over the data sets.
 
     Returns
     -------
@@ -185,8 +191,10 @@ def verify_unchanged(stored: pd.DataFrame, methods: Mapping[str, Any], plan: Boa
     reps = verified_indices(list(range(plan.reps)), verify_reps)
     if not methods:
         return {"methods": [], "reps": reps, "records": 0}
+    from tqdm.auto import tqdm
+
     n = 0
-    for ds in plan.datasets:
+    for ds in tqdm(plan.datasets, disable=not progress, desc=f"verify {len(methods)} methods on reps {reps}"):
         recs = run_repetitions(data[ds], methods=dict(methods), sigmas=list(plan.sigmas), indices=reps,
                                seed=plan.seed, dataset=ds, n_queries=plan.n_queries, J=plan.J,
                                supremum=plan.supremum)
@@ -235,7 +243,7 @@ def refresh_records(names: Sequence[str], stored: pd.DataFrame, *, board: Any = 
     workers : int or RepetitionExecutor
         Repetitions of the re-runs computed at once (:func:`~dpkit.experiments.protocol.run_cells`).
     progress : bool
-        Progress bars for the re-runs.
+        Progress bars for the verification and the re-runs.
     data : mapping, optional
         The data sets ``{name: X}`` (default: loaded as board-add loads them).
 
@@ -253,7 +261,8 @@ def refresh_records(names: Sequence[str], stored: pd.DataFrame, *, board: Any = 
     t0 = time.perf_counter()
     plan, methods, others = refresh_plan(stored, names)
     data = dict(data) if data is not None else load_board_data(plan, board)
-    verified = verify_unchanged(stored, {m: methods[m] for m in others}, plan, data, verify_reps=verify_reps)
+    verified = verify_unchanged(stored, {m: methods[m] for m in others}, plan, data, verify_reps=verify_reps,
+                                progress=progress)
     kept = stored[~stored["method"].isin(names)]
     frames, changed = [kept], {}
     for name in names:
