@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from dp_accounting.pld import common
 from dp_accounting.pld import privacy_loss_distribution as pld
+from scipy.stats import binom, norm
 
 from dpkit.core import accountant as A
 from dpkit.core.pld import laplace_composition_delta
@@ -44,6 +46,65 @@ def _dp_accounting_delta(steps, epsilon, *, pessimistic=True, h=1e-4):
 
 def _dpkit_pld(steps, eps):
     return A._pld_delta(tuple(steps), eps)
+
+
+def _gauss_loss_delta(mu, x):
+    """E[(1 − e^{x − L})₊] for the Gaussian part's loss L ~ N(μ²/2, μ²) under P (any real x; L = 0 without one)."""
+    if mu == 0:
+        return max(0.0, -math.expm1(x))
+    return norm.cdf(-x / mu + mu / 2) - math.exp(x) * norm.cdf(-x / mu - mu / 2)
+
+
+def _grr_lower(steps, eps, grid=101):
+    """The exact δ(ε) of real mechanisms the accountant must cover: each selection a generalized randomized response
+    with losses t and t − ε (ε-bounded range; Dong, Durfee & Rogers 2020), the same t in every round, composed with
+    the steps' Gaussians (exact, their loss N(μ²/2, μ²)); the largest over a grid of t. No valid bound is below it."""
+    mu = A.gaussian_mu(steps)
+    sel = [s for s in steps if s.kind == "selection"]
+    assert len({s.scale for s in sel}) == 1, "one selection ε per composition here"
+    e, k = sel[0].scale, sum(s.count for s in sel)
+    best = 0.0
+    for t in np.linspace(0.0, e, grid):
+        u, E = math.exp(t), math.exp(e)
+        p1 = u * (E - u) / (u * (E - 1))  # P's mass on the outcome of loss t
+        j = np.arange(k + 1)
+        losses = j * t + (k - j) * (t - e)
+        best = max(best, float(sum(binom.pmf(jj, k, p1) * _gauss_loss_delta(mu, eps - ll)
+                                   for jj, ll in zip(j, losses))))
+    return best
+
+
+def test_a_selection_enters_by_the_bounded_range_pair_whose_profile_is_the_optimal_single_round():
+    """One ε selection's δ(ε') is the largest δ of the generalized randomized responses with losses t, t − ε over
+    t ∈ [0, ε] (Dong, Durfee & Rogers's optimal single round; the convex conjugate of min_t f_t), up to the grid's
+    pessimistic rounding, and well below the generic ε-DP pair's (dp-accounting's from_privacy_parameters)."""
+    for e in (0.1, 0.5, 1.0):
+        one = [A.selection(e)]
+        for eps in (0.0, e / 4, e / 2):
+            ours = _dpkit_pld(one, eps)
+            exact = _grr_lower(one, eps, grid=2001)
+            assert exact <= ours <= exact + 2 * A.DISCRETISATION * math.exp(eps), (e, eps, exact, ours)
+            generic = _dp_accounting_delta(one, eps)
+            assert ours < 0.6 * generic
+    # the law: P(L ≤ ℓ) on [−ε, ε], 0 and 1 outside, E_P[e^{−L}] = 1 (Q is a probability)
+    e = 0.7
+    ell = np.linspace(-e, e, 200_001)
+    cdf = A.selection_loss_cdf(ell, e)
+    assert cdf[0] == 0 and cdf[-1] == pytest.approx(1.0, abs=1e-15) and (np.diff(cdf) >= 0).all()
+    mids = 0.5 * (ell[1:] + ell[:-1])
+    assert float(np.sum(np.diff(cdf) * np.exp(-mids))) == pytest.approx(1.0, rel=1e-8)
+    assert A.selection_loss_cdf(-2 * e, e) == 0 and A.selection_loss_cdf(2 * e, e) == 1
+
+
+@pytest.mark.parametrize("k, e, mu", [(7, 0.3, 0.0), (7, 0.3, 0.4), (29, 0.126, 0.3)])
+def test_composed_selections_are_never_below_a_real_mechanisms_delta(k, e, mu):
+    """The refutation attempt: compositions of real bounded-range selections (one t for every round) with Gaussians,
+    whose exact δ the accountant's bound must not undercut; and it is tighter than the generic pair's."""
+    steps = [A.selection(e, count=k)] + ([A.gaussian(1.0 / mu)] if mu else [])
+    for eps in (0.25, 0.5, 1.0):
+        ours = A.composed_delta(steps, eps)
+        assert _grr_lower(steps, eps) <= ours * (1 + 1e-9)
+        assert _dpkit_pld(steps, eps) <= _dp_accounting_delta(steps, eps) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("sigmas", [(2.0,), (2.0, 3.0), (1.5, 4.0, 6.0)])
@@ -83,7 +144,9 @@ def test_mixed_compositions_agree_with_dp_accounting(steps):
             assert ours <= min(hi * 1.02, cdp_delta(rho, eps)) + 1e-15
             assert ours == pytest.approx(min(A.composed_delta(steps, eps, rule="zcdp"), _dpkit_pld(steps, eps)),
                                          rel=1e-12)
-            assert _dpkit_pld(steps, eps) == pytest.approx(hi, rel=0.02)  # the PLD part agrees with dp-accounting
+            # the bounded-range pair is tighter than dp-accounting's generic ε-DP pair, and never below the exact δ
+            # of a real bounded-range mechanism composed with the same Gaussians
+            assert _dpkit_pld(steps, eps) < hi and _grr_lower(steps, eps) <= ours * (1 + 1e-9)
         else:
             assert lo * (1 - 1e-3) - 1e-12 <= ours <= hi * 1.02 + 1e-12, (lo, ours, hi)  # 1e-12: FFT round-off
 

@@ -34,3 +34,30 @@ def test_the_readme_block_is_the_published_boards():
     out = subprocess.run([sys.executable, str(ROOT / "docs" / "readme_board.py"), "--records", str(RECORDS), "--check"],
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_sample_of_the_published_records_is_the_current_codes():
+    """What a refresh verifies (dpkit.board.refresh.verify_unchanged), on a sample cheap enough for every test run:
+    the methods whose calibration the exact composition chose, on WDBC, σ = 2, repetition 0, computed again with the
+    current code and the board's seeds, equal to the published records to the bit. A change that moves a board number
+    without the board's regeneration or refresh fails here. The bits are a machine's: on a processor whose numpy
+    kernels differ from those the board was made with, the comparison does not apply."""
+    import dataclasses
+
+    import pytest
+
+    from dpkit.board.add import load_board_data
+    from dpkit.board.refresh import refresh_plan, verify_unchanged
+    from dpkit.core.machine import cpu
+
+    prov = json.loads((RECORDS.parent / PROVENANCE_NAME).read_text())
+    made_on = (prov.get("machine") or {}).get("cpu", {}).get("numpy_simd")
+    if made_on != cpu()["numpy_simd"]:
+        pytest.skip(f"the board was made with numpy SIMD {made_on}, this machine has {cpu()['numpy_simd']}")
+    stored = read_board(RECORDS)
+    sample = ["trig-II", "direct-laplace_II", "marginals-moments", "gauss-analyze-gauss", "gauss-psi", "mwem-gaussian",
+              "lp-gauss-analyze-gauss-cands", "mst"]
+    plan, methods, _ = refresh_plan(stored, ["subsample"])
+    plan = dataclasses.replace(plan, datasets=("WDBC",), sigmas=(2.0,))
+    got = verify_unchanged(stored, {m: methods[m] for m in sample}, plan, load_board_data(plan, None), verify_reps=1)
+    assert got == {"methods": sample, "reps": [0], "records": len(sample)}

@@ -42,8 +42,10 @@ def tight_methods() -> list[str]:
     for name in TIGHT:
         m = get(name)
         fit = getattr(getattr(m, "candidates", None), "fit", None)
-        if (getattr(m, "accounting", None) if fit is None else fit.accounting) != "pld":
-            raise ValueError(f"accounting_effect: the registry's {name!r} is not calibrated with accounting='pld'")
+        choices = [getattr(x, "accounting") for x in (m, fit) if x is not None and hasattr(x, "accounting")]
+        if not choices or any(c != "pld" for c in choices):
+            raise ValueError(f"accounting_effect: the registry's {name!r} is not calibrated with accounting='pld' "
+                             f"(its own and its candidates' fit: {choices})")
     return list(TIGHT)
 
 

@@ -202,6 +202,7 @@ def verify_unchanged(stored: pd.DataFrame, methods: Mapping[str, Any], plan: Boa
         found = _first_difference(stored, new)
         if found is not None:
             where, column, was, now = found
+            was, now = (x.item() if isinstance(x, np.generic) else x for x in (was, now))
             raise RefreshRefusedError(
                 f"method {where['method']!r} on {where['dataset']} σ={where['sigma']:g} rep {where['rep']}: {column} "
                 f"is {now!r} with the current code, {was!r} on the stored board; its records are not the current "

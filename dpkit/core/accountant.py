@@ -8,6 +8,10 @@ Algorithm
 1. Gaussian releases compose exactly as Gaussian DP (Dong, Roth & Su 2022), with the analytic Gaussian's privacy
    profile (Balle & Wang 2018); a composition of Gaussians only is calibrated in closed form.
 2. Anything else is composed through privacy loss distributions by ``dp_accounting.pld``, discretised pessimistically.
+   A selection of ε enters by the dominating pair of every ε-bounded-range mechanism (:func:`selection_loss_cdf`):
+   its trade-off function is ``g(α) = (1 − α)/(1 + (e^ε − 1)α)``, whose privacy profile is the optimal one of a
+   single round (Dong, Durfee & Rogers 2020), about half the generic ε-DP pair's δ(0) at ε = 1; rounds chosen adaptively compose
+   by the composition theorem of f-DP (Dong, Roth & Su 2022), each round's ε fixed in advance.
 3. The δ returned is the smaller of the PLD's and the zCDP bound of the whole composition (a selection is also
    ε²/8-zCDP); beyond :data:`MAX_PLD_RANGE` (or where ``dp-accounting`` cannot build the grid, a Gaussian of
    almost no noise at an extreme budget) only the zCDP bound is computed.
@@ -15,6 +19,7 @@ Algorithm
 
 References
 ----------
+Dong, Durfee & Rogers (2020), "Optimal differential privacy composition for exponential mechanisms", ICML.
 Dong, Roth & Su (2022), "Gaussian differential privacy", JRSS-B. Balle & Wang (2018), "Improving the Gaussian
 mechanism for differential privacy", ICML. Meiser & Mohammadi (2018); Koskela, Jälkö & Honkela (2020) (PLD
 accounting); Google's dp-accounting (``dp_accounting.pld``). Cesar & Rogers (2021), "Bounding, concentrating,
@@ -26,6 +31,7 @@ import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from scipy.special import log_ndtr
 
@@ -33,8 +39,8 @@ from dpkit.core.validation import check_choice, check_delta, check_epsilon, chec
 from dpkit.core.zcdp import cdp_delta
 
 __all__ = ["ACCOUNTINGS", "STEP_KINDS", "DISCRETISATION", "MAX_PLD_RANGE", "Step", "gaussian", "laplace", "selection",
-           "gaussian_mu", "composed_delta", "composed_epsilon", "calibrate", "plan_factor", "CalibrationError",
-           "check_accounting"]
+           "gaussian_mu", "selection_loss_cdf", "composed_delta", "composed_epsilon", "calibrate", "plan_factor",
+           "CalibrationError", "check_accounting"]
 
 #: The accountings a (ε, δ) method can calibrate by: ``"pld"`` (this module: the exact composition),
 #: ``"zcdp"`` (ρ-zCDP converted by Canonne–Kamath–Steinke, as MST and AIM are published), ``"split"``
@@ -64,8 +70,10 @@ class Step:
     kind : {"gaussian", "laplace", "selection"}
     scale : float
         Gaussian: the noise multiplier ``σ/Δ₂`` (Δ₂ the replace-one L2 sensitivity); Laplace: ``b/Δ₁``; selection:
-        the ε of one round (the exponential mechanism ``∝ exp(ε u/(2Δ))`` or report-noisy-max, ε-DP and ε-bounded
-        range). ``math.inf`` noise (or a selection's ε = 0) is a step that reveals nothing.
+        the ε of one round of an ε-bounded-range selection: the exponential mechanism ``∝ exp(ε u/(2Δ))`` (or
+        report-noisy-max with Gumbel noise, the same law); report-noisy-max with Laplace or exponential noise is ε-DP
+        but not ε-bounded range, and is not such a step. ``math.inf`` noise (or a selection's ε = 0) is a step that
+        reveals nothing.
     count : int
         How many such measurements compose.
     name : str
@@ -109,7 +117,7 @@ def laplace(scale_over_sensitivity: float, count: int = 1, name: str = "") -> St
 
 
 def selection(epsilon: float, count: int = 1, name: str = "") -> Step:
-    """``count`` selections (exponential mechanism / report-noisy-max), each ε-DP and ε-bounded range."""
+    """``count`` selections, each ε-bounded range (the exponential mechanism; :class:`Step`)."""
     return Step("selection", epsilon, count, name)
 
 
@@ -127,9 +135,57 @@ def _gdp_delta(mu: float, epsilon: float) -> float:
     return float(max(math.exp(a) * -math.expm1(b - a), 0.0)) if b < a else 0.0
 
 
+def selection_loss_cdf(loss: Any, epsilon: float) -> Any:
+    """The distribution function of the privacy loss of the dominating pair of every ε-bounded-range mechanism
+    (an ε selection: the exponential mechanism ``∝ exp(ε u/(2Δ))``, report-noisy-max), under its first law:
+    ``P(L ≤ ℓ) = (e^{(ℓ+ε)/2} − 1)/(e^ε − 1)`` on ``[−ε, ε]`` (0 below, 1 above).
+
+    Derivation. A mechanism is ε-bounded range when, for neighbours D, D', its privacy loss ``log dP/dQ`` lies in
+    an interval ``[t − ε, t]`` with ``t ∈ [0, ε]``. Its trade-off function ``T(P, Q)`` is convex from (0, 1) to
+    (1, 0) with slopes in ``[−e^{ε−t}, −e^{−t}]``, hence at least ``f_t(α) = max(1 − e^{ε−t}α, e^{−t}(1 − α))``,
+    the trade-off of the generalized randomized response with losses ``t`` and ``t − ε`` (Dong, Durfee & Rogers
+    2020). The kink of ``f_t`` is at ``x = (e^t − 1)/(e^ε − 1)``, ``y = (1 − x)/(1 + (e^ε − 1)x)``; this locus
+    ``g(α) = (1 − α)/(1 + (e^ε − 1)α)`` is convex and each ``f_t`` consists of two chords of it, so
+    ``min_t f_t = g``: every ε-bounded-range mechanism is g-DP, and no smaller trade-off function holds for all of
+    them. g is symmetric (its inverse has the same form), so one law serves both orders of the neighbours. A pair
+    with trade-off g: P uniform on α ∈ [0, 1], loss ``L(α) = −log(−g'(α)) = 2 log(1 + (e^ε − 1)α) − ε``, whose
+    distribution function is the one returned. Its δ(ε') is the optimal single-round profile ``max_t δ_t(ε')``
+    (the convex conjugate of a minimum is the maximum of the conjugates).
+
+    Parameters
+    ----------
+    loss : float or array
+        Loss values ℓ.
+    epsilon : float
+        The selection's ε (> 0).
+
+    Returns
+    -------
+    float or array
+        ``P(L ≤ ℓ)``.
+    """
+    import numpy as np
+
+    ell = np.clip(np.asarray(loss, dtype=float), -epsilon, epsilon)
+    return np.expm1((ell + epsilon) / 2.0) / math.expm1(epsilon)
+
+
+def _selection_pld(epsilon: float, h: float) -> Any:
+    """The PLD of :func:`selection_loss_cdf` on the grid ``h·ℤ``, pessimistic: the mass of ``((j − 1)h, jh]`` is put
+    at ``jh`` (δ(ε') = E[(1 − e^{ε'−L})₊] grows with L, so rounding up only makes δ larger)."""
+    import numpy as np
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    idx = np.arange(math.floor(-epsilon / h), math.ceil(epsilon / h) + 1)
+    mass = np.diff(selection_loss_cdf(idx * h, epsilon))
+    pmf = {int(j): float(m) for j, m in zip(idx[1:], mass) if m > 0}
+    return pld.PrivacyLossDistribution.create_from_rounded_probability(pmf, 0.0, h, pessimistic_estimate=True,
+                                                                       symmetric=True)
+
+
 def _pld_delta(steps: tuple[Step, ...], epsilon: float) -> float:
     # imported where used: half a second to load, needed only by compositions that are not Gaussian only
-    from dp_accounting.pld import common, privacy_loss_distribution as pld  # noqa: I001
+    from dp_accounting.pld import privacy_loss_distribution as pld
 
     h = DISCRETISATION
     parts = []
@@ -140,8 +196,7 @@ def _pld_delta(steps: tuple[Step, ...], epsilon: float) -> float:
         if s.kind == "laplace" and math.isfinite(s.scale):
             one = pld.from_laplace_mechanism(s.scale, value_discretization_interval=h, pessimistic_estimate=True)
         elif s.kind == "selection" and s.scale > 0:
-            one = pld.from_privacy_parameters(common.DifferentialPrivacyParameters(s.scale, 0.0),
-                                              value_discretization_interval=h)
+            one = _selection_pld(s.scale, h)
         else:
             continue
         parts.append(one.self_compose(s.count) if s.count > 1 else one)
