@@ -10,8 +10,8 @@ Algorithm
 2. Anything else is composed through privacy loss distributions by ``dp_accounting.pld``, discretised pessimistically.
    A selection of ε enters by the dominating pair of every ε-bounded-range mechanism (:func:`selection_loss_cdf`):
    its trade-off function is ``g(α) = (1 − α)/(1 + (e^ε − 1)α)``, whose privacy profile is the optimal one of a
-   single round (Dong, Durfee & Rogers 2020), about half the generic ε-DP pair's δ(0) at ε = 1; rounds chosen adaptively compose
-   by the composition theorem of f-DP (Dong, Roth & Su 2022), each round's ε fixed in advance.
+   single round (Dong, Durfee & Rogers 2020), about half the generic ε-DP pair's δ(0) at ε = 1; rounds chosen
+   adaptively compose by the composition theorem of f-DP (Dong, Roth & Su 2022), each round's ε fixed in advance.
 3. The δ returned is the smaller of the PLD's and the zCDP bound of the whole composition (a selection is also
    ε²/8-zCDP); beyond :data:`MAX_PLD_RANGE` (or where ``dp-accounting`` cannot build the grid, a Gaussian of
    almost no noise at an extreme budget) only the zCDP bound is computed.
