@@ -80,9 +80,11 @@ def test_a_selection_enters_by_the_bounded_range_pair_whose_profile_is_the_optim
     pessimistic rounding, and well below the generic ε-DP pair's (dp-accounting's from_privacy_parameters)."""
     for e in (0.1, 0.5, 1.0):
         one = [A.selection(e)]
-        for eps in (0.0, e / 4, e / 2):
+        for eps in (0.0, e / 4, e / 2, 0.9 * e):
             ours = _dpkit_pld(one, eps)
-            exact = _grr_lower(one, eps, grid=2001)
+            # max_t δ_t(ε') in closed form: δ_t = q(e^t − e^{ε'}) is largest at e^t = √(e^ε e^{ε'})
+            exact = (math.exp(e / 2) - math.exp(eps / 2)) ** 2 / math.expm1(e)
+            assert _grr_lower(one, eps, grid=2001) <= exact * (1 + 1e-12)
             assert exact <= ours <= exact + 2 * A.DISCRETISATION * math.exp(eps), (e, eps, exact, ours)
             generic = _dp_accounting_delta(one, eps)
             assert ours < 0.6 * generic

@@ -150,7 +150,9 @@ def selection_loss_cdf(loss: Any, epsilon: float) -> Any:
     them. g is symmetric (its inverse has the same form), so one law serves both orders of the neighbours. A pair
     with trade-off g: P uniform on α ∈ [0, 1], loss ``L(α) = −log(−g'(α)) = 2 log(1 + (e^ε − 1)α) − ε``, whose
     distribution function is the one returned. Its δ(ε') is the optimal single-round profile ``max_t δ_t(ε')``
-    (the convex conjugate of a minimum is the maximum of the conjugates).
+    (the convex conjugate of a minimum is the maximum of the conjugates): ``δ_t(ε') = q_t (e^t − e^{ε'})`` with
+    ``q_t = (e^ε − e^t)/(e^t (e^ε − 1))`` is largest at ``e^t = e^{(ε+ε')/2}``, so
+    ``δ(ε') = (e^{ε/2} − e^{ε'/2})² / (e^ε − 1)`` for ``0 ≤ ε' ≤ ε`` (0 beyond).
 
     Parameters
     ----------
