@@ -283,6 +283,13 @@ def test_extreme_budgets_never_calibrate_to_no_noise():
         assert math.erf(1.0 / (2.0 * sigma * math.sqrt(2.0))) <= dl
     mu = 1e-9
     assert A._gdp_delta(mu, 0.0) >= math.erf(mu / (2.0 * math.sqrt(2.0)))  # an upper bound of the exact δ(0)
+    # a mixed composition whose every ρ underflows: its zCDP bound was δ = 0 (so the bisection took the least noise,
+    # 2⁻⁶⁰ times the plan's); now no bound, the calibration refused, the published plan kept
+    mixed = [A.gaussian(1e200), A.laplace(1e300), A.selection(1e-300, count=3)]
+    assert A.composed_delta(mixed, 1e-300) == A.composed_delta(mixed, 1e-300, rule="zcdp") == 1.0
+    with pytest.raises(A.CalibrationError):
+        A.calibrate(mixed, 1e-300, 1e-300)
+    assert A.plan_factor(mixed, 1e-300, 1e-300) == 1.0
 
 
 

@@ -314,10 +314,18 @@ def _delta(steps: tuple[Step, ...], epsilon: float, rule: str) -> float:
     return min(d_pld, d_zcdp)
 
 
+#: A composition's ρ below this may have underflowed (a step's ρ is a square): no zCDP bound is taken from it.
+_RHO_FLOOR = 1e-290
+
+
 def _zcdp_delta(steps: tuple[Step, ...], epsilon: float) -> float:
-    """The zCDP bound of the composition (every step's ρ added up, converted); 1 (no bound) for an infinite ρ."""
+    """The zCDP bound of the composition (every step's ρ added up, converted); 1 (no bound) for an infinite ρ, and
+    for a ρ below :data:`_RHO_FLOOR` where the live steps' squares may have underflowed to 0 (met only at extreme
+    budgets; a ρ of 0 would certify any noise)."""
     rho = math.fsum(s.rho for s in steps)
-    return 1.0 if math.isinf(rho) else cdp_delta(rho, epsilon)
+    if math.isinf(rho) or (rho < _RHO_FLOOR and _live(steps)):
+        return 1.0
+    return cdp_delta(rho, epsilon)
 
 
 #: Standard deviations of the Gaussian part's privacy loss counted in :func:`_pld_range` on either side (the
