@@ -265,3 +265,39 @@ def test_a_selection_is_mu_gdp_at_the_certified_mu():
     assert A.selection_gdp_mu(1.0) == pytest.approx(0.624, abs=1e-3)
     assert A.selection_gdp_mu(0.01) / 0.01 == pytest.approx(math.sqrt(math.pi / 8), rel=1e-3)
     assert A.selection_delta(1.0, 0.0) == pytest.approx(math.tanh(0.25), rel=1e-12) and A.selection_delta(1.0, 1.0) == 0
+
+
+def test_extreme_budgets_never_calibrate_to_no_noise():
+    """Noise multipliers beyond 10¹⁵⁰ (ε = δ = 10⁻³⁰⁰) squared underflow, and the analytic Gaussian's profile cancels
+    for μ below 10⁻⁶: μ was computed as 0 and the factor with it, so a composed release had no noise. μ is now
+    scaled before squaring, a tiny μ's δ is bounded by μ/√(2π), and a factor that is 0 or infinite is never
+    returned (CalibrationError: the published plan stands)."""
+    big = [A.gaussian(1e200), A.gaussian(1e200)]
+    assert A.gaussian_mu(big) == pytest.approx(math.sqrt(2) * 1e-200, rel=1e-12)
+    for eps, dl in ((1e-300, 1e-300), (1e-12, 1e-12), (1e-300, 1e-3)):
+        t = A.calibrate(big, eps, dl)
+        assert 0 < t < math.inf and A.composed_delta([s.scaled(t) for s in big], eps) <= dl
+        sigma = A.calibrate([A.gaussian(1.0)], eps, dl)
+        assert math.isfinite(sigma) and sigma > 0
+        # the exact δ(0) of that σ, computed without cancellation (erf of a small argument), meets δ
+        assert math.erf(1.0 / (2.0 * sigma * math.sqrt(2.0))) <= dl
+    mu = 1e-9
+    assert A._gdp_delta(mu, 0.0) >= math.erf(mu / (2.0 * math.sqrt(2.0)))  # an upper bound of the exact δ(0)
+    # a mixed composition whose every ρ underflows: its zCDP bound was δ = 0 (so the bisection took the least noise,
+    # 2⁻⁶⁰ times the plan's); now no bound, the calibration refused, the published plan kept
+    mixed = [A.gaussian(1e200), A.laplace(1e300), A.selection(1e-300, count=3)]
+    assert A.composed_delta(mixed, 1e-300) == A.composed_delta(mixed, 1e-300, rule="zcdp") == 1.0
+    with pytest.raises(A.CalibrationError):
+        A.calibrate(mixed, 1e-300, 1e-300)
+    assert A.plan_factor(mixed, 1e-300, 1e-300) == 1.0
+
+
+
+def test_a_factor_of_zero_or_infinity_is_never_a_calibration(monkeypatch):
+    """Whatever the inner computation returns, calibrate refuses a factor that is 0 (no noise) or not finite, and
+    plan_factor then keeps the published plan (factor 1)."""
+    for bad in (0.0, math.inf, math.nan):
+        monkeypatch.setattr(A, "_calibrate", lambda *a, bad=bad: bad)
+        with pytest.raises(A.CalibrationError, match="no positive finite factor"):
+            A.calibrate([A.gaussian(2.0)], 1.0, 1e-3)
+        assert A.plan_factor([A.gaussian(2.0)], 1.0, 1e-3) == 1.0

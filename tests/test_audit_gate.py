@@ -148,8 +148,8 @@ def test_negative_control_quarter_noise_mwem_gaussian_candidates_is_refuted(monk
     real = vr.noisy_release  # the fit's releases under its published split (accounting="split", the control's shape)
     monkeypatch.setattr(vr, "noisy_release", lambda v, *, l1, l2, **kw: real(v, l1=l1 / 4.0, l2=l2 / 4.0, **kw))
     published_fit = GaussianCandidates(fit=GaussianFit(epsilon=math.inf, accounting="split"))
-    m = dataclasses.replace(get("mwem-gaussian"), candidate_share=0.98, candidates=published_fit)
-    assert m.candidates.fit.accounting == "split"
+    m = dataclasses.replace(get("mwem-gaussian"), candidate_share=0.98, candidates=published_fit, accounting="split")
+    assert m.candidates.fit.accounting == m.accounting == "split"
     res = gate("mwem-gaussian/4", m, n_samples=10_000)
     # Analyze Gauss splits the fit's budget between the mean and the second moments, so the statistic's
     # Gaussian shift is μ = 4·(Δ/σ)·√(k/d + 2k(d − k)/d²) on the pair x = 1, y = 1 with k = 3d/4 coordinates −1

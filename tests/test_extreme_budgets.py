@@ -2,7 +2,8 @@
 takes ε directly, at extreme but legal budgets (ε from 1e-300 to 1e300; δ = 1e-300 and 0.999 for (ε, δ) methods),
 either releases finite synthetic points/weights or answers, spending exactly its ε (and at most its δ: a Gaussian
 step may fall back to δ-free Laplace noise), or refuses with a ValueError naming ``epsilon`` (or ``delta``)
-before spending anything -- never another exception type, never a non-finite release. The input is a seeded
+before spending anything -- never another exception type, never a non-finite release, never a composed release
+without noise. The input is a seeded
 uniform sample of 200 rows in [-1, 1]^2 (SmallDB's toy domain is 2-d), with small sizes and iteration counts."""
 from __future__ import annotations
 
@@ -80,6 +81,13 @@ def _release_or_refusal(method, epsilon, delta):
     # all of ε; δ at most: a Gaussian step falls back to Laplace (δ-free) where its std is smaller
     spent = ledger.spent
     assert math.isclose(spent[0], epsilon, rel_tol=1e-12) and spent[1] <= delta, f"spent {spent} of ({epsilon}, {delta})"
+    # a composed spend names its releases: at a finite budget none of them may be noiseless (a calibration factor
+    # that underflowed to 0 released the data as they are)
+    for entry in ledger.to_dict()["entries"]:
+        for r in (entry.get("meta") or {}).get("releases") or []:
+            noise = r.get("scale", r.get("epsilon"))
+            ok = noise > 0 if "scale" in r else math.isfinite(noise)
+            assert ok, f"{entry['name']}: release {r.get('name')} without noise ({r})"
     return None
 
 

@@ -122,15 +122,35 @@ def selection(epsilon: float, count: int = 1, name: str = "") -> Step:
     return Step("selection", epsilon, count, name)
 
 
+#: Below it the squares of :func:`gaussian_mu` may have underflowed: it is computed again, scaled.
+_MU_UNDERFLOW = 1e-150
+
+
 def gaussian_mu(steps: Iterable[Step]) -> float:
-    """μ of the Gaussian steps composed (Gaussian DP): ``√(Σ count·(1/σᵢ)²)``."""
-    return math.sqrt(math.fsum(s.count * (1.0 / s.scale) ** 2 for s in steps if s.kind == "gaussian"))
+    """μ of the Gaussian steps composed (Gaussian DP): ``√(Σ count·(1/σᵢ)²)``. Where the squares underflow (noise
+    multipliers beyond about 10¹⁵⁰, met at extreme budgets) the sum is scaled by the largest 1/σᵢ first, so a
+    tiny μ is never rounded to 0 (which would calibrate to no noise at all)."""
+    inv = [(s.count, 1.0 / s.scale) for s in steps if s.kind == "gaussian"]
+    mu = math.sqrt(math.fsum(c * v ** 2 for c, v in inv))
+    if mu >= _MU_UNDERFLOW or not inv:
+        return mu
+    top = max(v for _, v in inv)
+    return 0.0 if top == 0.0 else top * math.sqrt(math.fsum(c * (v / top) ** 2 for c, v in inv))
+
+
+#: Below this μ the log-difference of :func:`_gdp_delta` cancels (its terms agree to within a double's resolution).
+_GDP_SMALL_MU = 1e-6
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _gdp_delta(mu: float, epsilon: float) -> float:
-    """The exact δ(ε) of μ-GDP (the analytic Gaussian's profile), in logs for stability."""
+    """The exact δ(ε) of μ-GDP (the analytic Gaussian's profile), in logs for stability; for μ below
+    :data:`_GDP_SMALL_MU`, where that difference cancels, the upper bound δ(ε) ≤ δ(0) = 2Φ(μ/2) − 1 ≤ μ/√(2π)
+    (met only at extreme budgets: it never calibrates too little noise)."""
     if mu == 0.0:
         return 0.0
+    if mu < _GDP_SMALL_MU:
+        return min(1.0, mu * _INV_SQRT_2PI)
     a = log_ndtr(-epsilon / mu + mu / 2.0)
     b = epsilon + log_ndtr(-epsilon / mu - mu / 2.0)
     return float(max(math.exp(a) * -math.expm1(b - a), 0.0)) if b < a else 0.0
@@ -333,10 +353,18 @@ def _delta(steps: tuple[Step, ...], epsilon: float, rule: str) -> float:
     return min(d_pld, d_zcdp)
 
 
+#: A composition's ρ below this may have underflowed (a step's ρ is a square): no zCDP bound is taken from it.
+_RHO_FLOOR = 1e-290
+
+
 def _zcdp_delta(steps: tuple[Step, ...], epsilon: float) -> float:
-    """The zCDP bound of the composition (every step's ρ added up, converted); 1 (no bound) for an infinite ρ."""
+    """The zCDP bound of the composition (every step's ρ added up, converted); 1 (no bound) for an infinite ρ, and
+    for a ρ below :data:`_RHO_FLOOR` where the live steps' squares may have underflowed to 0 (met only at extreme
+    budgets; a ρ of 0 would certify any noise)."""
     rho = math.fsum(s.rho for s in steps)
-    return 1.0 if math.isinf(rho) else cdp_delta(rho, epsilon)
+    if math.isinf(rho) or (rho < _RHO_FLOOR and _live(steps)):
+        return 1.0
+    return cdp_delta(rho, epsilon)
 
 
 #: Standard deviations of the Gaussian part's privacy loss counted in :func:`_pld_range` on either side (the
@@ -519,4 +547,8 @@ def calibrate(unit_steps: Sequence[Step], epsilon: float, delta: float, *, rule:
     eps = check_epsilon(epsilon, name="epsilon")
     dl = check_delta(delta, allow_zero=False, name="delta")
     check_choice(rule, name="rule", choices=("pld", "zcdp", "max-gaussian"))
-    return _calibrate(tuple(unit_steps), eps, dl, rule)
+    t = _calibrate(tuple(unit_steps), eps, dl, rule)
+    if not (t > 0.0 and math.isfinite(t)) and _live(tuple(unit_steps)):
+        # a factor of 0 would release without noise, an infinite one without signal: never a calibration
+        raise CalibrationError(f"no positive finite factor found at epsilon={eps!r}, delta={dl!r} (got t={t!r})")
+    return t
