@@ -40,7 +40,7 @@ from dpkit.core.zcdp import cdp_delta
 
 __all__ = ["ACCOUNTINGS", "STEP_KINDS", "DISCRETISATION", "MAX_PLD_RANGE", "Step", "gaussian", "laplace", "selection",
            "gaussian_mu", "selection_loss_cdf", "selection_delta", "selection_gdp_mu",
-           "selection_epsilon_for_gdp", "composed_delta",
+           "selection_epsilon_for_gdp", "MIN_CERTIFIED_SELECTION", "composed_delta",
            "composed_epsilon", "calibrate", "plan_factor", "CalibrationError", "check_accounting"]
 
 #: The accountings a (ε, δ) method can calibrate by: ``"pld"`` (this module: the exact composition),
@@ -203,6 +203,9 @@ def selection_delta(epsilon: float, eps_prime: float) -> float:
     return (math.exp(eps / 2.0) - math.exp(ep / 2.0)) ** 2 / math.expm1(eps)
 
 
+#: The least selection ε :func:`selection_gdp_mu` certifies: below it μ falls under the analytic Gaussian profile's
+#: reach in double precision (about 10⁻⁶, :data:`_GDP_SMALL_MU`), where a certificate would need a lower bound on it.
+MIN_CERTIFIED_SELECTION = 1e-4
 #: Grid intervals of :func:`selection_gdp_mu`'s certificate over ε' ∈ [0, ε].
 _GDP_CERT_GRID = 4000
 
@@ -248,6 +251,10 @@ def selection_gdp_mu(epsilon: float) -> float:
     import numpy as np
 
     eps = check_epsilon(epsilon, name="epsilon")
+    if eps < MIN_CERTIFIED_SELECTION:
+        raise ValueError(f"epsilon = {eps!r} of a selection is below {MIN_CERTIFIED_SELECTION:g}, where its Gaussian-DP "
+                         "parameter cannot be certified in double precision (the Gaussian profile cancels); use a "
+                         "larger epsilon")
     grid = eps * np.arange(_GDP_CERT_GRID + 1) / _GDP_CERT_GRID
     sel = np.array([selection_delta(eps, float(x)) for x in grid])
     lo, hi = 0.5 * eps, 2.0 * eps  # hi only ever takes values that pass: the result is certified whatever lo is
@@ -275,9 +282,12 @@ def selection_epsilon_for_gdp(mu: float) -> float:
     mu = check_real_in_range(mu, name="mu", low=0.0, low_inclusive=False)
     if not math.isfinite(mu):
         raise ValueError(f"mu must be finite; got {mu!r}")
-    lo, hi = mu, 2.0 * mu  # μ(ε) < ε: lo is shrunk until it holds, hi grown until it does not
-    while selection_gdp_mu(lo) > mu:
-        lo *= 0.5
+    if mu < selection_gdp_mu(MIN_CERTIFIED_SELECTION):
+        raise ValueError(f"a selection of Gaussian-DP mu = {mu!r} would need epsilon below "
+                         f"{MIN_CERTIFIED_SELECTION:g}, which cannot be certified; use a larger epsilon or delta")
+    # μ(ε) < ε, so ε = max(μ, the floor) holds (μ(floor) ≤ μ); hi is grown until it does not
+    lo = max(mu, MIN_CERTIFIED_SELECTION)
+    hi = 2.0 * lo
     while selection_gdp_mu(hi) <= mu:
         hi *= 2.0
     while hi - lo > 1e-9 * lo:
