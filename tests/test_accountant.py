@@ -283,6 +283,11 @@ def test_extreme_budgets_never_calibrate_to_no_noise():
         assert math.erf(1.0 / (2.0 * sigma * math.sqrt(2.0))) <= dl
     mu = 1e-9
     assert A._gdp_delta(mu, 0.0) >= math.erf(mu / (2.0 * math.sqrt(2.0)))  # an upper bound of the exact δ(0)
+    # and not a needlessly loose one: at a tiny δ the calibration is the analytic Gaussian mechanism's (an independent
+    # implementation, dpkit.mechanisms.gaussian), not the σ of the bound μ/√(2π) ≤ δ (10²⁹⁹ at δ = 10⁻³⁰⁰)
+    for dl in (1e-300, 1e-100, 1e-12):
+        assert A.calibrate([A.gaussian(1.0)], 1.0, dl) == pytest.approx(analytic_gaussian_sigma(1.0, dl, 1.0),
+                                                                          rel=1e-6)
     # a mixed composition whose every ρ underflows: its zCDP bound was δ = 0 (so the bisection took the least noise,
     # 2⁻⁶⁰ times the plan's); now no bound, the calibration refused, the published plan kept
     mixed = [A.gaussian(1e200), A.laplace(1e300), A.selection(1e-300, count=3)]

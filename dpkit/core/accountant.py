@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy.special import log_ndtr
+from scipy.special import log_ndtr, ndtr
 
 from dpkit.core.validation import check_choice, check_delta, check_epsilon, check_positive_int, check_real_in_range
 from dpkit.core.zcdp import cdp_delta
@@ -145,12 +145,13 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 def _gdp_delta(mu: float, epsilon: float) -> float:
     """The exact δ(ε) of μ-GDP (the analytic Gaussian's profile), in logs for stability; for μ below
-    :data:`_GDP_SMALL_MU`, where that difference cancels, the upper bound δ(ε) ≤ δ(0) = 2Φ(μ/2) − 1 ≤ μ/√(2π)
-    (met only at extreme budgets: it never calibrates too little noise)."""
+    :data:`_GDP_SMALL_MU`, where that difference cancels, the smaller of two upper bounds, each increasing in μ:
+    δ(ε) ≤ δ(0) = 2Φ(μ/2) − 1 ≤ μ/√(2π), and δ(ε) ≤ Φ(−ε/μ + μ/2) (the profile without its negative term). Met only
+    at extreme budgets; a bound never calibrates too little noise."""
     if mu == 0.0:
         return 0.0
     if mu < _GDP_SMALL_MU:
-        return min(1.0, mu * _INV_SQRT_2PI)
+        return float(min(1.0, mu * _INV_SQRT_2PI, ndtr(-epsilon / mu + mu / 2.0)))
     a = log_ndtr(-epsilon / mu + mu / 2.0)
     b = epsilon + log_ndtr(-epsilon / mu - mu / 2.0)
     return float(max(math.exp(a) * -math.expm1(b - a), 0.0)) if b < a else 0.0
