@@ -216,7 +216,15 @@ def budget_total(epsilon: float, delta: float, accounting: str) -> float:
     """The filter's total for (ε, δ): μ²/2 with μ the exact Gaussian-DP parameter of (ε, δ) (``"gdp"``), or zCDP's ρ
     (``"zcdp"``, Canonne–Kamath–Steinke)."""
     if accounting == "gdp":
-        return 0.5 / accountant.calibrate([accountant.gaussian(1.0)], epsilon, delta) ** 2
+        sigma = accountant.calibrate([accountant.gaussian(1.0)], epsilon, delta)
+        try:
+            total = 0.5 / sigma ** 2
+        except OverflowError:  # σ beyond 10¹⁵⁴: μ² underflows
+            total = 0.0
+        if not (total > 0.0 and math.isfinite(total)):
+            raise ValueError(f"the budget epsilon={epsilon!r}, delta={delta!r} gives AIM's Gaussian-DP filter no "
+                             f"representable total mu^2/2 (sigma = {sigma!r}); use a larger epsilon or delta")
+        return total
     return cdp_rho(epsilon, delta)
 
 
@@ -224,7 +232,7 @@ def selection_cost(epsilon: float, accounting: str) -> float:
     """A selection's charge to the filter: μ(ε)²/2 (``"gdp"``, :func:`~dpkit.core.accountant.selection_gdp_mu`) or
     ε²/8 (``"zcdp"``)."""
     if accounting == "gdp":
-        return 0.5 * accountant.selection_gdp_mu(epsilon) ** 2
+        return 0.0 if epsilon == 0.0 else 0.5 * accountant.selection_gdp_mu(epsilon) ** 2
     return epsilon ** 2 / 8.0
 
 
@@ -234,6 +242,16 @@ def selection_epsilon(cost: float, accounting: str) -> float:
     if accounting == "gdp":
         return accountant.selection_epsilon_for_gdp(math.sqrt(2.0 * cost))
     return math.sqrt(8.0 * cost)
+
+
+def _last_selection_epsilon(cost: float) -> float:
+    """The last round's selection ε under Gaussian DP (:func:`selection_epsilon`), 0 (a free uniform choice) where the
+    share is below the least certified selection's, and at most the largest certified one."""
+    if cost <= 0.0 or math.sqrt(2.0 * cost) < accountant.selection_gdp_mu(accountant.MIN_CERTIFIED_SELECTION):
+        return 0.0
+    if math.sqrt(2.0 * cost) >= accountant.selection_gdp_mu(accountant.MAX_CERTIFIED_SELECTION):
+        return accountant.MAX_CERTIFIED_SELECTION
+    return selection_epsilon(cost, "gdp")
 
 
 def _rounds_leave_budget(rho: float, rounds: int, alpha: float, d: int) -> bool:
@@ -398,6 +416,7 @@ class AIM(MethodBase):
         g_init, g_rounds, g_smp = spawn(rng, 3)
         fit = fitter(self.estimator)
         acc = self.accounting
+        sigma, eps = initial_scales(rho, T, alpha, acc)  # before any spend: a budget it cannot plan is refused here
         if acc == "gdp":
             led.spend("aim (Gaussian DP filter total)", self.epsilon, self.delta,
                       mechanism="gaussian + exponential (Gaussian DP filter, Smith & Thakurta 2022)",
@@ -408,7 +427,6 @@ class AIM(MethodBase):
                       mechanism="gaussian + exponential (zCDP, CKS20 Prop 12)",
                       neighbouring="replace-one", bins=bins, rho=rho, rounds=T, alpha=alpha)
         zled = ZCDPLedger(rho)
-        sigma, eps = initial_scales(rho, T, alpha, acc)
         with tm("measure"):
             oneway, sigma0, _ = self.initialise(X, rng=g_init)
             for i in range(d):
@@ -432,7 +450,7 @@ class AIM(MethodBase):
             if remaining < 2.0 * (1.0 / sigma ** 2 + selection_cost(eps, acc)):  # Alg 2 lines 14-15: the last round
                 sigma, last = math.sqrt(1.0 / (alpha * remaining)), True
                 eps = (math.sqrt(8.0 * (1.0 - alpha) * remaining) if acc == "zcdp"  # the published expression
-                       else selection_epsilon((1.0 - alpha) * remaining, acc))
+                       else _last_selection_epsilon((1.0 - alpha) * remaining))
             used = zled.spent + 1.0 / sigma ** 2 + selection_cost(eps, acc)
             with tm("select"):
                 limit = self.max_model_size * min(used / rho, 1.0)
@@ -442,10 +460,14 @@ class AIM(MethodBase):
                         ok.append(k)
                 p_hat = model_marginals(model, [cands[k] for k in ok])
                 q = self.scores([exact[k] for k in ok], p_hat, weights[ok], sigma, n)
-                mech = self.selection(eps, weights[ok])
-                zled.charge(f"select {t}", selection_cost(eps, acc), epsilon=eps, sensitivity=mech.sensitivity,
-                            candidates=len(ok))
-                j = int(mech.sample(q, 1, rng=g_rounds)[0])
+                if eps > 0.0:
+                    mech = self.selection(eps, weights[ok])
+                    zled.charge(f"select {t}", selection_cost(eps, acc), epsilon=eps, sensitivity=mech.sensitivity,
+                                candidates=len(ok))
+                    j = int(mech.sample(q, 1, rng=g_rounds)[0])
+                else:  # a share too small to certify (extreme budgets, Gaussian DP): a uniform choice, free
+                    zled.charge(f"select {t}", 0.0, epsilon=0.0, candidates=len(ok))
+                    j = int(g_rounds.integers(len(ok)))
                 r = cands[ok[j]]
                 before = p_hat[j]
             zled.charge(f"measure {t} {list(r)}", 1.0 / sigma ** 2, sigma=sigma)
@@ -459,6 +481,8 @@ class AIM(MethodBase):
             after = model_marginals(model, [r])[0]
             if n * np.abs(after - before).sum() <= SQRT_2_OVER_PI * sigma * y.size and not last:
                 sigma, eps = sigma / 2.0, eps * 2.0  # Alg 2 lines 12-13: anneal
+                if acc == "gdp":  # beyond it no Gaussian-DP parameter is certified: a smaller ε spends less
+                    eps = min(eps, accountant.MAX_CERTIFIED_SELECTION)
                 annealed.append(t)
         with tm("estimate"):
             model = fit(meas + measured, d=d, bins=bins, n=n, iters=self.final_iters, warm_start=model)
