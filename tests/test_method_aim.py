@@ -18,6 +18,7 @@ pytest.importorskip("mbi")
 
 from neighbour_pairs import corners
 
+from dpkit.core import accountant  # noqa: E402
 from dpkit.core.accounting import Ledger  # noqa: E402
 from dpkit.core.exceptions import BudgetExceededError  # noqa: E402
 from dpkit.core.zcdp import cdp_rho  # noqa: E402
@@ -27,7 +28,14 @@ from dpkit.mechanisms.exponential import Exponential  # noqa: E402
 from dpkit.methods import aim as aim_module  # noqa: E402
 from dpkit.methods._contraction import normalised_contraction  # noqa: E402
 from dpkit.methods._discrete import attr_names, fit_model, load_mbi, model_marginals  # noqa: E402
-from dpkit.methods.aim import AIM, JunctionTreeSizes, candidates, initial_scales, jt_size_mb  # noqa: E402
+from dpkit.methods.aim import (  # noqa: E402
+    AIM,
+    JunctionTreeSizes,
+    budget_total,
+    candidates,
+    initial_scales,
+    jt_size_mb,
+)
 
 EPS, DELTA = 1.0, 1e-3
 SMALL = {"bins": 3, "rounds": 6, "iters": 100, "final_iters": 100, "m": 300}
@@ -95,20 +103,85 @@ def test_registered():
 
 
 # ----------------------------------------------------------------------------- accounting
-def test_rho_ledger_adds_up(released, mock):
-    st, p = released.diagnostics, released.params
-    rho = cdp_rho(EPS, DELTA)
-    assert st.rho == rho and math.fsum(s["rho"] for s in st.steps) == pytest.approx(rho, rel=1e-12)
-    assert p["rho_spent"] == pytest.approx(rho, rel=1e-12) and len(st.steps) == 3 + 2 * p["rounds"]
+@pytest.mark.parametrize("accounting", ["gdp", "zcdp"])
+def test_the_filter_adds_up(released, mock, accounting):
+    """The filter's steps add up to its total, each step's charge from its own noise: 1/σ² per measurement
+    (replace-one, both currencies), a selection μ(ε)²/2 (Gaussian DP, the certified bounded-range μ) or ε²/8 (zCDP);
+    the total is μ²/2 of the exact Gaussian-DP μ of (ε, δ), or zCDP's ρ."""
+    rel = released if accounting == "gdp" else AIM(epsilon=EPS, delta=DELTA, **SMALL, accounting="zcdp").release(
+        mock, rng=1)
+    st, p = rel.diagnostics, rel.params
+    total = budget_total(EPS, DELTA, accounting)
+    if accounting == "gdp":
+        assert total == pytest.approx(0.5 / accountant.calibrate([accountant.gaussian(1.0)], EPS, DELTA) ** 2,
+                                      rel=1e-15)
+        assert accountant.composed_delta([accountant.gaussian(1.0 / math.sqrt(2.0 * total))], EPS) <= DELTA
+    else:
+        assert total == cdp_rho(EPS, DELTA)
+    # the last round takes the rest: to the bit under zCDP, to the inversion's 10⁻⁹ in ε under Gaussian DP (its
+    # selection ε is the largest that holds), never more
+    tol = 1e-9 if accounting == "gdp" else 1e-12
+    assert st.rho == total and math.fsum(s["rho"] for s in st.steps) == pytest.approx(total, rel=tol)
+    assert p["rho_spent"] == pytest.approx(total, rel=tol) and p["rho_spent"] <= total * (1 + 1e-12)
+    assert len(st.steps) == 3 + 2 * p["rounds"] and p["accounting"] == accounting
     names = [s["name"] for s in st.steps]
     assert names[:3] == ["one-way 0", "one-way 1", "one-way 2"]
     assert all(a.startswith("select") and b.startswith("measure") for a, b in zip(names[3::2], names[4::2]))
-    # each step's ρ from its own noise: 1/σ² (measurement, replace-one), ε²/8 (exponential mechanism)
     for s in st.steps:
-        want = 1 / s["sigma"] ** 2 if "sigma" in s else s["epsilon"] ** 2 / 8
+        if "sigma" in s:
+            want = 1 / s["sigma"] ** 2
+        else:
+            want = (0.5 * accountant.selection_gdp_mu(s["epsilon"]) ** 2 if accounting == "gdp"
+                    else s["epsilon"] ** 2 / 8)
         assert s["rho"] == pytest.approx(want, rel=1e-12)
-    (entry,) = released.ledger["entries"]
-    assert (entry["epsilon"], entry["delta"]) == (EPS, DELTA) and entry["meta"]["rho"] == rho
+    (entry,) = rel.ledger["entries"]
+    assert (entry["epsilon"], entry["delta"]) == (EPS, DELTA)
+    if accounting == "gdp":
+        assert "Gaussian DP filter" in entry["mechanism"] and entry["meta"]["mu"] == math.sqrt(2.0 * total)
+    else:
+        assert entry["meta"]["rho"] == total
+
+
+def _realized_steps(rel):
+    """The release's measurements and selections as the accountant's steps (a Gaussian of noise multiplier σ/√2,
+    a selection of its ε), in the order they ran."""
+    return [accountant.gaussian(s["sigma"] / math.sqrt(2.0)) if "sigma" in s else accountant.selection(s["epsilon"])
+            for s in rel.diagnostics.steps]
+
+
+def test_the_gaussian_dp_filter_is_checked_by_the_exact_composition_of_what_it_ran(released, mock, monkeypatch):
+    """The realised sequence of a release, composed exactly by the accountant (Gaussians as Gaussian DP, selections by
+    their bounded-range pair), meets (ε, δ). Two negative controls, refuted by that exact composition (deterministic,
+    not statistical): a filter that forgets the selections (charged nothing; 1.13 times the claimed δ(1) here), and
+    one whose total confuses μ² with μ²/2 (twice the budget; 40 times the claimed δ(1))."""
+    assert accountant.composed_delta(_realized_steps(released), EPS) <= DELTA
+    real_cost = aim_module.selection_cost
+    monkeypatch.setattr(aim_module, "selection_cost", lambda e, acc: 0.0 if acc == "gdp" else real_cost(e, acc))
+    forgot = AIM(epsilon=EPS, delta=DELTA, **SMALL).release(mock, rng=1)
+    assert accountant.composed_delta(_realized_steps(forgot), EPS) > 1.1 * DELTA
+    monkeypatch.setattr(aim_module, "selection_cost", real_cost)
+    real_total = aim_module.budget_total
+    monkeypatch.setattr(aim_module, "budget_total", lambda e, d, acc: 2.0 * real_total(e, d, acc))
+    doubled = AIM(epsilon=EPS, delta=DELTA, **SMALL).release(mock, rng=1)
+    assert accountant.composed_delta(_realized_steps(doubled), EPS) > 10 * DELTA
+
+
+def test_the_zcdp_filter_releases_what_the_published_aim_released(mock):
+    """``accounting="zcdp"`` is AIM as published, bit for bit: digests of two releases recorded from the code before
+    the Gaussian-DP filter existed (fixed seeds)."""
+    import hashlib
+
+    for kw, want in (({**SMALL}, "bde737b6d110c1c3"),
+                     ({"rounds": 8, "iters": 60, "final_iters": 60, "m": 200}, "a2c46e048961d902")):
+        rel = AIM(epsilon=EPS, delta=DELTA, **kw, accounting="zcdp").release(mock, rng=1)
+        got = hashlib.sha256(rel.synthetic.points.tobytes() + rel.synthetic.weights.tobytes()).hexdigest()[:16]
+        assert got == want, kw
+
+
+def test_accounting_outside_its_choices_is_refused():
+    with pytest.raises(ValueError, match="accounting"):
+        AIM(epsilon=EPS, accounting="pld")
+    assert AIM(epsilon=EPS).accounting == "gdp"
 
 
 def test_overspending_plan_is_refused(monkeypatch, mock):
@@ -123,7 +196,7 @@ def test_mbis_estimator_releases_with_the_same_accounting(released, mock):
     """``estimator="mbi"`` (mbi's own mirror descent) spends the same ρ in the same steps; params say which ran."""
     other = AIM(epsilon=EPS, delta=DELTA, **SMALL, estimator="mbi").release(mock, rng=1)
     assert released.params["estimator"] == "compiled" and other.params["estimator"] == "mbi"
-    assert other.params["rho_spent"] == pytest.approx(cdp_rho(EPS, DELTA), rel=1e-12)
+    assert other.params["rho_spent"] == released.params["rho_spent"]  # the same steps, the same charges
     # the initialisation's noise does not depend on the estimator
     assert np.array_equal(other.diagnostics.oneway, released.diagnostics.oneway)
 

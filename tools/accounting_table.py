@@ -7,8 +7,9 @@
     python tools/accounting_table.py --check    # exit 1 if that block is out of date
 
 For each method at (ε, δ) = (1, 10⁻³) and a board shape (n, d), every measurement's noise multiplier (noise std, or
-Laplace scale, over its sensitivity) under the published calibration (``"split"``, MST's ``"zcdp"``) and under
-``accounting="pld"``, and the gain in signal-to-noise ratio (their ratio). Computed by the methods' own planning
+Laplace scale, over its sensitivity) under the published calibration (``"split"``, MST's and AIM's ``"zcdp"``) and
+under ``accounting="pld"`` (AIM: its Gaussian-DP filter, ``"gdp"``, at its first round), and the gain in
+signal-to-noise ratio (their ratio). Computed by the methods' own planning
 functions, never typed by hand. The effect on the board's Table 3.3 cells needs the board's regeneration.
 """
 from __future__ import annotations
@@ -107,6 +108,13 @@ def rows() -> list[dict[str, str]]:
             p["std1"] / math.sqrt(2 * dd))
         add(f"mst, {data}", f"{dd - 1} selections", "exponential", 1 / z["eps_round"],
             1 / p["eps_round"])
+    from dpkit.methods.aim import AIM, initial_scales
+
+    for data, (_, dd) in sorted(BOARD_SHAPES.items()):  # AIM's first round (its filter anneals from there)
+        (s_z, e_z), (s_g, e_g) = (initial_scales(*AIM(epsilon=EPS, delta=DELTA, accounting=acc).budget(dd),
+                                                 AIM(epsilon=EPS, delta=DELTA).alpha, acc) for acc in ("zcdp", "gdp"))
+        add(f"aim, {data}", "first round's measurement", "gaussian", s_z / math.sqrt(2), s_g / math.sqrt(2))
+        add(f"aim, {data}", "first round's selection", "exponential", 1 / e_z, 1 / e_g)
     return out
 
 
@@ -116,7 +124,8 @@ def table() -> str:
     body = "".join(f"| {r['method']} | {r['measurement']} ({r['mechanism']}) | {r['before']} | {r['after']} | "
                    f"{r['gain']} |\n" for r in rows())
     n, d = SHAPE
-    return (f"At (ε, δ) = ({EPS:g}, {DELTA:g}), n = {n}, d = {d} (WDBC's shape; MST at each board data set's d). "
+    return (f"At (ε, δ) = ({EPS:g}, {DELTA:g}), n = {n}, d = {d} (WDBC's shape; MST and AIM at each board data set's "
+            "d; AIM: its first round under the zCDP and the Gaussian-DP filter, in the `pld` column). "
             "Published and `pld`: the noise multiplier, noise std (Laplace: scale) over the measurement's sensitivity "
             "(L2 for Gaussian, L1 for Laplace; for a selection 1/ε of a round); gain: their ratio, the signal-to-noise "
             "ratio gained. Written by `python tools/accounting_table.py --write`.\n\n"

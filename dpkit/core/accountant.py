@@ -39,7 +39,9 @@ from dpkit.core.validation import check_choice, check_delta, check_epsilon, chec
 from dpkit.core.zcdp import cdp_delta
 
 __all__ = ["ACCOUNTINGS", "STEP_KINDS", "DISCRETISATION", "MAX_PLD_RANGE", "Step", "gaussian", "laplace", "selection",
-           "gaussian_mu", "selection_loss_cdf", "selection_delta", "selection_gdp_mu", "composed_delta",
+           "gaussian_mu", "selection_loss_cdf", "selection_delta", "selection_gdp_mu",
+           "selection_epsilon_for_gdp", "MIN_CERTIFIED_SELECTION", "MAX_CERTIFIED_SELECTION",
+           "composed_delta",
            "composed_epsilon", "calibrate", "plan_factor", "CalibrationError", "check_accounting"]
 
 #: The accountings a (ε, δ) method can calibrate by: ``"pld"`` (this module: the exact composition),
@@ -200,17 +202,33 @@ def selection_delta(epsilon: float, eps_prime: float) -> float:
     ep = check_real_in_range(eps_prime, name="eps_prime", low=0.0)
     if ep >= eps:
         return 0.0
+    if eps > 700.0:  # the same value, without e^ε (it overflows beyond about 709)
+        return math.expm1((ep - eps) / 2.0) ** 2 / -math.expm1(-eps)
     return (math.exp(eps / 2.0) - math.exp(ep / 2.0)) ** 2 / math.expm1(eps)
 
 
+#: The least selection ε :func:`selection_gdp_mu` certifies: below it μ falls under the analytic Gaussian profile's
+#: reach in double precision (about 10⁻⁶, :data:`_GDP_SMALL_MU`), where a certificate would need a lower bound on it.
+MIN_CERTIFIED_SELECTION = 1e-4
+#: The largest selection ε :func:`selection_gdp_mu` certifies: beyond it the selection's profile rounds to 1.
+MAX_CERTIFIED_SELECTION = 20.0
 #: Grid intervals of :func:`selection_gdp_mu`'s certificate over ε' ∈ [0, ε].
 _GDP_CERT_GRID = 4000
 
 
-def _dominates(mu: float, eps: float, grid: Sequence[float], sel: Sequence[float]) -> bool:
+def _gdp_deltas(mu: float, eps: Any) -> Any:
+    """:func:`_gdp_delta` at every ε of an array (the same formula, vectorised)."""
+    import numpy as np
+
+    a = log_ndtr(-eps / mu + mu / 2.0)
+    b = eps + log_ndtr(-eps / mu - mu / 2.0)
+    return np.where(b < a, np.exp(a) * -np.expm1(np.minimum(b - a, 0.0)), 0.0)
+
+
+def _dominates(mu: float, grid: Any, sel: Any) -> bool:
     """μ-GDP's profile above the selection's on every interval of ``grid`` (both decrease in ε': the selection's
     at the interval's left end against μ-GDP's at its right end), with a relative 10⁻⁹ for rounding."""
-    return all(sel[i] * (1.0 + 1e-9) <= _gdp_delta(mu, grid[i + 1]) for i in range(len(grid) - 1))
+    return bool((sel[:-1] * (1.0 + 1e-9) <= _gdp_deltas(mu, grid[1:])).all())
 
 
 @functools.lru_cache(maxsize=256)
@@ -236,19 +254,62 @@ def selection_gdp_mu(epsilon: float) -> float:
     float
         μ.
     """
+    import numpy as np
+
     eps = check_epsilon(epsilon, name="epsilon")
-    grid = [eps * i / _GDP_CERT_GRID for i in range(_GDP_CERT_GRID + 1)]
-    sel = [selection_delta(eps, x) for x in grid]
+    if eps < MIN_CERTIFIED_SELECTION:
+        raise ValueError(f"epsilon = {eps!r} of a selection is below {MIN_CERTIFIED_SELECTION:g}, where its Gaussian-DP "
+                         "parameter cannot be certified in double precision (the Gaussian profile cancels); use a "
+                         "larger epsilon")
+    if eps > MAX_CERTIFIED_SELECTION:
+        raise ValueError(f"epsilon = {eps!r} of a selection is above {MAX_CERTIFIED_SELECTION:g}, where its privacy "
+                         "profile is 1 to double precision and no Gaussian-DP parameter can be certified; use a "
+                         "smaller epsilon")
+    grid = eps * np.arange(_GDP_CERT_GRID + 1) / _GDP_CERT_GRID
+    sel = np.array([selection_delta(eps, float(x)) for x in grid])
     lo, hi = 0.5 * eps, 2.0 * eps  # hi only ever takes values that pass: the result is certified whatever lo is
-    while not _dominates(hi, eps, grid, sel):
+    while not _dominates(hi, grid, sel):
         hi *= 2.0
     while hi - lo > 1e-9 * hi:
         mid = 0.5 * (lo + hi)
-        if _dominates(mid, eps, grid, sel):
+        if _dominates(mid, grid, sel):
             hi = mid
         else:
             lo = mid
     return hi
+
+
+@functools.lru_cache(maxsize=4096)
+def selection_epsilon_for_gdp(mu: float) -> float:
+    """The largest selection ε (to a relative 10⁻⁹, the end that holds) whose certified μ
+    (:func:`selection_gdp_mu`) is at most ``mu``: the ε a Gaussian-DP filter can spend on a selection given a μ.
+
+    Raises
+    ------
+    ValueError
+        For ``mu`` not finite and > 0.
+    """
+    mu = check_real_in_range(mu, name="mu", low=0.0, low_inclusive=False)
+    if not math.isfinite(mu):
+        raise ValueError(f"mu must be finite; got {mu!r}")
+    if mu < selection_gdp_mu(MIN_CERTIFIED_SELECTION):
+        raise ValueError(f"a selection of Gaussian-DP mu = {mu!r} would need epsilon below "
+                         f"{MIN_CERTIFIED_SELECTION:g}, which cannot be certified; use a larger epsilon or delta")
+    # μ(ε) < ε, so ε = max(μ, the floor) holds (μ(floor) ≤ μ); hi is grown until it does not
+    if mu >= selection_gdp_mu(MAX_CERTIFIED_SELECTION):
+        raise ValueError(f"a selection of Gaussian-DP mu = {mu!r} would need epsilon above {MAX_CERTIFIED_SELECTION:g}, "
+                         "which cannot be certified; use a smaller epsilon")
+    lo = max(mu, MIN_CERTIFIED_SELECTION)
+    hi = min(2.0 * lo, MAX_CERTIFIED_SELECTION)
+    while selection_gdp_mu(hi) <= mu:  # stops before the ceiling: μ < μ(MAX_CERTIFIED_SELECTION)
+        hi = min(2.0 * hi, MAX_CERTIFIED_SELECTION)
+    while hi - lo > 1e-9 * lo:
+        mid = 0.5 * (lo + hi)
+        if selection_gdp_mu(mid) <= mu:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _selection_pld(epsilon: float, h: float) -> Any:

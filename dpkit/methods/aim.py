@@ -3,7 +3,7 @@ Differentially Private Synthetic Data", Alg 2) on a public grid of [-1, 1]^d, es
 
 The workload is every two-way marginal of the attributes cut into ``bins`` public cells
 (:mod:`dpkit.methods._discrete`); the candidates are its downward closure, weighted as in the paper's §4. With the
-total ρ (:func:`~dpkit.core.zcdp.cdp_rho` of the (ε, δ) budget), T = ``rounds`` and α = ``alpha``:
+total budget ρ (module section "Privacy"), T = ``rounds`` and α = ``alpha``:
 
 1. Initialise: measure every one-way marginal with N(0, σ₀²), σ₀ = √(T/(αρ)), and estimate p̂₀ with Private-PGM.
 2. Rounds while budget is left: keep the candidates whose junction tree fits ``max_model_size``; **select** one with
@@ -12,9 +12,20 @@ total ρ (:func:`~dpkit.core.zcdp.cdp_rho` of the (ε, δ) budget), T = ``rounds
 3. Sample ``m`` rows from the last model, uniformly inside their cells (weights 1/m).
 
 Privacy: replace-one neighbours with public n (L2 sensitivity √2 per marginal, the paper's σ's scaled by √2; a score
-moves by at most 2w_r). Every step is charged to a :class:`~dpkit.core.zcdp.ZCDPLedger`, which refuses overspending;
-the caller's ledger gets one spend of the whole (ε, δ) before any noise is drawn, the per-step ρ in
-``params["rho_steps"]``. AIM is a zCDP mechanism: ``delta`` must be positive. ``estimator="compiled"`` (default,
+moves by at most 2w_r). The rounds are chosen from what was released (annealing, the last round's share), so their
+composition is kept by a privacy *filter* (a :class:`~dpkit.core.zcdp.ZCDPLedger` that refuses overspending), in one
+of two currencies (``accounting``):
+
+* ``"gdp"`` (default): Gaussian DP, whose filter is valid for fully adaptive composition (Smith & Thakurta 2022):
+  the budget is μ²/2 with μ the exact Gaussian-DP parameter of (ε, δ) (the analytic Gaussian's); a measurement at σ
+  costs μᵢ²/2 = 1/σ², a selection of ε costs μ(ε)²/2 with μ(ε) the certified Gaussian-DP parameter of an ε-bounded-
+  range selection (:func:`~dpkit.core.accountant.selection_gdp_mu`; about 0.62 ε).
+* ``"zcdp"``: the paper's, ρ = :func:`~dpkit.core.zcdp.cdp_rho` of (ε, δ); a measurement costs 1/σ², a selection
+  ε²/8 (bounded range; Cesar & Rogers 2021).
+
+Either way the filter's total is the budget, so the release is (ε, δ)-DP. The caller's ledger gets one spend of the
+whole (ε, δ) before any noise is drawn, the per-step costs in ``params["rho_steps"]`` (in the currency's units,
+``params["budget_units"]``). ``delta`` must be positive. ``estimator="compiled"`` (default,
 :mod:`dpkit.methods._compiled_pgm`) and ``"mbi"`` sum in different orders, so their releases differ.
 """
 from __future__ import annotations
@@ -26,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import accountant
 from dpkit.core.accounting import Ledger, ledger_for
 from dpkit.core.rng import RNGLike, spawn
 from dpkit.core.threads import one_blas_thread
@@ -51,7 +63,8 @@ from dpkit.methods.mst import default_bins
 from dpkit.queries.release import MethodBase, Release, Timer
 from dpkit.queries.workload import GaussianKernelWorkload
 
-__all__ = ["AIM", "AIMStats", "JunctionTreeSizes", "candidates", "jt_size_mb", "initial_scales"]
+__all__ = ["AIM", "AIMStats", "JunctionTreeSizes", "candidates", "jt_size_mb", "initial_scales", "AIM_ACCOUNTINGS",
+           "budget_total", "selection_cost", "selection_epsilon"]
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -195,6 +208,52 @@ class JunctionTreeSizes:
         return float(total) * 8.0 / 2.0 ** 20
 
 
+#: The accountings of AIM's filter (module docstring): Gaussian DP (default) or the paper's zCDP.
+AIM_ACCOUNTINGS = ("gdp", "zcdp")
+
+
+def budget_total(epsilon: float, delta: float, accounting: str) -> float:
+    """The filter's total for (ε, δ): μ²/2 with μ the exact Gaussian-DP parameter of (ε, δ) (``"gdp"``), or zCDP's ρ
+    (``"zcdp"``, Canonne–Kamath–Steinke)."""
+    if accounting == "gdp":
+        sigma = accountant.calibrate([accountant.gaussian(1.0)], epsilon, delta)
+        try:
+            total = 0.5 / sigma ** 2
+        except OverflowError:  # σ beyond 10¹⁵⁴: μ² underflows
+            total = 0.0
+        if not (total > 0.0 and math.isfinite(total)):
+            raise ValueError(f"the budget epsilon={epsilon!r}, delta={delta!r} gives AIM's Gaussian-DP filter no "
+                             f"representable total mu^2/2 (sigma = {sigma!r}); use a larger epsilon or delta")
+        return total
+    return cdp_rho(epsilon, delta)
+
+
+def selection_cost(epsilon: float, accounting: str) -> float:
+    """A selection's charge to the filter: μ(ε)²/2 (``"gdp"``, :func:`~dpkit.core.accountant.selection_gdp_mu`) or
+    ε²/8 (``"zcdp"``)."""
+    if accounting == "gdp":
+        return 0.0 if epsilon == 0.0 else 0.5 * accountant.selection_gdp_mu(epsilon) ** 2
+    return epsilon ** 2 / 8.0
+
+
+def selection_epsilon(cost: float, accounting: str) -> float:
+    """The selection ε whose charge (:func:`selection_cost`) is at most ``cost`` (``"zcdp"``: √(8·cost); ``"gdp"``:
+    :func:`~dpkit.core.accountant.selection_epsilon_for_gdp` of √(2·cost), the largest that holds)."""
+    if accounting == "gdp":
+        return accountant.selection_epsilon_for_gdp(math.sqrt(2.0 * cost))
+    return math.sqrt(8.0 * cost)
+
+
+def _last_selection_epsilon(cost: float) -> float:
+    """The last round's selection ε under Gaussian DP (:func:`selection_epsilon`), 0 (a free uniform choice) where the
+    share is below the least certified selection's, and at most the largest certified one."""
+    if cost <= 0.0 or math.sqrt(2.0 * cost) < accountant.selection_gdp_mu(accountant.MIN_CERTIFIED_SELECTION):
+        return 0.0
+    if math.sqrt(2.0 * cost) >= accountant.selection_gdp_mu(accountant.MAX_CERTIFIED_SELECTION):
+        return accountant.MAX_CERTIFIED_SELECTION
+    return selection_epsilon(cost, "gdp")
+
+
 def _rounds_leave_budget(rho: float, rounds: int, alpha: float, d: int) -> bool:
     """Whether the initialisation's d one-way measurements at σ₀ (ρ = 1/σ₀² each, charged as
     :meth:`AIM.release` charges them) leave a positive ρ for the rounds: T > αd, checked in floating point."""
@@ -204,10 +263,12 @@ def _rounds_leave_budget(rho: float, rounds: int, alpha: float, d: int) -> bool:
     return rho - math.fsum([1.0 / sigma0 ** 2] * d) > 0.0
 
 
-def initial_scales(rho: float, rounds: int, alpha: float) -> tuple[float, float]:
-    """(σ₀, ε₀) of Alg 2 line 2 under replace-one: σ₀ = √(T/(αρ)) (a measurement costs 1/σ² = αρ/T),
-    ε₀ = √(8(1 − α)ρ/T) (a selection costs ε²/8 = (1 − α)ρ/T)."""
-    return math.sqrt(rounds / (alpha * rho)), math.sqrt(8.0 * (1.0 - alpha) * rho / rounds)
+def initial_scales(rho: float, rounds: int, alpha: float, accounting: str = "zcdp") -> tuple[float, float]:
+    """(σ₀, ε₀) of Alg 2 line 2 under replace-one: σ₀ = √(T/(αρ)) (a measurement costs 1/σ² = αρ/T), ε₀ the
+    selection whose charge is (1 − α)ρ/T (:func:`selection_epsilon`; zCDP: ε₀ = √(8(1 − α)ρ/T))."""
+    if accounting == "zcdp":  # the published expression, to the bit
+        return math.sqrt(rounds / (alpha * rho)), math.sqrt(8.0 * (1.0 - alpha) * rho / rounds)
+    return math.sqrt(rounds / (alpha * rho)), selection_epsilon((1.0 - alpha) * rho / rounds, accounting)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,8 +278,8 @@ class AIM(MethodBase):
     Parameters
     ----------
     epsilon, delta : float
-        Total (ε, δ) budget, δ > 0 (accounted in zCDP, converted exactly); ε at most
-        :data:`~dpkit.core.zcdp.MAX_ZCDP_EPSILON` (where the zCDP conversion overflows).
+        Total (ε, δ) budget, δ > 0; ε at most :data:`~dpkit.core.zcdp.MAX_ZCDP_EPSILON` (where the zCDP conversion
+        overflows).
     bins : int or None
         Public cells per attribute; ``None``: :func:`~dpkit.methods.mst.default_bins` at the noise of a
         first-round two-way measurement, σ₀ (from n, d and the budget only).
@@ -237,6 +298,9 @@ class AIM(MethodBase):
     estimator : {"compiled", "mbi"}
         Whose implementation of Private-PGM's mirror descent estimates the model (module docstring):
         dpkit's, compiled once per padded size (default), or ``mbi``'s, compiled once per round.
+    accounting : {"gdp", "zcdp"}
+        The filter's currency (module docstring): Gaussian DP (default) or the paper's zCDP (its releases as
+        published).
     """
 
     label = "aim"
@@ -251,6 +315,7 @@ class AIM(MethodBase):
     iters: int = 1000
     final_iters: int = 1000
     estimator: str = "compiled"
+    accounting: str = "gdp"
 
     def __post_init__(self) -> None:
         check_budget_fields(self, allow_zero_delta=False)
@@ -265,16 +330,17 @@ class AIM(MethodBase):
         check_int_in_range(self.iters, name="iters", low=1)
         check_int_in_range(self.final_iters, name="final_iters", low=1)
         check_choice(self.estimator, name="estimator", choices=ESTIMATORS)
+        accountant.check_accounting(self.accounting, allowed=AIM_ACCOUNTINGS)
 
     def budget(self, d: int) -> tuple[float, int]:
-        """(ρ, T) for d attributes.
+        """(ρ, T) for d attributes: ρ the filter's total (:func:`budget_total`).
 
         Raises
         ------
         ValueError
             If ``rounds`` is below :meth:`min_rounds` for d attributes (before anything is spent).
         """
-        rho = cdp_rho(self.epsilon, self.delta)
+        rho = budget_total(self.epsilon, self.delta, self.accounting)
         T = self.rounds if self.rounds is not None else 16 * d
         if not _rounds_leave_budget(rho, T, self.alpha, d):
             least = self.min_rounds(d)
@@ -288,7 +354,7 @@ class AIM(MethodBase):
     def min_rounds(self, d: int) -> int:
         """The least ``rounds`` T for d attributes: the initialisation spends d·αρ/T (d one-way measurements at the
         per-round measurement share αρ/T), which must leave a positive remainder for the rounds, so T > αd."""
-        rho = cdp_rho(self.epsilon, self.delta)
+        rho = budget_total(self.epsilon, self.delta, self.accounting)
         T = max(1, math.floor(self.alpha * d) + 1)
         while not _rounds_leave_budget(rho, T, self.alpha, d):  # only where α·d rounds to within an ulp of T
             T += 1
@@ -299,7 +365,7 @@ class AIM(MethodBase):
         if self.bins is not None:
             return self.bins
         rho, T = self.budget(d)
-        return default_bins(n, initial_scales(rho, T, self.alpha)[0])
+        return default_bins(n, initial_scales(rho, T, self.alpha, self.accounting)[0])
 
     # ------------------------------------------------------------------ steps
     def initialise(self, X: Any, *, rng: RNGLike = None) -> tuple[np.ndarray, float, int]:
@@ -308,7 +374,7 @@ class AIM(MethodBase):
         n, d = X.shape
         rho, T = self.budget(d)
         bins = self.grid(n, d)
-        sigma0, _ = initial_scales(rho, T, self.alpha)
+        sigma0, _ = initial_scales(rho, T, self.alpha, self.accounting)
         codes = grid_codes(X, bins)
         ones = np.stack([np.bincount(codes[:, i], minlength=bins) for i in range(d)]).astype(float)
         g = spawn(rng, 1)[0]
@@ -349,10 +415,18 @@ class AIM(MethodBase):
         bins = self.grid(n, d)
         g_init, g_rounds, g_smp = spawn(rng, 3)
         fit = fitter(self.estimator)
-        led.spend("aim (zCDP total)", self.epsilon, self.delta, mechanism="gaussian + exponential (zCDP, CKS20 Prop 12)",
-                  neighbouring="replace-one", bins=bins, rho=rho, rounds=T, alpha=alpha)
+        acc = self.accounting
+        sigma, eps = initial_scales(rho, T, alpha, acc)  # before any spend: a budget it cannot plan is refused here
+        if acc == "gdp":
+            led.spend("aim (Gaussian DP filter total)", self.epsilon, self.delta,
+                      mechanism="gaussian + exponential (Gaussian DP filter, Smith & Thakurta 2022)",
+                      neighbouring="replace-one", bins=bins, mu=math.sqrt(2.0 * rho), rounds=T, alpha=alpha,
+                      accounting=acc)
+        else:
+            led.spend("aim (zCDP total)", self.epsilon, self.delta,
+                      mechanism="gaussian + exponential (zCDP, CKS20 Prop 12)",
+                      neighbouring="replace-one", bins=bins, rho=rho, rounds=T, alpha=alpha)
         zled = ZCDPLedger(rho)
-        sigma, eps = initial_scales(rho, T, alpha)
         with tm("measure"):
             oneway, sigma0, _ = self.initialise(X, rng=g_init)
             for i in range(d):
@@ -373,9 +447,11 @@ class AIM(MethodBase):
         while not last:
             t += 1
             remaining = zled.remaining
-            if remaining < 2.0 * (1.0 / sigma ** 2 + eps ** 2 / 8.0):  # Alg 2 lines 14-15: this round takes the rest
-                sigma, eps, last = math.sqrt(1.0 / (alpha * remaining)), math.sqrt(8.0 * (1.0 - alpha) * remaining), True
-            used = zled.spent + 1.0 / sigma ** 2 + eps ** 2 / 8.0
+            if remaining < 2.0 * (1.0 / sigma ** 2 + selection_cost(eps, acc)):  # Alg 2 lines 14-15: the last round
+                sigma, last = math.sqrt(1.0 / (alpha * remaining)), True
+                eps = (math.sqrt(8.0 * (1.0 - alpha) * remaining) if acc == "zcdp"  # the published expression
+                       else _last_selection_epsilon((1.0 - alpha) * remaining))
+            used = zled.spent + 1.0 / sigma ** 2 + selection_cost(eps, acc)
             with tm("select"):
                 limit = self.max_model_size * min(used / rho, 1.0)
                 ok = []
@@ -384,10 +460,14 @@ class AIM(MethodBase):
                         ok.append(k)
                 p_hat = model_marginals(model, [cands[k] for k in ok])
                 q = self.scores([exact[k] for k in ok], p_hat, weights[ok], sigma, n)
-                mech = self.selection(eps, weights[ok])
-                zled.charge(f"select {t}", eps ** 2 / 8.0, epsilon=eps, sensitivity=mech.sensitivity,
-                            candidates=len(ok))
-                j = int(mech.sample(q, 1, rng=g_rounds)[0])
+                if eps > 0.0:
+                    mech = self.selection(eps, weights[ok])
+                    zled.charge(f"select {t}", selection_cost(eps, acc), epsilon=eps, sensitivity=mech.sensitivity,
+                                candidates=len(ok))
+                    j = int(mech.sample(q, 1, rng=g_rounds)[0])
+                else:  # a share too small to certify (extreme budgets, Gaussian DP): a uniform choice, free
+                    zled.charge(f"select {t}", 0.0, epsilon=0.0, candidates=len(ok))
+                    j = int(g_rounds.integers(len(ok)))
                 r = cands[ok[j]]
                 before = p_hat[j]
             zled.charge(f"measure {t} {list(r)}", 1.0 / sigma ** 2, sigma=sigma)
@@ -401,6 +481,8 @@ class AIM(MethodBase):
             after = model_marginals(model, [r])[0]
             if n * np.abs(after - before).sum() <= SQRT_2_OVER_PI * sigma * y.size and not last:
                 sigma, eps = sigma / 2.0, eps * 2.0  # Alg 2 lines 12-13: anneal
+                if acc == "gdp":  # beyond it no Gaussian-DP parameter is certified: a smaller ε spends less
+                    eps = min(eps, accountant.MAX_CERTIFIED_SELECTION)
                 annealed.append(t)
         with tm("estimate"):
             model = fit(meas + measured, d=d, bins=bins, n=n, iters=self.final_iters, warm_start=model)
@@ -410,7 +492,8 @@ class AIM(MethodBase):
         params = {"method": self.name, "epsilon": self.epsilon, "delta": self.delta, "bins": bins, "rho": rho,
                   "rounds_max": T, "rounds": len(measured), "alpha": alpha, "max_model_size": self.max_model_size,
                   "m": self.m, "iters": self.iters, "final_iters": self.final_iters, "estimator": self.estimator,
-                  "neighbouring": "replace-one",
+                  "neighbouring": "replace-one", "accounting": acc,
+                  "budget_units": "mu^2/2 (Gaussian DP)" if acc == "gdp" else "rho (zCDP)",
                   "rho_spent": zled.spent, "rho_steps": [s["rho"] for s in zled.steps]}
         return Release(method=self.name, privacy=self.privacy, params=params, ledger=led.to_dict(), timings=tm.done(),
                        synthetic=synth, diagnostics=st)

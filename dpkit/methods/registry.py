@@ -96,7 +96,8 @@ CATALOGUE: tuple[Entry, ...] = (
     # its estimator's programs the first time a process meets their size (timings: docs/performance_notes.md)
     Entry("mst", MST(epsilon=EPS, delta=DELTA, accounting="pld"), _L),
     Entry("mst-eps", MST(epsilon=EPS, delta=0.0), _L),
-    # AIM (McKenna et al. 2022) on the same grid and mbi; zCDP only (no ε-DP variant, see dpkit.methods.aim).
+    # AIM (McKenna et al. 2022) on the same grid and mbi; (ε, δ) only, its adaptive rounds kept by a Gaussian-DP filter
+    # (accounting="gdp"; the published zCDP filter: accounting="zcdp"; no ε-DP variant, see dpkit.methods.aim).
     # Suite "slow": every round adds a marginal and fits the model again. dpkit's compiled estimator (the default,
     # dpkit.methods._compiled_pgm) compiles a handful of programs per process, not one per round as mbi's does,
     # yet a release still costs many of MST's fits, and most on the widest data (CRM); measured times:
