@@ -147,7 +147,7 @@ def test_the_command_writes_a_refreshed_copy_with_its_provenance_and_publishes_o
     (entry,) = prov["refreshes"]
     assert entry["methods"] == ["mwem-gaussian"] and entry["verified"]["reps"] == [0, 3] and entry["git"]["commit"]
     line = board_records.provenance_line(out / "records.parquet")
-    assert "Refreshed" in line and "mwem-gaussian rerun on every cell" in line and "(4 records" in line
+    assert "Refreshed" in line and "mwem-gaussian rerun; the 2 others reproduced to the bit" in line and "(4 records" in line
     assert "Refreshed" in (out / "assembled" / "leaderboard_runs.md").read_text()
     assert (out / "assembled" / "leaderboard_headline.md").is_file()
     assert board.read_bytes() == before  # the stored board is never written

@@ -31,20 +31,23 @@ TABLE = "(ε,δ)-DP"
 #: The registry's entries whose published calibration the exact composition replaces (docs/science/accounting.md,
 #: "Which methods, and the switch"); the other (ε, δ) entries calibrate one release at the whole budget already.
 TIGHT = ("trig-II", "direct-laplace_II", "marginals-moments", "gauss-analyze-gauss", "gauss-psi", "mwem-gaussian",
-         "lp-gauss-analyze-gauss-cands", "mst")
+         "lp-gauss-analyze-gauss-cands", "mst", "aim")
+#: The tight choice of each: the exact composition, or AIM's Gaussian-DP filter (its rounds are adaptive).
+_TIGHT_CHOICE = {"aim": "gdp"}
 
 
 def tight_methods() -> list[str]:
     """:data:`TIGHT`, each checked to be registered with ``accounting="pld"`` (directly or through its Gaussian-fit
-    candidates); a ValueError names one that is not."""
+    candidates; AIM: ``"gdp"``); a ValueError names one that is not."""
     from dpkit.methods.registry import get
 
     for name in TIGHT:
         m = get(name)
         fit = getattr(getattr(m, "candidates", None), "fit", None)
         choices = [getattr(x, "accounting") for x in (m, fit) if x is not None and hasattr(x, "accounting")]
-        if not choices or any(c != "pld" for c in choices):
-            raise ValueError(f"accounting_effect: the registry's {name!r} is not calibrated with accounting='pld' "
+        want = _TIGHT_CHOICE.get(name, "pld")
+        if not choices or any(c != want for c in choices):
+            raise ValueError(f"accounting_effect: the registry's {name!r} is not calibrated with accounting={want!r} "
                              f"(its own and its candidates' fit: {choices})")
     return list(TIGHT)
 

@@ -567,11 +567,10 @@ def _refresh_text(refresh: Any) -> str:
     reps = verified.get("reps")
     compute = refresh.get("compute_s")
     return (f"Refreshed {str(refresh.get('date', 'on an unrecorded date'))[:10]} at {commit}: "
-            f"{', '.join(map(str, refresh.get('methods') or [])) or 'no method'} rerun on every cell; the "
+            f"{', '.join(map(str, refresh.get('methods') or [])) or 'no method'} rerun; the "
             f"{len(verified.get('methods') or [])} others reproduced to the bit on repetitions "
-            f"{', '.join(map(str, reps)) if isinstance(reps, list) else '?'} of every data set "
-            f"({verified.get('records', '?')} records"
-            + (f"; {float(compute) / 60:.0f} min of compute)." if compute is not None else ")."))
+            f"{', '.join(map(str, reps)) if isinstance(reps, list) else '?'} ({verified.get('records', '?')} records"
+            + (f"; {float(compute) / 60:.0f} min)." if compute is not None else ")."))
 
 
 def provenance_line(records_path: str | os.PathLike) -> str:
