@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -173,19 +174,14 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
     """
     from tqdm.auto import tqdm
 
-    named = as_methods(methods)
-    seed = check_seed(seed)
-    sigmas = check_sigmas(sigmas)
-    dataset = check_name(dataset, name="dataset")
+    named, seed, sigmas, dataset, n_queries, J, supremum = _checked(methods, seed, sigmas, dataset, n_queries, J,
+                                                                     supremum)
     reps = check_positive_int(reps, name="reps")
-    n_queries = check_positive_int(n_queries, name="n_queries")
-    J = check_positive_int(J, name="J")
     if verify_reps is not None:
         verify_reps = check_positive_int(verify_reps, name="verify_reps")
     executor = workers if isinstance(workers, RepetitionExecutor) else None
     if executor is None:
         workers = check_positive_int(workers, name="workers")
-    supremum = check_supremum(supremum)
     X = np.asarray(X, dtype=float)
     job = _cells_job(X, named, sigmas=sigmas, reps=reps, seed=seed, dataset=dataset, n_queries=n_queries, J=J,
                      supremum=supremum)
@@ -228,6 +224,14 @@ def run_cells(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[Method]
 
 
 
+def _checked(methods: Mapping[str, Method] | Sequence[Method], seed: int, sigmas: Sequence[float], dataset: str,
+             n_queries: int, J: int, supremum: str | None) -> tuple[Any, ...]:
+    """The arguments :func:`run_cells` and :func:`run_repetitions` share, validated (their docstrings' Raises)."""
+    return (as_methods(methods), check_seed(seed), check_sigmas(sigmas), check_name(dataset, name="dataset"),
+            check_positive_int(n_queries, name="n_queries"), check_positive_int(J, name="J"),
+            check_supremum(supremum))
+
+
 def _cells_job(X: np.ndarray, named: Mapping[str, Method], *, sigmas: Sequence[float], reps: int, seed: int,
                dataset: str, n_queries: int, J: int, supremum: str | None) -> CellsJob:
     """The job of :func:`run_cells` (validated arguments): repetition ``i``'s seeds are child ``i`` of each cell's
@@ -266,13 +270,8 @@ def run_repetitions(X: np.ndarray, *, methods: Mapping[str, Method] | Sequence[M
     TypeError, ValueError
         As :func:`run_cells`; ``indices`` empty, repeated or holding a value that is not an integer ≥ 0.
     """
-    named = as_methods(methods)
-    seed = check_seed(seed)
-    sigmas = check_sigmas(sigmas)
-    dataset = check_name(dataset, name="dataset")
-    n_queries = check_positive_int(n_queries, name="n_queries")
-    J = check_positive_int(J, name="J")
-    supremum = check_supremum(supremum)
+    named, seed, sigmas, dataset, n_queries, J, supremum = _checked(methods, seed, sigmas, dataset, n_queries, J,
+                                                                     supremum)
     if isinstance(indices, (str, bytes)) or not isinstance(indices, Sequence) or not indices:
         raise ValueError(f"indices must be a non-empty list of repetition indices (integers >= 0); got {indices!r}")
     checked = [check_int_in_range(i, name="indices", low=0) for i in indices]
